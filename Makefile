@@ -1,0 +1,47 @@
+# rmt: thin wrapper over CMake.  `make` builds, `make test` tests, `make run` demos.
+BUILD   ?= build
+NATIVE  ?= ON            # NATIVE=OFF for a portable binary (no -march=native)
+JOBS    ?= $(shell nproc)
+RMT     := $(BUILD)/rmt
+
+BUILD_PACKAGES := cmake g++ make libcli11-dev libeigen3-dev libfmt-dev doctest-dev \
+                  libyaml-cpp-dev nlohmann-json3-dev libssl-dev
+TEST_PACKAGES  := python3-torch python3-numpy
+ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) gnuplot-nox
+
+missing = $(shell for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all build deps deps-build deps-test test run bench clean
+
+all: build
+
+# Install whatever Debian packages are missing (called automatically by make / make test).
+deps:
+	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(ALL_PACKAGES))"
+deps-build:
+	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(BUILD_PACKAGES))"
+deps-test:
+	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(TEST_PACKAGES))"
+_install:
+	@if [ -n "$(strip $(PKGS))" ]; then \
+	  echo "installing missing packages: $(PKGS)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(PKGS); \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE))
+
+build: deps-build $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps-test build
+	cd $(BUILD) && ctest --output-on-failure
+
+run: build
+	$(RMT) generate copy --out runs/data/copy --force
+	$(RMT) data check runs/data/copy
+	$(RMT) data show runs/data/copy -n 3
+
+clean:
+	rm -rf $(BUILD)

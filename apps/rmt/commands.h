@@ -1,0 +1,14 @@
+#pragma once
+// Each subcommand lives in its own apps/rmt/cmd_*.cpp: it declares its options on the CLI11
+// subcommand and sets the callback that runs it. Only parsing and printing happen in apps/;
+// the work itself is in lib/ and tasks/.
+#include <CLI/CLI.hpp>
+
+namespace rmt::cli {
+
+void add_generate_command(CLI::App& app);
+void add_data_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+
+}  // namespace rmt::cli

@@ -1,0 +1,31 @@
+#pragma once
+// Reading a dataset directory written by `rmt generate` (or by the authors' generate_data.py)
+// and turning it into what the model trains on: input ids and next-token targets.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rmt {
+
+struct DatasetMeta {
+  std::string task;                 // copy | reverse | retrieval | sqeq (also copy120 etc.)
+  std::string file_prefix;          // the {task} part of {task}_{split}_X.npy
+  std::vector<std::string> vocab;   // id -> symbol; vocab.size() is the model's n_token
+  int len_x = 0, len_y = 0;         // columns of X and y
+  int answer_size = 0;              // loss/accuracy positions at the end of the target
+  bool stacked = true;              // input = concat(X,y)[:-1], target = concat(X,y)[1:]
+  bool from_meta_yaml = false;      // false: inferred for a directory written by the authors' code
+};
+
+// Reads DIR/meta.yaml, or infers the meta from the file names when it is absent.
+DatasetMeta load_dataset_meta(const std::string& dir);
+
+// One split in the model's view. input and target are [n, seq_len] row-major.
+struct LmSplit {
+  int64_t n = 0;
+  int seq_len = 0;
+  std::vector<int32_t> input, target;
+};
+LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std::string& split);
+
+}  // namespace rmt
