@@ -1,2 +1,508 @@
-// Placeholder until the CPU kernels land.
+// The CPU reference backend: Eigen GEMMs + OpenMP loops over contiguous fp32 buffers.
+// One forward/backward pair per kernel, in the order of lib/backend.h. Every reduction runs in
+// a fixed order (no atomics), so results are bit-identical for a fixed thread count.
+#include <omp.h>
+
+// GCC 12 emits false -Wmaybe-uninitialized warnings from Eigen's AVX-512 paths.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include "lib/backend.h"
+#include "lib/cpu_kernels.h"
+
+namespace rmt {
+namespace {
+
+using MatRM = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Stride = Eigen::OuterStride<>;
+using MapM = Eigen::Map<MatRM, 0, Stride>;             // strided row-major view
+using CMapM = Eigen::Map<const MatRM, 0, Stride>;
+using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+using CMapRow = Eigen::Map<const RowVec>;
+using MapRow = Eigen::Map<RowVec>;
+
+// Per-call grain for elementwise loops: below this, threads cost more than they save.
+constexpr int64_t kGrain = 1 << 14;
+
+// ---------------------------------------------------------------------------------------
+// matmul: C = alpha op(A) op(B) + beta C
+
+template <typename TA, typename TB>
+void gemm_into(MapM& C, const TA& A, const TB& B, float alpha, float beta) {
+  if (beta == 0.f) {
+    C.noalias() = alpha * (A * B);  // overwrites: garbage/NaN in C never read
+  } else {
+    if (beta != 1.f) C *= beta;
+    C.noalias() += alpha * (A * B);
+  }
+}
+
+void matmul_impl(float* C, const float* A, const float* B, int M, int N, int K, bool ta, bool tb,
+                 float alpha, float beta) {
+  if (M == 0 || N == 0) return;
+  MapM c(C, M, N, Stride(N));
+  if (K == 0) {  // empty product: C = beta C
+    if (beta == 0.f) c.setZero(); else c *= beta;
+    return;
+  }
+  // Stored shapes: A is [M,K] or [K,M] (trans_a); B is [K,N] or [N,K] (trans_b).
+  CMapM a(A, ta ? K : M, ta ? M : K, Stride(ta ? M : K));
+  CMapM b(B, tb ? N : K, tb ? K : N, Stride(tb ? K : N));
+  if (!ta && !tb) gemm_into(c, a, b, alpha, beta);
+  else if (!ta && tb) gemm_into(c, a, b.transpose(), alpha, beta);
+  else if (ta && !tb) gemm_into(c, a.transpose(), b, alpha, beta);
+  else gemm_into(c, a.transpose(), b.transpose(), alpha, beta);
+}
+
+// ---------------------------------------------------------------------------------------
+// Column-parallel reduction helper: parallelise over column blocks so that each output column
+// is summed over rows by one thread in row order (deterministic, independent of threads).
+constexpr int kColBlock = 64;
+
+// ---------------------------------------------------------------------------------------
+// Masked softmax of one row in place; blocked entries (mask 1) become exactly 0.
+inline void softmax_row(float* s, const uint8_t* mask, int n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < n; ++j)
+    if (!mask[j]) mx = std::max(mx, s[j]);
+  float sum = 0.f;
+  for (int j = 0; j < n; ++j) {
+    float e = mask[j] ? 0.f : std::exp(s[j] - mx);
+    s[j] = e;
+    sum += e;
+  }
+  const float inv = 1.f / sum;
+  for (int j = 0; j < n; ++j) s[j] *= inv;
+}
+
+// Scratch that lives per thread and only grows (no allocation in the steady state).
+struct AttnScratch {
+  MatRM a, b, c;       // [qlen, klen] work matrices
+  MatRM qu, qv;        // [qlen, Dh]
+  MatRM dqu, dqv;      // [qlen, Dh]
+};
+AttnScratch& attn_scratch() {
+  thread_local AttnScratch s;
+  return s;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
+              bool trans_b, float alpha, float beta) override {
+    matmul_impl(C, A, B, M, N, K, trans_a, trans_b, alpha, beta);
+  }
+
+  // x[rows, cols] += bias[cols]
+  void add_bias(float* x, const float* bias, int rows, int cols) override {
+#pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
+    for (int i = 0; i < rows; ++i) {
+      float* xi = x + (int64_t)i * cols;
+      for (int j = 0; j < cols; ++j) xi[j] += bias[j];
+    }
+  }
+  // dbias[cols] += sum_rows dy[rows, cols]
+  void bias_backward(float* dbias, const float* dy, int rows, int cols) override {
+    const int nblk = (cols + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
+    for (int blk = 0; blk < nblk; ++blk) {
+      const int j0 = blk * kColBlock, j1 = std::min(cols, j0 + kColBlock);
+      float acc[kColBlock] = {};
+      for (int i = 0; i < rows; ++i) {
+        const float* d = dy + (int64_t)i * cols;
+        for (int j = j0; j < j1; ++j) acc[j - j0] += d[j];
+      }
+      for (int j = j0; j < j1; ++j) dbias[j] += acc[j - j0];
+    }
+  }
+
+  // out[n, d] = table[ids[n]] * scale
+  void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int d,
+                         float scale) override {
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+    for (int i = 0; i < n; ++i) {
+      const float* t = table + (int64_t)ids[i] * d;
+      float* o = out + (int64_t)i * d;
+      for (int k = 0; k < d; ++k) o[k] = t[k] * scale;
+    }
+  }
+  // dtable[ids[n]] += dout[n] * scale. Parallel over column blocks, rows in order, so repeated
+  // ids add up without races and in a fixed order.
+  void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n, int d,
+                          float scale) override {
+    const int nblk = (d + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+    for (int blk = 0; blk < nblk; ++blk) {
+      const int k0 = blk * kColBlock, k1 = std::min(d, k0 + kColBlock);
+      for (int i = 0; i < n; ++i) {
+        float* t = dtable + (int64_t)ids[i] * d;
+        const float* g = dout + (int64_t)i * d;
+        for (int k = k0; k < k1; ++k) t[k] += g[k] * scale;
+      }
+    }
+  }
+
+  // out = (x - mean) * rstd * w + b, rstd = 1/sqrt(var + 1e-5), var biased.
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
+                         const float* weight, const float* bias, int n, int d) override {
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+    for (int i = 0; i < n; ++i) {
+      const float* xi = x + (int64_t)i * d;
+      float* oi = out + (int64_t)i * d;
+      // Two-pass mean/variance in double: robust for large-offset inputs, cheap at these sizes.
+      double m = 0;
+      for (int k = 0; k < d; ++k) m += xi[k];
+      m /= d;
+      double var = 0;
+      for (int k = 0; k < d; ++k) var += (xi[k] - m) * (xi[k] - m);
+      var /= d;
+      const float mf = (float)m, rs = (float)(1.0 / std::sqrt(var + 1e-5));
+      for (int k = 0; k < d; ++k) oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k];
+      mean[i] = mf;
+      rstd[i] = rs;
+    }
+  }
+  // xhat = (x-mean)*rstd, g = dout*w:
+  //   dx = rstd * (g - mean(g) - xhat * mean(g*xhat));  dw += sum dout*xhat;  db += sum dout
+  void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout,
+                          const float* x, const float* mean, const float* rstd,
+                          const float* weight, int n, int d) override {
+    const bool par = (int64_t)n * d > kGrain;
+#pragma omp parallel for schedule(static) if (par)
+    for (int i = 0; i < n; ++i) {
+      const float* xi = x + (int64_t)i * d;
+      const float* gi = dout + (int64_t)i * d;
+      float* dxi = dx + (int64_t)i * d;
+      const float m = mean[i], rs = rstd[i];
+      float sg = 0.f, sgx = 0.f;
+      for (int k = 0; k < d; ++k) {
+        const float g = gi[k] * weight[k];
+        sg += g;
+        sgx += g * (xi[k] - m) * rs;
+      }
+      sg /= d;
+      sgx /= d;
+      for (int k = 0; k < d; ++k) {
+        const float xh = (xi[k] - m) * rs;
+        dxi[k] = rs * (gi[k] * weight[k] - sg - xh * sgx);
+      }
+    }
+    // Parameter gradients: column blocks, rows in order (deterministic).
+    const int nblk = (d + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static) if (par)
+    for (int blk = 0; blk < nblk; ++blk) {
+      const int k0 = blk * kColBlock, k1 = std::min(d, k0 + kColBlock);
+      float aw[kColBlock] = {}, ab[kColBlock] = {};
+      for (int i = 0; i < n; ++i) {
+        const float* xi = x + (int64_t)i * d;
+        const float* gi = dout + (int64_t)i * d;
+        const float m = mean[i], rs = rstd[i];
+        for (int k = k0; k < k1; ++k) {
+          aw[k - k0] += gi[k] * (xi[k] - m) * rs;
+          ab[k - k0] += gi[k];
+        }
+      }
+      for (int k = k0; k < k1; ++k) {
+        dweight[k] += aw[k - k0];
+        dbias[k] += ab[k - k0];
+      }
+    }
+  }
+
+  void relu_forward(float* out, const float* x, int64_t n) override {
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
+  }
+  void relu_backward(float* dx, const float* dout, const float* y, int64_t n) override {
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dout[i] : 0.f;
+  }
+
+  // keep[i] = (uniform(seed, i) >= p): a pure function of (seed, i), thread-count independent.
+  void dropout_forward(float* x, uint8_t* keep, int64_t n, float p, uint64_t seed) override {
+    if (p <= 0.f) {
+      std::memset(keep, 1, (size_t)n);
+      return;
+    }
+    const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
+    const uint64_t key = cpu::splitmix64(seed);
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) {
+      // top 24 bits -> uniform in [0, 1) exactly representable in float
+      const float r = (float)(cpu::splitmix64(key ^ (uint64_t)i) >> 40) * (1.f / 16777216.f);
+      const uint8_t k = r >= p;
+      keep[i] = k;
+      x[i] = k ? x[i] * s : 0.f;
+    }
+  }
+  void dropout_backward(float* dx, const uint8_t* keep, int64_t n, float p) override {
+    if (p <= 0.f) return;  // everything was kept with scale 1
+    const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dx[i] * s : 0.f;
+  }
+
+  // out[j] = [sin(p_j f), cos(p_j f)], p_j = klen-1-j, f_i = 1/10000^(2i/d); fp32 like torch.
+  void positional_embedding(float* out, int klen, int d) override {
+    const int half = d / 2;
+    std::vector<float> inv_freq(half);
+    for (int i = 0; i < half; ++i)
+      inv_freq[i] = 1.f / std::pow(10000.f, (float)(2 * i) / (float)d);
+    for (int j = 0; j < klen; ++j) {
+      const float p = (float)(klen - 1 - j);
+      float* o = out + (int64_t)j * d;
+      for (int i = 0; i < half; ++i) {
+        const float a = p * inv_freq[i];
+        o[i] = std::sin(a);
+        o[half + i] = std::cos(a);
+      }
+    }
+  }
+
+  void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
+                             const float* u, const float* v, const uint8_t* mask,
+                             const AttentionShape& s, float scale) override;
+  void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv, const float* dout,
+                              const float* prob, const float* qkv, const float* r,
+                              const float* u, const float* v, const AttentionShape& s,
+                              float scale) override;
+
+  // Row-wise stable log-softmax cross-entropy; targets < 0 ignored.
+  void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
+                     int n, int V, float grad_scale) override {
+#pragma omp parallel for schedule(static) if ((int64_t)n * V > kGrain)
+    for (int i = 0; i < n; ++i) {
+      const float* x = logits + (int64_t)i * V;
+      float* dx = dlogits ? dlogits + (int64_t)i * V : nullptr;
+      const int t = targets[i];
+      if (t < 0) {
+        loss[i] = 0.f;
+        if (dx) std::fill(dx, dx + V, 0.f);
+        continue;
+      }
+      float mx = x[0];
+      for (int k = 1; k < V; ++k) mx = std::max(mx, x[k]);
+      double sum = 0;  // sum of exp in double: V can be large
+      for (int k = 0; k < V; ++k) sum += std::exp((double)(x[k] - mx));
+      const double lse = std::log(sum);
+      loss[i] = (float)(lse - (double)(x[t] - mx));
+      if (dx) {
+        const double inv = 1.0 / sum;
+        for (int k = 0; k < V; ++k)
+          dx[k] = (float)(std::exp((double)(x[k] - mx)) * inv) * grad_scale;
+        dx[t] -= grad_scale;
+      }
+    }
+  }
+
+  // Fixed chunks (independent of the thread count), each summed in double, then summed in
+  // chunk order: bit-identical for any thread count.
+  double sum_squares(const float* x, int64_t n) override {
+    constexpr int64_t kChunk = 1 << 13;
+    const int64_t nchunk = (n + kChunk - 1) / kChunk;
+    std::vector<double> part((size_t)nchunk);
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t c = 0; c < nchunk; ++c) {
+      const int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
+      double acc = 0;
+      for (int64_t i = i0; i < i1; ++i) acc += (double)x[i] * x[i];
+      part[c] = acc;
+    }
+    double total = 0;
+    for (double p : part) total += p;
+    return total;
+  }
+
+  void scale(float* x, int64_t n, float alpha) override {
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
+  }
+
+  // torch.optim.Adam (foreach=False path): bias corrections in double like Python floats.
+  void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr,
+                   float beta1, float beta2, float eps, int64_t t) override {
+    const double bc1 = 1.0 - std::pow((double)beta1, (double)t);
+    const double bc2 = 1.0 - std::pow((double)beta2, (double)t);
+    const float step_size = (float)(lr / bc1);
+    const float bc2_sqrt = (float)std::sqrt(bc2);
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i];
+      m[i] = beta1 * m[i] + (1.f - beta1) * g;
+      v[i] = beta2 * v[i] + (1.f - beta2) * g * g;
+      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+      param[i] -= step_size * (m[i] / denom);
+    }
+  }
+
+ private:
+  std::vector<float> dr_part_, duv_part_;  // per-b partials for deterministic reductions
+};
+
+// ---------------------------------------------------------------------------------------
+// Relative attention. Per (b, h), with Q [qlen,Dh] = q rows mlen.., K, V [klen,Dh], R [klen,Dh]:
+//   AC = (Q+u) K^T, BD = shift((Q+v) R^T), P = softmax_masked(scale (AC + BD)), O = P V.
+
+void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv,
+                                       const float* r, const float* u, const float* v,
+                                       const uint8_t* mask, const AttentionShape& s,
+                                       float scale) {
+  const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
+  const int HD = H * Dh, row3 = 3 * HD;
+#pragma omp parallel for schedule(static)
+  for (int bh = 0; bh < B * H; ++bh) {
+    const int b = bh / H, h = bh % H;
+    AttnScratch& w = attn_scratch();
+    const float* base = qkv + (int64_t)b * klen * row3;
+    CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
+    CMapM K(base + HD + h * Dh, klen, Dh, Stride(row3));
+    CMapM Vm(base + 2 * HD + h * Dh, klen, Dh, Stride(row3));
+    CMapM R(r + h * Dh, klen, Dh, Stride(HD));
+    w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
+    w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
+    w.a.resize(qlen, klen);
+    w.b.resize(qlen, klen);
+    w.c.resize(qlen, klen);
+    w.a.noalias() = w.qu * K.transpose();  // AC
+    w.b.noalias() = w.qv * R.transpose();  // BD, unshifted
+    cpu::rel_shift_forward(w.c.data(), w.b.data(), qlen, klen);
+    float* P = prob + (int64_t)bh * qlen * klen;
+    for (int i = 0; i < qlen; ++i) {
+      float* pi = P + (int64_t)i * klen;
+      for (int j = 0; j < klen; ++j) pi[j] = scale * (w.a(i, j) + w.c(i, j));
+      softmax_row(pi, mask + (int64_t)i * klen, klen);
+    }
+    CMapM Pm(P, qlen, klen, Stride(klen));
+    MapM O(out + (int64_t)b * qlen * HD + h * Dh, qlen, Dh, Stride(HD));
+    O.noalias() = Pm * Vm;
+  }
+}
+
+// dP = dO V^T; dS = P (dP - rowsum(dP P)) scale; dBD = shift^T(dS);
+// dQ = dS K + dBD R; dK = dS^T (Q+u); dV = P^T dO; dR = dBD^T (Q+v); du = colsum(dS K),
+// dv = colsum(dBD R). dr/du/dv are shared across b: per-(b,h) partials, then summed over b
+// in order.
+void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
+                                        const float* dout, const float* prob, const float* qkv,
+                                        const float* r, const float* u, const float* v,
+                                        const AttentionShape& s, float scale) {
+  const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
+  const int HD = H * Dh, row3 = 3 * HD;
+  dr_part_.resize((size_t)B * klen * HD);   // [B, klen, H*Dh], like dr
+  duv_part_.resize((size_t)2 * B * HD);     // [2, B, H*Dh]: du then dv partials
+  float* du_part = duv_part_.data();
+  float* dv_part = duv_part_.data() + (size_t)B * HD;
+#pragma omp parallel for schedule(static)
+  for (int bh = 0; bh < B * H; ++bh) {
+    const int b = bh / H, h = bh % H;
+    AttnScratch& w = attn_scratch();
+    const float* base = qkv + (int64_t)b * klen * row3;
+    float* dbase = dqkv + (int64_t)b * klen * row3;
+    CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
+    CMapM K(base + HD + h * Dh, klen, Dh, Stride(row3));
+    CMapM Vm(base + 2 * HD + h * Dh, klen, Dh, Stride(row3));
+    CMapM R(r + h * Dh, klen, Dh, Stride(HD));
+    CMapM P(prob + (int64_t)bh * qlen * klen, qlen, klen, Stride(klen));
+    CMapM dO(dout + (int64_t)b * qlen * HD + h * Dh, qlen, Dh, Stride(HD));
+
+    w.a.resize(qlen, klen);
+    w.b.resize(qlen, klen);
+    w.a.noalias() = dO * Vm.transpose();  // dP
+    for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
+      float dot = 0.f;
+      for (int j = 0; j < klen; ++j) dot += w.a(i, j) * P(i, j);
+      for (int j = 0; j < klen; ++j) w.a(i, j) = scale * P(i, j) * (w.a(i, j) - dot);
+    }
+    cpu::rel_shift_backward(w.b.data(), w.a.data(), qlen, klen);  // dBD (unshifted)
+
+    w.dqu.resize(qlen, Dh);
+    w.dqv.resize(qlen, Dh);
+    w.dqu.noalias() = w.a * K;  // dQ via AC
+    w.dqv.noalias() = w.b * R;  // dQ via BD
+    MapM dQ(dbase + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
+    dQ = w.dqu + w.dqv;
+    MapM(dbase + h * Dh, mlen, Dh, Stride(row3)).setZero();  // cached rows have no query
+    MapRow(du_part + (int64_t)b * HD + h * Dh, Dh) = w.dqu.colwise().sum();
+    MapRow(dv_part + (int64_t)b * HD + h * Dh, Dh) = w.dqv.colwise().sum();
+
+    w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
+    w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
+    MapM dK(dbase + HD + h * Dh, klen, Dh, Stride(row3));
+    MapM dV(dbase + 2 * HD + h * Dh, klen, Dh, Stride(row3));
+    MapM dR(dr_part_.data() + (int64_t)b * klen * HD + h * Dh, klen, Dh, Stride(HD));
+    dK.noalias() = w.a.transpose() * w.qu;
+    dV.noalias() = P.transpose() * dO;
+    dR.noalias() = w.b.transpose() * w.qv;
+  }
+  // Fixed-order sums over b (each element by one thread, b ascending).
+  const int64_t nr = (int64_t)klen * HD;
+#pragma omp parallel for schedule(static) if (nr > kGrain)
+  for (int64_t idx = 0; idx < nr; ++idx) {
+    float acc = 0.f;
+    for (int b = 0; b < B; ++b) acc += dr_part_[(size_t)b * nr + idx];
+    dr[idx] += acc;
+  }
+  for (int idx = 0; idx < HD; ++idx) {
+    float au = 0.f, av = 0.f;
+    for (int b = 0; b < B; ++b) {
+      au += du_part[(size_t)b * HD + idx];
+      av += dv_part[(size_t)b * HD + idx];
+    }
+    du[idx] += au;
+    dv[idx] += av;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+namespace cpu {
+
+void rel_shift_forward(float* out, const float* x, int qlen, int klen) {
+  const int mlen = klen - qlen;
+  for (int i = 0; i < qlen; ++i) {
+    float* o = out + (int64_t)i * klen;
+    const float* xi = x + (int64_t)i * klen;
+    // j <= i+mlen: same row, shifted left by qlen-1-i
+    const int jd = std::min(klen - 1, i + mlen);
+    for (int j = 0; j <= jd; ++j) o[j] = xi[j + qlen - 1 - i];
+    if (i + mlen + 1 < klen) o[i + mlen + 1] = 0.f;  // the padded zero column
+    // j > i+mlen+1: wraps into the start of row i+1
+    for (int j = i + mlen + 2; j < klen; ++j) o[j] = xi[klen + (j - i - mlen - 2)];
+  }
+}
+
+void rel_shift_backward(float* dx, const float* dout, int qlen, int klen) {
+  const int mlen = klen - qlen;
+  std::fill(dx, dx + (int64_t)qlen * klen, 0.f);
+  // The shift is injective, so its adjoint is a scatter with no collisions.
+  for (int i = 0; i < qlen; ++i) {
+    const float* g = dout + (int64_t)i * klen;
+    float* di = dx + (int64_t)i * klen;
+    const int jd = std::min(klen - 1, i + mlen);
+    for (int j = 0; j <= jd; ++j) di[j + qlen - 1 - i] = g[j];
+    for (int j = i + mlen + 2; j < klen; ++j) di[klen + (j - i - mlen - 2)] = g[j];
+  }
+}
+
+}  // namespace cpu
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+void set_num_threads(int threads) {
+  if (threads <= 0) threads = omp_get_num_procs();
+  omp_set_num_threads(threads);
+  Eigen::setNbThreads(threads);
+}
+
+int num_threads() { return omp_get_max_threads(); }
+
+}  // namespace rmt

@@ -1,0 +1,25 @@
+#pragma once
+// Helpers of the CPU backend that tests (and other CPU code) may use directly.
+#include <cstdint>
+
+namespace rmt::cpu {
+
+// Transformer-XL's _rel_shift of x[qlen, klen] into out[qlen, klen] (out must not alias x):
+// pad a zero column on the left, view as [klen+1, qlen], drop the first row, view back.
+//   j <= i+mlen      : out[i,j] = x[i, j+qlen-1-i]
+//   j == i+mlen+1    : out[i,j] = 0
+//   j >  i+mlen+1    : out[i,j] = x[i+1, j-i-mlen-2]   (wrap-around from the next row)
+void rel_shift_forward(float* out, const float* x, int qlen, int klen);
+// Adjoint of rel_shift_forward: dx = shift^T(dout) (overwrites dx[qlen, klen]; entries of x
+// that the shift never reads get 0).
+void rel_shift_backward(float* dx, const float* dout, int qlen, int klen);
+
+// Counter-based hash used for the dropout mask (splitmix64 finaliser).
+inline uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace rmt::cpu
