@@ -1,0 +1,648 @@
+// Kernel tests for the CPU backend: every forward against a naive double-precision reference,
+// every backward against central finite differences of a random projection loss
+// L = sum(w * out). Attention backward is additionally checked against FD of the double
+// reference (tighter), and the rel_shift against a literal pad/reshape implementation.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lib/backend.h"
+#include "lib/cpu_kernels.h"
+
+using namespace rmt;
+using Vec = std::vector<float>;
+using DVec = std::vector<double>;
+
+namespace {
+
+Backend& be() { return cpu_backend(); }
+
+Vec randn(size_t n, float sd, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, sd);
+  Vec v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+template <class A, class B>
+double dot(const A& a, const B& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (double)a[i] * (double)b[i];
+  return s;
+}
+
+// Central differences of loss() wrt every element of x. For float x the step actually taken
+// (after rounding) is used in the denominator.
+template <class T>
+DVec fd(std::vector<T>& x, const std::function<double()>& loss, double h) {
+  DVec g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T save = x[i];
+    x[i] = (T)(save + h);
+    const double xp = x[i], lp = loss();
+    x[i] = (T)(save - h);
+    const double xm = x[i], lm = loss();
+    x[i] = save;
+    g[i] = (lp - lm) / (xp - xm);
+  }
+  return g;
+}
+
+// max |analytic - numeric| relative to max |numeric| (or 1e-3, whichever is larger).
+template <class A>
+void check_close(const char* what, const A& analytic, const DVec& numeric, double tol) {
+  REQUIRE(analytic.size() == numeric.size());
+  double err = 0, ref = 1e-3;
+  for (size_t i = 0; i < numeric.size(); ++i) {
+    err = std::max(err, std::fabs((double)analytic[i] - numeric[i]));
+    ref = std::max(ref, std::fabs(numeric[i]));
+  }
+  INFO(std::string(what) << ": max err " << err << " / max ref " << ref);
+  CHECK(err <= tol * ref);
+}
+
+// Elementwise |a - b| <= tol (absolute).
+template <class A, class B>
+void check_abs(const char* what, const A& a, const B& b, double tol) {
+  REQUIRE(a.size() == b.size());
+  double err = 0;
+  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::fabs((double)a[i] - (double)b[i]));
+  INFO(std::string(what) << ": max abs err " << err);
+  CHECK(err <= tol);
+}
+
+Vec minus(const Vec& a, float c) {
+  Vec r(a);
+  for (auto& x : r) x -= c;
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+TEST_CASE("matmul: forward vs naive, FD wrt A and B for all transpose combos") {
+  const int M = 5, N = 4, K = 3;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      Vec A = randn(M * K, 1.f, 1), B = randn(K * N, 1.f, 2), W = randn(M * N, 1.f, 3);
+      auto a = [&](int m, int k) { return ta ? A[k * M + m] : A[m * K + k]; };
+      auto b = [&](int k, int n) { return tb ? B[n * K + k] : B[k * N + n]; };
+      Vec C(M * N, std::numeric_limits<float>::quiet_NaN());  // beta = 0 ignores garbage
+      be().matmul(C.data(), A.data(), B.data(), M, N, K, ta, tb);
+      DVec ref(M * N);
+      for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n)
+          for (int k = 0; k < K; ++k) ref[m * N + n] += (double)a(m, k) * b(k, n);
+      check_abs("forward", C, ref, 1e-5);
+
+      // alpha/beta: C = 2 op(A)op(B) + 0.5 C0
+      Vec C0 = randn(M * N, 1.f, 4), C2 = C0;
+      be().matmul(C2.data(), A.data(), B.data(), M, N, K, ta, tb, 2.f, 0.5f);
+      DVec ref2(M * N);
+      for (int i = 0; i < M * N; ++i) ref2[i] = 2 * ref[i] + 0.5 * C0[i];
+      check_abs("alpha/beta", C2, ref2, 1e-5);
+
+      // Gradients of L = sum(W * C): dop(A) = W op(B)^T, dop(B) = op(A)^T W, expressed with
+      // the kernel itself in the stored layout of A and B (as the model will do).
+      auto loss = [&]() {
+        Vec c(M * N);
+        be().matmul(c.data(), A.data(), B.data(), M, N, K, ta, tb);
+        return dot(c, W);
+      };
+      Vec dA(M * K), dB(K * N);
+      if (!ta) be().matmul(dA.data(), W.data(), B.data(), M, K, N, false, !tb);  // [M,K]
+      else be().matmul(dA.data(), B.data(), W.data(), K, M, N, tb, true);        // [K,M]
+      if (!tb) be().matmul(dB.data(), A.data(), W.data(), K, N, M, !ta, false);  // [K,N]
+      else be().matmul(dB.data(), W.data(), A.data(), N, K, M, true, ta);        // [N,K]
+      check_close("dA", dA, fd(A, loss, 1e-2), 1e-3);
+      check_close("dB", dB, fd(B, loss, 1e-2), 1e-3);
+    }
+}
+
+TEST_CASE("matmul: beta = 1 accumulates, larger sizes match naive") {
+  const int M = 70, N = 33, K = 129;
+  Vec A = randn(M * K, 1.f, 5), B = randn(K * N, 1.f, 6);
+  Vec C1(M * N), C2(M * N, 1.f);
+  be().matmul(C1.data(), A.data(), B.data(), M, N, K, false, false);
+  be().matmul(C2.data(), A.data(), B.data(), M, N, K, false, false, 1.f, 1.f);
+  be().matmul(C2.data(), A.data(), B.data(), M, N, K, false, false, 1.f, 1.f);
+  DVec ref(M * N);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < K; ++k) ref[m * N + n] += (double)A[m * K + k] * B[k * N + n];
+  check_abs("C1", C1, ref, 1e-3);
+  DVec ref2(M * N);
+  for (int i = 0; i < M * N; ++i) ref2[i] = 1.0 + 2 * ref[i];
+  check_abs("C2 (beta=1 twice)", C2, ref2, 2e-3);
+}
+
+// ---------------------------------------------------------------------------------------
+TEST_CASE("add_bias / bias_backward") {
+  const int rows = 6, cols = 70;  // cols spans two column blocks
+  Vec x = randn(rows * cols, 1.f, 7), bias = randn(cols, 1.f, 8), W = randn(rows * cols, 1.f, 9);
+  Vec y = x;
+  be().add_bias(y.data(), bias.data(), rows, cols);
+  DVec ref(rows * cols);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) ref[i * cols + j] = (double)x[i * cols + j] + bias[j];
+  check_abs("forward", y, ref, 1e-6);
+  auto loss = [&]() {
+    Vec t = x;
+    be().add_bias(t.data(), bias.data(), rows, cols);
+    return dot(t, W);
+  };
+  Vec db(cols, 0.25f);  // accumulates
+  be().bias_backward(db.data(), W.data(), rows, cols);
+  check_close("dbias", minus(db, 0.25f), fd(bias, loss, 1e-2), 1e-3);
+}
+
+TEST_CASE("embedding forward/backward with repeated ids") {
+  const int V = 7, d = 5, n = 9;
+  const float scale = 1.7f;
+  std::vector<int32_t> ids = {3, 1, 3, 0, 6, 3, 1, 2, 6};
+  Vec table = randn(V * d, 1.f, 10), W = randn(n * d, 1.f, 11);
+  Vec out(n * d);
+  be().embedding_forward(out.data(), ids.data(), table.data(), n, d, scale);
+  DVec ref(n * d);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < d; ++k) ref[i * d + k] = (double)table[ids[i] * d + k] * scale;
+  check_abs("forward", out, ref, 1e-6);
+  auto loss = [&]() {
+    Vec o(n * d);
+    be().embedding_forward(o.data(), ids.data(), table.data(), n, d, scale);
+    return dot(o, W);
+  };
+  Vec dt(V * d, 0.5f);
+  be().embedding_backward(dt.data(), W.data(), ids.data(), n, d, scale);
+  check_close("dtable", minus(dt, 0.5f), fd(table, loss, 1e-2), 1e-3);
+}
+
+// ---------------------------------------------------------------------------------------
+TEST_CASE("layernorm forward vs torch formula, FD of dx/dweight/dbias") {
+  const int n = 5, d = 70;
+  Vec x = randn(n * d, 2.f, 12), w = randn(d, 1.f, 13), b = randn(d, 1.f, 14),
+      W = randn(n * d, 1.f, 15);
+  for (auto& t : x) t += 3.f;  // offset: the variance must be centred
+  Vec out(n * d), mean(n), rstd(n);
+  be().layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), n, d);
+  DVec ref(n * d);
+  for (int i = 0; i < n; ++i) {
+    double m = 0, v = 0;
+    for (int k = 0; k < d; ++k) m += x[i * d + k];
+    m /= d;
+    for (int k = 0; k < d; ++k) v += (x[i * d + k] - m) * (x[i * d + k] - m);
+    v /= d;  // biased, as torch
+    for (int k = 0; k < d; ++k)
+      ref[i * d + k] = (x[i * d + k] - m) / std::sqrt(v + 1e-5) * w[k] + b[k];
+    CHECK(mean[i] == doctest::Approx(m).epsilon(1e-6));
+    CHECK(rstd[i] == doctest::Approx(1 / std::sqrt(v + 1e-5)).epsilon(1e-6));
+  }
+  check_abs("forward", out, ref, 1e-5);
+
+  auto loss = [&]() {
+    Vec o(n * d), mu(n), rs(n);
+    be().layernorm_forward(o.data(), mu.data(), rs.data(), x.data(), w.data(), b.data(), n, d);
+    return dot(o, W);
+  };
+  Vec dx(n * d, std::numeric_limits<float>::quiet_NaN()), dw(d, 0.5f), db(d, 0.5f);
+  be().layernorm_backward(dx.data(), dw.data(), db.data(), W.data(), x.data(), mean.data(),
+                          rstd.data(), w.data(), n, d);
+  check_close("dx", dx, fd(x, loss, 1e-2), 1e-2);
+  check_close("dweight", minus(dw, 0.5f), fd(w, loss, 1e-2), 1e-2);
+  check_close("dbias", minus(db, 0.5f), fd(b, loss, 1e-2), 1e-2);
+}
+
+TEST_CASE("relu forward/backward (incl. in-place aliasing)") {
+  const int n = 50;
+  Vec x = randn(n, 1.f, 16), W = randn(n, 1.f, 17);
+  for (auto& t : x)
+    if (std::fabs(t) < 0.1f) t = 0.3f;  // stay away from the kink for FD
+  auto loss = [&]() {
+    Vec y(n);
+    be().relu_forward(y.data(), x.data(), n);
+    return dot(y, W);
+  };
+  Vec y = x;
+  be().relu_forward(y.data(), y.data(), n);  // in place
+  for (int i = 0; i < n; ++i) CHECK(y[i] == std::max(x[i], 0.f));
+  Vec dx = W;
+  be().relu_backward(dx.data(), dx.data(), y.data(), n);  // in place
+  check_close("dx", dx, fd(x, loss, 1e-2), 1e-4);
+}
+
+TEST_CASE("dropout: mask statistics, thread independence, FD") {
+  const int64_t n = 200000;
+  const float p = 0.3f;
+  Vec x = randn(n, 1.f, 18), y1 = x, y2 = x;
+  std::vector<uint8_t> k1(n), k2(n);
+  const int threads = num_threads();
+  set_num_threads(1);
+  be().dropout_forward(y1.data(), k1.data(), n, p, 1234);
+  set_num_threads(threads > 1 ? threads : 2);
+  be().dropout_forward(y2.data(), k2.data(), n, p, 1234);
+  set_num_threads(threads);
+  CHECK(k1 == k2);
+  CHECK(std::memcmp(y1.data(), y2.data(), n * sizeof(float)) == 0);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    kept += k1[i];
+    CHECK(y1[i] == (k1[i] ? x[i] * (1.f / (1.f - p)) : 0.f));
+  }
+  CHECK(std::fabs((double)kept / n - 0.7) < 0.005);
+  // another seed gives another mask
+  Vec y3 = x;
+  std::vector<uint8_t> k3(n);
+  be().dropout_forward(y3.data(), k3.data(), n, p, 1235);
+  CHECK(k3 != k1);
+  // p = 0 keeps everything unchanged
+  Vec y0 = x;
+  std::vector<uint8_t> k0(n, 7);
+  be().dropout_forward(y0.data(), k0.data(), n, 0.f, 99);
+  CHECK(y0 == x);
+  for (auto k : k0) REQUIRE(k == 1);
+
+  // FD on a small slice with a fixed seed (the mask is the same in every evaluation)
+  const int m = 40;
+  Vec xs(x.begin(), x.begin() + m), W = randn(m, 1.f, 19);
+  auto loss = [&]() {
+    Vec t = xs;
+    std::vector<uint8_t> k(m);
+    be().dropout_forward(t.data(), k.data(), m, 0.5f, 7);
+    return dot(t, W);
+  };
+  Vec t = xs;
+  std::vector<uint8_t> km(m);
+  be().dropout_forward(t.data(), km.data(), m, 0.5f, 7);
+  Vec dx = W;
+  be().dropout_backward(dx.data(), km.data(), m, 0.5f);
+  check_close("dx", dx, fd(xs, loss, 1e-2), 1e-4);
+}
+
+TEST_CASE("positional_embedding") {
+  const int klen = 20, d = 16;
+  Vec out(klen * d);
+  be().positional_embedding(out.data(), klen, d);
+  DVec ref(klen * d);
+  for (int j = 0; j < klen; ++j)
+    for (int i = 0; i < d / 2; ++i) {
+      const double f = 1.0 / std::pow(10000.0, 2.0 * i / d), p = klen - 1 - j;
+      ref[j * d + i] = std::sin(p * f);
+      ref[j * d + d / 2 + i] = std::cos(p * f);
+    }
+  check_abs("pos_emb", out, ref, 1e-5);
+  CHECK(out[(klen - 1) * d + 0] == 0.f);       // p = 0: sin 0
+  CHECK(out[(klen - 1) * d + d / 2] == 1.f);   //        cos 0
+}
+
+// ---------------------------------------------------------------------------------------
+// Relative attention
+
+namespace {
+
+// Literal Transformer-XL _rel_shift on a row-major [qlen, klen] matrix: pad a zero column on
+// the left -> [qlen, klen+1], view as [klen+1, qlen], drop the first row, view as [qlen, klen].
+template <class T>
+std::vector<T> literal_rel_shift(const std::vector<T>& x, int qlen, int klen) {
+  std::vector<T> padded((size_t)qlen * (klen + 1), T(0));
+  for (int i = 0; i < qlen; ++i)
+    for (int j = 0; j < klen; ++j) padded[i * (klen + 1) + j + 1] = x[i * klen + j];
+  // dropping the first row of the [klen+1, qlen] view skips qlen elements of the flat buffer
+  return std::vector<T>(padded.begin() + qlen, padded.begin() + qlen + (size_t)qlen * klen);
+}
+
+// Naive double reference of rel_attention_forward.
+void ref_attention(DVec& out, DVec& prob, const std::vector<double>& qkv,
+                   const std::vector<double>& r, const std::vector<double>& u,
+                   const std::vector<double>& v, const std::vector<uint8_t>& mask,
+                   const AttentionShape& s, double scale) {
+  const int B = s.B, H = s.H, Dh = s.Dh, ql = s.qlen, kl = s.klen, ml = s.mlen();
+  const int HD = H * Dh;
+  out.assign((size_t)B * ql * HD, 0);
+  prob.assign((size_t)B * H * ql * kl, 0);
+  auto q = [&](int b, int t, int h, int d) { return qkv[((size_t)b * kl + ml + t) * 3 * HD + h * Dh + d]; };
+  auto k = [&](int b, int j, int h, int d) { return qkv[((size_t)b * kl + j) * 3 * HD + HD + h * Dh + d]; };
+  auto vv = [&](int b, int j, int h, int d) { return qkv[((size_t)b * kl + j) * 3 * HD + 2 * HD + h * Dh + d]; };
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      DVec ac(ql * kl), bd(ql * kl);
+      for (int i = 0; i < ql; ++i)
+        for (int j = 0; j < kl; ++j)
+          for (int d = 0; d < Dh; ++d) {
+            ac[i * kl + j] += (q(b, i, h, d) + u[h * Dh + d]) * k(b, j, h, d);
+            bd[i * kl + j] += (q(b, i, h, d) + v[h * Dh + d]) * r[j * HD + h * Dh + d];
+          }
+      DVec bds = literal_rel_shift(bd, ql, kl);
+      for (int i = 0; i < ql; ++i) {
+        DVec sc(kl);
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j < kl; ++j) {
+          sc[j] = scale * (ac[i * kl + j] + bds[i * kl + j]);
+          if (!mask[i * kl + j]) mx = std::max(mx, sc[j]);
+        }
+        for (int j = 0; j < kl; ++j) sum += mask[i * kl + j] ? 0 : std::exp(sc[j] - mx);
+        for (int j = 0; j < kl; ++j) {
+          const double pij = mask[i * kl + j] ? 0 : std::exp(sc[j] - mx) / sum;
+          prob[(((size_t)b * H + h) * ql + i) * kl + j] = pij;
+          for (int d = 0; d < Dh; ++d) out[((size_t)b * ql + i) * HD + h * Dh + d] += pij * vv(b, j, h, d);
+        }
+      }
+    }
+}
+
+std::vector<uint8_t> causal_mask(int qlen, int mlen) {
+  std::vector<uint8_t> m(qlen * (qlen + mlen));
+  for (int i = 0; i < qlen; ++i)
+    for (int j = 0; j < qlen + mlen; ++j) m[i * (qlen + mlen) + j] = j > i + mlen;
+  return m;
+}
+
+// RMT: causal, plus the first nread rows (read memory) see each other and the last nwrite rows
+// (write memory) see each other.
+std::vector<uint8_t> rmt_mask(int qlen, int mlen, int nread, int nwrite) {
+  auto m = causal_mask(qlen, mlen);
+  const int klen = qlen + mlen;
+  for (int i = 0; i < nread; ++i)
+    for (int j = 0; j < nread; ++j) m[i * klen + mlen + j] = 0;
+  for (int i = qlen - nwrite; i < qlen; ++i)
+    for (int j = qlen - nwrite; j < qlen; ++j) m[i * klen + mlen + j] = 0;
+  return m;
+}
+
+template <class T>
+std::vector<double> to_d(const std::vector<T>& x) { return std::vector<double>(x.begin(), x.end()); }
+
+void check_attention(const AttentionShape s, const std::vector<uint8_t>& mask, uint32_t seed) {
+  const int HD = s.H * s.Dh, ql = s.qlen, kl = s.klen;
+  const float scale = 1.f / std::sqrt((float)s.Dh);
+  Vec qkv = randn((size_t)s.B * kl * 3 * HD, 0.7f, seed), r = randn((size_t)kl * HD, 0.7f, seed + 1),
+      u = randn(HD, 0.5f, seed + 2), v = randn(HD, 0.5f, seed + 3),
+      W = randn((size_t)s.B * ql * HD, 1.f, seed + 4);
+  Vec out((size_t)s.B * ql * HD), prob((size_t)s.B * s.H * ql * kl);
+  be().rel_attention_forward(out.data(), prob.data(), qkv.data(), r.data(), u.data(), v.data(),
+                             mask.data(), s, scale);
+  // forward against the naive double reference
+  DVec rout, rprob;
+  ref_attention(rout, rprob, to_d(qkv), to_d(r), to_d(u), to_d(v), mask, s, scale);
+  check_abs("out", out, rout, 1e-5);
+  check_abs("prob", prob, rprob, 1e-5);
+
+  // backward; dqkv is garbage first (overwrite), dr/du/dv accumulate onto 0.5
+  Vec dqkv(qkv.size(), std::numeric_limits<float>::quiet_NaN()), dr(r.size(), 0.5f),
+      du(HD, 0.5f), dv(HD, 0.5f);
+  be().rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), W.data(), prob.data(),
+                              qkv.data(), r.data(), u.data(), v.data(), s, scale);
+  dr = minus(dr, 0.5f);
+  du = minus(du, 0.5f);
+  dv = minus(dv, 0.5f);
+  // cached rows: q part exactly 0
+  for (int b = 0; b < s.B; ++b)
+    for (int t = 0; t < s.mlen(); ++t)
+      for (int c = 0; c < HD; ++c) REQUIRE(dqkv[((size_t)b * kl + t) * 3 * HD + c] == 0.f);
+
+  // FD of the float kernel (the brief's check)
+  auto loss = [&]() {
+    Vec o(out.size()), pr(prob.size());
+    be().rel_attention_forward(o.data(), pr.data(), qkv.data(), r.data(), u.data(), v.data(),
+                               mask.data(), s, scale);
+    return dot(o, W);
+  };
+  check_close("dqkv (fd float)", dqkv, fd(qkv, loss, 1e-2), 1e-2);
+  check_close("dr (fd float)", dr, fd(r, loss, 1e-2), 1e-2);
+  check_close("du (fd float)", du, fd(u, loss, 1e-2), 1e-2);
+  check_close("dv (fd float)", dv, fd(v, loss, 1e-2), 1e-2);
+
+  // FD of the double reference: much tighter
+  DVec dq = to_d(qkv), dR = to_d(r), dU = to_d(u), dV = to_d(v);
+  auto dloss = [&]() {
+    DVec o, pr;
+    ref_attention(o, pr, dq, dR, dU, dV, mask, s, scale);
+    return dot(o, W);
+  };
+  check_close("dqkv (fd double)", dqkv, fd(dq, dloss, 1e-5), 1e-4);
+  check_close("dr (fd double)", dr, fd(dR, dloss, 1e-5), 1e-4);
+  check_close("du (fd double)", du, fd(dU, dloss, 1e-5), 1e-4);
+  check_close("dv (fd double)", dv, fd(dV, dloss, 1e-5), 1e-4);
+}
+
+// How many unmasked (i, j) read wrapped-around values (j > i+mlen+1)?
+int wrapped_visible(const std::vector<uint8_t>& mask, int qlen, int mlen) {
+  int n = 0, klen = qlen + mlen;
+  for (int i = 0; i < qlen; ++i)
+    for (int j = i + mlen + 2; j < klen; ++j) n += !mask[i * klen + j];
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("rel_shift matches the literal pad/reshape trick; backward is its adjoint") {
+  for (int mlen : {0, 1, 3, 6}) {
+    const int qlen = 5, klen = qlen + mlen;
+    Vec x(qlen * klen);
+    for (int i = 0; i < qlen * klen; ++i) x[i] = (float)(i + 1);  // distinct values
+    Vec out(qlen * klen);
+    cpu::rel_shift_forward(out.data(), x.data(), qlen, klen);
+    CHECK(out == literal_rel_shift(x, qlen, klen));
+    // the header's closed form, including the wrap-around from row i+1
+    for (int i = 0; i < qlen; ++i)
+      for (int j = 0; j < klen; ++j) {
+        float e = j <= i + mlen ? x[i * klen + j + qlen - 1 - i]
+                  : j == i + mlen + 1 ? 0.f
+                                      : x[(i + 1) * klen + j - i - mlen - 2];
+        CHECK(out[i * klen + j] == e);
+      }
+    // adjoint: <shift(x), g> == <x, shift^T(g)>
+    Vec g = randn(qlen * klen, 1.f, 20 + mlen), dx(qlen * klen, 9.f);
+    cpu::rel_shift_backward(dx.data(), g.data(), qlen, klen);
+    CHECK(dot(out, g) == doctest::Approx(dot(x, dx)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("rel_attention: causal, mlen = 0") {
+  AttentionShape s{2, 2, 4, 7, 7};
+  check_attention(s, causal_mask(7, 0), 100);
+}
+
+TEST_CASE("rel_attention: causal, mlen = 3") {
+  AttentionShape s{2, 2, 4, 7, 10};
+  check_attention(s, causal_mask(7, 3), 200);
+}
+
+TEST_CASE("rel_attention: RMT masks (read/write memory rows see the future)") {
+  SUBCASE("2 read rows + 2 write rows") {
+    auto m = rmt_mask(7, 3, 2, 2);
+    check_attention(AttentionShape{2, 2, 4, 7, 10}, m, 300);
+  }
+  SUBCASE("3 read rows + 3 write rows: wrap-around values are used") {
+    auto m = rmt_mask(7, 3, 3, 3);
+    REQUIRE(wrapped_visible(m, 7, 3) > 0);
+    check_attention(AttentionShape{2, 2, 4, 7, 10}, m, 400);
+  }
+  SUBCASE("no mask at all, mlen = 2") {
+    std::vector<uint8_t> m(7 * 9, 0);
+    REQUIRE(wrapped_visible(m, 7, 2) > 0);
+    check_attention(AttentionShape{1, 3, 4, 7, 9}, m, 500);
+  }
+  SUBCASE("random mask") {
+    std::mt19937 g(7);
+    std::vector<uint8_t> m(6 * 10);
+    for (auto& x : m) x = g() % 2;
+    for (int i = 0; i < 6; ++i) m[i * 10 + (i * 3) % 10] = 0;  // keep one key per row
+    REQUIRE(wrapped_visible(m, 6, 4) > 0);
+    check_attention(AttentionShape{2, 2, 3, 6, 10}, m, 600);
+  }
+}
+
+TEST_CASE("rel_attention: bit-identical across repeated runs") {
+  const AttentionShape s{4, 3, 16, 12, 17};
+  const int HD = s.H * s.Dh;
+  auto mask = rmt_mask(12, 5, 3, 3);
+  Vec qkv = randn((size_t)s.B * s.klen * 3 * HD, 1.f, 30), r = randn((size_t)s.klen * HD, 1.f, 31),
+      u = randn(HD, 1.f, 32), v = randn(HD, 1.f, 33), W = randn((size_t)s.B * s.qlen * HD, 1.f, 34);
+  auto run = [&]() {
+    Vec out((size_t)s.B * s.qlen * HD), prob((size_t)s.B * s.H * s.qlen * s.klen);
+    be().rel_attention_forward(out.data(), prob.data(), qkv.data(), r.data(), u.data(), v.data(),
+                               mask.data(), s, 0.25f);
+    Vec dqkv(qkv.size()), dr(r.size()), du(HD), dv(HD);
+    be().rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), W.data(),
+                                prob.data(), qkv.data(), r.data(), u.data(), v.data(), s, 0.25f);
+    Vec all = out;
+    for (const Vec* x : {&prob, &dqkv, &dr, &du, &dv}) all.insert(all.end(), x->begin(), x->end());
+    return all;
+  };
+  Vec a = run(), b = run();
+  REQUIRE(a.size() == b.size());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// ---------------------------------------------------------------------------------------
+TEST_CASE("cross_entropy: stable values, ignored targets, FD of dlogits") {
+  const int n = 6, V = 9;
+  const float gs = 0.37f;
+  Vec logits = randn(n * V, 2.f, 40);
+  for (int k = 0; k < V; ++k) logits[2 * V + k] += 1000.f;  // would overflow a naive exp
+  std::vector<int32_t> t = {3, -1, 8, 0, -5, 4};
+  Vec loss(n), dl(n * V, std::numeric_limits<float>::quiet_NaN());
+  be().cross_entropy(loss.data(), dl.data(), logits.data(), t.data(), n, V, gs);
+  for (int i = 0; i < n; ++i) {
+    if (t[i] < 0) {
+      CHECK(loss[i] == 0.f);
+      for (int k = 0; k < V; ++k) CHECK(dl[i * V + k] == 0.f);
+      continue;
+    }
+    double mx = -1e300, s = 0;
+    for (int k = 0; k < V; ++k) mx = std::max(mx, (double)logits[i * V + k]);
+    for (int k = 0; k < V; ++k) s += std::exp(logits[i * V + k] - mx);
+    CHECK(loss[i] == doctest::Approx(std::log(s) - (logits[i * V + t[i]] - mx)).epsilon(1e-5));
+  }
+  Vec ev(n);
+  be().cross_entropy(ev.data(), nullptr, logits.data(), t.data(), n, V, gs);  // evaluation
+  CHECK(ev == loss);
+
+  auto sumloss = [&]() {
+    Vec l(n);
+    be().cross_entropy(l.data(), nullptr, logits.data(), t.data(), n, V, gs);
+    double s = 0;
+    for (float x : l) s += x;
+    return s * gs;
+  };
+  // the +1000 row has float spacing 6e-5: use a larger step there (loss is smooth)
+  check_close("dlogits", dl, fd(logits, sumloss, 3e-2), 1e-2);
+}
+
+TEST_CASE("sum_squares and scale") {
+  const int64_t n = 100003;
+  Vec x = randn(n, 1.f, 50);
+  double ref = 0;
+  for (float t : x) ref += (double)t * t;
+  const int threads = num_threads();
+  set_num_threads(1);
+  const double s1 = be().sum_squares(x.data(), n);
+  set_num_threads(threads > 1 ? threads : 2);
+  const double s2 = be().sum_squares(x.data(), n);
+  set_num_threads(threads);
+  CHECK(s1 == doctest::Approx(ref).epsilon(1e-12));
+  CHECK(s1 == s2);
+  CHECK(be().sum_squares(x.data(), n) == s2);
+  Vec y = x;
+  be().scale(y.data(), n, -0.5f);
+  for (int64_t i = 0; i < n; i += 997) CHECK(y[i] == x[i] * -0.5f);
+}
+
+TEST_CASE("adam_update: two steps match torch.optim.Adam by hand") {
+  // p = 1, g = 0.5 then -0.25, lr 0.1, betas (0.9, 0.999), eps 1e-8.
+  // step 1: m = 0.05, v = 2.5e-4, p = 1 - 0.1 * 0.5 / (0.5 + 1e-8)            = 0.900000002
+  // step 2: m = 0.02, v = 3.1225e-4,
+  //         p -= 0.1/0.19 * 0.02 / (sqrt(3.1225e-4)/sqrt(0.001999) + 1e-8)    = 0.8733662987
+  float p = 1.f, m = 0.f, v = 0.f;
+  float g = 0.5f;
+  be().adam_update(&p, &g, &m, &v, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 1);
+  CHECK(m == doctest::Approx(0.05).epsilon(1e-6));
+  CHECK(v == doctest::Approx(2.5e-4).epsilon(1e-6));
+  CHECK(p == doctest::Approx(0.900000002).epsilon(1e-6));
+  g = -0.25f;
+  be().adam_update(&p, &g, &m, &v, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 2);
+  CHECK(m == doctest::Approx(0.02).epsilon(1e-5));
+  CHECK(v == doctest::Approx(3.1225e-4).epsilon(1e-5));
+  CHECK(p == doctest::Approx(0.8733662987).epsilon(1e-6));
+}
+
+TEST_CASE("threads: set_num_threads / num_threads") {
+  const int t = num_threads();
+  set_num_threads(1);
+  CHECK(num_threads() == 1);
+  set_num_threads(0);
+  CHECK(num_threads() >= 1);
+  set_num_threads(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// Timing, not run by default: rmt_tests -tc='bench*' --no-skip
+TEST_CASE("bench: rel_attention and matmul" * doctest::skip()) {
+  using clk = std::chrono::steady_clock;
+  auto ms = [](clk::time_point a, clk::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const AttentionShape s{32, 4, 64, 72, 72};
+  const int HD = s.H * s.Dh;
+  auto mask = causal_mask(s.qlen, s.mlen());
+  Vec qkv = randn((size_t)s.B * s.klen * 3 * HD, 1.f, 60), r = randn((size_t)s.klen * HD, 1.f, 61),
+      u = randn(HD, 1.f, 62), v = randn(HD, 1.f, 63), dO = randn((size_t)s.B * s.qlen * HD, 1.f, 64);
+  Vec out(dO.size()), prob((size_t)s.B * s.H * s.qlen * s.klen), dqkv(qkv.size()), dr(r.size()),
+      du(HD), dv(HD);
+  const int reps = 20;
+  double tf = 0, tb = 0;
+  for (int it = 0; it < reps + 2; ++it) {
+    auto t0 = clk::now();
+    be().rel_attention_forward(out.data(), prob.data(), qkv.data(), r.data(), u.data(), v.data(),
+                               mask.data(), s, 0.125f);
+    auto t1 = clk::now();
+    be().rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), dO.data(),
+                                prob.data(), qkv.data(), r.data(), u.data(), v.data(), s, 0.125f);
+    auto t2 = clk::now();
+    if (it >= 2) tf += ms(t0, t1), tb += ms(t1, t2);
+  }
+  std::printf("threads %d\nrel_attention B=32 H=4 Dh=64 qlen=klen=72: fwd %.2f ms, bwd %.2f ms\n",
+              num_threads(), tf / reps, tb / reps);
+  const int M = 2304, N = 384, K = 128;
+  Vec A = randn((size_t)M * K, 1.f, 65), B = randn((size_t)K * N, 1.f, 66), C((size_t)M * N);
+  double tm = 0;
+  for (int it = 0; it < reps + 2; ++it) {
+    auto t0 = clk::now();
+    be().matmul(C.data(), A.data(), B.data(), M, N, K, false, false);
+    auto t1 = clk::now();
+    if (it >= 2) tm += ms(t0, t1);
+  }
+  std::printf("matmul %dx%dx%d: %.2f ms (%.1f GFLOP/s)\n", M, N, K, tm / reps,
+              2.0 * M * N * K / (tm / reps * 1e6));
+}
