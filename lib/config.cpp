@@ -326,9 +326,9 @@ std::string closest_key(const std::string& path) {
 }
 
 std::string describe_value(const YAML::Node& node) {
-  if (node.IsMap()) return "a mapping";
-  if (node.IsSequence()) return "a list";
-  if (node.IsNull()) return "an empty value";
+  if (node.IsMap()) return "(a mapping)";
+  if (node.IsSequence()) return "(a list)";
+  if (node.IsNull()) return "(empty)";
   return "'" + node.Scalar() + "'";
 }
 
