@@ -1,0 +1,390 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "lib/config.h"
+#include "lib/error.h"
+#include "lib/io.h"
+
+namespace {
+
+// The message of the rmt::Error that `action` throws ("" if it throws nothing).
+template <typename Action>
+std::string error_of(Action action) {
+  try {
+    action();
+  } catch (const rmt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Every field of two configs, compared one by one (doubles exactly).
+void check_equal(const rmt::Config& a, const rmt::Config& b) {
+  CHECK(a.data == b.data);
+  CHECK(a.segments == b.segments);
+  CHECK(a.bptt == b.bptt);
+  CHECK(a.bptt_recompute == b.bptt_recompute);
+  CHECK(a.model.kind == b.model.kind);
+  CHECK(a.model.n_layer == b.model.n_layer);
+  CHECK(a.model.n_head == b.model.n_head);
+  CHECK(a.model.d_head == b.model.d_head);
+  CHECK(a.model.d_model == b.model.d_model);
+  CHECK(a.model.d_inner == b.model.d_inner);
+  CHECK(a.model.dropout == b.model.dropout);
+  CHECK(a.model.dropatt == b.model.dropatt);
+  CHECK(a.model.mem_len == b.model.mem_len);
+  CHECK(a.model.num_mem_tokens == b.model.num_mem_tokens);
+  CHECK(a.model.read_mem_from_cache == b.model.read_mem_from_cache);
+  CHECK(a.model.n_token == b.model.n_token);
+  CHECK(a.train.batch_size == b.train.batch_size);
+  CHECK(a.train.lr == b.train.lr);
+  CHECK(a.train.schedule == b.train.schedule);
+  CHECK(a.train.warmup_steps == b.train.warmup_steps);
+  CHECK(a.train.clip == b.train.clip);
+  CHECK(a.train.max_steps == b.train.max_steps);
+  CHECK(a.train.eval_every == b.train.eval_every);
+  CHECK(a.train.patience == b.train.patience);
+  CHECK(a.train.factor == b.train.factor);
+  CHECK(a.train.min_lr == b.train.min_lr);
+  CHECK(a.train.log_every == b.train.log_every);
+  CHECK(a.train.eval_samples == b.train.eval_samples);
+  CHECK(a.train.seed == b.train.seed);
+  CHECK(a.train.threads == b.train.threads);
+}
+
+const char* kExample = R"(data: runs/data/copy
+segments: 3
+bptt: all
+model: {kind: rmt, n_layer: 4, n_head: 4, d_head: 64, d_model: 128, d_inner: 256, dropout: 0.1, dropatt: 0.0, mem_len: 0, num_mem_tokens: 24, read_mem_from_cache: true}
+train: {batch_size: 32, lr: 1.0e-4, schedule: plateau, warmup_steps: 0, clip: 0.25, max_steps: 250000, eval_every: 12000, patience: 8, factor: 0.5, min_lr: 1.0e-6, seed: 1, threads: 0}
+)";
+
+}  // namespace
+
+TEST_CASE("config defaults are the header's values") {
+  rmt::Config c;
+  CHECK(c.data == "");
+  CHECK(c.segments == 3);
+  CHECK(c.bptt == -1);
+  CHECK(c.bptt_recompute == false);
+  CHECK(c.model.kind == "rmt");
+  CHECK(c.model.n_layer == 4);
+  CHECK(c.model.n_head == 4);
+  CHECK(c.model.d_head == 64);
+  CHECK(c.model.d_model == 128);
+  CHECK(c.model.d_inner == 256);
+  CHECK(c.model.dropout == 0.1);
+  CHECK(c.model.dropatt == 0.0);
+  CHECK(c.model.mem_len == 0);
+  CHECK(c.model.num_mem_tokens == 24);
+  CHECK(c.model.read_mem_from_cache == true);
+  CHECK(c.model.n_token == 0);
+  CHECK(c.train.batch_size == 32);
+  CHECK(c.train.lr == 1.0e-4);
+  CHECK(c.train.schedule == "plateau");
+  CHECK(c.train.warmup_steps == 0);
+  CHECK(c.train.clip == 0.25);
+  CHECK(c.train.max_steps == 250000);
+  CHECK(c.train.eval_every == 12000);
+  CHECK(c.train.patience == 8);
+  CHECK(c.train.factor == 0.5);
+  CHECK(c.train.min_lr == 1.0e-6);
+  CHECK(c.train.log_every == 100);
+  CHECK(c.train.eval_samples == 0);
+  CHECK(c.train.seed == 1);
+  CHECK(c.train.threads == 0);
+  // An empty file and an empty mapping are all defaults, and the defaults are valid.
+  check_equal(rmt::parse_config("", "empty.yaml"), c);
+  check_equal(rmt::parse_config("{}", "empty.yaml"), c);
+  CHECK_NOTHROW(rmt::validate(c));
+}
+
+TEST_CASE("parse the example config; missing keys keep defaults") {
+  rmt::Config c = rmt::parse_config(kExample, "config.yaml");
+  CHECK(c.data == "runs/data/copy");
+  CHECK(c.segments == 3);
+  CHECK(c.bptt == -1);
+  CHECK(c.model.kind == "rmt");
+  CHECK(c.model.num_mem_tokens == 24);
+  CHECK(c.train.lr == 1.0e-4);
+  CHECK(c.train.min_lr == 1.0e-6);
+  CHECK(c.train.max_steps == 250000);
+  CHECK(c.train.log_every == 100);  // not in the file: default
+  CHECK_NOTHROW(rmt::validate(c));
+
+  rmt::Config d = rmt::parse_config(
+      "segments: 5\nbptt: 2\nbptt_recompute: true\nmodel:\n  kind: xl\n  mem_len: 64\n"
+      "train:\n  seed: 18446744073709551615\n  eval_samples: 500\n",
+      "config.yaml");
+  CHECK(d.segments == 5);
+  CHECK(d.bptt == 2);
+  CHECK(d.bptt_recompute);
+  CHECK(d.model.kind == "xl");
+  CHECK(d.model.mem_len == 64);
+  CHECK(d.model.n_layer == 4);
+  CHECK(d.train.seed == 18446744073709551615ull);
+  CHECK(d.train.eval_samples == 500);
+  CHECK(rmt::parse_config("bptt: 0", "c.yaml").bptt == 0);
+}
+
+TEST_CASE("load_config names the file in errors") {
+  namespace fs = std::filesystem;
+  fs::path file = fs::temp_directory_path() / "rmt_test_config.yaml";
+  rmt::write_file_atomic(file, "model:\n  n_layers: 2\n");
+  std::string message = error_of([&] { rmt::load_config(file.string()); });
+  CHECK(contains(message, file.string() + ": unknown key 'model.n_layers'"));
+  rmt::write_file_atomic(file, kExample);
+  CHECK(rmt::load_config(file.string()).data == "runs/data/copy");
+  fs::remove(file);
+}
+
+TEST_CASE("unknown keys name the origin and the closest valid key") {
+  CHECK_THROWS_WITH_AS(rmt::parse_config("model: {n_layers: 2}", "config.yaml"),
+                       "config.yaml: unknown key 'model.n_layers' (did you mean 'model.n_layer'?)",
+                       rmt::Error);
+  CHECK(contains(error_of([] { rmt::parse_config("train:\n  learning_rate: 0.1\n", "c.yaml"); }),
+                 "unknown key 'train.learning_rate'"));
+  CHECK(contains(error_of([] { rmt::parse_config("segmnts: 2", "c.yaml"); }),
+                 "(did you mean 'segments'?)"));
+  // A key put in the wrong place: the leaf name matches.
+  CHECK(contains(error_of([] { rmt::parse_config("n_layer: 2", "c.yaml"); }),
+                 "c.yaml: unknown key 'n_layer' (did you mean 'model.n_layer'?)"));
+  CHECK(contains(error_of([] { rmt::parse_config("train: {mem_len: 2}", "c.yaml"); }),
+                 "(did you mean 'model.mem_len'?)"));
+  CHECK(contains(error_of([] { rmt::parse_config("modle: {kind: xl}", "c.yaml"); }),
+                 "unknown key 'modle' (did you mean 'model'?)"));
+  // A section given a scalar, a value given a mapping, a key given twice.
+  CHECK(contains(error_of([] { rmt::parse_config("model: 3", "c.yaml"); }),
+                 "'model' must be a mapping"));
+  CHECK(contains(error_of([] { rmt::parse_config("segments: {a: 1}", "c.yaml"); }),
+                 "invalid value (a mapping) for 'segments'"));
+  CHECK(contains(error_of([] { rmt::parse_config("segments: 2\nsegments: 3\n", "c.yaml"); }),
+                 "'segments' is given twice"));
+}
+
+TEST_CASE("wrong types and out-of-range values name key, value and what is allowed") {
+  struct Case {
+    const char* yaml;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"model: {n_layer: four}", "c.yaml: invalid value 'four' for 'model.n_layer': expected an integer >= 1"},
+      {"model: {n_layer: 2.5}", "invalid value '2.5' for 'model.n_layer': expected an integer >= 1"},
+      {"model: {n_head: 0}", "invalid value '0' for 'model.n_head': expected an integer >= 1"},
+      {"model: {d_model: -128}", "invalid value '-128' for 'model.d_model'"},
+      {"model: {d_inner: 99999999999}", "invalid value '99999999999' for 'model.d_inner'"},
+      {"model: {mem_len: -1}", "invalid value '-1' for 'model.mem_len': expected a non-negative integer"},
+      {"model: {dropout: 1.0}", "invalid value '1.0' for 'model.dropout': expected a number in [0, 1)"},
+      {"model: {dropout: -0.1}", "invalid value '-0.1' for 'model.dropout'"},
+      {"model: {dropout: high}", "invalid value 'high' for 'model.dropout'"},
+      {"model: {dropatt: 1.5}", "invalid value '1.5' for 'model.dropatt': expected a number in [0, 1)"},
+      {"model: {kind: gpt}", "invalid value 'gpt' for 'model.kind': expected one of baseline|xl|rmt|mt|xl_rmt"},
+      {"model: {read_mem_from_cache: maybe}", "invalid value 'maybe' for 'model.read_mem_from_cache': expected true or false"},
+      {"train: {lr: 0}", "invalid value '0' for 'train.lr': expected a number > 0"},
+      {"train: {lr: -1.0e-4}", "invalid value '-1.0e-4' for 'train.lr': expected a number > 0"},
+      {"train: {lr: .nan}", "invalid value '.nan' for 'train.lr'"},
+      {"train: {schedule: linear}", "invalid value 'linear' for 'train.schedule': expected one of plateau|cosine|constant"},
+      {"train: {batch_size: 0}", "invalid value '0' for 'train.batch_size': expected an integer >= 1"},
+      {"train: {seed: -1}", "invalid value '-1' for 'train.seed': expected a non-negative integer"},
+      {"train: {max_steps: }", "invalid value (empty) for 'train.max_steps'"},
+      {"train: {factor: [1, 2]}", "invalid value (a list) for 'train.factor'"},
+      {"segments: 0", "invalid value '0' for 'segments': expected an integer >= 1"},
+      {"bptt: some", "invalid value 'some' for 'bptt': expected 'all' or a non-negative integer"},
+      {"bptt: -1", "invalid value '-1' for 'bptt': expected 'all' or a non-negative integer"},
+      {"data: [a, b]", "invalid value (a list) for 'data': expected a string"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    std::string message = error_of([&] { rmt::parse_config(c.yaml, "c.yaml"); });
+    CAPTURE(message);
+    CHECK(contains(message, c.expected));
+  }
+}
+
+TEST_CASE("malformed YAML names the file and line") {
+  std::string message = error_of([] {
+    rmt::parse_config("data: x\nsegments: 3\nmodel: {kind: rmt\n", "bad.yaml");
+  });
+  CAPTURE(message);
+  CHECK(contains(message, "bad.yaml: malformed YAML at line"));
+  message = error_of([] { rmt::parse_config("data: x\nmodel:\n  kind: rmt\n n_layer: 2\n", "bad.yaml"); });
+  CAPTURE(message);
+  CHECK(contains(message, "bad.yaml: malformed YAML at line 4"));
+  CHECK(contains(error_of([] { rmt::parse_config("- a\n- b\n", "list.yaml"); }),
+                 "list.yaml: expected a mapping"));
+}
+
+TEST_CASE("apply_override sets one dotted key with the same checks") {
+  rmt::Config c;
+  rmt::apply_override(c, "model.kind=xl");
+  CHECK(c.model.kind == "xl");
+  rmt::apply_override(c, "model.mem_len=128");
+  CHECK(c.model.mem_len == 128);
+  rmt::apply_override(c, "train.lr=3e-4");
+  CHECK(c.train.lr == 3e-4);
+  rmt::apply_override(c, "bptt=2");
+  CHECK(c.bptt == 2);
+  rmt::apply_override(c, "bptt=all");
+  CHECK(c.bptt == -1);
+  rmt::apply_override(c, "data=runs/data/a b");
+  CHECK(c.data == "runs/data/a b");
+  rmt::apply_override(c, "model.read_mem_from_cache=false");
+  CHECK(c.model.read_mem_from_cache == false);
+
+  CHECK_THROWS_WITH_AS(rmt::apply_override(c, "model.n_layers=2"),
+                       "--set model.n_layers=2: unknown key 'model.n_layers' (did you mean 'model.n_layer'?)",
+                       rmt::Error);
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "model.kind=gpt"); }),
+                 "invalid value 'gpt' for 'model.kind': expected one of baseline|xl|rmt|mt|xl_rmt"));
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "model.n_layer=four"); }),
+                 "invalid value 'four' for 'model.n_layer'"));
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "model.n_layer="); }),
+                 "invalid value (empty) for 'model.n_layer'"));
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "model.n_layer"); }), "expected key=value"));
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "model=3"); }),
+                 "'model' is a section, not a value; set one of its keys, e.g. 'model.kind'"));
+  CHECK(c.model.kind == "xl");  // failed overrides change nothing
+  CHECK(c.model.n_layer == 4);
+}
+
+TEST_CASE("validate checks cross-field requirements") {
+  rmt::Config c;
+  CHECK_NOTHROW(rmt::validate(c));
+
+  c.model.kind = "xl";
+  c.model.mem_len = 0;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "model.kind xl needs model.mem_len > 0"));
+  c.model.mem_len = 16;
+  CHECK_NOTHROW(rmt::validate(c));
+
+  c.model.kind = "xl_rmt";
+  c.model.num_mem_tokens = 0;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "model.kind xl_rmt needs model.num_mem_tokens > 0"));
+  c.model.mem_len = 0;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "needs model.mem_len > 0"));
+
+  for (const char* kind : {"rmt", "mt"}) {
+    c = rmt::Config();
+    c.model.kind = kind;
+    c.model.num_mem_tokens = 0;
+    CHECK(contains(error_of([&] { rmt::validate(c); }), "needs model.num_mem_tokens > 0"));
+  }
+  c = rmt::Config();
+  c.model.kind = "baseline";
+  c.model.num_mem_tokens = 0;
+  CHECK_NOTHROW(rmt::validate(c));
+
+  c = rmt::Config();
+  c.model.dropatt = 0.1;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "dropatt > 0 is not supported yet"));
+
+  c = rmt::Config();
+  c.segments = 0;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "segments"));
+
+  // Per-key ranges also hold for configs built in code.
+  c = rmt::Config();
+  c.model.kind = "gpt";
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "model.kind = gpt: expected one of"));
+  c = rmt::Config();
+  c.train.lr = 0;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "train.lr"));
+  c = rmt::Config();
+  c.model.n_head = -2;
+  CHECK(contains(error_of([&] { rmt::validate(c); }), "model.n_head = -2"));
+}
+
+TEST_CASE("resolve_kind zeroes what the kind does not use") {
+  struct Case {
+    const char* kind;
+    int mem_len, num_mem_tokens;
+  };
+  for (Case expected : {Case{"baseline", 0, 0}, Case{"xl", 32, 0}, Case{"rmt", 0, 10},
+                        Case{"mt", 0, 10}, Case{"xl_rmt", 32, 10}}) {
+    rmt::ModelConfig model;
+    model.kind = expected.kind;
+    model.mem_len = 32;
+    model.num_mem_tokens = 10;
+    rmt::resolve_kind(model);
+    CAPTURE(expected.kind);
+    CHECK(model.mem_len == expected.mem_len);
+    CHECK(model.num_mem_tokens == expected.num_mem_tokens);
+  }
+}
+
+TEST_CASE("to_yaml round-trips every field exactly") {
+  check_equal(rmt::parse_config(rmt::to_yaml(rmt::Config()), "to_yaml"), rmt::Config());
+
+  rmt::Config c;
+  c.data = "runs/data/my data: v2 #1";  // needs quoting
+  c.segments = 7;
+  c.bptt = 3;
+  c.bptt_recompute = true;
+  c.model.kind = "xl_rmt";
+  c.model.n_layer = 12;
+  c.model.n_head = 8;
+  c.model.d_head = 32;
+  c.model.d_model = 256;
+  c.model.d_inner = 1024;
+  c.model.dropout = 0.1 + 0.2;  // 0.30000000000000004
+  c.model.dropatt = 1.0 / 3.0;
+  c.model.mem_len = 150;
+  c.model.num_mem_tokens = 5;
+  c.model.read_mem_from_cache = false;
+  c.model.n_token = 30000;
+  c.train.batch_size = 64;
+  c.train.lr = 2.5e-4 / 3.0;
+  c.train.schedule = "cosine";
+  c.train.warmup_steps = 1000;
+  c.train.clip = 1e-300;
+  c.train.max_steps = 5000000000;
+  c.train.eval_every = 3000000000;
+  c.train.patience = 3;
+  c.train.factor = 0.7;
+  c.train.min_lr = 0;
+  c.train.log_every = 10;
+  c.train.eval_samples = 256;
+  c.train.seed = 18446744073709551615ull;
+  c.train.threads = 2;
+  std::string yaml = rmt::to_yaml(c);
+  CAPTURE(yaml);
+  check_equal(rmt::parse_config(yaml, "to_yaml"), c);
+
+  for (const char* data : {"", "null", "~", "true", "123", "-x", "a'b\"c", "ünïcode/dir"}) {
+    c.data = data;
+    CAPTURE(data);
+    CHECK(rmt::parse_config(rmt::to_yaml(c), "to_yaml").data == data);
+  }
+
+  // Every key appears, in config_keys() order.
+  rmt::Config defaults;
+  std::string text = rmt::to_yaml(defaults);
+  size_t position = 0;
+  for (const std::string& key : rmt::config_keys()) {
+    std::string leaf = key.substr(key.rfind('.') + 1) + ":";
+    size_t found = text.find(leaf, position);
+    CAPTURE(key);
+    CHECK(found != std::string::npos);
+    position = found;
+  }
+  CHECK(contains(text, "bptt: all\n"));
+  CHECK(contains(text, "  lr: 0.0001\n"));
+  CHECK(contains(text, "  min_lr: 1.0e-06\n"));
+}
+
+TEST_CASE("config_keys lists every key in file order") {
+  std::vector<std::string> keys = rmt::config_keys();
+  REQUIRE(keys.size() == 30);
+  CHECK(keys.front() == "data");
+  CHECK(keys[2] == "bptt");
+  CHECK(keys[4] == "model.kind");
+  CHECK(keys.back() == "train.threads");
+  CHECK(rmt::bptt_to_string(-1) == "all");
+  CHECK(rmt::bptt_to_string(4) == "4");
+}
