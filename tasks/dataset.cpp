@@ -286,8 +286,9 @@ std::vector<std::string> show_samples(const std::string& dir, const std::string&
     const int64_t* x = X.data() + i * cx;
     const int64_t* y = Y.data() + i * cy;
     if (meta.kind == "sqeq" && cx == kSqeqBlock * kSqeqBlocks) {
-      std::string text = sqeq_block(meta, x) + "  |";
-      for (int j = 1; j < kSqeqBlocks; j++) text += "  " + sqeq_block(meta, x + j * kSqeqBlock);
+      // Blocks joined by " / "; the answer (what the model predicts) starts after "|".
+      std::string text = sqeq_block(meta, x) + "  |  ";
+      for (int j = 1; j < kSqeqBlocks; j++) text += (j > 1 ? " / " : "") + sqeq_block(meta, x + j * kSqeqBlock);
       lines.push_back(fmt::format("#{:<3} {}", i, text));
     } else {
       // y[0] is the start token ("<go>" or "?"); the answer follows it.
