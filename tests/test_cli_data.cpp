@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -91,4 +92,15 @@ TEST_CASE("rmt generate rejects bad options before writing anything") {
   CHECK(help.status == 0);
   CHECK(help.output.find("--pairs") != std::string::npos);
   fs::remove_all(file);
+}
+
+TEST_CASE("generation does not depend on the thread count") {
+  std::string a = cli_tmp("omp1"), b = cli_tmp("omp2");
+  const std::string opts = " --train 300 --val 30 --test 30 --seed 9";
+  CHECK(std::system(("OMP_NUM_THREADS=1 " + std::string(RMT_BINARY) + " generate sqeq --out " + a + opts + " >/dev/null").c_str()) == 0);
+  CHECK(std::system(("OMP_NUM_THREADS=2 " + std::string(RMT_BINARY) + " generate sqeq --out " + b + opts + " >/dev/null").c_str()) == 0);
+  for (const char* f : {"sqeq_train_X.npy", "sqeq_val_y.npy", "sqeq_test_X.npy", "meta.yaml"})
+    CHECK(rmt::read_file(fs::path(a) / f) == rmt::read_file(fs::path(b) / f));
+  fs::remove_all(a);
+  fs::remove_all(b);
 }
