@@ -290,6 +290,12 @@ std::vector<std::string> show_samples(const std::string& dir, const std::string&
       std::string text = sqeq_block(meta, x) + "  |  ";
       for (int j = 1; j < kSqeqBlocks; j++) text += (j > 1 ? " / " : "") + sqeq_block(meta, x + j * kSqeqBlock);
       lines.push_back(fmt::format("#{:<3} {}", i, text));
+    } else if (meta.kind == "retrieval" && cx % 2 == 1) {
+      // Key-value pairs, then the query key; y = "?" then the queried value.
+      std::string pairs;
+      for (int k = 0; k + 1 < cx; k += 2) pairs += decode_ids(meta, x + k, 2) + " ";
+      lines.push_back(fmt::format("#{:<3} X: {}query {}   y: {} | {}", i, pairs, decode_ids(meta, x + cx - 1, 1),
+                                  decode_ids(meta, y, 1), decode_ids(meta, y + 1, int(cy) - 1)));
     } else {
       // y[0] is the start token ("<go>" or "?"); the answer follows it.
       lines.push_back(fmt::format("#{:<3} X: {}   y: {} | {}", i, decode_ids(meta, x, int(cx)),
