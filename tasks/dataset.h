@@ -3,6 +3,7 @@
 // and turning it into what the model trains on: input ids and next-token targets.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rmt {
@@ -15,6 +16,11 @@ struct DatasetMeta {
   int answer_size = 0;              // loss/accuracy positions at the end of the target
   bool stacked = true;              // input = concat(X,y)[:-1], target = concat(X,y)[1:]
   bool from_meta_yaml = false;      // false: inferred for a directory written by the authors' code
+  // Added by the data engineer: the resolved task options, for decoding and checking.
+  std::string kind;                 // copy | reverse | retrieval | sqeq
+  int length = 0, symbols = 0, pairs = 0;
+  int64_t seed = -1;                // -1 when unknown (authors' data)
+  std::vector<std::pair<std::string, std::string>> sha256;  // file name -> hex, from meta.yaml
 };
 
 // Reads DIR/meta.yaml, or infers the meta from the file names when it is absent.

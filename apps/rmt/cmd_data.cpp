@@ -1,10 +1,44 @@
+// `rmt data show|check DIR`: prints decoded samples or the result of validating a dataset.
+#include <memory>
+
+#include <fmt/format.h>
+
 #include "apps/rmt/commands.h"
 #include "lib/error.h"
+#include "tasks/tasks.h"
 
 namespace rmt::cli {
+
 void add_data_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("data", "Show or check a dataset");
-  cmd->allow_extras();
-  cmd->callback([] { fail("rmt data is not implemented yet"); });
+  auto* cmd = app.add_subcommand("data", "Show or check a dataset directory");
+  cmd->require_subcommand(1);
+
+  struct ShowArgs {
+    std::string dir, split = "train";
+    int n = 5;
+  };
+  auto show = std::make_shared<ShowArgs>();
+  auto* show_cmd = cmd->add_subcommand("show", "Print decoded samples (the answer follows '|')");
+  show_cmd->add_option("dir", show->dir, "Dataset directory (ours or the authors')")->required();
+  show_cmd->add_option("--split", show->split, "train, val or test (default train)");
+  show_cmd->add_option("-n", show->n, "Number of samples to show (default 5)");
+  show_cmd->callback([show] {
+    for (const std::string& line : show_samples(show->dir, show->split, show->n)) fmt::print("{}\n", line);
+  });
+
+  auto check_dir = std::make_shared<std::string>();
+  auto* check_cmd = cmd->add_subcommand(
+      "check", "Validate shapes, dtype, ids, task invariants, split overlap and sha256; exit 1 on any violation");
+  check_cmd->add_option("dir", *check_dir, "Dataset directory (ours or the authors')")->required();
+  check_cmd->callback([check_dir] {
+    CheckResult r = check_dataset(*check_dir);
+    for (const std::string& line : r.summary) fmt::print("{}\n", line);
+    if (!r.ok) {
+      std::string text;
+      for (const std::string& v : r.violations) text += "\n  " + v;
+      fail("{} is not a valid dataset:{}", *check_dir, text);
+    }
+  });
 }
+
 }  // namespace rmt::cli

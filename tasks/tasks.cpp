@@ -1,0 +1,270 @@
+// Task definitions (presets, vocabularies, shapes) and i.i.d. sample generation.
+#include "tasks/tasks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "lib/error.h"
+
+namespace rmt {
+
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* kind;
+  int length, symbols, pairs;
+};
+
+// The paper's datasets. copy/reverse at L=24 use 10 symbols (ids 2..11); the long ones 8 (ids 2..9).
+const Preset kPresets[] = {
+    {"copy", "copy", 24, 10, 0},         {"reverse", "reverse", 24, 10, 0},
+    {"retrieval", "retrieval", 0, 0, 4}, {"sqeq", "sqeq", 0, 0, 0},
+    {"copy120", "copy", 120, 8, 0},      {"copy240", "copy", 240, 8, 0},
+    {"copy360", "copy", 360, 8, 0},      {"reverse120", "reverse", 120, 8, 0},
+};
+
+bool is_base_name(const std::string& name) {
+  return name == "copy" || name == "reverse" || name == "retrieval" || name == "sqeq";
+}
+
+// Saturating multiply for counts of possible samples.
+int64_t sat_mul(int64_t a, int64_t b) {
+  const int64_t cap = int64_t(1) << 62;
+  if (a == 0 || b == 0) return 0;
+  if (a > cap / b) return cap;
+  return std::min(cap, a * b);
+}
+
+// Readable symbol for copy/reverse symbol k (id k+2).
+const char kSymbolChars[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+
+}  // namespace
+
+std::vector<std::string> task_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
+TaskOptions resolve_task(const std::string& name, std::optional<int> length, std::optional<int> symbols,
+                         std::optional<int> pairs) {
+  const Preset* preset = nullptr;
+  for (const Preset& p : kPresets)
+    if (name == p.name) preset = &p;
+  if (!preset) {
+    std::string known;
+    for (const Preset& p : kPresets) known += fmt::format("{}{}", known.empty() ? "" : ", ", p.name);
+    fail("unknown task '{}' (known: {})", name, known);
+  }
+  TaskOptions t{preset->name, preset->kind, preset->length, preset->symbols, preset->pairs};
+  const bool seq_task = t.kind == "copy" || t.kind == "reverse";
+  if ((length || symbols) && !seq_task)
+    fail("--{} is not an option of task {}", length ? "length" : "symbols", name);
+  if (pairs && t.kind != "retrieval") fail("--pairs is not an option of task {}", name);
+  if ((length || symbols) && !is_base_name(name))
+    fail("{} fixes length {} and {} symbols; use `{} --length N --symbols V` for other sizes", name, t.length,
+         t.symbols, t.kind);
+  if (length) {
+    if (*length < 1) fail("--length must be at least 1 (got {})", *length);
+    if (*length > 100000) fail("--length must be at most 100000 (got {})", *length);
+    t.length = *length;
+  }
+  if (symbols) {
+    if (*symbols < 1 || *symbols > 36) fail("--symbols must be in 1..36 (got {})", *symbols);
+    t.symbols = *symbols;
+  }
+  if (pairs) {
+    if (*pairs < 1) fail("--pairs must be at least 1 (got {})", *pairs);
+    if (*pairs > 10)
+      fail("--pairs {} is too many: keys are distinct letters (26) and values distinct digits (10), so at most 10",
+           *pairs);
+    t.pairs = *pairs;
+  }
+  return t;
+}
+
+SplitSizes default_split_sizes(const TaskOptions& t) {
+  // FACTS §1: copy/reverse (L=24) and retrieval 100000/5000/10000; long copy/reverse and sqeq
+  // 100000/10000/20000.
+  if (t.kind == "sqeq" || !is_base_name(t.name)) return {100000, 10000, 20000};
+  return {100000, 5000, 10000};
+}
+
+int task_len_x(const TaskOptions& t) {
+  if (t.kind == "copy" || t.kind == "reverse") return t.length;
+  if (t.kind == "retrieval") return 2 * t.pairs + 1;
+  return kSqeqBlock * kSqeqBlocks;
+}
+
+int task_len_y(const TaskOptions& t) {
+  if (t.kind == "copy") return 1 + 2 * t.length;
+  if (t.kind == "reverse") return 1 + t.length;
+  if (t.kind == "retrieval") return 2;
+  return kSqeqBlock * kSqeqBlocks;
+}
+
+// Stacked tasks predict everything after the start token; sqeq predicts the 5 solution blocks.
+int task_answer_size(const TaskOptions& t) {
+  if (t.kind == "sqeq") return kSqeqBlock * (kSqeqBlocks - 1);
+  return task_len_y(t) - 1;
+}
+
+bool task_stacked(const TaskOptions& t) { return t.kind != "sqeq"; }
+
+std::vector<std::string> task_vocab(const TaskOptions& t) {
+  std::vector<std::string> v;
+  if (t.kind == "copy" || t.kind == "reverse") {
+    v = {"<pad>", "<go>"};
+    for (int k = 0; k < t.symbols; k++) v.push_back(std::string(1, kSymbolChars[k]));
+  } else if (t.kind == "retrieval") {
+    for (int d = 0; d < 10; d++) v.push_back(std::string(1, char('0' + d)));
+    v.push_back("?");
+    for (int k = 0; k < 26; k++) v.push_back(std::string(1, char('a' + k)));
+  } else {
+    v = sqeq_vocab();
+  }
+  return v;
+}
+
+int64_t max_unique_samples(const TaskOptions& t) {
+  if (t.kind == "copy" || t.kind == "reverse") {
+    int64_t n = 1;
+    for (int i = 0; i < t.length; i++) n = sat_mul(n, t.symbols);
+    return n;
+  }
+  if (t.kind == "retrieval") {
+    int64_t n = t.pairs;  // which key is queried
+    for (int i = 0; i < t.pairs; i++) n = sat_mul(sat_mul(n, 26 - i), 10 - i);
+    return n;
+  }
+  // sqeq: X is fixed by the shown equation. With roots: unordered root pairs from -99..99
+  // (199*200/2) times 20 multipliers; without: every (b, c) with c > b^2/4, times 20.
+  int64_t n = 199 * 200 / 2 * 20;
+  for (int64_t b = 0; b < 200; b++) n += (9999 - b * b / 4) * 20;
+  return n;
+}
+
+void target_from_x(const TaskOptions& t, const int64_t* x, int64_t* y) {
+  if (t.kind == "copy") {
+    y[0] = 1;
+    for (int i = 0; i < t.length; i++) y[1 + i] = y[1 + t.length + i] = x[i];
+  } else if (t.kind == "reverse") {
+    y[0] = 1;
+    for (int i = 0; i < t.length; i++) y[1 + i] = x[t.length - 1 - i];
+  } else if (t.kind == "retrieval") {
+    const int64_t query = x[2 * t.pairs];
+    y[0] = 10;
+    y[1] = 0;
+    for (int k = 0; k < t.pairs; k++)
+      if (x[2 * k] == query) y[1] = x[2 * k + 1];
+  } else {
+    const int n = kSqeqBlock * kSqeqBlocks;
+    for (int i = 0; i + 1 < n; i++) y[i] = x[i + 1];
+    y[n - 1] = 0;
+  }
+}
+
+// First k of a random permutation of 0..n-1 (partial Fisher-Yates).
+static void draw_distinct(Rng& rng, int n, int k, int* out) {
+  int pool[26];
+  for (int i = 0; i < n; i++) pool[i] = i;
+  for (int i = 0; i < k; i++) {
+    int j = i + int(rng.below(uint64_t(n - i)));
+    std::swap(pool[i], pool[j]);
+    out[i] = pool[i];
+  }
+}
+
+static void draw_sqeq(Rng& rng, int64_t* x, int64_t* y) {
+  SqeqText text;
+  if (rng.unit() < 0.2) {
+    // No real roots: x^2 + b*x + c with c > b^2/4, so D = b^2 - 4c < 0.
+    int b = int(rng.below(200));
+    int c = int(rng.between(b * b / 4 + 1, 9999));
+    int sign = rng.below(2) ? 1 : -1;
+    int alpha = sign * int(std::floor(1.0 + 9.0 * rng.unit() + 0.5));
+    text = sqeq_text_no_roots(b, c, alpha);
+  } else {
+    // int(uniform(-100, 100)) truncates toward zero, as the original does.
+    int x1 = int(-100.0 + 200.0 * rng.unit());
+    int x2 = int(-100.0 + 200.0 * rng.unit());
+    int sign = rng.below(2) ? 1 : -1;
+    int alpha = sign * int(std::floor(1.0 + 9.0 * rng.unit() + 0.5));
+    text = sqeq_text_with_roots(x1, x2, alpha);
+  }
+  sqeq_encode(text, x, y);
+}
+
+void draw_sample(const TaskOptions& t, Rng& rng, int64_t* x, int64_t* y) {
+  if (t.kind == "copy" || t.kind == "reverse") {
+    for (int i = 0; i < t.length; i++) x[i] = 2 + int64_t(rng.below(uint64_t(t.symbols)));
+    target_from_x(t, x, y);
+  } else if (t.kind == "retrieval") {
+    int keys[26], values[26];
+    draw_distinct(rng, 26, t.pairs, keys);
+    draw_distinct(rng, 10, t.pairs, values);
+    for (int k = 0; k < t.pairs; k++) {
+      x[2 * k] = 11 + keys[k];
+      x[2 * k + 1] = values[k];
+    }
+    x[2 * t.pairs] = 11 + keys[rng.below(uint64_t(t.pairs))];
+    target_from_x(t, x, y);
+  } else {
+    draw_sqeq(rng, x, y);
+  }
+}
+
+namespace {
+// Hash set of row indices into a growing row-major matrix.
+struct RowSet {
+  const std::vector<int64_t>* rows;
+  int len;
+  size_t operator()(int64_t r) const {
+    const int64_t* p = rows->data() + r * len;
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < len; i++) {
+      h ^= uint64_t(p[i]) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    }
+    return size_t(h);
+  }
+  bool operator()(int64_t a, int64_t b) const {
+    return std::memcmp(rows->data() + a * len, rows->data() + b * len, size_t(len) * 8) == 0;
+  }
+};
+}  // namespace
+
+std::vector<int64_t> generate_unique_x(const TaskOptions& t, int64_t count, uint64_t seed) {
+  const int len_x = task_len_x(t), len_y = task_len_y(t);
+  const int64_t possible = max_unique_samples(t);
+  if (count > possible)
+    fail("{} can produce only {} distinct samples, but {} were requested", t.name, possible, count);
+  std::vector<int64_t> X(size_t(count + 1) * len_x);  // +1: scratch row for the next candidate
+  std::vector<int64_t> y(len_y);
+  RowSet rs{&X, len_x};
+  std::unordered_set<int64_t, RowSet, RowSet> seen(size_t(count) * 2, rs, rs);
+  Rng rng(seed);
+  // Rejecting duplicates is the same as drawing i.i.d. and de-duplicating; near the limit it is a
+  // coupon-collector loop, so bound the draws to fail instead of spinning.
+  const int64_t max_draws = std::max<int64_t>(20'000'000, 50 * count);
+  int64_t n = 0, draws = 0;
+  while (n < count) {
+    if (++draws > max_draws)
+      fail("{}: found only {} distinct samples of {} requested after {} draws", t.name, n, count, max_draws);
+    draw_sample(t, rng, X.data() + n * len_x, y.data());
+    if (seen.insert(n).second) n++;
+  }
+  X.resize(size_t(count) * len_x);
+  // Shuffle the rows (Fisher-Yates) before the caller splits them.
+  std::vector<int64_t> tmp(len_x);
+  for (int64_t i = count - 1; i > 0; i--) {
+    int64_t j = int64_t(rng.below(uint64_t(i + 1)));
+    if (j == i) continue;
+    std::swap_ranges(X.begin() + i * len_x, X.begin() + (i + 1) * len_x, X.begin() + j * len_x);
+  }
+  return X;
+}
+
+}  // namespace rmt

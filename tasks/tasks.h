@@ -1,0 +1,97 @@
+#pragma once
+// The algorithmic tasks of the RMT paper: copy, reverse, associative retrieval and quadratic
+// equations (sqeq). Generation, decoding and validation of the on-disk datasets (FACTS.md §1).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tasks/dataset.h"
+#include "tasks/rng.h"
+
+namespace rmt {
+
+// A task with its options resolved. kind is copy | reverse | retrieval | sqeq; name is what the
+// user asked for (copy120 ...) and becomes the file prefix.
+struct TaskOptions {
+  std::string name, kind;
+  int length = 0;   // copy/reverse: symbols per sample
+  int symbols = 0;  // copy/reverse: alphabet size (ids 2 .. symbols+1)
+  int pairs = 0;    // retrieval: key-value pairs
+};
+
+struct SplitSizes {
+  int64_t train = 0, val = 0, test = 0;
+  int64_t total() const { return train + val + test; }
+};
+
+std::vector<std::string> task_names();  // copy reverse retrieval sqeq copy120 ...
+// Resolves a task name and the user's explicit options; fails for unknown tasks, options that do
+// not belong to the task, and out-of-range values.
+TaskOptions resolve_task(const std::string& name, std::optional<int> length = {},
+                         std::optional<int> symbols = {}, std::optional<int> pairs = {});
+SplitSizes default_split_sizes(const TaskOptions& task);
+
+int task_len_x(const TaskOptions& task);
+int task_len_y(const TaskOptions& task);
+int task_answer_size(const TaskOptions& task);
+bool task_stacked(const TaskOptions& task);
+std::vector<std::string> task_vocab(const TaskOptions& task);
+// How many distinct X rows the task can produce (saturates at 2^62).
+int64_t max_unique_samples(const TaskOptions& task);
+
+// One i.i.d. sample; x has task_len_x ids, y has task_len_y ids.
+void draw_sample(const TaskOptions& task, Rng& rng, int64_t* x, int64_t* y);
+// y is a function of X for every task; this computes it.
+void target_from_x(const TaskOptions& task, const int64_t* x, int64_t* y);
+
+// `count` distinct X rows, drawn i.i.d. (duplicates rejected) then shuffled. Row-major [count, len_x].
+std::vector<int64_t> generate_unique_x(const TaskOptions& task, int64_t count, uint64_t seed);
+
+// ---- quadratic equations ------------------------------------------------------------------
+constexpr int kSqeqBlock = 30, kSqeqBlocks = 6;
+using SqeqText = std::array<std::string, kSqeqBlocks>;
+// The six block strings for roots x1, x2 and multiplier alpha of the shown equation.
+// Paper example: (6, 92, -4) -> "-4*x^2+392*x-2208=0", "x^2-98*x+552=0",
+// "D=98^2-4*1*552=7396=86^2", "x=(98-86)/2=6", "x=(98+86)/2=92", "6,92".
+SqeqText sqeq_text_with_roots(int x1, int x2, int alpha);
+// A sample without real roots: canonical x^2 + b*x + c; root lines and answer are empty.
+SqeqText sqeq_text_no_roots(int b, int c, int alpha);
+// "x^2-98*x+552=0" style polynomial text for coefficients (a, b, c), following the monomial rules.
+std::string sqeq_polynomial(int64_t a, int64_t b, int64_t c);
+// Encodes the text into 180 ids (x) and the shifted-left target (y). Fails if a block overflows.
+void sqeq_encode(const SqeqText& text, int64_t* x, int64_t* y);
+std::vector<std::string> sqeq_vocab();
+
+// ---- dataset directories ------------------------------------------------------------------
+struct GenerateRequest {
+  TaskOptions task;
+  SplitSizes sizes;
+  uint64_t seed = 0;
+  std::string out_dir;
+  bool force = false;
+};
+struct GenerateResult {
+  std::vector<std::string> files;  // written, meta.yaml last
+  double seconds = 0;
+};
+GenerateResult generate_dataset(const GenerateRequest& request);
+
+std::string dataset_file(const std::string& dir, const std::string& prefix, const std::string& split,
+                         const std::string& which /* X or y */);
+extern const std::array<const char*, 3> kSplits;  // train, val, test
+
+// Human-readable text of a row of ids under meta's vocabulary.
+std::string decode_ids(const DatasetMeta& meta, const int64_t* ids, int n);
+// Lines showing the first n samples of a split.
+std::vector<std::string> show_samples(const std::string& dir, const std::string& split, int n);
+
+struct CheckResult {
+  bool ok = true;
+  std::vector<std::string> summary;     // one line per split
+  std::vector<std::string> violations;  // "file row R: what is wrong"
+};
+CheckResult check_dataset(const std::string& dir, int max_violations = 20);
+
+}  // namespace rmt

@@ -1,0 +1,109 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/npy.h"
+
+namespace fs = std::filesystem;
+
+static fs::path npy_tmp_dir() {
+  fs::path dir = fs::temp_directory_path() / "rmt_test_npy";
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Builds a .npy file by hand: magic, version, header text, data bytes.
+static std::string handmade(int major, const std::string& dict, const std::string& data) {
+  std::string out = "\x93NUMPY";
+  out += char(major);
+  out += char(0);
+  std::string header = dict;
+  while ((out.size() + (major == 1 ? 2 : 4) + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  if (major == 1) {
+    out += char(header.size() & 0xff);
+    out += char(header.size() >> 8);
+  } else {
+    for (int k = 0; k < 4; k++) out += char((header.size() >> (8 * k)) & 0xff);
+  }
+  return out + header + data;
+}
+
+static std::string le_bytes(int64_t v, int n) {
+  std::string s;
+  for (int k = 0; k < n; k++) s += char((uint64_t(v) >> (8 * k)) & 0xff);
+  return s;
+}
+
+static void check_rejects(const std::string& bytes, const std::string& expect_in_message) {
+  fs::path p = npy_tmp_dir() / "broken.npy";
+  rmt::write_file_atomic(p, bytes);
+  try {
+    rmt::read_npy(p);
+    FAIL("expected rmt::Error containing: " << expect_in_message);
+  } catch (const rmt::Error& e) {
+    std::string msg = e.what();
+    CHECK_MESSAGE(msg.find(expect_in_message) != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("broken.npy") != std::string::npos, msg);  // names the file
+  }
+}
+
+TEST_CASE("npy int64 and float32 round trip, header padded to 64 bytes") {
+  fs::path p = npy_tmp_dir() / "a.npy";
+  std::vector<int64_t> v = {1, -2, 3, 1LL << 40, 5, 6};
+  rmt::write_npy_int64(p, {2, 3}, v.data());
+  std::string bytes = rmt::read_file(p);
+  CHECK(bytes.size() == 128 + 48);  // 10-byte prefix + dict padded to 128, then 6 int64
+  rmt::NpyHeader h = rmt::parse_npy_header(bytes, "a.npy");
+  CHECK(h.data_offset % 64 == 0);
+  CHECK(bytes.find("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }") != std::string::npos);
+  rmt::NpyArray a = rmt::read_npy(p);
+  CHECK(a.shape == std::vector<int64_t>{2, 3});
+  CHECK(a.ints == v);
+
+  std::vector<float> f = {0.5f, -1.25f, 3e9f};
+  rmt::write_npy_float32(p, {3}, f.data());
+  a = rmt::read_npy(p);
+  CHECK(a.dtype == rmt::NpyDtype::float32);
+  CHECK(a.shape == std::vector<int64_t>{3});
+  CHECK(a.floats == f);
+  CHECK(rmt::read_file(p).find("'shape': (3,)") != std::string::npos);
+
+  std::vector<int64_t> empty;
+  rmt::write_npy_int64(p, {0, 4}, empty.data());
+  a = rmt::read_npy(p);
+  CHECK(a.shape == std::vector<int64_t>{0, 4});
+}
+
+TEST_CASE("npy reads int32, uint8 and version 2.0") {
+  fs::path p = npy_tmp_dir() / "b.npy";
+  rmt::write_file_atomic(p, handmade(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
+                                     le_bytes(-7, 4) + le_bytes(9, 4)));
+  CHECK(rmt::read_npy(p).ints == std::vector<int64_t>{-7, 9});
+  rmt::write_file_atomic(p, handmade(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", "\x01\x02\xff"));
+  CHECK(rmt::read_npy(p).ints == std::vector<int64_t>{1, 2, 255});
+  rmt::write_file_atomic(p, handmade(2, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 1), }", le_bytes(42, 8)));
+  CHECK(rmt::read_npy(p).ints == std::vector<int64_t>{42});
+}
+
+TEST_CASE("npy rejects broken files with an error naming the file") {
+  const std::string ok_dict = "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }";
+  const std::string data = le_bytes(1, 8) + le_bytes(2, 8);
+  check_rejects("not a numpy file at all", "bad magic");
+  check_rejects("", "bad magic");
+  std::string bad_version = handmade(1, ok_dict, data);
+  bad_version[6] = 3;
+  check_rejects(bad_version, "unsupported npy format version 3.0");
+  check_rejects(handmade(1, "{'descr': '>i8', 'fortran_order': False, 'shape': (2,), }", data), "big-endian");
+  check_rejects(handmade(1, "{'descr': '<i8', 'fortran_order': True, 'shape': (2,), }", data), "Fortran");
+  check_rejects(handmade(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data), "unsupported npy dtype");
+  check_rejects(handmade(1, ok_dict, data.substr(0, 12)), "truncated");
+  check_rejects(handmade(1, ok_dict, data + le_bytes(3, 8)), "header/shape mismatch");
+  check_rejects(handmade(1, "{'descr': '<i8', 'fortran_order': False, }", data), "shape");
+  std::string cut_header = handmade(1, ok_dict, data).substr(0, 30);
+  check_rejects(cut_header, "truncated npy header");
+  CHECK_THROWS_AS(rmt::read_npy(npy_tmp_dir() / "does_not_exist.npy"), rmt::Error);
+}

@@ -1,0 +1,248 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/npy.h"
+#include "tasks/dataset.h"
+#include "tasks/tasks.h"
+
+namespace fs = std::filesystem;
+
+static std::string tasks_tmp(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / "rmt_test_tasks" / name;
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+static rmt::GenerateResult small_set(const std::string& task, const std::string& dir, uint64_t seed = 7,
+                                     rmt::SplitSizes sizes = {300, 50, 80}) {
+  rmt::GenerateRequest r;
+  r.task = rmt::resolve_task(task);
+  r.sizes = sizes;
+  r.seed = seed;
+  r.out_dir = dir;
+  return rmt::generate_dataset(r);
+}
+
+TEST_CASE("the paper's sqeq example formats exactly as FACTS gives it") {
+  rmt::SqeqText t = rmt::sqeq_text_with_roots(6, 92, -4);
+  CHECK(t[0] == "-4*x^2+392*x-2208=0");
+  CHECK(t[1] == "x^2-98*x+552=0");
+  CHECK(t[2] == "D=98^2-4*1*552=7396=86^2");
+  CHECK(t[3] == "x=(98-86)/2=6");
+  CHECK(t[4] == "x=(98+86)/2=92");
+  CHECK(t[5] == "6,92");
+  // Root order does not matter; the answer is ascending.
+  CHECK(rmt::sqeq_text_with_roots(92, 6, -4) == t);
+}
+
+TEST_CASE("sqeq monomial rules") {
+  CHECK(rmt::sqeq_polynomial(1, 0, 0) == "x^2=0");
+  CHECK(rmt::sqeq_polynomial(1, -1, 0) == "x^2-x=0");
+  CHECK(rmt::sqeq_polynomial(1, 1, 0) == "x^2+x=0");
+  CHECK(rmt::sqeq_polynomial(-1, 2, 1) == "-x^2+2*x+1=0");
+  CHECK(rmt::sqeq_polynomial(1, 0, -1) == "x^2-1=0");
+  CHECK(rmt::sqeq_polynomial(10, -10, 7) == "10*x^2-10*x+7=0");
+  rmt::SqeqText same = rmt::sqeq_text_with_roots(-5, -5, 1);
+  CHECK(same[1] == "x^2+10*x+25=0");
+  CHECK(same[2] == "D=10^2-4*1*25=0=0^2");
+  CHECK(same[5] == "-5");  // distinct roots only
+  rmt::SqeqText none = rmt::sqeq_text_no_roots(3, 5, 2);
+  CHECK(none[0] == "2*x^2+6*x+10=0");
+  CHECK(none[2] == "D=3^2-4*1*5=-11");
+  CHECK(none[3].empty());
+  CHECK(none[5].empty());
+}
+
+TEST_CASE("sqeq encoding: blocks of 30, target shifted left by one") {
+  std::vector<int64_t> x(180), y(180);
+  rmt::sqeq_encode(rmt::sqeq_text_with_roots(6, 92, -4), x.data(), y.data());
+  CHECK(x[0] == 13);   // '-'
+  CHECK(x[1] == 6);    // '4'
+  CHECK(x[30] == 20);  // 'x' starts block 2
+  CHECK(x[150] == 8);  // '6' starts the answer
+  CHECK(x[151] == 23); // ','
+  CHECK(x[179] == 0);
+  for (int i = 0; i < 179; i++) CHECK(y[i] == x[i + 1]);
+  CHECK(y[179] == 0);
+}
+
+TEST_CASE("every task: generated sets pass the checker, shapes and answer sizes as FACTS") {
+  struct Want { const char* task; int len_x, len_y, vocab, answer, input; };
+  for (Want w : {Want{"copy", 24, 49, 12, 48, 72}, Want{"reverse", 24, 25, 12, 24, 48},
+                 Want{"retrieval", 9, 2, 37, 1, 10}, Want{"sqeq", 180, 180, 24, 150, 180},
+                 Want{"copy120", 120, 241, 10, 240, 360}, Want{"copy240", 240, 481, 10, 480, 720},
+                 Want{"copy360", 360, 721, 10, 720, 1080}, Want{"reverse120", 120, 121, 10, 120, 240}}) {
+    CAPTURE(w.task);
+    std::string dir = tasks_tmp(w.task);
+    small_set(w.task, dir);
+    rmt::CheckResult c = rmt::check_dataset(dir);
+    for (auto& v : c.violations) MESSAGE(v);
+    CHECK(c.ok);
+    CHECK(c.summary.size() == 3);
+    rmt::DatasetMeta m = rmt::load_dataset_meta(dir);
+    CHECK(m.from_meta_yaml);
+    CHECK(m.len_x == w.len_x);
+    CHECK(m.len_y == w.len_y);
+    CHECK(int(m.vocab.size()) == w.vocab);
+    CHECK(m.answer_size == w.answer);
+    rmt::LmSplit s = rmt::load_lm_split(dir, m, "val");
+    CHECK(s.n == 50);
+    CHECK(s.seq_len == w.input);
+    // Without meta.yaml the same meta is inferred from the file names (the authors' layout).
+    fs::remove(fs::path(dir) / "meta.yaml");
+    rmt::DatasetMeta inferred = rmt::load_dataset_meta(dir);
+    CHECK(!inferred.from_meta_yaml);
+    CHECK(inferred.kind == m.kind);
+    CHECK(inferred.vocab == m.vocab);
+    CHECK(inferred.answer_size == m.answer_size);
+    CHECK(inferred.stacked == m.stacked);
+    CHECK(rmt::check_dataset(dir).ok);
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("sample invariants drawn directly") {
+  rmt::Rng rng(3);
+  rmt::TaskOptions copy = rmt::resolve_task("copy"), rev = rmt::resolve_task("reverse"),
+                   ret = rmt::resolve_task("retrieval");
+  std::vector<int64_t> x(24), y(49);
+  for (int n = 0; n < 200; n++) {
+    rmt::draw_sample(copy, rng, x.data(), y.data());
+    CHECK(y[0] == 1);
+    for (int i = 0; i < 24; i++) {
+      CHECK((x[i] >= 2 && x[i] < 12));
+      CHECK(y[1 + i] == x[i]);
+      CHECK(y[25 + i] == x[i]);
+    }
+    rmt::draw_sample(rev, rng, x.data(), y.data());
+    for (int i = 0; i < 24; i++) CHECK(y[1 + i] == x[23 - i]);
+    rmt::draw_sample(ret, rng, x.data(), y.data());
+    std::set<int64_t> keys, values;
+    for (int k = 0; k < 4; k++) {
+      CHECK((x[2 * k] >= 11 && x[2 * k] <= 36));
+      CHECK((x[2 * k + 1] >= 0 && x[2 * k + 1] <= 9));
+      keys.insert(x[2 * k]);
+      values.insert(x[2 * k + 1]);
+    }
+    CHECK(keys.size() == 4);
+    CHECK(values.size() == 4);
+    CHECK(keys.count(x[8]) == 1);
+    CHECK(y[0] == 10);
+    for (int k = 0; k < 4; k++)
+      if (x[2 * k] == x[8]) CHECK(y[1] == x[2 * k + 1]);
+  }
+}
+
+TEST_CASE("sqeq: about 20% of samples have no real roots, all blocks fit") {
+  rmt::TaskOptions t = rmt::resolve_task("sqeq");
+  rmt::Rng rng(11);
+  std::vector<int64_t> x(180), y(180);
+  int none = 0;
+  const int n = 5000;
+  for (int i = 0; i < n; i++) {
+    rmt::draw_sample(t, rng, x.data(), y.data());
+    none += x[150] == 0;  // empty answer block
+  }
+  CHECK(none > n * 0.17);
+  CHECK(none < n * 0.23);
+}
+
+TEST_CASE("same seed gives byte-identical files, another seed differs; no X in two splits") {
+  std::string a = tasks_tmp("det_a"), b = tasks_tmp("det_b"), c = tasks_tmp("det_c");
+  for (const char* task : {"copy", "retrieval", "sqeq"}) {
+    CAPTURE(task);
+    small_set(task, a, 5);
+    small_set(task, b, 5);
+    small_set(task, c, 6);
+    for (const char* split : {"train", "val", "test"})
+      for (const char* which : {"X", "y"}) {
+        std::string fa = rmt::read_file(rmt::dataset_file(a, task, split, which));
+        CHECK(fa == rmt::read_file(rmt::dataset_file(b, task, split, which)));
+        CHECK(fa != rmt::read_file(rmt::dataset_file(c, task, split, which)));
+      }
+    CHECK(rmt::read_file(fs::path(a) / "meta.yaml") == rmt::read_file(fs::path(b) / "meta.yaml"));
+    // No X row twice anywhere.
+    std::set<std::vector<int64_t>> rows;
+    int64_t total = 0;
+    for (const char* split : {"train", "val", "test"}) {
+      int64_t n, cols;
+      std::vector<int64_t> X = rmt::read_npy_int_matrix(rmt::dataset_file(a, task, split, "X"), n, cols);
+      for (int64_t r = 0; r < n; r++) rows.insert(std::vector<int64_t>(X.begin() + r * cols, X.begin() + (r + 1) * cols));
+      total += n;
+    }
+    CHECK(int64_t(rows.size()) == total);
+    fs::remove_all(a);
+    fs::remove_all(b);
+    fs::remove_all(c);
+  }
+}
+
+TEST_CASE("all distinct samples of a tiny task can be drawn, one more cannot") {
+  rmt::TaskOptions t = rmt::resolve_task("copy", 3, 2);
+  CHECK(rmt::max_unique_samples(t) == 8);
+  std::vector<int64_t> X = rmt::generate_unique_x(t, 8, 1);
+  std::set<std::vector<int64_t>> rows;
+  for (int r = 0; r < 8; r++) rows.insert(std::vector<int64_t>(X.begin() + r * 3, X.begin() + r * 3 + 3));
+  CHECK(rows.size() == 8);
+  CHECK_THROWS_AS(rmt::generate_unique_x(t, 9, 1), rmt::Error);
+  CHECK(rmt::max_unique_samples(rmt::resolve_task("retrieval")) == 26LL * 25 * 24 * 23 * 10 * 9 * 8 * 7 * 4);
+}
+
+TEST_CASE("stacked LM view: input = S[:-1], target = S[1:]") {
+  std::string dir = tasks_tmp("lm");
+  rmt::GenerateRequest r;
+  r.task = rmt::resolve_task("copy", 4, 10);
+  r.sizes = {10, 2, 2};
+  r.out_dir = dir;
+  rmt::generate_dataset(r);
+  rmt::DatasetMeta m = rmt::load_dataset_meta(dir);
+  rmt::LmSplit s = rmt::load_lm_split(dir, m, "train");
+  int64_t n, cols;
+  std::vector<int64_t> X = rmt::read_npy_int_matrix(rmt::dataset_file(dir, "copy", "train", "X"), n, cols);
+  CHECK(s.seq_len == 4 + 9 - 1);
+  CHECK(s.input[0] == X[0]);
+  CHECK(s.input[4] == 1);   // start token follows X
+  CHECK(s.target[3] == 1);
+  CHECK(s.target[4] == X[0]);
+  CHECK(s.target[11] == X[3]);
+  CHECK_THROWS_AS(rmt::load_lm_split(dir, m, "nope"), rmt::Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the checker finds broken rows and cross-split duplicates, naming file and row") {
+  std::string dir = tasks_tmp("broken");
+  small_set("retrieval", dir);
+  fs::remove(fs::path(dir) / "meta.yaml");  // authors' layout: no sha256 to catch the edit first
+  int64_t n, cols;
+  std::string y_path = rmt::dataset_file(dir, "retrieval", "val", "y");
+  std::vector<int64_t> Y = rmt::read_npy_int_matrix(y_path, n, cols);
+  Y[2 * 3 + 1] = (Y[2 * 3 + 1] + 1) % 10;  // wrong answer in row 3
+  rmt::write_npy_int64(y_path, {n, cols}, Y.data());
+  rmt::CheckResult c = rmt::check_dataset(dir);
+  CHECK(!c.ok);
+  REQUIRE(!c.violations.empty());
+  CHECK(c.violations[0].find("retrieval_val_X.npy row 3") != std::string::npos);
+
+  // Copy a train row into test: an X in two splits.
+  small_set("copy", dir = tasks_tmp("dup"));
+  std::vector<int64_t> train = rmt::read_npy_int_matrix(rmt::dataset_file(dir, "copy", "train", "X"), n, cols);
+  std::string tx = rmt::dataset_file(dir, "copy", "test", "X");
+  std::vector<int64_t> test = rmt::read_npy_int_matrix(tx, n, cols);
+  std::copy(train.begin(), train.begin() + cols, test.begin());
+  rmt::write_npy_int64(tx, {n, cols}, test.data());
+  c = rmt::check_dataset(dir);
+  CHECK(!c.ok);
+  bool sha = false, dup = false;
+  for (auto& v : c.violations) {
+    sha = sha || v.find("sha256") != std::string::npos;
+    dup = dup || v.find("same X as copy_train_X.npy row 0") != std::string::npos;
+  }
+  CHECK(sha);
+  CHECK(dup);
+  fs::remove_all(dir);
+}
