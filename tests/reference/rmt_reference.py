@@ -366,13 +366,16 @@ def loss_and_grads(model, inp, tgt, N, A, bptt):
     return grads_recompute(model, inp, tgt, N, A, int(bptt))
 
 
-def adam_run(model, inp, tgt, N, A, bptt, steps, lr, clip):
-    """S x (forward+backward, clip_grad_norm_, Adam step); loss before each update."""
+def adam_run(model, inp, tgt, N, A, bptt, steps, lr, clip, grad_log=None):
+    """S x (forward+backward, clip_grad_norm_, Adam step); loss before each update.
+    grad_log: optional list that receives each step's (unclipped) gradient dict."""
     params = [p for _, p in model.named_parameters()]
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999), eps=1e-8)
     losses, norms = [], []
     for _ in range(steps):
-        _, loss, _ = loss_and_grads(model, inp, tgt, N, A, bptt)   # leaves p.grad set
+        _, loss, g = loss_and_grads(model, inp, tgt, N, A, bptt)   # leaves p.grad set
+        if grad_log is not None:
+            grad_log.append(g)
         norms.append(float(torch.nn.utils.clip_grad_norm_(params, clip)))
         opt.step()
         losses.append(float(loss))
@@ -449,14 +452,14 @@ def save_checkpoint(path, model):
     save_safetensors(path, {k: v for k, v in model.state_dict().items()}, meta)
 
 
-def model_from_checkpoint(path):
+def model_from_checkpoint(path, dtype=torch.float64):
     tensors, meta = load_safetensors(path)
     model = RMTReference(
         meta["kind"], int(meta["n_token"]), int(meta["n_layer"]), int(meta["n_head"]),
         int(meta["d_head"]), int(meta["d_model"]), int(meta["d_inner"]),
         mem_len=int(meta.get("mem_len", 0)), num_mem_tokens=int(meta.get("num_mem_tokens", 0)),
         read_mem_from_cache=meta.get("read_mem_from_cache", "true") == "true",
-        dropout=float(meta.get("dropout", 0)), dropatt=float(meta.get("dropatt", 0))).double()
+        dropout=float(meta.get("dropout", 0)), dropatt=float(meta.get("dropatt", 0))).to(dtype)
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()},
                           strict=True)
     return model

@@ -29,6 +29,8 @@ torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
 GRAD_TOL = 1e-4      # per tensor max|diff| / max|ref|: logits, grads
 LOSS_TOL = 1e-4      # relative, loss and every Adam loss
 AFTER_TOL = 1e-3     # per tensor, parameters after Adam
+ADAM_COND = 1e-3    # see _check_adam
+ADAM_LOOSE = 3.0
 ZERO_ABS = 1e-6      # allowed max|got| where the reference tensor is exactly 0
 
 
@@ -364,26 +366,30 @@ def case(name, kind, T, N, A, bptt="all", B=3, mem_len=0, m=0, rfc=True, arch=SM
 
 
 CASES = [
+    # m >= 3 wherever memory is used: with m <= 2 the rel_shift wrap-around values
+    # that memory rows see never appear (the only wrapped slot is the zero pad)
     case("baseline_1seg", "baseline", 12, 1, 8),
     case("baseline_3seg", "baseline", 12, 3, 8),
     case("xl_3seg_mem2", "xl", 12, 3, 10, mem_len=2),
     case("xl_3seg_mem6", "xl", 12, 3, 10, mem_len=6),
-    case("rmt_3seg_bptt_all", "rmt", 12, 3, 10, "all", m=2),
-    case("rmt_3seg_bptt_0", "rmt", 12, 3, 10, "0", m=2),
-    case("rmt_3seg_bptt_1", "rmt", 12, 3, 10, "1", m=2),
+    case("rmt_3seg_bptt_all", "rmt", 12, 3, 10, "all", m=3),
+    case("rmt_3seg_bptt_0", "rmt", 12, 3, 10, "0", m=3),
+    case("rmt_3seg_bptt_1", "rmt", 12, 3, 10, "1", m=3),
     case("rmt_4seg_bptt_all", "rmt", 16, 4, 13, "all", m=3),
     case("rmt_4seg_bptt_0", "rmt", 16, 4, 13, "0", m=3),
     case("rmt_4seg_bptt_1", "rmt", 16, 4, 13, "1", m=3),
     case("rmt_4seg_bptt_2", "rmt", 16, 4, 13, "2", m=3),
-    case("rmt_uneven_14_4seg_bptt_all", "rmt", 14, 4, 11, "all", m=2),
-    case("rmt_uneven_14_4seg_bptt_1", "rmt", 14, 4, 11, "1", m=2),
+    case("rmt_uneven_14_4seg_bptt_all", "rmt", 14, 4, 11, "all", m=4),
+    case("rmt_uneven_14_4seg_bptt_1", "rmt", 14, 4, 11, "1", m=4),
     case("baseline_uneven_13_3seg", "baseline", 13, 3, 9),
-    case("xl_rmt_no_read_from_cache", "xl_rmt", 12, 3, 10, mem_len=5, m=2, rfc=False),
-    case("mt_3seg", "mt", 12, 3, 10, m=2),
-    case("xl_rmt_3seg", "xl_rmt", 12, 3, 10, mem_len=5, m=2),
-    case("xl_rmt_uneven_13_3seg_bptt_1", "xl_rmt", 13, 3, 12, "1", mem_len=3, m=2),
-    case("copy_size_rmt_3seg", "rmt", 72, 3, 48, "all", B=4, m=24, arch=COPY, w_std=0.02),
-    case("adam_rmt_3seg_bptt_all", "rmt", 12, 3, 10, "all", m=2,
+    case("xl_rmt_no_read_from_cache", "xl_rmt", 12, 3, 10, mem_len=5, m=3, rfc=False),
+    case("mt_3seg", "mt", 12, 3, 10, m=3),
+    case("xl_rmt_3seg", "xl_rmt", 12, 3, 10, mem_len=5, m=3),
+    case("xl_rmt_uneven_13_3seg_bptt_1", "xl_rmt", 13, 3, 12, "1", mem_len=3, m=3),
+    # the paper's copy size; weights N(0, .05) rather than .02 so that attention is
+    # not near-uniform (more sensitive), LayerNorm/biases/u/v/memory larger as above
+    case("copy_size_rmt_3seg", "rmt", 72, 3, 48, "all", B=4, m=24, arch=COPY, w_std=0.05),
+    case("adam_rmt_3seg_bptt_all", "rmt", 12, 3, 10, "all", m=3,
          adam=dict(steps=10, lr=3e-3, clip=0.5)),
     case("adam_xl_3seg", "xl", 12, 3, 10, mem_len=3, adam=dict(steps=10, lr=3e-3, clip=5.0)),
 ]
@@ -472,8 +478,11 @@ def _check_step(c, model, inp, tgt, out):
 def _check_adam(c, model, inp, tgt, out):
     ad = c["adam"]
     fails, worst, worst_name = [], 0.0, ""
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    glog = []
     losses, norms = R.adam_run(model, inp, tgt, c["N"], c["A"], c["bptt"], ad["steps"],
-                               ad["lr"], ad["clip"])
+                               ad["lr"], ad["clip"], grad_log=glog)
+    n_loose = 0
     try:
         with open(os.path.join(out, "adam.json")) as f:
             got_losses = [float(x) for x in json.load(f)["losses"]]
@@ -490,7 +499,25 @@ def _check_adam(c, model, inp, tgt, out):
             if name not in after:
                 fails.append(f"after.safetensors lacks {name}")
                 continue
-            r, why = ratio(p.detach().numpy(), after[name])
+            ref = p.detach().numpy()
+            got_p = np.asarray(after[name], dtype=np.float64)
+            if got_p.shape != ref.shape:
+                fails.append(f"after {name}: shape {list(got_p.shape)} != {list(ref.shape)}")
+                continue
+            # Elements whose gradient never reached ADAM_COND of the tensor's largest
+            # gradient have an Adam direction set by rounding noise (e.g. r_net columns
+            # fed by near-constant cos features): bound them only by Adam's step size.
+            gmax = torch.stack([g[name].abs() for g in glog]).max(0).values
+            loose = (gmax < ADAM_COND * float(gmax.max())).numpy()
+            n_loose += int(loose.sum())
+            drift = np.abs(got_p - ref)[loose]
+            if drift.size and float(drift.max()) > ADAM_LOOSE * ad["lr"] * ad["steps"]:
+                fails.append(f"after {name}: an ill-conditioned element moved "
+                             f"{float(drift.max()):.2e} > {ADAM_LOOSE} * lr * steps")
+            ref_c = np.where(loose, 0.0, ref)
+            got_c = np.where(loose, 0.0, got_p)
+            r = float(np.max(np.abs(ref_c - got_c))) / float(np.max(np.abs(ref)))
+            why = None if np.all(np.isfinite(got_p)) else "non-finite values"
             if r / AFTER_TOL * GRAD_TOL > worst:
                 worst, worst_name = r / AFTER_TOL * GRAD_TOL, f"after {name}"
             if why or not r <= AFTER_TOL:
@@ -510,7 +537,8 @@ def _check_adam(c, model, inp, tgt, out):
         fails.append(f"reading outputs: {type(e).__name__}: {e}")
     msg = (f"worst {worst:.2e} ({worst_name}; losses rel/{LOSS_TOL:g}, params rel/{AFTER_TOL:g} "
            f"shown scaled to {GRAD_TOL:g}), losses {losses[0]:.4f}->{losses[-1]:.4f}, "
-           f"grad norm {norms[0]:.3f} (clip {ad['clip']})")
+           f"grad norm {norms[0]:.3f} (clip {ad['clip']}), {n_loose} ill-conditioned "
+           f"elements bounded by {ADAM_LOOSE}*lr*steps")
     if fails:
         msg += "\n  " + "\n  ".join(fails)
     return not fails, worst, msg
