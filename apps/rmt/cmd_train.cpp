@@ -1,15 +1,185 @@
+// rmt train, rmt eval, and rmt step-dump (one training step's tensors, for golden tests).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "apps/rmt/commands.h"
+#include "lib/checkpoint.h"
+#include "lib/engine.h"
 #include "lib/error.h"
+#include "lib/io.h"
+#include "lib/npy.h"
+#include "lib/optim.h"
+#include "lib/safetensors.h"
+#include "lib/train.h"
 
 namespace rmt::cli {
+
+namespace fs = std::filesystem;
+
+static std::string duration_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  int64_t t = int64_t(s);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+static void print_progress(const TrainProgress& p, bool tty) {
+  double rate = p.step > 0 ? p.elapsed_s / double(p.step) : 0;
+  std::string val = p.val_acc ? fmt::format("{:.4f}", *p.val_acc) : "-";
+  std::string line = fmt::format(
+      "step {}/{} | loss {:.4f} | val acc {} | lr {:.2e} | {:.0f} tok/s | elapsed {} | ETA {}",
+      p.step, p.max_steps, p.loss, val, p.lr, p.tokens_per_s, duration_text(p.elapsed_s),
+      duration_text(rate * double(p.max_steps - p.step)));
+  if (tty) {
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    if (p.step == p.max_steps && p.is_eval) std::fprintf(stderr, "\n");
+  } else {
+    std::fprintf(stderr, "%s%s\n", line.c_str(), p.is_eval ? " [eval]" : "");
+  }
+  std::fflush(stderr);
+}
+
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a YAML config");
-  cmd->allow_extras();
-  cmd->callback([] { fail("rmt train is not implemented yet"); });
+  cmd->footer("Config keys (defaults = the paper's recipe): " + fmt::format("{}", fmt::join(config_keys(), ", ")) +
+              "\nExample: rmt train --config experiments/quick_copy.yaml --set model.kind=xl --out runs/x");
+  struct Args {
+    std::string config, out;
+    std::vector<std::string> sets;
+    bool resume = false;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("--config", args->config, "YAML config file")->check(CLI::ExistingFile);
+  cmd->add_option("--set", args->sets, "Override a config key: --set model.kind=xl (repeatable)");
+  cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
+  cmd->add_flag("--resume", args->resume, "Continue the run in --out from its last checkpoint");
+  cmd->callback([args] {
+    Config config = args->config.empty() ? Config{} : load_config(args->config);
+    for (const auto& s : args->sets) apply_override(config, s);
+    TrainOptions opt;
+    opt.run_dir = args->out;
+    opt.resume = args->resume;
+    const bool tty = ::isatty(2);
+    opt.on_progress = [tty](const TrainProgress& p) { print_progress(p, tty); };
+    train(config, opt);
+    std::printf("%s", read_file(fs::path(args->out) / "results.json").c_str());
+  });
 }
+
 void add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a split");
-  cmd->allow_extras();
-  cmd->callback([] { fail("rmt eval is not implemented yet"); });
+  auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a split (prints one JSON object)");
+  struct Args {
+    std::string run, split = "test", checkpoint = "best";
+    int segments = 0, batch_size = 0, threads = 0;
+    int64_t samples = 0;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("--run", args->run, "Run directory written by rmt train")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--split", args->split, "train | val | test")->capture_default_str()
+      ->check(CLI::IsMember({"train", "val", "test"}));
+  cmd->add_option("--segments", args->segments, "Number of segments (default: as trained)")->check(CLI::PositiveNumber);
+  cmd->add_option("--checkpoint", args->checkpoint, "best | last | a .safetensors file")->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size, "Evaluation batch (default: the training batch)")->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", args->samples, "Evaluate only the first N samples (default: all)")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->callback([args] {
+    fs::path run_dir(args->run);
+    if (!fs::exists(run_dir / "config.yaml")) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
+    Config config = load_config((run_dir / "config.yaml").string());
+    if (args->segments > 0) config.segments = args->segments;
+    RunSetup run = prepare_run(config);
+    std::string ck = args->checkpoint;
+    if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
+    if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+    auto model = load_checkpoint(ck);
+    set_num_threads(args->threads);
+    Engine engine(*model, cpu_backend());
+    LmSplit split = load_lm_split(run.config.data, run.meta, args->split);
+    EvalResult r = evaluate(engine, split, eval_options(run, args->batch_size > 0 ? args->batch_size : run.config.train.batch_size, args->samples));
+    std::printf("%s\n", eval_result_json(r, run.seg_len).c_str());
+  });
 }
+
+void add_step_dump_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("step-dump",
+      "Run one forward/backward on a given batch and write logits, loss and gradients "
+      "(for golden tests against the PyTorch reference)");
+  struct Args {
+    std::string checkpoint, input, target, out, bptt = "all";
+    int segments = 1, answer_size = 0, adam_steps = 0;
+    double lr = 1e-3, clip = 0.25;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("--checkpoint", args->checkpoint, "Model checkpoint (.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--input", args->input, "int64 .npy [B, T] input ids")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--target", args->target, "int64 .npy [B, T] target ids")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--segments", args->segments, "Number of segments")->check(CLI::PositiveNumber);
+  cmd->add_option("--bptt", args->bptt, "all | 0 | k")->capture_default_str();
+  cmd->add_option("--answer-size", args->answer_size, "Scored positions at the end of each row")->required();
+  cmd->add_option("--adam-steps", args->adam_steps, "Also take this many Adam steps on the batch");
+  cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--clip", args->clip, "Gradient-norm clip")->capture_default_str();
+  cmd->add_option("--out", args->out, "Output directory")->required();
+  cmd->callback([args] {
+    auto model = load_checkpoint(args->checkpoint);
+    model->config.dropout = 0;  // deterministic: golden runs compare without dropout
+    int64_t B = 0, T = 0, B2 = 0, T2 = 0;
+    auto in64 = read_npy_int_matrix(args->input, B, T);
+    auto tg64 = read_npy_int_matrix(args->target, B2, T2);
+    if (B != B2 || T != T2) fail("--input is [{}, {}] but --target is [{}, {}]", B, T, B2, T2);
+    std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
+    for (int32_t id : input)
+      if (id < 0 || id >= model->V) fail("--input holds id {} outside the vocabulary 0..{}", id, model->V - 1);
+    int bptt = -1;
+    if (args->bptt != "all") {
+      try {
+        bptt = std::stoi(args->bptt);
+      } catch (...) {
+        bptt = -2;
+      }
+      if (bptt < 0) fail("--bptt must be 'all' or a non-negative integer, got '{}'", args->bptt);
+    }
+    auto seg_len = segment_lengths(int(T), args->segments);
+    fs::create_directories(args->out);
+    fs::path out(args->out);
+    Backend& be = cpu_backend();
+    Engine engine(*model, be);
+    double loss = engine.forward(input.data(), target.data(), int(B), int(T), seg_len, args->answer_size, false, 0);
+    engine.backward(bptt);
+    // logits [B, T, V], segments concatenated
+    std::vector<float> logits(size_t(B * T * model->V));
+    int t0 = 0;
+    for (int s = 0; s < engine.num_segments(); ++s) {
+      const auto& a = engine.segment(s);
+      for (int b = 0; b < B; ++b)
+        std::copy_n(a.logits.begin() + int64_t(b) * a.T * model->V, a.T * model->V,
+                    logits.begin() + (b * T + t0) * model->V);
+      t0 += a.T;
+    }
+    write_npy_float32(out / "logits.npy", {B, T, model->V}, logits.data());
+    write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
+    save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
+    if (args->adam_steps > 0) {
+      Adam adam(model->num_params());
+      std::vector<double> losses;
+      for (int i = 0; i < args->adam_steps; ++i) {
+        losses.push_back(engine.forward(input.data(), target.data(), int(B), int(T), seg_len, args->answer_size, false, 0));
+        engine.backward(bptt);
+        clip_grad_norm(be, model->grads, args->clip);
+        adam.step(be, model->params, model->grads, float(args->lr));
+      }
+      write_file_atomic(out / "adam.json", nlohmann::json{{"losses", losses}}.dump() + "\n");
+      save_checkpoint((out / "after.safetensors").string(), *model, model->params);
+    }
+    std::printf("loss %.8f; wrote %s\n", loss, out.string().c_str());
+  });
+}
+
 }  // namespace rmt::cli

@@ -10,5 +10,6 @@ void add_generate_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_step_dump_command(CLI::App& app);
 
 }  // namespace rmt::cli

@@ -1,0 +1,124 @@
+#include "lib/checkpoint.h"
+
+#include <cmath>
+
+#include "lib/error.h"
+#include "lib/safetensors.h"
+
+namespace rmt {
+
+namespace {
+const char* kTiedOutputWeight = "crit.out_layers.0.weight";
+const char* kInvFreq = "pos_emb.inv_freq";
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+}  // namespace
+
+std::map<std::string, std::string> model_metadata(const ModelConfig& c) {
+  return {{"format", "rmt-checkpoint-1"},
+          {"kind", c.kind},
+          {"n_token", std::to_string(c.n_token)},
+          {"n_layer", std::to_string(c.n_layer)},
+          {"n_head", std::to_string(c.n_head)},
+          {"d_head", std::to_string(c.d_head)},
+          {"d_model", std::to_string(c.d_model)},
+          {"d_inner", std::to_string(c.d_inner)},
+          {"mem_len", std::to_string(c.mem_len)},
+          {"num_mem_tokens", std::to_string(c.num_mem_tokens)},
+          {"read_mem_from_cache", c.read_mem_from_cache ? "true" : "false"},
+          {"dropout", fmt::format("{}", c.dropout)},
+          {"dropatt", fmt::format("{}", c.dropatt)}};
+}
+
+ModelConfig model_config_from_metadata(const std::map<std::string, std::string>& md,
+                                       const std::string& origin) {
+  auto get = [&](const char* key) -> const std::string& {
+    auto it = md.find(key);
+    if (it == md.end())
+      fail("{}: checkpoint metadata lacks '{}' (rmt checkpoints keep the model config in "
+           "__metadata__)", origin, key);
+    return it->second;
+  };
+  auto get_int = [&](const char* key) {
+    const std::string& s = get(key);
+    try {
+      size_t used = 0;
+      int v = std::stoi(s, &used);
+      if (used == s.size()) return v;
+    } catch (...) {
+    }
+    fail("{}: checkpoint metadata '{}' is not an integer: '{}'", origin, key, s);
+  };
+  auto get_double = [&](const char* key, double fallback) {
+    auto it = md.find(key);
+    if (it == md.end()) return fallback;
+    try {
+      return std::stod(it->second);
+    } catch (...) {
+      fail("{}: checkpoint metadata '{}' is not a number: '{}'", origin, key, it->second);
+    }
+  };
+  ModelConfig c;
+  c.kind = get("kind");
+  c.n_token = get_int("n_token");
+  c.n_layer = get_int("n_layer");
+  c.n_head = get_int("n_head");
+  c.d_head = get_int("d_head");
+  c.d_model = get_int("d_model");
+  c.d_inner = get_int("d_inner");
+  c.mem_len = get_int("mem_len");
+  c.num_mem_tokens = get_int("num_mem_tokens");
+  const std::string& rm = get("read_mem_from_cache");
+  if (rm != "true" && rm != "false")
+    fail("{}: checkpoint metadata 'read_mem_from_cache' must be true or false, got '{}'", origin, rm);
+  c.read_mem_from_cache = rm == "true";
+  c.dropout = get_double("dropout", 0.0);
+  c.dropatt = get_double("dropatt", 0.0);
+  return c;
+}
+
+void save_checkpoint(const std::string& path, const Model& model, const std::vector<float>& values,
+                     std::map<std::string, std::string> extra) {
+  std::vector<TensorRef> refs;
+  for (const auto& p : model.param_info)
+    refs.push_back({p.name, p.shape, values.data() + p.offset});
+  const ParamInfo* emb = model.find("word_emb.emb_layers.0.weight");
+  refs.push_back({kTiedOutputWeight, emb->shape, values.data() + emb->offset});
+  std::vector<float> inv_freq(size_t(model.d / 2));
+  for (int i = 0; i < model.d / 2; ++i)
+    inv_freq[size_t(i)] = float(1.0 / std::pow(10000.0, 2.0 * i / model.d));
+  refs.push_back({kInvFreq, {model.d / 2}, inv_freq.data()});
+  auto md = model_metadata(model.config);
+  for (auto& [k, v] : extra) md[k] = v;
+  save_safetensors(path, refs, md);
+}
+
+static void copy_parameters(const SafetensorsFile& file, const std::string& path, Model& model) {
+  for (const auto& p : model.param_info) {
+    auto it = file.tensors.find(p.name);
+    if (it == file.tensors.end()) fail("{}: missing tensor '{}'", path, p.name);
+    if (it->second.shape != p.shape)
+      fail("{}: tensor '{}' has shape {}, the model needs {}", path, p.name,
+           shape_str(it->second.shape), shape_str(p.shape));
+    std::copy(it->second.data.begin(), it->second.data.end(), model.params.begin() + p.offset);
+  }
+  for (const auto& [name, t] : file.tensors) {
+    if (name == kTiedOutputWeight || name == kInvFreq || model.find(name)) continue;
+    fail("{}: unexpected tensor '{}' for a model of kind '{}'", path, name, model.config.kind);
+  }
+}
+
+std::unique_ptr<Model> load_checkpoint(const std::string& path) {
+  SafetensorsFile file = load_safetensors(path);
+  auto model = std::make_unique<Model>(model_config_from_metadata(file.metadata, path));
+  copy_parameters(file, path, *model);
+  return model;
+}
+
+void load_parameters(const std::string& path, Model& model) {
+  copy_parameters(load_safetensors(path), path, model);
+}
+
+}  // namespace rmt

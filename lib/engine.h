@@ -1,0 +1,99 @@
+#pragma once
+// Forward and backward of a model over all segments of a batch, written by hand layer by layer
+// (no autograd). Activations of every segment are kept for backpropagation through time; each
+// buffer is sized on first use and reused, so a training step allocates nothing once warm.
+#include <cstdint>
+#include <vector>
+
+#include "lib/backend.h"
+#include "lib/model.h"
+
+namespace rmt {
+
+// What flows from one segment to the next.
+struct RecurrentState {
+  std::vector<float> mem;                 // [B, m, d]    memory tokens (rmt, mt, xl_rmt)
+  std::vector<std::vector<float>> cache;  // per layer [B, mlen, d], detached (xl, xl_rmt)
+  int mlen = 0;                           // rows currently in the cache
+};
+
+// Saved activations of one segment. Query rows are [read m | tokens | write m]; key rows are
+// [cache mlen | query rows].
+struct LayerActivations {
+  std::vector<float> cat;        // [B, klen, d]     layer input, cache rows first
+  std::vector<float> qkv;        // [B, klen, 3*H*Dh]
+  std::vector<float> r;          // [klen, H*Dh]     r_net(pos)
+  std::vector<float> prob;       // [B, H, q, klen]
+  std::vector<float> av;         // [B, q, H*Dh]     attention vectors
+  std::vector<float> a;          // [B, q, d]        x + attn_out (LayerNorm 1 input)
+  std::vector<float> h1;         // [B, q, d]        LayerNorm 1 output
+  std::vector<float> f1;         // [B, q, d_inner]  ReLU output
+  std::vector<float> f1_drop;    // [B, q, d_inner]  after dropout (only when dropout > 0)
+  std::vector<float> c;          // [B, q, d]        h1 + ff (LayerNorm 2 input)
+  std::vector<float> h2;         // [B, q, d]        layer output
+  std::vector<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // [B*q]
+  std::vector<uint8_t> keep_o, keep_f1, keep_f2;              // dropout masks
+};
+
+struct SegmentActivations {
+  int B = 0, T = 0, q = 0, mlen = 0, klen = 0;
+  std::vector<int32_t> tokens;   // [B, T]
+  std::vector<int32_t> targets;  // [B, T]  -1 where the position is not scored
+  std::vector<uint8_t> mask;     // [q, klen] 1 = blocked
+  std::vector<float> pos;        // [klen, d] position embedding (after dropout)
+  std::vector<float> h0;         // [B, q, d] embedded input (after dropout)
+  std::vector<LayerActivations> layers;
+  std::vector<float> out;        // [B, q, d] last layer output after the final dropout
+  std::vector<float> tok;        // [B, T, d] token rows of out
+  std::vector<float> logits;     // [B, T, V]
+  std::vector<float> dlogits;    // [B, T, V] d(loss)/d(logits), set whenever targets are given
+  std::vector<float> loss_rows;  // [B*T] per-position cross-entropy (0 where unscored)
+  std::vector<uint8_t> keep_h0, keep_pos, keep_out;
+};
+
+class Engine {
+ public:
+  Engine(Model& model, Backend& backend);
+
+  // input, target: [B, T] row-major; the loss is the mean cross-entropy over the last
+  // answer_size positions of each row, over all segments concatenated. Keeps every
+  // segment's activations and returns the loss.
+  double forward(const int32_t* input, const int32_t* target, int B, int T,
+                 const std::vector<int>& seg_len, int answer_size, bool training,
+                 uint64_t dropout_seed);
+  // Gradients of the last forward's loss into model.grads (overwritten).
+  // bptt: -1 = through every segment, 0 = memory detached at every border,
+  // k = the loss of segment t reaches back through segments t-1 .. t-k.
+  void backward(int bptt);
+
+  int num_segments() const { return int(seg_len_.size()); }
+  const SegmentActivations& segment(int s) const { return segs_[size_t(s)]; }
+
+  // One segment forward from an explicit state (used by forward and by greedy decoding).
+  // tokens [B, T]; targets may be null (no loss). Writes the next state into next.
+  void forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
+                       int B, int T, const RecurrentState& state, RecurrentState& next,
+                       bool training, uint64_t seed, float loss_scale);
+  // The state before the first segment: the learned memory, an empty cache.
+  void initial_state(RecurrentState& state, int B) const;
+
+ private:
+  // Backward of one segment. with_loss: include the segment's loss gradient; dmem_out: gradient
+  // w.r.t. the memory this segment passed on (null if none); dmem_in: where to write the
+  // gradient w.r.t. the memory it received (null to drop it).
+  void backward_segment(SegmentActivations& a, bool with_loss, const float* dmem_out,
+                        float* dmem_in);
+  float dropout_p(bool training) const;
+
+  Model& model_;
+  Backend& be_;
+  std::vector<int> seg_len_;
+  std::vector<SegmentActivations> segs_;
+  std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
+  double loss_ = 0;
+  bool training_ = false;
+  // backward scratch, reused
+  std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dcat_, dr_;
+};
+
+}  // namespace rmt

@@ -1,0 +1,37 @@
+#pragma once
+// Evaluation of a model on a whole split, deterministically (no dropout, fixed order).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/engine.h"
+#include "tasks/dataset.h"
+
+namespace rmt {
+
+struct EvalOptions {
+  std::vector<int> seg_len;   // segment lengths (sum = the split's seq_len)
+  int answer_size = 0;
+  int batch_size = 32;
+  int64_t max_samples = 0;    // 0 = the whole split
+  bool free_running = true;   // also decode greedily where the answer spans whole segments
+  // sqeq: a sample is solved when its last solve_positions predictions are all right (the
+  // answer block); 0 = no solve rate.
+  int solve_positions = 0;
+};
+
+struct EvalResult {
+  double loss = 0;                      // mean cross-entropy over answer positions
+  double acc_teacher_forced = 0;        // per-token accuracy over answer positions
+  std::optional<double> acc_free_running;
+  std::optional<double> solve_rate;
+  int64_t samples = 0;
+};
+
+// True when the answer starts at a segment border, so greedy decoding can feed its own
+// predictions through whole segments.
+bool answer_spans_whole_segments(const std::vector<int>& seg_len, int answer_size);
+
+EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& options);
+
+}  // namespace rmt

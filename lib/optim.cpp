@@ -1,0 +1,48 @@
+#include "lib/optim.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rmt {
+
+void Adam::step(Backend& be, std::vector<float>& params, const std::vector<float>& grads, float lr) {
+  t += 1;
+  be.adam_update(params.data(), grads.data(), m.data(), v.data(), int64_t(params.size()), lr,
+                 beta1, beta2, eps, t);
+}
+
+double clip_grad_norm(Backend& be, std::vector<float>& grads, double max_norm) {
+  double norm = std::sqrt(be.sum_squares(grads.data(), int64_t(grads.size())));
+  double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) be.scale(grads.data(), int64_t(grads.size()), float(coef));
+  return norm;
+}
+
+double LrSchedule::lr_at(int64_t step) const {
+  double warm = 1.0;
+  if (config.warmup_steps > 0 && step < config.warmup_steps)
+    warm = double(step + 1) / double(config.warmup_steps);
+  if (config.schedule == "plateau") return warm * plateau_lr;
+  if (config.schedule == "cosine") {
+    double progress = std::min(1.0, double(step) / double(std::max<int64_t>(1, config.max_steps)));
+    double lr = config.min_lr + (config.lr - config.min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
+    return warm * lr;
+  }
+  return warm * config.lr;  // constant
+}
+
+void LrSchedule::on_eval(double val_loss) {
+  if (!has_best || val_loss < best * (1.0 - 1e-4)) {
+    best = val_loss;
+    has_best = true;
+    bad_evals = 0;
+    return;
+  }
+  if (++bad_evals > config.patience) {
+    double reduced = std::max(plateau_lr * config.factor, config.min_lr);
+    if (plateau_lr - reduced > 1e-8) plateau_lr = reduced;
+    bad_evals = 0;
+  }
+}
+
+}  // namespace rmt

@@ -1,0 +1,42 @@
+#pragma once
+// A small, portable random number generator (splitmix64): the same seed gives the same numbers
+// on every machine and standard library, which std::*_distribution does not promise.
+#include <cmath>
+#include <cstdint>
+
+namespace rmt {
+
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Mixes several values into one seed (e.g. run seed, step, segment, layer).
+inline uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0, uint64_t d = 0) {
+  return splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
+}
+
+struct Rng {
+  uint64_t state;
+  explicit Rng(uint64_t seed) : state(seed) {}
+  uint64_t next() { return splitmix64(state++); }
+  // uniform in [0, 1) with 53 random bits
+  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+  // unbiased integer in [0, n)
+  uint64_t below(uint64_t n) {
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do x = next(); while (x >= limit);
+    return x % n;
+  }
+  // standard normal (Box-Muller; one value per call keeps the stream simple)
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+
+}  // namespace rmt

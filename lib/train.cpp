@@ -1,0 +1,303 @@
+#include "lib/train.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "build_info.h"
+#include "lib/checkpoint.h"
+#include "lib/engine.h"
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/optim.h"
+#include "lib/random.h"
+#include "lib/safetensors.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+RunSetup prepare_run(Config config) {
+  validate(config);
+  if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
+  RunSetup run;
+  run.meta = load_dataset_meta(config.data);
+  const int vocab = int(run.meta.vocab.size());
+  if (config.model.n_token == 0) config.model.n_token = vocab;
+  if (config.model.n_token < vocab)
+    fail("model.n_token {} is smaller than the dataset's vocabulary ({})", config.model.n_token, vocab);
+  resolve_kind(config.model);
+  run.seq_len = run.meta.stacked ? run.meta.len_x + run.meta.len_y - 1 : run.meta.len_x;
+  if (config.segments > run.seq_len)
+    fail("segments: {} is more than the {} input positions of task {}", config.segments,
+         run.seq_len, run.meta.task);
+  run.seg_len = segment_lengths(run.seq_len, config.segments);
+  run.config = config;
+  return run;
+}
+
+EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples) {
+  EvalOptions o;
+  o.seg_len = run.seg_len;
+  o.answer_size = run.meta.answer_size;
+  o.batch_size = batch_size;
+  o.max_samples = max_samples;
+  // sqeq: solved when the answer block (the last 30 ids and the padding after it) is right
+  o.solve_positions = run.meta.task == "sqeq" ? 31 : 0;
+  return o;
+}
+
+std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len) {
+  json j;
+  j["loss"] = r.loss;
+  j["acc_teacher_forced"] = r.acc_teacher_forced;
+  j["acc_free_running"] = r.acc_free_running ? json(*r.acc_free_running) : json(nullptr);
+  j["solve_rate"] = r.solve_rate ? json(*r.solve_rate) : json(nullptr);
+  j["segments"] = int(seg_len.size());
+  j["segment_lengths"] = seg_len;
+  j["samples"] = r.samples;
+  return j.dump();
+}
+
+namespace {
+
+// The sample order: a fresh permutation of the training split every epoch, a pure function of
+// (seed, epoch), so a resumed run sees exactly the batches an uninterrupted one would.
+class SampleOrder {
+ public:
+  SampleOrder(int64_t n, uint64_t seed) : n_(n), seed_(seed) {}
+  int64_t at(int64_t global_index) {
+    int64_t epoch = global_index / n_;
+    if (epoch != epoch_) {
+      perm_.resize(size_t(n_));
+      for (int64_t i = 0; i < n_; ++i) perm_[size_t(i)] = i;
+      Rng rng(mix_seed(seed_, 0x5A4D, uint64_t(epoch)));
+      for (int64_t i = n_ - 1; i > 0; --i) std::swap(perm_[size_t(i)], perm_[rng.below(uint64_t(i) + 1)]);
+      epoch_ = epoch;
+    }
+    return perm_[size_t(global_index % n_)];
+  }
+
+ private:
+  int64_t n_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> perm_;
+};
+
+struct TrainState {  // what --resume restores besides parameters and Adam moments
+  int64_t step = 0;
+  double best_val_loss = INFINITY;
+  int64_t best_step = -1;
+};
+
+void save_state(const std::string& path, const Model& model, const Adam& adam,
+                const LrSchedule& sched, const TrainState& st) {
+  std::vector<TensorRef> refs;
+  for (const auto& p : model.param_info) refs.push_back({"param." + p.name, p.shape, model.params.data() + p.offset});
+  refs.push_back({"adam.m", {int64_t(adam.m.size())}, adam.m.data()});
+  refs.push_back({"adam.v", {int64_t(adam.v.size())}, adam.v.data()});
+  auto num = [](double x) { return fmt::format("{}", x); };
+  save_safetensors(path, refs,
+                   {{"step", std::to_string(st.step)},
+                    {"adam_t", std::to_string(adam.t)},
+                    {"best_val_loss", num(st.best_val_loss)},
+                    {"best_step", std::to_string(st.best_step)},
+                    {"plateau_lr", num(sched.plateau_lr)},
+                    {"plateau_best", num(sched.best)},
+                    {"plateau_bad_evals", std::to_string(sched.bad_evals)},
+                    {"plateau_has_best", sched.has_best ? "1" : "0"}});
+}
+
+void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& sched, TrainState& st) {
+  SafetensorsFile f = load_safetensors(path);
+  auto tensor = [&](const std::string& name, int64_t numel) -> const Tensor& {
+    auto it = f.tensors.find(name);
+    if (it == f.tensors.end()) fail("{}: missing '{}'", path, name);
+    if (it->second.numel() != numel)
+      fail("{}: '{}' has {} values, expected {} (was the config changed?)", path, name,
+           it->second.numel(), numel);
+    return it->second;
+  };
+  for (const auto& p : model.param_info) {
+    const Tensor& t = tensor("param." + p.name, p.numel);
+    std::copy(t.data.begin(), t.data.end(), model.params.begin() + p.offset);
+  }
+  adam.m = tensor("adam.m", model.num_params()).data;
+  adam.v = tensor("adam.v", model.num_params()).data;
+  auto md = [&](const char* key) {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end()) fail("{}: missing metadata '{}'", path, key);
+    return it->second;
+  };
+  try {
+    st.step = std::stoll(md("step"));
+    adam.t = std::stoll(md("adam_t"));
+    st.best_val_loss = std::stod(md("best_val_loss"));
+    st.best_step = std::stoll(md("best_step"));
+    sched.plateau_lr = std::stod(md("plateau_lr"));
+    sched.best = std::stod(md("plateau_best"));
+    sched.bad_evals = std::stoi(md("plateau_bad_evals"));
+    sched.has_best = md("plateau_has_best") == "1";
+  } catch (const std::logic_error&) {
+    fail("{}: corrupt training state metadata", path);
+  }
+}
+
+// Keeps the metrics lines up to `step` (a resumed run rewrites what came after).
+void truncate_metrics(const fs::path& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::istringstream in(read_file(path));
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;  // a torn last line from a kill
+    if (j.value("step", int64_t(0)) <= step) kept += line + "\n";
+  }
+  write_file_atomic(path, kept);
+}
+
+}  // namespace
+
+void train(const Config& config_in, const TrainOptions& opt) {
+  RunSetup run = prepare_run(config_in);
+  const Config& config = run.config;
+  const TrainConfig& tc = config.train;
+  set_num_threads(tc.threads);
+  fs::path dir(opt.run_dir);
+  fs::create_directories(dir);
+  const fs::path config_path = dir / "config.yaml", metrics_path = dir / "metrics.jsonl",
+                 state_path = dir / "state.safetensors";
+  const std::string config_text = to_yaml(config);
+  const bool resuming = opt.resume && fs::exists(state_path);
+  if (resuming) {
+    std::string saved = fs::exists(config_path) ? read_file(config_path) : "";
+    if (saved != config_text)
+      fail("{}: the saved config differs from this one; resume with the same config and --set "
+           "options, or train into a new directory", config_path.string());
+  } else if (fs::exists(metrics_path) || fs::exists(state_path)) {
+    fail("{} already holds a run; add --resume to continue it, or choose another --out", dir.string());
+  } else {
+    write_file_atomic(config_path, config_text);
+  }
+
+  const LmSplit train_split = load_lm_split(config.data, run.meta, "train");
+  const LmSplit val_split = load_lm_split(config.data, run.meta, "val");
+  Backend& be = cpu_backend();
+  Model model(config.model);
+  model.init_weights(mix_seed(tc.seed, 0x1417));
+  Adam adam(model.num_params());
+  LrSchedule sched(tc);
+  TrainState st;
+  if (resuming) {
+    load_state(state_path.string(), model, adam, sched, st);
+    truncate_metrics(metrics_path, st.step);
+  }
+  Engine engine(model, be);
+  EvalOptions val_opts = eval_options(run, tc.batch_size, tc.eval_samples);
+  val_opts.free_running = false;  // validation is teacher-forced (cheap); test reports both
+
+  const int B = tc.batch_size, T = run.seq_len, A = run.meta.answer_size;
+  SampleOrder order(train_split.n, tc.seed);
+  std::vector<int32_t> input(size_t(B) * T), target(size_t(B) * T);
+  auto wall_start = std::chrono::steady_clock::now();
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  auto interval_start = wall_start;
+  int64_t interval_steps = 0;
+  double interval_loss = 0;
+  TrainProgress progress;
+  progress.max_steps = tc.max_steps;
+
+  auto checkpoint = [&](bool is_best) {
+    save_checkpoint((dir / "last.safetensors").string(), model, model.params,
+                    {{"step", std::to_string(st.step)}});
+    if (is_best)
+      save_checkpoint((dir / "best.safetensors").string(), model, model.params,
+                      {{"step", std::to_string(st.step)}});
+    save_state(state_path.string(), model, adam, sched, st);  // the commit point for --resume
+  };
+
+  while (st.step < tc.max_steps) {
+    for (int b = 0; b < B; ++b) {
+      int64_t row = order.at(st.step * B + b);
+      std::copy_n(train_split.input.begin() + row * T, T, input.begin() + int64_t(b) * T);
+      std::copy_n(train_split.target.begin() + row * T, T, target.begin() + int64_t(b) * T);
+    }
+    double loss = engine.forward(input.data(), target.data(), B, T, run.seg_len, A, true,
+                                 mix_seed(tc.seed, 0xD80, uint64_t(st.step)));
+    engine.backward(config.bptt);
+    double grad_norm = clip_grad_norm(be, model.grads, tc.clip);
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+      fail("non-finite {} at step {} (loss {}, grad norm {}); the last good checkpoint is {}",
+           std::isfinite(loss) ? "gradient" : "loss", st.step + 1, loss, grad_norm,
+           (dir / "last.safetensors").string());
+    const double lr = sched.lr_at(st.step);
+    adam.step(be, model.params, model.grads, float(lr));
+    st.step += 1;
+    interval_steps += 1;
+    interval_loss += loss;
+
+    const bool log_now = st.step % tc.log_every == 0 || st.step == tc.max_steps;
+    const bool eval_now = st.step % tc.eval_every == 0 || st.step == tc.max_steps;
+    if (log_now) {
+      double secs = seconds_since(interval_start);
+      progress.step = st.step;
+      progress.loss = interval_loss / double(interval_steps);
+      progress.lr = lr;
+      progress.tokens_per_s = double(interval_steps) * B * T / std::max(secs, 1e-9);
+      progress.elapsed_s = seconds_since(wall_start);
+      progress.is_eval = false;
+      append_line(metrics_path, json{{"step", st.step}, {"loss", progress.loss}, {"lr", lr},
+                                     {"grad_norm", grad_norm},
+                                     {"tokens_per_s", progress.tokens_per_s}}.dump());
+      if (opt.on_progress) opt.on_progress(progress);
+      interval_start = std::chrono::steady_clock::now();
+      interval_steps = 0;
+      interval_loss = 0;
+    }
+    if (eval_now) {
+      EvalResult val = evaluate(engine, val_split, val_opts);
+      sched.on_eval(val.loss);
+      const bool is_best = val.loss < st.best_val_loss;
+      if (is_best) st.best_val_loss = val.loss, st.best_step = st.step;
+      progress.step = st.step;
+      progress.val_loss = val.loss;
+      progress.val_acc = val.acc_teacher_forced;
+      progress.elapsed_s = seconds_since(wall_start);
+      progress.is_eval = true;
+      append_line(metrics_path, json{{"step", st.step}, {"val_loss", val.loss},
+                                     {"val_acc_teacher_forced", val.acc_teacher_forced},
+                                     {"lr", sched.lr_at(st.step)}, {"best", is_best}}.dump());
+      checkpoint(is_best);
+      if (opt.on_progress) opt.on_progress(progress);
+      interval_start = std::chrono::steady_clock::now();  // evaluation time is not training time
+    }
+  }
+
+  // Final report: the best checkpoint on the test split.
+  const LmSplit test_split = load_lm_split(config.data, run.meta, "test");
+  load_parameters((dir / "best.safetensors").string(), model);
+  EvalResult test = evaluate(engine, test_split, eval_options(run, tc.batch_size, 0));
+  json results = json::parse(eval_result_json(test, run.seg_len));
+  results["split"] = "test";
+  results["checkpoint"] = "best";
+  results["best_step"] = st.best_step;
+  results["best_val_loss"] = st.best_val_loss;
+  results["steps"] = st.step;
+  results["wall_time_s"] = seconds_since(wall_start);
+  results["git_commit"] = RMT_GIT_COMMIT;
+  results["rmt_version"] = RMT_VERSION;
+  results["threads"] = num_threads();
+  results["bptt"] = bptt_to_string(config.bptt);
+  write_file_atomic(dir / "results.json", results.dump(2) + "\n");
+}
+
+}  // namespace rmt

@@ -1,0 +1,49 @@
+#pragma once
+// `rmt train`: the training loop, checkpoints, resume, and the final test evaluation.
+//
+// RUN_DIR layout:
+//   config.yaml            the resolved config
+//   metrics.jsonl          one JSON object per log interval and per evaluation
+//   last.safetensors       parameters at the last evaluation (authors' names)
+//   best.safetensors       parameters with the best validation loss
+//   state.safetensors      everything --resume needs (parameters, Adam moments, counters),
+//                          in one file so that a kill can never leave it half-updated
+//   results.json           test metrics of the best checkpoint (as `rmt eval` prints them)
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "lib/config.h"
+#include "lib/evaluate.h"
+#include "tasks/dataset.h"
+
+namespace rmt {
+
+struct TrainProgress {
+  int64_t step = 0, max_steps = 0;
+  double loss = 0, lr = 0, tokens_per_s = 0, elapsed_s = 0;
+  std::optional<double> val_loss, val_acc;  // of the last evaluation
+  bool is_eval = false;                     // this report follows an evaluation
+};
+
+struct TrainOptions {
+  std::string run_dir;
+  bool resume = false;
+  std::function<void(const TrainProgress&)> on_progress;  // called every log interval and eval
+};
+
+// Everything derived from a config and its dataset that training and evaluation share.
+struct RunSetup {
+  Config config;             // resolved (n_token set, unused memory sizes zeroed)
+  DatasetMeta meta;
+  std::vector<int> seg_len;  // segment lengths of the model input
+  int seq_len = 0;
+};
+RunSetup prepare_run(Config config);
+EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples);
+// `rmt eval`'s JSON object (shared with results.json).
+std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len);
+
+void train(const Config& config, const TrainOptions& options);
+
+}  // namespace rmt
