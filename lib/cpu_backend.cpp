@@ -341,7 +341,9 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  std::vector<float> dr_part_, duv_part_;  // per-b partials for deterministic reductions
+  // Per-b partials for deterministic reductions. They make rel_attention_backward
+  // non-reentrant: call the backend from one host thread at a time (kernels parallelise inside).
+  std::vector<float> dr_part_, duv_part_;
 };
 
 // ---------------------------------------------------------------------------------------
