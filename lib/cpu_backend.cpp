@@ -26,8 +26,13 @@ using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
 using CMapRow = Eigen::Map<const RowVec>;
 using MapRow = Eigen::Map<RowVec>;
 
-// Per-call grain for elementwise loops: below this, threads cost more than they save.
+// Per-call grain for elementwise loops: below this, threads cost more than they save (and on
+// a loaded machine a parallel region over tiny work can stall for a whole scheduler slice).
 constexpr int64_t kGrain = 1 << 14;
+// Same for attention, measured in multiply-adds of one GEMM over all (b, h).
+inline bool attn_parallel(const AttentionShape& s) {
+  return (int64_t)s.B * s.H * s.qlen * s.klen * s.Dh > (1 << 16);
+}
 
 // ---------------------------------------------------------------------------------------
 // matmul: C = alpha op(A) op(B) + beta C
@@ -356,7 +361,7 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
                                        float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H;
     AttnScratch& w = attn_scratch();
@@ -399,7 +404,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   duv_part_.resize((size_t)2 * B * HD);     // [2, B, H*Dh]: du then dv partials
   float* du_part = duv_part_.data();
   float* dv_part = duv_part_.data() + (size_t)B * HD;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H;
     AttnScratch& w = attn_scratch();
