@@ -71,15 +71,17 @@ constexpr int kColBlock = 64;
 
 // ---------------------------------------------------------------------------------------
 // Masked softmax of one row in place; blocked entries (mask 1) become exactly 0.
+// Eigen's vectorised exp: the row loop is the only non-GEMM cost of attention worth noting.
 inline void softmax_row(float* s, const uint8_t* mask, int n) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < n; ++j)
     if (!mask[j]) mx = std::max(mx, s[j]);
+  Eigen::Map<Eigen::ArrayXf> a(s, n);
+  a = (a - mx).exp();
   float sum = 0.f;
   for (int j = 0; j < n; ++j) {
-    float e = mask[j] ? 0.f : std::exp(s[j] - mx);
-    s[j] = e;
-    sum += e;
+    if (mask[j]) s[j] = 0.f;
+    sum += s[j];
   }
   const float inv = 1.f / sum;
   for (int j = 0; j < n; ++j) s[j] *= inv;
@@ -381,7 +383,9 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
     float* P = prob + (int64_t)bh * qlen * klen;
     for (int i = 0; i < qlen; ++i) {
       float* pi = P + (int64_t)i * klen;
-      for (int j = 0; j < klen; ++j) pi[j] = scale * (w.a(i, j) + w.c(i, j));
+      const float* ac = w.a.data() + (int64_t)i * klen;
+      const float* bd = w.c.data() + (int64_t)i * klen;
+      for (int j = 0; j < klen; ++j) pi[j] = scale * (ac[j] + bd[j]);
       softmax_row(pi, mask + (int64_t)i * klen, klen);
     }
     CMapM Pm(P, qlen, klen, Stride(klen));
@@ -421,9 +425,11 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     w.b.resize(qlen, klen);
     w.a.noalias() = dO * Vm.transpose();  // dP
     for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
+      float* d = w.a.data() + (int64_t)i * klen;
+      const float* p = P.data() + (int64_t)i * klen;
       float dot = 0.f;
-      for (int j = 0; j < klen; ++j) dot += w.a(i, j) * P(i, j);
-      for (int j = 0; j < klen; ++j) w.a(i, j) = scale * P(i, j) * (w.a(i, j) - dot);
+      for (int j = 0; j < klen; ++j) dot += d[j] * p[j];
+      for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
     }
     cpu::rel_shift_backward(w.b.data(), w.a.data(), qlen, klen);  // dBD (unshifted)
 
