@@ -26,8 +26,13 @@ using RowVec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
 using CMapRow = Eigen::Map<const RowVec>;
 using MapRow = Eigen::Map<RowVec>;
 
-// Per-call grain for elementwise loops: below this, threads cost more than they save.
+// Per-call grain for elementwise loops: below this, threads cost more than they save (and on
+// a loaded machine a parallel region over tiny work can stall for a whole scheduler slice).
 constexpr int64_t kGrain = 1 << 14;
+// Same for attention, measured in multiply-adds of one GEMM over all (b, h).
+inline bool attn_parallel(const AttentionShape& s) {
+  return (int64_t)s.B * s.H * s.qlen * s.klen * s.Dh > (1 << 16);
+}
 
 // ---------------------------------------------------------------------------------------
 // matmul: C = alpha op(A) op(B) + beta C
@@ -66,15 +71,17 @@ constexpr int kColBlock = 64;
 
 // ---------------------------------------------------------------------------------------
 // Masked softmax of one row in place; blocked entries (mask 1) become exactly 0.
+// Eigen's vectorised exp: the row loop is the only non-GEMM cost of attention worth noting.
 inline void softmax_row(float* s, const uint8_t* mask, int n) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < n; ++j)
     if (!mask[j]) mx = std::max(mx, s[j]);
+  Eigen::Map<Eigen::ArrayXf> a(s, n);
+  a = (a - mx).exp();
   float sum = 0.f;
   for (int j = 0; j < n; ++j) {
-    float e = mask[j] ? 0.f : std::exp(s[j] - mx);
-    s[j] = e;
-    sum += e;
+    if (mask[j]) s[j] = 0.f;
+    sum += s[j];
   }
   const float inv = 1.f / sum;
   for (int j = 0; j < n; ++j) s[j] *= inv;
@@ -341,7 +348,9 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  std::vector<float> dr_part_, duv_part_;  // per-b partials for deterministic reductions
+  // Per-b partials for deterministic reductions. They make rel_attention_backward
+  // non-reentrant: call the backend from one host thread at a time (kernels parallelise inside).
+  std::vector<float> dr_part_, duv_part_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -354,7 +363,7 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
                                        float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H;
     AttnScratch& w = attn_scratch();
@@ -374,7 +383,9 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
     float* P = prob + (int64_t)bh * qlen * klen;
     for (int i = 0; i < qlen; ++i) {
       float* pi = P + (int64_t)i * klen;
-      for (int j = 0; j < klen; ++j) pi[j] = scale * (w.a(i, j) + w.c(i, j));
+      const float* ac = w.a.data() + (int64_t)i * klen;
+      const float* bd = w.c.data() + (int64_t)i * klen;
+      for (int j = 0; j < klen; ++j) pi[j] = scale * (ac[j] + bd[j]);
       softmax_row(pi, mask + (int64_t)i * klen, klen);
     }
     CMapM Pm(P, qlen, klen, Stride(klen));
@@ -397,7 +408,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   duv_part_.resize((size_t)2 * B * HD);     // [2, B, H*Dh]: du then dv partials
   float* du_part = duv_part_.data();
   float* dv_part = duv_part_.data() + (size_t)B * HD;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H;
     AttnScratch& w = attn_scratch();
@@ -414,9 +425,11 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     w.b.resize(qlen, klen);
     w.a.noalias() = dO * Vm.transpose();  // dP
     for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
+      float* d = w.a.data() + (int64_t)i * klen;
+      const float* p = P.data() + (int64_t)i * klen;
       float dot = 0.f;
-      for (int j = 0; j < klen; ++j) dot += w.a(i, j) * P(i, j);
-      for (int j = 0; j < klen; ++j) w.a(i, j) = scale * P(i, j) * (w.a(i, j) - dot);
+      for (int j = 0; j < klen; ++j) dot += d[j] * p[j];
+      for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
     }
     cpu::rel_shift_backward(w.b.data(), w.a.data(), qlen, klen);  // dBD (unshifted)
 

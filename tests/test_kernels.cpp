@@ -503,10 +503,10 @@ TEST_CASE("rel_attention: RMT masks (read/write memory rows see the future)") {
   }
 }
 
-TEST_CASE("rel_attention: bit-identical across repeated runs") {
-  const AttentionShape s{4, 3, 16, 12, 17};
+TEST_CASE("rel_attention: bit-identical across repeated runs and thread counts") {
+  const AttentionShape s{4, 4, 32, 24, 32};  // big enough to run in parallel
   const int HD = s.H * s.Dh;
-  auto mask = rmt_mask(12, 5, 3, 3);
+  auto mask = rmt_mask(24, 8, 3, 3);
   Vec qkv = randn((size_t)s.B * s.klen * 3 * HD, 1.f, 30), r = randn((size_t)s.klen * HD, 1.f, 31),
       u = randn(HD, 1.f, 32), v = randn(HD, 1.f, 33), W = randn((size_t)s.B * s.qlen * HD, 1.f, 34);
   auto run = [&]() {
@@ -523,6 +523,16 @@ TEST_CASE("rel_attention: bit-identical across repeated runs") {
   Vec a = run(), b = run();
   REQUIRE(a.size() == b.size());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  // Stronger than the contract: per-(b,h) work is single-threaded and the reductions over b
+  // run in a fixed order, so the thread count does not matter either.
+  const int threads = num_threads();
+  set_num_threads(1);
+  Vec c = run();
+  set_num_threads(threads > 1 ? threads : 2);
+  Vec d = run();
+  set_num_threads(threads);
+  CHECK(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(a.data(), d.data(), a.size() * sizeof(float)) == 0);
 }
 
 // ---------------------------------------------------------------------------------------
