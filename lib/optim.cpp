@@ -14,7 +14,7 @@ void Adam::step(Backend& be, std::vector<float>& params, const std::vector<float
 double clip_grad_norm(Backend& be, std::vector<float>& grads, double max_norm) {
   double norm = std::sqrt(be.sum_squares(grads.data(), int64_t(grads.size())));
   double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0) be.scale(grads.data(), int64_t(grads.size()), float(coef));
+  if (max_norm > 0 && coef < 1.0) be.scale(grads.data(), int64_t(grads.size()), float(coef));
   return norm;
 }
 

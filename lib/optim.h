@@ -18,7 +18,8 @@ struct Adam {
   void step(Backend& be, std::vector<float>& params, const std::vector<float>& grads, float lr);
 };
 
-// Scales grads so that their global L2 norm is at most max_norm; returns the norm before.
+// Scales grads so that their global L2 norm is at most max_norm (max_norm <= 0: no clipping);
+// returns the norm before.
 double clip_grad_norm(Backend& be, std::vector<float>& grads, double max_norm);
 
 // Learning rate per step: linear warm-up over warmup_steps, then constant, cosine (down to

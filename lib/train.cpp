@@ -1,6 +1,7 @@
 #include "lib/train.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,8 @@ using json = nlohmann::json;
 
 RunSetup prepare_run(Config config) {
   validate(config);
+  if (config.bptt_recompute)
+    fail("bptt_recompute: true is not implemented yet (activations are stored for every segment)");
   if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
   RunSetup run;
   run.meta = load_dataset_meta(config.data);
@@ -92,6 +95,7 @@ class SampleOrder {
 
 struct TrainState {  // what --resume restores besides parameters and Adam moments
   int64_t step = 0;
+  double wall_time_s = 0;  // training wall time up to the checkpoint (summed over resumes)
   double best_val_loss = INFINITY;
   int64_t best_step = -1;
 };
@@ -105,6 +109,7 @@ void save_state(const std::string& path, const Model& model, const Adam& adam,
   auto num = [](double x) { return fmt::format("{}", x); };
   save_safetensors(path, refs,
                    {{"step", std::to_string(st.step)},
+                    {"wall_time_s", num(st.wall_time_s)},
                     {"adam_t", std::to_string(adam.t)},
                     {"best_val_loss", num(st.best_val_loss)},
                     {"best_step", std::to_string(st.best_step)},
@@ -137,6 +142,7 @@ void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& s
   };
   try {
     st.step = std::stoll(md("step"));
+    st.wall_time_s = std::stod(md("wall_time_s"));
     adam.t = std::stoll(md("adam_t"));
     st.best_val_loss = std::stod(md("best_val_loss"));
     st.best_step = std::stoll(md("best_step"));
@@ -216,7 +222,9 @@ void train(const Config& config_in, const TrainOptions& opt) {
   TrainProgress progress;
   progress.max_steps = tc.max_steps;
 
+  const double wall_before = st.wall_time_s;
   auto checkpoint = [&](bool is_best) {
+    st.wall_time_s = wall_before + seconds_since(wall_start);
     save_checkpoint((dir / "last.safetensors").string(), model, model.params,
                     {{"step", std::to_string(st.step)}});
     if (is_best)
@@ -280,6 +288,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
       if (opt.on_progress) opt.on_progress(progress);
       interval_start = std::chrono::steady_clock::now();  // evaluation time is not training time
     }
+    if (opt.abort_after_step > 0 && st.step == opt.abort_after_step) std::_Exit(86);
   }
 
   // Final report: the best checkpoint on the test split.
@@ -292,7 +301,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["best_step"] = st.best_step;
   results["best_val_loss"] = st.best_val_loss;
   results["steps"] = st.step;
-  results["wall_time_s"] = seconds_since(wall_start);
+  results["wall_time_s"] = wall_before + seconds_since(wall_start);
   results["git_commit"] = RMT_GIT_COMMIT;
   results["rmt_version"] = RMT_VERSION;
   results["threads"] = num_threads();

@@ -30,6 +30,9 @@ struct TrainOptions {
   std::string run_dir;
   bool resume = false;
   std::function<void(const TrainProgress&)> on_progress;  // called every log interval and eval
+  // Tests only: end the process abruptly (no cleanup, exit status 86) once this step is done,
+  // as a kill would, to prove that --resume loses and duplicates nothing.
+  int64_t abort_after_step = 0;
 };
 
 // Everything derived from a config and its dataset that training and evaluation share.

@@ -8,40 +8,12 @@
 #include <string>
 
 #include "lib/io.h"
+#include "tests/cli.h"
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int status;
-  std::string output;
-};
+static std::string cli_tmp(const std::string& name) { return fresh_tmp("rmt_test_cli_data", name); }
 
-// Runs the rmt binary with arguments, capturing stdout+stderr and the exit status.
-static Run rmt_run(const std::string& args) {
-  std::string cmd = std::string(RMT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-static std::string cli_tmp(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / "rmt_test_cli_data" / name;
-  fs::remove_all(dir);
-  return dir.string();
-}
-
-static void expect_error(const std::string& args, const std::string& message) {
-  Run r = rmt_run(args);
-  CAPTURE(args);
-  CAPTURE(r.output);
-  CHECK(r.status != 0);
-  CHECK(r.output.find(message) != std::string::npos);
-}
 
 TEST_CASE("rmt generate, data check, data show") {
   std::string dir = cli_tmp("ok");

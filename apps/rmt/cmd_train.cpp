@@ -54,8 +54,10 @@ void add_train_command(CLI::App& app) {
     std::string config, out;
     std::vector<std::string> sets;
     bool resume = false;
+    int64_t abort_after_step = 0;
   };
   auto args = std::make_shared<Args>();
+  cmd->add_option("--abort-after-step", args->abort_after_step, "tests: die after this step")->group("");
   cmd->add_option("--config", args->config, "YAML config file")->check(CLI::ExistingFile);
   cmd->add_option("--set", args->sets, "Override a config key: --set model.kind=xl (repeatable)");
   cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
@@ -66,6 +68,7 @@ void add_train_command(CLI::App& app) {
     TrainOptions opt;
     opt.run_dir = args->out;
     opt.resume = args->resume;
+    opt.abort_after_step = args->abort_after_step;
     const bool tty = ::isatty(2);
     opt.on_progress = [tty](const TrainProgress& p) { print_progress(p, tty); };
     train(config, opt);
