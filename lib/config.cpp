@@ -238,6 +238,7 @@ const std::vector<KeyDescriptor>& key_table() {
       integer_key("model.mem_len", FIELD(model.mem_len), 0),
       integer_key("model.num_mem_tokens", FIELD(model.num_mem_tokens), 0),
       bool_key("model.read_mem_from_cache", FIELD(model.read_mem_from_cache)),
+      choice_key("model.mem_init", FIELD(model.mem_init), {"original", "normal"}),
       integer_key("model.n_token", FIELD(model.n_token), 0),
       integer_key("train.batch_size", FIELD(train.batch_size), 1),
       real_key("train.lr", FIELD(train.lr), above(0), no_bound()),

@@ -14,6 +14,10 @@ struct ModelConfig {
   int mem_len = 0;           // Transformer-XL cache rows per layer (xl, xl_rmt)
   int num_mem_tokens = 24;   // memory tokens (rmt, mt, xl_rmt)
   bool read_mem_from_cache = true;
+  // Initial memory: "original" = one N(0, 1) vector repeated for every memory token (the
+  // authors' init_mem_tokens); "normal" = independent N(0, 0.02) entries, like the other weights,
+  // which trains much faster at CPU scale (the N(0, 1) rows dwarf the token embeddings).
+  std::string mem_init = "original";
   int n_token = 0;           // vocabulary size; 0 = take it from the dataset
 };
 

@@ -101,7 +101,9 @@ void Model::init_weights(uint64_t seed) {
     const std::string& n = p.name;
     bool is_bias = n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
     bool is_ln = n.find("layer_norm") != std::string::npos;
-    if (n == "mem_tokens") {
+    if (n == "mem_tokens" && config.mem_init == "normal") {
+      normal(x, p.numel, 0.0, std);
+    } else if (n == "mem_tokens") {
       normal(x, d, 0.0, 1.0);  // one vector, repeated m times
       for (int i = 1; i < m; ++i) std::copy(x, x + d, x + int64_t(i) * d);
     } else if (is_ln && !is_bias) {

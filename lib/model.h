@@ -61,7 +61,7 @@ struct Model {
   int64_t num_params() const { return int64_t(params.size()); }
   // The original's initialisation: weights N(0, 0.02), biases 0, LayerNorm weights N(1, 0.02),
   // u and v N(0, 0.02); the memory is one N(0, 1) vector repeated m times (as the authors'
-  // init_mem_tokens does).
+  // init_mem_tokens does), or N(0, 0.02) entries with config.mem_init = "normal".
   void init_weights(uint64_t seed);
   const ParamInfo* find(const std::string& name) const;
 };
