@@ -41,6 +41,7 @@ void check_equal(const rmt::Config& a, const rmt::Config& b) {
   CHECK(a.model.mem_len == b.model.mem_len);
   CHECK(a.model.num_mem_tokens == b.model.num_mem_tokens);
   CHECK(a.model.read_mem_from_cache == b.model.read_mem_from_cache);
+  CHECK(a.model.mem_init == b.model.mem_init);
   CHECK(a.model.n_token == b.model.n_token);
   CHECK(a.train.batch_size == b.train.batch_size);
   CHECK(a.train.lr == b.train.lr);
@@ -236,6 +237,10 @@ TEST_CASE("apply_override sets one dotted key with the same checks") {
   CHECK(c.data == "runs/data/a b");
   rmt::apply_override(c, "model.read_mem_from_cache=false");
   CHECK(c.model.read_mem_from_cache == false);
+  rmt::apply_override(c, "model.mem_init=normal");
+  CHECK(c.model.mem_init == "normal");
+  CHECK_THROWS_WITH_AS(rmt::apply_override(c, "model.mem_init=zeros"),
+                       doctest::Contains("expected one of original|normal"), rmt::Error);
 
   CHECK_THROWS_WITH_AS(rmt::apply_override(c, "model.n_layers=2"),
                        "--set model.n_layers=2: unknown key 'model.n_layers' (did you mean 'model.n_layer'?)",
@@ -337,6 +342,7 @@ TEST_CASE("to_yaml round-trips every field exactly") {
   c.model.mem_len = 150;
   c.model.num_mem_tokens = 5;
   c.model.read_mem_from_cache = false;
+  c.model.mem_init = "normal";
   c.model.n_token = 30000;
   c.train.batch_size = 64;
   c.train.lr = 2.5e-4 / 3.0;
@@ -380,7 +386,7 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 30);
+  REQUIRE(keys.size() == 31);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "bptt");
   CHECK(keys[4] == "model.kind");
