@@ -16,7 +16,11 @@ namespace rmt {
 //   (mlen cached rows first, then the qlen current rows).
 struct AttentionShape {
   int B, H, Dh, qlen, klen;
+  // Rows between consecutive samples in qkv (and dqkv); 0 means klen. A larger stride lets
+  // incremental decoding attend over the first klen rows of a longer buffer (forward only).
+  int qkv_batch_rows = 0;
   int mlen() const { return klen - qlen; }
+  int batch_rows() const { return qkv_batch_rows > 0 ? qkv_batch_rows : klen; }
 };
 
 class Backend {

@@ -367,7 +367,7 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H;
     AttnScratch& w = attn_scratch();
-    const float* base = qkv + (int64_t)b * klen * row3;
+    const float* base = qkv + (int64_t)b * s.batch_rows() * row3;
     CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
     CMapM K(base + HD + h * Dh, klen, Dh, Stride(row3));
     CMapM Vm(base + 2 * HD + h * Dh, klen, Dh, Stride(row3));
@@ -412,8 +412,8 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H;
     AttnScratch& w = attn_scratch();
-    const float* base = qkv + (int64_t)b * klen * row3;
-    float* dbase = dqkv + (int64_t)b * klen * row3;
+    const float* base = qkv + (int64_t)b * s.batch_rows() * row3;
+    float* dbase = dqkv + (int64_t)b * s.batch_rows() * row3;
     CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
     CMapM K(base + HD + h * Dh, klen, Dh, Stride(row3));
     CMapM Vm(base + 2 * HD + h * Dh, klen, Dh, Stride(row3));

@@ -171,6 +171,49 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   if (m > 0) copy_rows(sized(next.mem, int64_t(B) * m * d), m, 0, out, q, m_write ? m + T : 0, m, B, d);
 }
 
+void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, float* logits) {
+  Model& M = model_;
+  const Weights& W = M.W;
+  const int B = a.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
+  const int row = a.mlen + M.m + t;  // the token's row among the keys
+  const int klen = row + 1;          // it attends to every key up to itself
+  float* x = sized(row_x_, int64_t(B) * d);
+  be_.embedding_forward(x, ids, W.emb, B, d, std::sqrt(float(d)));
+  float* qkv = sized(row_qkv_, int64_t(B) * 3 * HD);
+  float* av = sized(row_av_, int64_t(B) * HD);
+  float* ares = sized(row_a_, int64_t(B) * d);
+  float* f1 = sized(row_f_, int64_t(B) * di);
+  float* stats = sized(row_stats_, 2 * int64_t(B));
+  uint8_t* mask = sized(row_mask_, klen);
+  std::fill(mask, mask + klen, uint8_t(0));
+  // One query row, keys [0, klen) of the segment's qkv buffer (its rows are a.klen apart); the
+  // position table is the segment's, shifted so that its last row is distance 0 from the query.
+  const AttentionShape shape{B, M.H, M.Dh, 1, klen, a.klen};
+  const float scale = 1.f / std::sqrt(float(M.Dh));
+  for (int l = 0; l < M.L; ++l) {
+    const LayerWeights& w = W.layers[size_t(l)];
+    LayerActivations& A = a.layers[size_t(l)];
+    be_.matmul(qkv, x, w.qkv_w, B, 3 * HD, d, false, true);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(qkv + int64_t(b) * 3 * HD, 3 * HD, A.qkv.data() + (int64_t(b) * a.klen + row) * 3 * HD);
+    be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), A.qkv.data(),
+                              A.r.data() + int64_t(a.klen - klen) * HD, W.u, W.v, mask, shape,
+                              scale);
+    be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
+    for (int64_t i = 0; i < int64_t(B) * d; ++i) ares[i] += x[i];
+    be_.layernorm_forward(x, stats, stats + B, ares, w.ln1_w, w.ln1_b, B, d);  // x = h1
+    be_.matmul(f1, x, w.ff1_w, B, di, d, false, true);
+    be_.add_bias(f1, w.ff1_b, B, di);
+    be_.relu_forward(f1, f1, int64_t(B) * di);
+    be_.matmul(ares, f1, w.ff2_w, B, d, di, false, true);
+    be_.add_bias(ares, w.ff2_b, B, d);
+    for (int64_t i = 0; i < int64_t(B) * d; ++i) ares[i] += x[i];
+    be_.layernorm_forward(x, stats, stats + B, ares, w.ln2_w, w.ln2_b, B, d);
+  }
+  be_.matmul(logits, x, W.emb, B, V, d, false, true);
+  be_.add_bias(logits, W.out_bias, B, V);
+}
+
 double Engine::forward(const int32_t* input, const int32_t* target, int B, int T,
                        const std::vector<int>& seg_len, int answer_size, bool training,
                        uint64_t dropout_seed) {

@@ -74,6 +74,13 @@ class Engine {
   void forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
                        int B, int T, const RecurrentState& state, RecurrentState& next,
                        bool training, uint64_t seed, float loss_scale);
+  // Incremental greedy decoding inside a segment. `a` holds a full forward of this segment
+  // (forward_segment, no dropout); its qkv buffers serve as the key/value cache. Runs token row
+  // t (0-based within the segment) with input ids[B] through every layer, attending over the
+  // cache, the read block and token rows < t (whose qkv rows must be current), overwrites the
+  // row's qkv, and writes its logits [B, V]. Token rows are causal, so the result equals a full
+  // forward of the segment with these inputs.
+  void decode_token_row(SegmentActivations& a, int t, const int32_t* ids, float* logits);
   // The state before the first segment: the learned memory, an empty cache.
   void initial_state(RecurrentState& state, int B) const;
 
@@ -94,6 +101,9 @@ class Engine {
   bool training_ = false;
   // backward scratch, reused
   std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dcat_, dr_;
+  // decoding scratch, reused
+  std::vector<float> row_x_, row_qkv_, row_av_, row_a_, row_f_, row_prob_, row_stats_;
+  std::vector<uint8_t> row_mask_;
 };
 
 }  // namespace rmt

@@ -12,48 +12,73 @@ int argmax(const float* x, int n) {
   return int(std::max_element(x, x + n) - x);
 }
 
+}  // namespace
+
 // Greedy decoding of one batch: segments before the answer run on the true input; inside the
-// answer each prediction becomes the next input. Every token of an answer segment is produced
-// by re-running the segment on the inputs known so far (its token rows are causal, so later
-// inputs do not change earlier logits). Writes the predictions at every answer position.
+// answer each prediction becomes the next input. Writes the predictions at every answer position
+// into pred [B, T]. Two ways to produce an answer segment's tokens:
+//  * kv_cache: one forward of the segment fills every layer's keys and values (the read block's
+//    included), then each token row runs alone through the layers against them
+//    (Engine::decode_token_row), and a last forward with the final inputs hands on the state;
+//  * re-running: the whole segment runs again for every token (the reference, kept for tests and
+//    for stating the speed-up). Token rows are causal, so both give the same predictions.
 void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
-                   const std::vector<int>& seg_len, int answer_size, std::vector<int32_t>& pred) {
+                   const std::vector<int>& seg_len, int answer_size, bool kv_cache,
+                   std::vector<int32_t>& pred) {
   std::vector<int32_t> inp(input, input + int64_t(B) * T);
   pred.assign(size_t(B) * T, -1);
   RecurrentState state, next;
   engine.initial_state(state, B);
   SegmentActivations a;
-  std::vector<int32_t> tokens;
+  std::vector<int32_t> tokens, ids(static_cast<size_t>(B), 0);
+  std::vector<float> row_logits;
   const int answer_start = T - answer_size;
   int t0 = 0;
-  for (int Ts : seg_len) {
+  auto gather = [&](int Ts) {
     tokens.resize(size_t(B) * Ts);
-    auto gather = [&] {
-      for (int b = 0; b < B; ++b)
-        std::copy(inp.begin() + int64_t(b) * T + t0, inp.begin() + int64_t(b) * T + t0 + Ts,
-                  tokens.begin() + int64_t(b) * Ts);
-    };
-    if (t0 + Ts <= answer_start) {  // a segment before the answer
-      gather();
-      engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
-    } else {
-      for (int j = 0; j < Ts; ++j) {
-        gather();
-        engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(inp.begin() + int64_t(b) * T + t0, Ts, tokens.begin() + int64_t(b) * Ts);
+  };
+  auto full_forward = [&](int Ts) {
+    gather(Ts);
+    engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
+  };
+  // Takes the argmax of logits [B, V] as the prediction at position p and the input at p+1.
+  auto emit = [&](const float* logits, int64_t row_stride, int V, int p) {
+    for (int b = 0; b < B; ++b) {
+      int y = argmax(logits + b * row_stride, V);
+      pred[size_t(b) * T + p] = y;
+      if (p + 1 < T) inp[size_t(b) * T + p + 1] = y;
+    }
+  };
+  for (int Ts : seg_len) {
+    if (t0 + Ts > answer_start) {
+      if (kv_cache) {
+        full_forward(Ts);
         const int V = int(a.logits.size() / (size_t(B) * Ts));
-        for (int b = 0; b < B; ++b) {
-          int p = argmax(a.logits.data() + (int64_t(b) * Ts + j) * V, V);
-          pred[size_t(b) * T + t0 + j] = p;
-          if (t0 + j + 1 < T) inp[size_t(b) * T + t0 + j + 1] = p;
+        row_logits.resize(size_t(B) * V);
+        for (int j = 0; j < Ts; ++j) {
+          if (j == 0) {  // the first token's input was known before the segment started
+            emit(a.logits.data(), int64_t(Ts) * V, V, t0);
+            continue;
+          }
+          for (int b = 0; b < B; ++b) ids[size_t(b)] = inp[size_t(b) * T + t0 + j];
+          engine.decode_token_row(a, j, ids.data(), row_logits.data());
+          emit(row_logits.data(), V, V, t0 + j);
+        }
+      } else {
+        for (int j = 0; j < Ts; ++j) {
+          full_forward(Ts);
+          const int V = int(a.logits.size() / (size_t(B) * Ts));
+          emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
         }
       }
     }
+    full_forward(Ts);  // the state handed on, from the segment's final inputs
     std::swap(state, next);
     t0 += Ts;
   }
 }
-
-}  // namespace
 
 bool answer_spans_whole_segments(const std::vector<int>& seg_len, int answer_size) {
   int total = 0;
@@ -99,7 +124,7 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
     }
     positions += int64_t(B) * A;
     if (fr) {
-      decode_greedy(engine, input, B, T, opt.seg_len, A, pred);
+      decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
       std::fill(sample_ok.begin(), sample_ok.end(), 1);
       for (int b = 0; b < B; ++b)
         for (int p = T - A; p < T; ++p) {

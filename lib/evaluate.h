@@ -15,6 +15,7 @@ struct EvalOptions {
   int batch_size = 32;
   int64_t max_samples = 0;    // 0 = the whole split
   bool free_running = true;   // also decode greedily where the answer spans whole segments
+  bool kv_cache_decoding = true;  // false: re-run each segment per generated token (slower)
   // sqeq: a sample is solved when its last solve_positions predictions are all right (the
   // answer block); 0 = no solve rate.
   int solve_positions = 0;
@@ -33,5 +34,13 @@ struct EvalResult {
 bool answer_spans_whole_segments(const std::vector<int>& seg_len, int answer_size);
 
 EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& options);
+
+// Greedy free-running decoding of one batch input [B, T]: from the answer's start on, each
+// prediction is the next input. pred [B, T] gets the predictions at the answer positions (-1
+// elsewhere). kv_cache: decode token rows incrementally against cached keys and values instead
+// of re-running the segment for every token (same predictions, several times faster).
+void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
+                   const std::vector<int>& seg_len, int answer_size, bool kv_cache,
+                   std::vector<int32_t>& pred);
 
 }  // namespace rmt
