@@ -66,8 +66,9 @@ def main():
     print()
     print(f"copy workload (batch 32, 72 positions in 3 segments of 24), {T} threads, "
           f"min over {args.reps} steps after {args.warmup} warm-up")
-    print(f"fp32 peak {peak:.1f} GFLOP/s = max(rmt matmul {g_rmt['gemm_gflops']:.1f}, "
-          f"torch.mm {g_pt['gemm_gflops']:.1f}) on {g_rmt['gemm_n']}^3; PyTorch {torch_version}")
+    print(f"fp32 peak {peak:.1f} GFLOP/s = max(rmt matmul {g_rmt['gemm_gflops']:.1f} at "
+          f"{g_rmt['gemm_n']}^3, torch.mm {g_pt['gemm_gflops']:.1f} at {g_pt['gemm_n']}^3); "
+          f"PyTorch {torch_version}")
     print()
     hdr = (f"{'model':<9} {'engine':<8} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
            f"{'GFLOP/st':>9} {'GFLOP/s':>8} {'MFU':>7} {'RSS MB':>8}")

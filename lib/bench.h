@@ -41,9 +41,13 @@ double forward_flops(const BenchWorkload& w);
 inline double step_flops(const BenchWorkload& w) { return 3.0 * forward_flops(w); }
 const char* flop_formula();  // the formula above in one line, for reports
 
-// The best rate of a large single-precision GEMM (n x n x n) through the backend's matmul, in
-// GFLOP/s (min time over reps).
-double measure_gemm_gflops(int n, int reps);
+// The best rate of a large single-precision GEMM (n x n x n, also n/2 and n/4) through the
+// backend's matmul, in GFLOP/s, and the n that reached it.
+struct GemmPeak {
+  double gflops = 0;
+  int n = 0;
+};
+GemmPeak measure_gemm_gflops(int n, int reps);
 
 struct BenchOptions {
   int threads = 0;             // 0 = all cores

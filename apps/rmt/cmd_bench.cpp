@@ -34,7 +34,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "One JSON object per model, one per line");
   cmd->add_option("--peak-gflops", args->peak_gflops,
                   "fp32 peak for the MFU (default: measure a GEMM through our matmul)");
-  cmd->add_option("--gemm-size", args->gemm_size, "n of the n x n x n peak GEMM")
+  cmd->add_option("--gemm-size", args->gemm_size, "Largest n of the n x n x n peak GEMM (n/2, n/4 also tried)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
@@ -43,13 +43,13 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([args] {
     set_num_threads(args->threads);
     if (args->peak_only) {
-      double g = measure_gemm_gflops(args->gemm_size, 5);
+      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);
       if (args->json)
         std::printf("%s\n", nlohmann::json{{"engine", "rmt"}, {"threads", num_threads()},
-                                           {"gemm_n", args->gemm_size}, {"gemm_gflops", g}}.dump().c_str());
+                                           {"gemm_n", g.n}, {"gemm_gflops", g.gflops}}.dump().c_str());
       else
-        std::printf("fp32 GEMM %d^3 through rmt's matmul, %d threads: %.1f GFLOP/s\n",
-                    args->gemm_size, num_threads(), g);
+        std::printf("fp32 GEMM %d^3 through rmt's matmul, %d threads: %.1f GFLOP/s\n", g.n,
+                    num_threads(), g.gflops);
       return;
     }
     std::vector<std::string> kinds = args->model == "all"
@@ -66,8 +66,9 @@ void add_bench_command(CLI::App& app) {
     double peak = args->peak_gflops;
     std::string source = "given (--peak-gflops)";
     if (peak <= 0) {
-      peak = measure_gemm_gflops(args->gemm_size, 5);
-      source = fmt::format("rmt matmul {}^3", args->gemm_size);
+      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);
+      peak = g.gflops;
+      source = fmt::format("rmt matmul {}^3", g.n);
     }
     for (auto& r : results) set_peak(r, peak);
 
