@@ -43,5 +43,15 @@ run: build
 	$(RMT) data check runs/data/copy
 	$(RMT) data show runs/data/copy -n 3
 
+# Benchmark against PyTorch (bench/README.md). PyTorch comes from bench/.venv, made by
+# bench/setup_venv.sh on first use; if that cannot be made, Debian's python3-torch is used.
+BENCH_THREADS ?= $(shell nproc)
+BENCH_REPS    ?= 10
+bench: build
+	@if bench/setup_venv.sh; then py=bench/.venv/bin/python; \
+	 else echo "bench: no bench/.venv; falling back to /usr/bin/python3 (Debian python3-torch)"; py=/usr/bin/python3; fi; \
+	 python3 bench/compare.py --rmt $(RMT) --python $$py --threads $(BENCH_THREADS) --reps $(BENCH_REPS) \
+	   --out $(BUILD)/bench_results.jsonl
+
 clean:
 	rm -rf $(BUILD)

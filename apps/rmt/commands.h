@@ -11,5 +11,6 @@ void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_step_dump_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace rmt::cli

@@ -1,0 +1,97 @@
+// rmt bench: training-step throughput, FLOPs, MFU and memory of the paper's copy models.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/rmt/commands.h"
+#include "lib/backend.h"
+#include "lib/bench.h"
+
+namespace rmt::cli {
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Time full training steps (forward, backward, clip, Adam) of the paper's copy "
+               "models; report tokens/s, FLOPs, MFU and peak memory");
+  struct Args {
+    std::string model = "all";
+    int threads = 0, reps = 10, warmup = 3, gemm_size = 2048;
+    bool json = false, tiny = false, no_eval = false, peak_only = false;
+    double peak_gflops = 0;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("--model", args->model, "baseline | xl | rmt | all")
+      ->check(CLI::IsMember({"baseline", "xl", "rmt", "all"}))->capture_default_str();
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--reps", args->reps, "Timed training steps (min and median reported)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed steps first")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_flag("--json", args->json, "One JSON object per model, one per line");
+  cmd->add_option("--peak-gflops", args->peak_gflops,
+                  "fp32 peak for the MFU (default: measure a GEMM through our matmul)");
+  cmd->add_option("--gemm-size", args->gemm_size, "Largest n of the n x n x n peak GEMM (n/2, n/4 also tried)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
+  cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
+  cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
+
+  cmd->callback([args] {
+    set_num_threads(args->threads);
+    if (args->peak_only) {
+      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);
+      if (args->json)
+        std::printf("%s\n", nlohmann::json{{"engine", "rmt"}, {"threads", num_threads()},
+                                           {"gemm_n", g.n}, {"gemm_gflops", g.gflops}}.dump().c_str());
+      else
+        std::printf("fp32 GEMM %d^3 through rmt's matmul, %d threads: %.1f GFLOP/s\n", g.n,
+                    num_threads(), g.gflops);
+      return;
+    }
+    std::vector<std::string> kinds = args->model == "all"
+        ? std::vector<std::string>{"baseline", "xl", "rmt"} : std::vector<std::string>{args->model};
+    BenchOptions opt;
+    opt.threads = args->threads;
+    opt.reps = args->reps;
+    opt.warmup = args->warmup;
+    opt.tiny = args->tiny;
+    opt.eval = !args->no_eval;
+    std::vector<BenchResult> results;
+    for (const auto& k : kinds) results.push_back(run_bench(k, opt));
+    // The peak is measured after the models so that its buffers do not count in their RSS.
+    double peak = args->peak_gflops;
+    std::string source = "given (--peak-gflops)";
+    if (peak <= 0) {
+      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);
+      peak = g.gflops;
+      source = fmt::format("rmt matmul {}^3", g.n);
+    }
+    for (auto& r : results) set_peak(r, peak);
+
+    if (args->json) {
+      for (const auto& r : results) std::printf("%s\n", bench_json(r, source).c_str());
+      return;
+    }
+    const BenchResult& r0 = results.front();
+    std::printf("copy workload: batch %d, %d positions in %d segments, %d threads, "
+                "%d timed steps after %d warm-up\n",
+                r0.batch, r0.seq_len, r0.segments, r0.threads, args->reps, args->warmup);
+    std::printf("fp32 peak %.1f GFLOP/s (%s)\n", peak, source.c_str());
+    std::printf("FLOPs: %s\n\n", flop_formula());
+    std::printf("%-9s %10s %10s %12s %10s %8s %7s %9s %12s\n", "model", "step ms", "median",
+                "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms");
+    for (const auto& r : results)
+      std::printf("%-9s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s\n", r.model.c_str(),
+                  r.step_ms_min, r.step_ms_median, r.tokens_per_s, r.gflop_per_step, r.gflops,
+                  100 * r.mfu, r.peak_rss_mb,
+                  r.eval_free_running_ms >= 0 ? fmt::format("{:.1f}", r.eval_free_running_ms).c_str() : "-");
+    std::printf("\nstep ms = min over steps; RSS = process high-water mark after the model "
+                "(cumulative with --model all); greedy ms = one batch of free-running evaluation\n");
+  });
+}
+
+}  // namespace rmt::cli

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""`make bench`: runs `rmt bench --json` and bench/pytorch_reference.py on the same threads and
+prints them side by side, with the ratio rmt / PyTorch and rmt's 1- vs 2-thread scaling.
+
+Every model runs in its own process in both engines, so that peak RSS is per model. The fp32
+peak is measured once per engine (a large GEMM through rmt's matmul and through torch.mm) and
+the faster one is passed to every run, so both engines' MFU use the same denominator.
+Needs only the standard library; all raw JSON lines are saved to --out.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+MODELS = ["baseline", "xl", "rmt"]
+
+
+def run_json(cmd):
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rmt", default="build/rmt")
+    ap.add_argument("--python", default="bench/.venv/bin/python")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", default="build/bench_results.jsonl")
+    args = ap.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    pyref = [args.python, os.path.join(here, "pytorch_reference.py")]
+    T = str(args.threads)
+    common = ["--reps", str(args.reps), "--warmup", str(args.warmup)]
+
+    # The peak: the faster of the two GEMMs, same threads.
+    g_rmt = run_json([args.rmt, "bench", "--peak-only", "--json", "--threads", T])[0]
+    g_pt = run_json(pyref + ["--peak-only", "--threads", T])[0]
+    peak = max(g_rmt["gemm_gflops"], g_pt["gemm_gflops"])
+    peak_arg = ["--peak-gflops", repr(peak)]
+
+    rows, saved = {}, [g_rmt, g_pt]
+    for k in MODELS:
+        r = run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + common + peak_arg)[0]
+        p = run_json(pyref + ["--model", k, "--threads", T] + common + peak_arg)[0]
+        rows[k] = (r, p)
+        saved += [r, p]
+    # Thread scaling of rmt (training steps only).
+    # Thread scaling of rmt (training steps only); the runs above serve when they used 2 threads.
+    scale = {(k, rows[k][0]["threads"]): rows[k][0] for k in MODELS}
+    for t in (1, 2):
+        if all((k, t) in scale for k in MODELS):
+            continue
+        for r in run_json([args.rmt, "bench", "--json", "--no-eval", "--threads", str(t)] + common + peak_arg):
+            scale[(r["model"], t)] = r
+            saved.append(dict(r, scaling_run=True))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        for s in saved:
+            f.write(json.dumps(s) + "\n")
+
+    torch_version = rows[MODELS[0]][1].get("torch_version", "?")
+    print()
+    print(f"copy workload (batch 32, 72 positions in 3 segments of 24), {T} threads, "
+          f"min over {args.reps} steps after {args.warmup} warm-up")
+    print(f"fp32 peak {peak:.1f} GFLOP/s = max(rmt matmul {g_rmt['gemm_gflops']:.1f} at "
+          f"{g_rmt['gemm_n']}^3, torch.mm {g_pt['gemm_gflops']:.1f} at {g_pt['gemm_n']}^3); "
+          f"PyTorch {torch_version}")
+    print()
+    hdr = (f"{'model':<9} {'engine':<8} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
+           f"{'GFLOP/st':>9} {'GFLOP/s':>8} {'MFU':>7} {'RSS MB':>8}")
+    print(hdr)
+    print("-" * len(hdr))
+    for k in MODELS:
+        for e in rows[k]:
+            print(f"{k:<9} {e['engine']:<8} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.1f} "
+                  f"{e['step_ms_median']:>9.1f} {e['gflop_per_step']:>9.2f} {e['gflops']:>8.1f} "
+                  f"{100 * e['mfu']:>6.1f}% {e['peak_rss_mb']:>8.0f}")
+        r, p = rows[k]
+        print(f"{k:<9} {'ratio':<8} {r['tokens_per_s'] / p['tokens_per_s']:>9.2f}x "
+              f"  (rmt / PyTorch tokens/s)")
+    print()
+    print("rmt thread scaling (tokens/s)")
+    for k in MODELS:
+        one, two = scale[(k, 1)]["tokens_per_s"], scale[(k, 2)]["tokens_per_s"]
+        print(f"{k:<9} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
+    print()
+    print("rmt greedy free-running evaluation of one batch of 32 (re-runs the answer segment "
+          "per generated token)")
+    for k in MODELS:
+        r = rows[k][0]
+        if "eval_free_running_ms" in r:
+            print(f"{k:<9} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
+                  f"free-running {r['eval_free_running_ms']:>8.1f} ms")
+    print(f"\nraw JSON lines: {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""The workload of `rmt bench` in PyTorch, with the same report keys.
+
+Model: tests/reference/rmt_reference.py (the golden tests' reference, here in float32): the
+Transformer-XL backbone with rel-pos attention (u/v biases, the literal pad/reshape rel-shift),
+post-LN, tied embedding, RMT read/write memory blocks and mask, Transformer-XL cache, written
+the way the authors' mem_transformer.py is (batched matmuls per segment, python loop over
+segments and layers).
+
+Step: forward over 3 segments (train mode, dropout 0.1), cross-entropy over the answer
+positions, backward through every segment (bptt all), clip_grad_norm_(0.25), Adam(lr 1e-4).
+
+Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model baseline|xl|rmt|all]
+           [--threads T] [--reps N] [--warmup N] [--peak-gflops P | --peak-only] [--tiny]
+Prints one JSON object per model per line (keys as `rmt bench --json`).
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+from rmt_reference import RMTReference, answer_loss, run_segments  # noqa: E402
+
+
+def workload(kind, tiny):
+    """Same numbers as lib/bench.cpp bench_workload."""
+    w = dict(n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256, batch=32, L=24)
+    if tiny:
+        w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, batch=4, L=6)
+    w.update(vocab=12, segments=3, T=3 * w["L"], answer=2 * w["L"], dropout=0.1)
+    seg = w["T"] // w["segments"]
+    w["mem_len"] = seg if kind == "xl" else 0
+    w["num_mem_tokens"] = seg if kind == "rmt" else 0
+    return w
+
+
+def forward_flops(kind, w):
+    """Same formula as lib/bench.cpp forward_flops (see bench/README.md)."""
+    B, d, H, Dh, di, V = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"], w["vocab"]
+    hd, m = H * Dh, w["num_mem_tokens"]
+    writes = m if kind == "rmt" else 0
+    total, cache = 0.0, 0
+    base, extra = divmod(w["T"], w["segments"])
+    for s in range(w["segments"]):
+        Ts = base + (1 if s < extra else 0)
+        q = m + Ts + writes
+        klen = cache + q
+        layer = (2 * B * klen * d * 3 * hd + 2 * klen * d * hd + 3 * 2 * B * H * q * klen * Dh
+                 + 2 * B * q * hd * d + 2 * 2 * B * q * d * di)
+        total += w["n_layer"] * layer + 2 * B * Ts * d * V
+        if kind == "xl":
+            cache = min(w["mem_len"], cache + q)
+    return total
+
+
+def copy_batch(gen, B, L, V):
+    x = torch.randint(2, V, (B, L), generator=gen)
+    s = torch.cat([x, torch.ones(B, 1, dtype=torch.long), x, x], dim=1)
+    return s[:, :-1].contiguous(), s[:, 1:].contiguous()
+
+
+def gemm_gflops(n=2048, reps=10):
+    """Best rate over n, n/2, n/4, each for at least reps calls and 0.3 s (as rmt bench)."""
+    best, best_n = 0.0, n
+    size = n
+    while size >= max(64, n // 4):
+        a, b = torch.rand(size, size) - 0.5, torch.rand(size, size) - 0.5
+        torch.mm(a, b)
+        start, r = time.perf_counter(), 0
+        while r < reps or time.perf_counter() - start < 0.3:
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            g = 2.0 * size ** 3 / (time.perf_counter() - t0) * 1e-9
+            if g > best:
+                best, best_n = g, size
+            r += 1
+        size //= 2
+    return best, best_n
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def bench(kind, args):
+    w = workload(kind, args.tiny)
+    torch.manual_seed(1)
+    model = RMTReference(kind, w["vocab"], w["n_layer"], w["n_head"], w["d_head"], w["d_model"],
+                         w["d_inner"], mem_len=w["mem_len"], num_mem_tokens=w["num_mem_tokens"],
+                         read_mem_from_cache=True, dropout=w["dropout"], dropatt=0.0).float()
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    params = list(model.parameters())
+    gen = torch.Generator().manual_seed(0xBE7C)
+    B, T, A = w["batch"], w["T"], w["answer"]
+    times, loss = [], 0.0
+    for step in range(args.warmup + args.reps):
+        inp, tgt = copy_batch(gen, B, w["L"], w["vocab"])
+        t0 = time.perf_counter()
+        logits, _ = run_segments(model, inp, w["segments"])
+        loss_t = answer_loss(logits, tgt, A)
+        opt.zero_grad(set_to_none=True)
+        loss_t.backward()
+        torch.nn.utils.clip_grad_norm_(params, 0.25)
+        opt.step()
+        loss = loss_t.item()
+        dt = time.perf_counter() - t0
+        if step >= args.warmup:
+            times.append(dt)
+    best = min(times)
+    gflop = 3.0 * forward_flops(kind, w) * 1e-9
+    return dict(engine="pytorch", torch_version=torch.__version__, model=kind,
+                threads=torch.get_num_threads(), batch=B, seq_len=T, segments=w["segments"],
+                params=sum(p.numel() for p in params), reps=args.reps,
+                tokens_per_s=B * T / best, step_ms=best * 1e3,
+                step_ms_median=statistics.median(times) * 1e3, gflop_per_step=gflop,
+                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="all", choices=["baseline", "xl", "rmt", "all"])
+    ap.add_argument("--threads", type=int, default=0, help="0 = all cores")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--peak-gflops", type=float, default=0.0,
+                    help="fp32 peak for the MFU (default: measure a GEMM through torch.mm)")
+    ap.add_argument("--gemm-size", type=int, default=2048)
+    ap.add_argument("--peak-only", action="store_true", help="only measure the GEMM peak")
+    ap.add_argument("--tiny", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads if args.threads > 0 else os.cpu_count())
+    if args.peak_only:
+        g, n = gemm_gflops(args.gemm_size)
+        print(json.dumps(dict(engine="pytorch", threads=torch.get_num_threads(), gemm_n=n,
+                              gemm_gflops=g)))
+        return
+    kinds = ["baseline", "xl", "rmt"] if args.model == "all" else [args.model]
+    results = [bench(k, args) for k in kinds]
+    peak, source = args.peak_gflops, "given (--peak-gflops)"
+    if peak <= 0:  # after the models, so that the GEMM buffers do not count in their RSS
+        peak, n = gemm_gflops(args.gemm_size)
+        source = f"torch.mm {n}^3"
+    for r in results:
+        r.update(mfu=r["gflops"] / peak, peak_gflops=peak, peak_source=source)
+        print(json.dumps(r), flush=True)
+
+
+if __name__ == "__main__":
+    main()

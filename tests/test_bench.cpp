@@ -1,0 +1,88 @@
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/bench.h"
+
+using namespace rmt;
+
+// A 1-layer, 1-head model small enough to count by hand.
+static BenchWorkload hand_workload(const std::string& kind) {
+  BenchWorkload w = bench_workload(kind, true);
+  ModelConfig& m = w.model;
+  m.n_layer = 1, m.n_head = 1, m.d_head = 2, m.d_model = 2, m.d_inner = 4, m.n_token = 3;
+  w.batch = 1;
+  w.copy_length = 2;  // T = 6
+  w.segments = 3;     // segments of 2
+  m.mem_len = kind == "xl" ? 2 : 0;
+  m.num_mem_tokens = kind == "rmt" ? 1 : 0;
+  return w;
+}
+
+TEST_CASE("bench FLOP formula matches a hand count") {
+  // One segment with q query rows and klen key rows (B=1, H=1, Dh=2, d=2, d_inner=4, V=3,
+  // 2 token rows):
+  //   qkv 2*klen*2*6 = 24 klen, r_net 2*klen*2*2 = 8 klen, AC+BD+AV 3*2*q*klen*2 = 12 q klen,
+  //   o_net 2*q*2*2 = 8 q, FF 2*2*q*2*4 = 32 q, output 2*2*2*3 = 24.
+  auto seg = [](double q, double klen) { return 24 * klen + 8 * klen + 12 * q * klen + 40 * q + 24; };
+  // baseline: three segments with q = klen = 2: 48+16+48+80+24 = 216 each.
+  CHECK(seg(2, 2) == 216);
+  CHECK(forward_flops(hand_workload("baseline")) == 3 * 216);
+  // xl: cache of 2 rows from the second segment on: klen = 4 (qkv 96, r 32, attn 96, o+FF 80,
+  // output 24 = 328).
+  CHECK(seg(2, 4) == 328);
+  CHECK(forward_flops(hand_workload("xl")) == 216 + 2 * 328);
+  // rmt, one memory token: q = klen = 1 + 2 + 1 = 4 (128 + 192 + 160 + 24 = 504).
+  CHECK(seg(4, 4) == 504);
+  CHECK(forward_flops(hand_workload("rmt")) == 3 * 504);
+  CHECK(step_flops(hand_workload("rmt")) == 9 * 504);
+}
+
+TEST_CASE("bench workload is the paper's copy config") {
+  BenchWorkload w = bench_workload("rmt", false);
+  CHECK(w.model.n_layer == 4);
+  CHECK(w.model.n_head * w.model.d_head == 256);
+  CHECK(w.model.d_model == 128);
+  CHECK(w.batch == 32);
+  CHECK(w.seq_len() == 72);
+  CHECK(w.answer_size() == 48);
+  CHECK(w.model.num_mem_tokens == 24);
+  CHECK(bench_workload("xl", false).model.mem_len == 24);
+  CHECK_THROWS(bench_workload("mt", false));
+}
+
+TEST_CASE("rmt bench --json emits one object per model with the report keys") {
+  std::string cmd = std::string(RMT_BINARY) +
+                    " bench --tiny --json --reps 1 --warmup 0 --threads 1 --gemm-size 64 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  CAPTURE(out);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::istringstream lines(out);
+  std::string line;
+  std::vector<std::string> models;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);  // throws (fails the test) on invalid JSON
+    for (const char* key : {"model", "tokens_per_s", "step_ms", "gflop_per_step", "gflops", "mfu",
+                            "peak_gflops", "peak_rss_mb"})
+      CHECK_MESSAGE(j.contains(key), key);
+    CHECK(j["tokens_per_s"].get<double>() > 0);
+    CHECK(j["gflop_per_step"].get<double>() > 0);
+    CHECK(j["peak_rss_mb"].get<double>() > 0);
+    CHECK(j["threads"].get<int>() == 1);
+    models.push_back(j["model"]);
+  }
+  CHECK(models == std::vector<std::string>{"baseline", "xl", "rmt"});
+}
