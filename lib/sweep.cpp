@@ -361,82 +361,82 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
 
   std::set<std::string> seen_ids;
   for (const auto& grid : spec.grids) {
-  // Cartesian product, the first grid key varying slowest.
-  std::vector<size_t> index(grid.size(), 0);
-  while (true) {
-    std::map<std::string, std::string> data(spec.data.begin(), spec.data.end());
-    Config config = spec.base;
-    std::string where = spec.path + ": grid point";
-    for (size_t k = 0; k < grid.size(); ++k) {
-      const auto& [key, values] = grid[k];
-      where += fmt::format(" {}={}", key, values[index[k]]);
-      if (is_data_key(key)) data[key.substr(5)] = values[index[k]];
-      else apply_value(config, key, values[index[k]], spec.path + ": grid." + key);
-    }
-    // The dataset of this point and its segment lengths.
-    TaskOptions task = resolve_data_task(data, where);
-    SweepDataset dataset;
-    dataset.dir = (plan.sweep_dir / "data").string();
-    if (data_varies) {
-      std::string sub = task.name;
+    // Cartesian product, the first grid key varying slowest.
+    std::vector<size_t> index(grid.size(), 0);
+    while (true) {
+      std::map<std::string, std::string> data(spec.data.begin(), spec.data.end());
+      Config config = spec.base;
+      std::string where = spec.path + ": grid point";
+      for (size_t k = 0; k < grid.size(); ++k) {
+        const auto& [key, values] = grid[k];
+        where += fmt::format(" {}={}", key, values[index[k]]);
+        if (is_data_key(key)) data[key.substr(5)] = values[index[k]];
+        else apply_value(config, key, values[index[k]], spec.path + ": grid." + key);
+      }
+      // The dataset of this point and its segment lengths.
+      TaskOptions task = resolve_data_task(data, where);
+      SweepDataset dataset;
+      dataset.dir = (plan.sweep_dir / "data").string();
+      if (data_varies) {
+        std::string sub = task.name;
+        for (const auto& [k, v] : data)
+          if (k != "task") sub += "-" + k + id_safe(v);
+        dataset.dir = (plan.sweep_dir / "data" / sub).string();
+      }
+      dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
       for (const auto& [k, v] : data)
-        if (k != "task") sub += "-" + k + id_safe(v);
-      dataset.dir = (plan.sweep_dir / "data" / sub).string();
-    }
-    dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
-    for (const auto& [k, v] : data)
-      if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {"--" + k, v});
-    config.data = dataset.dir;
-    const int seq_len = task_seq_len(task);
-    if (config.segments > seq_len)
-      fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
-           seq_len, task.name);
-    const int segment_length = segment_lengths(seq_len, config.segments)[0];
-    const std::map<std::string, long long> vars = {
-        {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", config.segments}};
-    for (const auto& [key, expr] : spec.derive) {
-      long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
-      apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));
-    }
-    try {
-      validate(config);
-    } catch (const Error& e) {
-      fail("{}: {}", where, e.what());
-    }
-    resolve_kind(config.model);  // what prepare_run does, so that RUN_ID names what runs
+        if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {"--" + k, v});
+      config.data = dataset.dir;
+      const int seq_len = task_seq_len(task);
+      if (config.segments > seq_len)
+        fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
+             seq_len, task.name);
+      const int segment_length = segment_lengths(seq_len, config.segments)[0];
+      const std::map<std::string, long long> vars = {
+          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", config.segments}};
+      for (const auto& [key, expr] : spec.derive) {
+        long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
+        apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));
+      }
+      try {
+        validate(config);
+      } catch (const Error& e) {
+        fail("{}: {}", where, e.what());
+      }
+      resolve_kind(config.model);  // what prepare_run does, so that RUN_ID names what runs
 
-    // RUN_ID: readable prefix + hash of the resolved config with threads left out.
-    config.train.threads = 0;
-    std::string hash = sha256_hex(to_yaml(config)).substr(0, 8);
-    config.train.threads = threads;
-    std::string id = config.model.kind;
-    for (const auto& key : plan.columns) {
-      if (key == "model.kind" || key == "data.task") continue;
-      if (is_data_key(key) && !data.count(key.substr(5))) continue;
-      std::string value = is_data_key(key) ? data[key.substr(5)] : config_value(config, key);
-      // Memory sizes the kind does not use are 0 after resolve_kind: leave them out of the name.
-      if ((key == "model.num_mem_tokens" || key == "model.mem_len") && value == "0") continue;
-      id += "-" + short_name(key) + id_safe(value);
+      // RUN_ID: readable prefix + hash of the resolved config with threads left out.
+      config.train.threads = 0;
+      std::string hash = sha256_hex(to_yaml(config)).substr(0, 8);
+      config.train.threads = threads;
+      std::string id = config.model.kind;
+      for (const auto& key : plan.columns) {
+        if (key == "model.kind" || key == "data.task") continue;
+        if (is_data_key(key) && !data.count(key.substr(5))) continue;
+        std::string value = is_data_key(key) ? data[key.substr(5)] : config_value(config, key);
+        // Memory sizes the kind does not use are 0 after resolve_kind: leave them out of the name.
+        if ((key == "model.num_mem_tokens" || key == "model.mem_len") && value == "0") continue;
+        id += "-" + short_name(key) + id_safe(value);
+      }
+      if (data_varies) id = task.name + "-" + id;
+      id += "-" + hash;
+      if (seen_ids.insert(id).second) {  // e.g. baseline x two memory sizes is one run
+        SweepRun run;
+        run.run_id = id;
+        run.config = config;
+        run.segment_length = segment_length;
+        run.dir = plan.sweep_dir / id;
+        run.data_options = data;
+        plan.runs.push_back(run);
+        bool have = false;
+        for (const auto& d : plan.datasets) have |= d.dir == dataset.dir;
+        if (!have) plan.datasets.push_back(dataset);
+      }
+      // next grid point
+      size_t k = grid.size();
+      while (k > 0 && ++index[k - 1] == grid[k - 1].second.size()) index[--k] = 0;
+      if (k == 0) break;
     }
-    if (data_varies) id = task.name + "-" + id;
-    id += "-" + hash;
-    if (seen_ids.insert(id).second) {  // e.g. baseline x two memory sizes is one run
-      SweepRun run;
-      run.run_id = id;
-      run.config = config;
-      run.segment_length = segment_length;
-      run.dir = plan.sweep_dir / id;
-      run.data_options = data;
-      plan.runs.push_back(run);
-      bool have = false;
-      for (const auto& d : plan.datasets) have |= d.dir == dataset.dir;
-      if (!have) plan.datasets.push_back(dataset);
-    }
-    // next grid point
-    size_t k = grid.size();
-    while (k > 0 && ++index[k - 1] == grid[k - 1].second.size()) index[--k] = 0;
-    if (k == 0) break;
-  }
   }
   return plan;
 }
