@@ -119,6 +119,18 @@ TEST_CASE("sweep: plan, derived memory, RUN_IDs") {
   std::string other = kTinySweep;
   other.replace(other.find("max_steps: 5"), 12, "max_steps: 6");
   CHECK(rmt::plan_sweep(rmt::parse_sweep(other, "tiny.yaml"), dir.string(), 1).runs[3].run_id != plan.runs[3].run_id);
+  // A run with a checkpoint resumes from its own saved config; others start from the sweep's.
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::pending);
+  CHECK(rmt::train_args(plan, plan.runs[0]).back() == plan.runs[0].dir.string());
+  fs::create_directories(plan.runs[0].dir);
+  rmt::write_file_atomic(plan.runs[0].dir / "state.safetensors", "x");
+  rmt::write_file_atomic(plan.runs[0].dir / "config.yaml", "x");
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::resumable);
+  std::vector<std::string> resume = rmt::train_args(plan, plan.runs[0]);
+  CHECK(resume.back() == "--resume");
+  CHECK(resume[2] == (plan.runs[0].dir / "config.yaml").string());
+  rmt::write_file_atomic(plan.runs[0].dir / "results.json", "{}");
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::done);
   // Grid points that resolve to the same config are one run (baseline ignores the memory size).
   const char* dup = R"(
 data: {task: copy, length: 4, symbols: 4}
