@@ -7,12 +7,13 @@ RMT     := $(BUILD)/rmt
 BUILD_PACKAGES := cmake g++ make libcli11-dev libeigen3-dev libfmt-dev doctest-dev \
                   libyaml-cpp-dev nlohmann-json3-dev libssl-dev
 TEST_PACKAGES  := python3-torch python3-numpy
-ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) gnuplot-nox
+RUN_PACKAGES   := gnuplot-nox
+ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) $(RUN_PACKAGES)
 
 missing = $(shell for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-build deps-test test run bench clean
+.PHONY: all build deps deps-build deps-run deps-test test run bench clean
 
 all: build
 
@@ -21,6 +22,8 @@ deps:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(ALL_PACKAGES))"
 deps-build:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(BUILD_PACKAGES))"
+deps-run:
+	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(RUN_PACKAGES))"
 deps-test:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(TEST_PACKAGES))"
 _install:
@@ -38,10 +41,14 @@ build: deps-build $(BUILD)/CMakeCache.txt
 test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure
 
-run: build
-	$(RMT) generate copy --out runs/data/copy --force
-	$(RMT) data check runs/data/copy
-	$(RMT) data show runs/data/copy -n 3
+# The README's main job: generate data, run the quick_copy sweep (resumable: re-running skips
+# finished runs), print the table and write the plot. About 12 minutes on 2 cores.
+run: deps-run build
+	-$(RMT) sweep experiments/quick_copy.yaml -j 2   # "-": show the table even if a run failed
+	$(RMT) table runs/quick_copy/results.csv --paper experiments/paper_results.yaml
+	$(RMT) table runs/quick_copy/results.csv --metric acc_free_running
+	$(RMT) plot runs/quick_copy/results.csv --out runs/quick_copy/quick_copy.svg
+	@echo "plot: runs/quick_copy/quick_copy.svg"
 
 # Benchmark against PyTorch (bench/README.md). PyTorch comes from bench/.venv, made by
 # bench/setup_venv.sh on first use; if that cannot be made, Debian's python3-torch is used.

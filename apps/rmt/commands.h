@@ -11,6 +11,8 @@ void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_step_dump_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_report_commands(CLI::App& app);  // rmt table, rmt plot
 void add_bench_command(CLI::App& app);
 
 }  // namespace rmt::cli

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   rmt::cli::add_train_command(app);
   rmt::cli::add_eval_command(app);
   rmt::cli::add_step_dump_command(app);
+  rmt::cli::add_sweep_command(app);
+  rmt::cli::add_report_commands(app);
   rmt::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

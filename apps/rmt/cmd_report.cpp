@@ -1,0 +1,86 @@
+// `rmt table` and `rmt plot`: read a sweep's results.csv, print a table or draw a figure.
+// The pivoting is in lib/results_table.cpp; this file parses options, runs gnuplot and prints.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "apps/rmt/commands.h"
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/results_table.h"
+
+namespace rmt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+struct ReportArgs {
+  std::string csv, metric = "acc_teacher_forced", format = "md", paper, paper_section, out;
+  std::vector<std::string> by;
+};
+
+// runs/NAME/results.csv -> NAME (the paper section and the plot title default to it)
+std::string sweep_name(const std::string& csv) {
+  return fs::absolute(csv).parent_path().filename().string();
+}
+
+Pivot load_pivot(const ReportArgs& a) {
+  if (!fs::exists(a.csv)) fail("{} does not exist (run `rmt sweep` first)", a.csv);
+  Pivot pivot = pivot_results(parse_csv(read_file(a.csv), a.csv), a.metric, a.by, a.csv);
+  if (!a.paper.empty()) {
+    if (!fs::exists(a.paper)) fail("--paper {} does not exist", a.paper);
+    add_paper_rows(pivot, read_file(a.paper), a.paper, a.paper_section.empty() ? sweep_name(a.csv) : a.paper_section);
+  }
+  return pivot;
+}
+
+void add_common(CLI::App* cmd, ReportArgs& a) {
+  cmd->add_option("results", a.csv, "results.csv written by rmt sweep")->required();
+  cmd->add_option("--metric", a.metric, "acc_teacher_forced | acc_free_running | solve_rate | loss")
+      ->capture_default_str();
+  cmd->add_option("--paper", a.paper, "Show the paper's numbers too (experiments/paper_results.yaml)");
+  cmd->add_option("--paper-section", a.paper_section, "Section of the --paper file (default: the sweep's name)");
+  cmd->add_option("--by", a.by, "Also split rows by this column (e.g. bptt); repeatable");
+}
+}  // namespace
+
+void add_report_commands(CLI::App& app) {
+  auto targs = std::make_shared<ReportArgs>();
+  auto* table = app.add_subcommand("table", "Print a sweep's results as model x segments (mean ± std over seeds)");
+  add_common(table, *targs);
+  table->add_option("--format", targs->format, "md | csv | latex")->capture_default_str()
+      ->check(CLI::IsMember({"md", "csv", "latex"}));
+  table->callback([targs] { fmt::print("{}", format_pivot(load_pivot(*targs), targs->format)); });
+
+  auto pargs = std::make_shared<ReportArgs>();
+  auto* plot = app.add_subcommand("plot", "Draw accuracy against segments, one line per model (needs gnuplot)");
+  add_common(plot, *pargs);
+  plot->add_option("--out", pargs->out, "Figure file, .svg or .png")->required();
+  plot->callback([pargs] {
+    Pivot pivot = load_pivot(*pargs);
+    std::string script = gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv));
+    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+      fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make deps`), "
+           "or use `rmt table` for the numbers");
+    fs::path script_path = fs::path(pargs->out).concat(".gp");
+    if (script_path.has_parent_path()) fs::create_directories(script_path.parent_path());
+    write_file_atomic(script_path, script);
+    std::string cmd = "gnuplot " + script_path.string() + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string output;
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+    int status = p ? pclose(p) : -1;
+    if (status != 0 || !fs::exists(pargs->out))
+      fail("gnuplot failed on {}: {}", script_path.string(), output);
+    fs::remove(script_path);
+    fmt::print("wrote {}\n", pargs->out);
+  });
+}
+
+}  // namespace rmt::cli

@@ -1,0 +1,318 @@
+#include "lib/results_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/error.h"
+
+namespace rmt {
+
+int CsvTable::column(const std::string& name) const {
+  auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : int(it - header.begin());
+}
+
+CsvTable parse_csv(const std::string& text, const std::string& origin) {
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (ch == '"') quoted = false;
+      else field += ch;
+    } else if (ch == '"') {
+      quoted = true, any = true;
+    } else if (ch == ',') {
+      record.push_back(field), field.clear(), any = true;
+    } else if (ch == '\n') {
+      record.push_back(field), field.clear();
+      records.push_back(record), record.clear();
+      any = false;
+    } else if (ch != '\r') {
+      field += ch, any = true;
+    }
+  }
+  if (any || !field.empty()) record.push_back(field), records.push_back(record);
+  if (records.empty()) fail("{}: empty file (expected a results.csv header)", origin);
+  CsvTable csv;
+  csv.header = records[0];
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() != csv.header.size())
+      fail("{}: line {} has {} fields, the header has {}", origin, r + 1, records[r].size(), csv.header.size());
+    csv.rows.push_back(records[r]);
+  }
+  return csv;
+}
+
+namespace {
+
+int to_int(const std::string& s) { return s.empty() ? 0 : std::stoi(s); }
+
+std::string memory_text(const std::string& what, int value, int segment_length, bool constant) {
+  if (constant) return fmt::format("{} {}", what, value);
+  if (value == segment_length) return what + " = seg len";
+  if (2 * value == segment_length) return what + " = seg len/2";
+  return fmt::format("{} {}", what, value);
+}
+
+std::string kind_of(const std::string& label) { return label.substr(0, label.find(' ')); }
+
+std::string cell_text(const Cell& c) {
+  if (c.n == 0) return "";
+  return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
+}
+
+std::string paper_text(const Cell& c) { return c.n == 0 ? "" : fmt::format("{:.2f}", c.mean); }
+
+std::string metric_caption(const std::string& metric) {
+  if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
+  if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
+  if (metric == "solve_rate") return "test solve rate (whole answer right)";
+  return "test " + metric;
+}
+
+}  // namespace
+
+Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
+                    const std::string& source) {
+  Pivot pivot;
+  pivot.metric = metric;
+  pivot.source = source;
+  auto need = [&](const std::string& name) {
+    int c = csv.column(name);
+    if (c < 0) fail("{}: no column '{}' (columns: {})", source, name, fmt::join(csv.header, ", "));
+    return c;
+  };
+  const int c_metric = need(metric), c_kind = need("model.kind"), c_seg = need("segments"),
+            c_mem = need("model.num_mem_tokens"), c_cache = need("model.mem_len"),
+            c_status = need("status"), c_seglen = csv.column("segment_length");
+  std::vector<int> c_by;
+  for (const auto& b : by) c_by.push_back(need(b));
+
+  // Is the memory (and cache) of each kind the same in every run? Then rows say "mem 9";
+  // otherwise it follows the segment length and rows say "mem = seg len".
+  std::map<std::string, std::set<std::string>> mem_values, cache_values;
+  for (const auto& row : csv.rows) {
+    mem_values[row[c_kind]].insert(row[c_mem]);
+    cache_values[row[c_kind]].insert(row[c_cache]);
+  }
+
+  std::map<std::string, std::map<int, std::vector<double>>> values;
+  std::vector<std::string> order;
+  std::set<int> segments;
+  for (const auto& row : csv.rows) {
+    if (row[c_status] != "done") {
+      ++pivot.failed;
+      continue;
+    }
+    const std::string& kind = row[c_kind];
+    const int seg = to_int(row[c_seg]);
+    const int seglen = c_seglen >= 0 ? to_int(row[c_seglen]) : 0;
+    std::vector<std::string> parts;
+    if (kind == "xl" || kind == "xl_rmt")
+      parts.push_back(memory_text("cache", to_int(row[c_cache]), seglen, cache_values[kind].size() == 1));
+    if (kind == "rmt" || kind == "mt" || kind == "xl_rmt")
+      parts.push_back(memory_text("mem", to_int(row[c_mem]), seglen, mem_values[kind].size() == 1));
+    for (size_t i = 0; i < by.size(); ++i) parts.push_back(by[i] + " " + row[c_by[i]]);
+    std::string label = kind;
+    if (!parts.empty()) label += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+    if (row[c_metric].empty()) continue;  // e.g. acc_free_running of a run that did not decode
+    if (!values.count(label)) order.push_back(label);
+    values[label][seg].push_back(std::stod(row[c_metric]));
+    segments.insert(seg);
+    if (seglen > 0) pivot.segment_length[seg] = seglen;
+  }
+  // Rows in the paper's order of models, then by label.
+  const std::vector<std::string> kinds = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
+  auto rank = [&](const std::string& label) {
+    return std::find(kinds.begin(), kinds.end(), kind_of(label)) - kinds.begin();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+  });
+  for (const auto& label : order) {
+    PivotRow row;
+    row.label = label;
+    for (const auto& [seg, xs] : values[label]) {
+      Cell c;
+      c.n = int(xs.size());
+      for (double x : xs) c.mean += x / c.n;
+      if (c.n > 1) {
+        double ss = 0;
+        for (double x : xs) ss += (x - c.mean) * (x - c.mean);
+        c.std = std::sqrt(ss / (c.n - 1));
+      }
+      row.cells[seg] = c;
+    }
+    pivot.rows.push_back(row);
+  }
+  pivot.segments.assign(segments.begin(), segments.end());
+  return pivot;
+}
+
+void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::string& origin,
+                    const std::string& section) {
+  YAML::Node root = YAML::Load(yaml_text);
+  if (!root[section]) {
+    std::vector<std::string> names;
+    for (const auto& e : root) names.push_back(e.first.Scalar());
+    fail("{}: no section '{}' (sections: {}); pick one with --paper-section", origin, section, fmt::join(names, ", "));
+  }
+  YAML::Node rows = root[section]["rows"];
+  if (!rows || !rows.IsMap()) fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", origin, section);
+  std::vector<PivotRow> paper;
+  for (const auto& entry : rows) {
+    PivotRow row;
+    row.label = entry.first.Scalar();
+    row.paper = true;
+    for (const auto& v : entry.second) {
+      Cell c;
+      c.mean = v.second.as<double>();
+      c.n = 1;
+      row.cells[v.first.as<int>()] = c;
+    }
+    paper.push_back(row);
+  }
+  // Each measured row is followed by its paper row: the same label, else the same kind.
+  std::vector<bool> used(paper.size(), false);
+  std::vector<PivotRow> merged;
+  for (const auto& row : pivot.rows) {
+    merged.push_back(row);
+    int match = -1;
+    for (size_t i = 0; i < paper.size() && match < 0; ++i)
+      if (!used[i] && paper[i].label == row.label) match = int(i);
+    for (size_t i = 0; i < paper.size() && match < 0; ++i)
+      if (!used[i] && kind_of(paper[i].label) == kind_of(row.label)) match = int(i);
+    if (match >= 0) used[size_t(match)] = true, merged.push_back(paper[size_t(match)]);
+  }
+  for (size_t i = 0; i < paper.size(); ++i)
+    if (!used[i]) merged.push_back(paper[i]);
+  pivot.rows = merged;
+  // Only the measured segment counts are columns: the paper's other ones are not comparable.
+}
+
+std::string format_pivot(const Pivot& pivot, const std::string& format) {
+  std::string out;
+  auto column_name = [&](int seg) {
+    auto it = pivot.segment_length.find(seg);
+    return it == pivot.segment_length.end() ? fmt::format("{} seg", seg)
+                                            : fmt::format("{} x {}", seg, it->second);
+  };
+  auto label_of = [](const PivotRow& r) { return r.paper ? "paper: " + r.label : r.label; };
+  auto cell_of = [](const PivotRow& r, int seg) {
+    auto it = r.cells.find(seg);
+    if (it == r.cells.end()) return std::string();
+    return r.paper ? paper_text(it->second) : cell_text(it->second);
+  };
+  const std::string caption =
+      fmt::format("{}: mean ± std over seeds (n); columns: segments x longest segment length",
+                  metric_caption(pivot.metric));
+  std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
+  if (format == "md") {
+    out += "**" + caption + "** (" + pivot.metric + ", from " + pivot.source + ")\n\n";
+    out += "| model |";
+    for (int s : pivot.segments) out += " " + column_name(s) + " |";
+    out += "\n|---|";
+    for (size_t i = 0; i < pivot.segments.size(); ++i) out += "---|";
+    out += "\n";
+    for (const auto& r : pivot.rows) {
+      out += "| " + label_of(r) + " |";
+      for (int s : pivot.segments) out += " " + cell_of(r, s) + " |";
+      out += "\n";
+    }
+    if (!footnote.empty()) out += "\n" + footnote + "\n";
+  } else if (format == "csv") {
+    out += "model,source,segments,segment_length,mean,std,n\n";
+    for (const auto& r : pivot.rows)
+      for (const auto& [seg, c] : r.cells) {
+        if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) == pivot.segments.end()) continue;
+        int len = pivot.segment_length.count(seg) ? pivot.segment_length.at(seg) : 0;
+        std::string label = r.label.find(',') != std::string::npos ? "\"" + r.label + "\"" : r.label;
+        out += fmt::format("{},{},{},{},{:.6g},{:.6g},{}\n", label, r.paper ? "paper" : "measured", seg, len,
+                           c.mean, c.std, r.paper ? 0 : c.n);
+      }
+  } else if (format == "latex") {
+    auto esc = [](std::string s) {
+      std::string o;
+      for (char ch : s) o += ch == '_' ? std::string("\\_") : ch == '%' ? std::string("\\%") : std::string(1, ch);
+      return o;
+    };
+    out += "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l";
+    for (size_t i = 0; i < pivot.segments.size(); ++i) out += "c";
+    out += "}\n\\hline\nmodel";
+    for (int s : pivot.segments) out += " & " + esc(column_name(s));
+    out += " \\\\\n\\hline\n";
+    for (const auto& r : pivot.rows) {
+      out += esc(label_of(r));
+      for (int s : pivot.segments) {
+        std::string c = cell_of(r, s);
+        size_t pm = c.find("±");
+        if (pm != std::string::npos) c.replace(pm, std::string("±").size(), "$\\pm$");
+        out += " & " + c;
+      }
+      out += " \\\\\n";
+    }
+    out += "\\hline\n\\end{tabular}\n\\caption{" + esc(caption) + (footnote.empty() ? "" : " " + footnote) +
+           "}\n\\end{table}\n";
+  } else {
+    fail("unknown table format '{}' (md, csv or latex)", format);
+  }
+  return out;
+}
+
+std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title) {
+  std::string ext = out.size() >= 4 ? out.substr(out.size() - 4) : "";
+  std::string terminal;
+  if (ext == ".svg") terminal = "svg size 720,480 dynamic enhanced font 'Helvetica,13'";
+  else if (ext == ".png") terminal = "pngcairo size 900,600 enhanced font 'Helvetica,12'";
+  else fail("--out {}: the plot file must end in .svg or .png", out);
+  auto quote = [](const std::string& s) {
+    std::string o = "\"";
+    for (char ch : s) o += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+    return o + "\"";
+  };
+  std::string s;
+  s += "set terminal " + terminal + "\n";
+  s += "set output " + quote(out) + "\n";
+  s += "set title " + quote(title) + " noenhanced\n";
+  s += "set xlabel 'number of segments'\n";
+  s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
+  s += "set yrange [0:1.05]\nset grid\nset key outside right top noenhanced\n";
+  s += "set xtics (";
+  for (size_t i = 0; i < pivot.segments.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", pivot.segments[i]);
+  s += ")\n";
+  if (!pivot.segments.empty())
+    s += fmt::format("set xrange [{}:{}]\n", pivot.segments.front() - 0.5, pivot.segments.back() + 0.5);
+  // One inline data block per row: segments, mean, std.
+  std::vector<std::string> plots;
+  std::string data;
+  int color = 1;
+  for (size_t i = 0; i < pivot.rows.size(); ++i) {
+    const PivotRow& r = pivot.rows[i];
+    std::string block = fmt::format("$row{}", i);
+    data += block + " << EOD\n";
+    for (const auto& [seg, c] : r.cells)
+      if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) != pivot.segments.end())
+        data += fmt::format("{} {:.6g} {:.6g}\n", seg, c.mean, c.std);
+    data += "EOD\n";
+    if (r.paper)
+      plots.push_back(fmt::format("{} using 1:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}",
+                                  block, color - 1, quote("paper: " + r.label)));
+    else
+      plots.push_back(fmt::format("{} using 1:2:3 with yerrorlines linewidth 2 pointtype 7 linecolor {} title {}",
+                                  block, color++, quote(r.label)));
+  }
+  if (plots.empty()) fail("nothing to plot: no finished runs with a value for {}", pivot.metric);
+  s += data;
+  s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
+  return s;
+}
+
+}  // namespace rmt

@@ -1,0 +1,726 @@
+#include "lib/sweep.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/model.h"
+#include "tasks/tasks.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// The `rmt generate` options a `data:` block may hold.
+const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs",
+                                            "train", "val", "test", "seed"};
+
+std::string closest_of(const std::string& word, const std::vector<std::string>& choices) {
+  // Fewest differing characters at the same position plus the length difference: crude but
+  // enough to point at a typo among a handful of names.
+  std::string best;
+  size_t best_score = size_t(-1);
+  for (const auto& c : choices) {
+    size_t score = std::max(word.size(), c.size()) - std::min(word.size(), c.size());
+    for (size_t i = 0; i < std::min(word.size(), c.size()); ++i) score += word[i] != c[i];
+    if (score < best_score) best_score = score, best = c;
+  }
+  return best;
+}
+
+bool is_data_key(const std::string& key) { return key.rfind("data.", 0) == 0; }
+
+// Applies `key: value` to a config, rewording the config's own error (which has the reason and
+// the did-you-mean) so that it names the sweep file and section.
+void apply_value(Config& config, const std::string& key, const std::string& value,
+                 const std::string& where) {
+  if (key == "data")
+    fail("{}: 'data' is filled in by the sweep; give the dataset's `rmt generate` options in the "
+         "top-level 'data:' block instead", where);
+  try {
+    apply_override(config, key + "=" + value);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    const std::string prefix = "--set " + key + "=" + value + ": ";
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    fail("{}: {}", where, msg);
+  }
+}
+
+void check_data_option(const std::string& option, const std::string& value, const std::string& where) {
+  if (std::find(kDataKeys.begin(), kDataKeys.end(), option) == kDataKeys.end())
+    fail("{}: unknown data option '{}' (did you mean '{}'?); options: {}", where, option,
+         closest_of(option, kDataKeys), fmt::join(kDataKeys, ", "));
+  if (option == "task") return;
+  long long v = 0;
+  try {
+    size_t used = 0;
+    v = std::stoll(value, &used);
+    if (used != value.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    fail("{}: invalid value '{}' for data option '{}': expected an integer", where, value, option);
+  }
+  if (v < 0 || (v == 0 && option != "seed"))
+    fail("{}: invalid value '{}' for data option '{}': expected {}", where, value, option,
+         option == "seed" ? "an integer >= 0" : "an integer >= 1");
+}
+
+// Resolves a data block to the task it generates (fails like `rmt generate` would).
+TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, const std::string& where) {
+  auto get = [&](const char* k) -> std::optional<int> {
+    auto it = data.find(k);
+    if (it == data.end()) return std::nullopt;
+    return std::stoi(it->second);
+  };
+  auto task = data.find("task");
+  if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy)", where);
+  try {
+    return resolve_task(task->second, get("length"), get("symbols"), get("pairs"));
+  } catch (const Error& e) {
+    fail("{}: data: {}", where, e.what());
+  }
+}
+
+int task_seq_len(const TaskOptions& t) {
+  return task_stacked(t) ? task_len_x(t) + task_len_y(t) - 1 : task_len_x(t);
+}
+
+std::string scalar_of(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) fail("{}: expected a single value, got {}", where, node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "nothing");
+  return node.Scalar();
+}
+
+// ---- derive expressions: a tiny recursive-descent parser ------------------------------------
+struct ExprParser {
+  const std::string& s;
+  const std::map<std::string, long long>& vars;
+  const std::string& origin;
+  size_t i = 0;
+
+  void skip() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
+  [[noreturn]] void error(const std::string& what) {
+    fail("{}: {} in expression '{}' at column {}", origin, what, s, i + 1);
+  }
+  long long expr() {
+    long long v = term();
+    for (skip(); i < s.size() && (s[i] == '+' || s[i] == '-'); skip()) {
+      char op = s[i++];
+      long long r = term();
+      v = op == '+' ? v + r : v - r;
+    }
+    return v;
+  }
+  long long term() {
+    long long v = factor();
+    for (skip(); i < s.size() && (s[i] == '*' || s[i] == '/'); skip()) {
+      char op = s[i++];
+      long long r = factor();
+      if (op == '/' && r == 0) error("division by zero");
+      v = op == '*' ? v * r : v / r;
+    }
+    return v;
+  }
+  long long factor() {
+    skip();
+    if (i >= s.size()) error("unexpected end");
+    if (s[i] == '(') {
+      ++i;
+      long long v = expr();
+      skip();
+      if (i >= s.size() || s[i] != ')') error("missing ')'");
+      ++i;
+      return v;
+    }
+    if (s[i] == '-') return ++i, -factor();
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+      long long v = 0;
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) v = v * 10 + (s[i++] - '0');
+      return v;
+    }
+    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
+      size_t start = i;
+      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+      std::string name = s.substr(start, i - start);
+      auto it = vars.find(name);
+      if (it == vars.end()) {
+        std::vector<std::string> names;
+        for (const auto& [k, v] : vars) names.push_back(k);
+        i = start;
+        error(fmt::format("unknown name '{}' (known: {})", name, fmt::join(names, ", ")));
+      }
+      return it->second;
+    }
+    error(fmt::format("unexpected '{}'", s[i]));
+  }
+};
+
+// The value of one dotted key in a config, as its YAML text (via to_yaml, the one place that
+// knows how each key prints).
+std::string config_value(const Config& config, const std::string& key) {
+  YAML::Node root = YAML::Load(to_yaml(config));
+  size_t dot = key.find('.');
+  YAML::Node node = dot == std::string::npos ? root[key] : root[key.substr(0, dot)][key.substr(dot + 1)];
+  return node.IsScalar() ? node.Scalar() : "";
+}
+
+// Short names for the RUN_ID prefix; other keys use their last component.
+std::string short_name(const std::string& key) {
+  static const std::map<std::string, std::string> names = {
+      {"segments", "seg"}, {"model.num_mem_tokens", "mem"}, {"model.mem_len", "cache"},
+      {"train.seed", "seed"}, {"bptt", "bptt"}, {"train.lr", "lr"}, {"model.n_layer", "layers"}};
+  auto it = names.find(key);
+  if (it != names.end()) return it->second;
+  return key.substr(key.rfind('.') + 1);
+}
+
+std::string id_safe(const std::string& text) {
+  std::string out;
+  for (char ch : text) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' ? ch : '_';
+  return out;
+}
+
+// Last non-empty line of a file (a failed run's error message).
+std::string last_line(const fs::path& path) {
+  if (!fs::exists(path)) return "";
+  std::string text = read_file(path), last;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t cr = line.rfind('\r');  // progress lines on a tty overwrite themselves
+    if (cr != std::string::npos) line = line.substr(cr + 1);
+    if (line.find_first_not_of(" \t") != std::string::npos) last = line;
+  }
+  return last;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string json_number(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  if (j[key].is_number_float()) return fmt::format("{:.6g}", j[key].get<double>());
+  return j[key].dump();
+}
+
+}  // namespace
+
+long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
+                          const std::string& origin) {
+  ExprParser p{expr, vars, origin};
+  long long v = p.expr();
+  p.skip();
+  if (p.i != expr.size()) p.error(fmt::format("unexpected '{}'", expr[p.i]));
+  return v;
+}
+
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
+  SweepSpec spec;
+  spec.path = path;
+  spec.name = fs::path(path).stem().string();
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail("{}: malformed YAML at line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (!root.IsMap()) fail("{}: expected a mapping with data:, base: and grid:", path);
+  const std::vector<std::string> sections = {"data", "base", "grid", "derive"};
+  for (const auto& entry : root) {
+    std::string key = entry.first.Scalar();
+    if (std::find(sections.begin(), sections.end(), key) == sections.end())
+      fail("{}: unknown section '{}' (did you mean '{}'?); sections: data, base, grid, derive", path,
+           key, closest_of(key, sections));
+  }
+  // data: the `rmt generate` options
+  if (!root["data"] || !root["data"].IsMap()) fail("{}: 'data:' (the dataset's `rmt generate` options, e.g. task: copy) is required", path);
+  std::map<std::string, std::string> data;
+  for (const auto& entry : root["data"]) {
+    std::string option = entry.first.Scalar();
+    std::string where = fmt::format("{}: data.{}", path, option);
+    std::string value = scalar_of(entry.second, where);
+    check_data_option(option, value, fmt::format("{}: data", path));
+    spec.data.emplace_back(option, value);
+    data[option] = value;
+  }
+  // base: an rmt train config, checked by the config's own parser (did-you-mean included)
+  if (root["base"]) {
+    if (!root["base"].IsMap()) fail("{}: 'base:' must be a mapping of `rmt train` config keys", path);
+    if (root["base"]["data"])
+      fail("{}: base: 'data' is filled in by the sweep; give the dataset's `rmt generate` options "
+           "in the top-level 'data:' block instead", path);
+    YAML::Emitter out;
+    out << root["base"];
+    spec.base = parse_config(out.c_str(), path + ": base");
+  }
+  // grid: every value of every key is applied to the base config now, so a bad one fails
+  // before any run starts. A list of maps is several grids, run one after another.
+  YAML::Node grid_node = root["grid"];
+  if (!grid_node || !(grid_node.IsMap() || grid_node.IsSequence()) || grid_node.size() == 0)
+    fail("{}: 'grid:' (dotted config keys -> lists of values, or a list of such maps) is required "
+         "and must not be empty", path);
+  std::vector<YAML::Node> blocks;
+  if (grid_node.IsMap()) blocks.push_back(grid_node);
+  else
+    for (const auto& b : grid_node) blocks.push_back(b);
+  std::set<std::string> grid_keys;
+  bool any_task_grid = false;
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const std::string gname = blocks.size() == 1 ? "grid" : fmt::format("grid[{}]", bi);
+    if (!blocks[bi].IsMap() || blocks[bi].size() == 0)
+      fail("{}: {}: expected a non-empty mapping of dotted config keys to lists", path, gname);
+    SweepSpec::Grid grid;
+    for (const auto& entry : blocks[bi]) {
+      std::string key = entry.first.Scalar();
+      std::string where = fmt::format("{}: {}.{}", path, gname, key);
+      if (!entry.second.IsSequence()) fail("{}: expected a list of values, e.g. [1, 2, 3]", where);
+      if (entry.second.size() == 0) fail("{}: the list is empty; give at least one value", where);
+      std::vector<std::string> values;
+      for (const auto& v : entry.second) {
+        std::string text = scalar_of(v, where);
+        if (std::find(values.begin(), values.end(), text) != values.end())
+          fail("{}: value '{}' is listed twice", where, text);
+        if (is_data_key(key)) {
+          check_data_option(key.substr(5), text, fmt::format("{}: {}", path, gname));
+          auto d = data;
+          d[key.substr(5)] = text;
+          resolve_data_task(d, where);
+        } else {
+          Config probe = spec.base;
+          apply_value(probe, key, text, where);
+        }
+        values.push_back(text);
+      }
+      grid_keys.insert(key);
+      any_task_grid |= key == "data.task";
+      grid.emplace_back(key, values);
+    }
+    spec.grids.push_back(grid);
+  }
+  if (!any_task_grid) resolve_data_task(data, path);
+  // derive: key -> expression, parsed now with placeholder values to catch typos
+  if (root["derive"]) {
+    if (!root["derive"].IsMap()) fail("{}: 'derive:' must map config keys to expressions", path);
+    const std::map<std::string, long long> probe_vars = {{"segment_length", 1}, {"seq_len", 1}, {"segments", 1}};
+    for (const auto& entry : root["derive"]) {
+      std::string key = entry.first.Scalar();
+      std::string where = fmt::format("{}: derive.{}", path, key);
+      std::string expr = scalar_of(entry.second, where);
+      if (grid_keys.count(key)) fail("{}: '{}' is also in grid:; a key is either listed or derived", where, key);
+      Config probe = spec.base;
+      apply_value(probe, key, "1", where);  // unknown keys fail here, with did-you-mean
+      eval_expression(expr, probe_vars, where);
+      spec.derive.emplace_back(key, expr);
+    }
+  }
+  return spec;
+}
+
+SweepSpec load_sweep(const std::string& path) {
+  if (!fs::exists(path)) fail("sweep file {} does not exist", path);
+  return parse_sweep(read_file(path), path);
+}
+
+SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads) {
+  SweepPlan plan;
+  plan.spec = spec;
+  plan.sweep_dir = fs::path(runs_dir) / spec.name;
+  // Columns: every grid key of any block, then the derived keys.
+  auto add_column = [&](const std::string& key) {
+    if (std::find(plan.columns.begin(), plan.columns.end(), key) == plan.columns.end()) plan.columns.push_back(key);
+  };
+  bool data_varies = false;
+  for (const auto& grid : spec.grids)
+    for (const auto& [key, values] : grid) add_column(key), data_varies |= is_data_key(key);
+  for (const auto& [key, expr] : spec.derive) add_column(key);
+
+  std::set<std::string> seen_ids;
+  for (const auto& grid : spec.grids) {
+    // Cartesian product, the first grid key varying slowest.
+    std::vector<size_t> index(grid.size(), 0);
+    while (true) {
+      std::map<std::string, std::string> data(spec.data.begin(), spec.data.end());
+      Config config = spec.base;
+      std::string where = spec.path + ": grid point";
+      for (size_t k = 0; k < grid.size(); ++k) {
+        const auto& [key, values] = grid[k];
+        where += fmt::format(" {}={}", key, values[index[k]]);
+        if (is_data_key(key)) data[key.substr(5)] = values[index[k]];
+        else apply_value(config, key, values[index[k]], spec.path + ": grid." + key);
+      }
+      // The dataset of this point and its segment lengths.
+      TaskOptions task = resolve_data_task(data, where);
+      SweepDataset dataset;
+      dataset.dir = (plan.sweep_dir / "data").string();
+      if (data_varies) {
+        std::string sub = task.name;
+        for (const auto& [k, v] : data)
+          if (k != "task") sub += "-" + k + id_safe(v);
+        dataset.dir = (plan.sweep_dir / "data" / sub).string();
+      }
+      dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
+      for (const auto& [k, v] : data)
+        if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {"--" + k, v});
+      config.data = dataset.dir;
+      const int seq_len = task_seq_len(task);
+      if (config.segments > seq_len)
+        fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
+             seq_len, task.name);
+      const int segment_length = segment_lengths(seq_len, config.segments)[0];
+      const std::map<std::string, long long> vars = {
+          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", config.segments}};
+      for (const auto& [key, expr] : spec.derive) {
+        long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
+        apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));
+      }
+      try {
+        validate(config);
+      } catch (const Error& e) {
+        fail("{}: {}", where, e.what());
+      }
+      resolve_kind(config.model);  // what prepare_run does, so that RUN_ID names what runs
+
+      // RUN_ID: readable prefix + hash of the resolved config with threads left out.
+      config.train.threads = 0;
+      std::string hash = sha256_hex(to_yaml(config)).substr(0, 8);
+      config.train.threads = threads;
+      std::string id = config.model.kind;
+      for (const auto& key : plan.columns) {
+        if (key == "model.kind" || key == "data.task") continue;
+        if (is_data_key(key) && !data.count(key.substr(5))) continue;
+        std::string value = is_data_key(key) ? data[key.substr(5)] : config_value(config, key);
+        // Memory sizes the kind does not use are 0 after resolve_kind: leave them out of the name.
+        if ((key == "model.num_mem_tokens" || key == "model.mem_len") && value == "0") continue;
+        id += "-" + short_name(key) + id_safe(value);
+      }
+      if (data_varies) id = task.name + "-" + id;
+      id += "-" + hash;
+      if (seen_ids.insert(id).second) {  // e.g. baseline x two memory sizes is one run
+        SweepRun run;
+        run.run_id = id;
+        run.config = config;
+        run.segment_length = segment_length;
+        run.dir = plan.sweep_dir / id;
+        run.data_options = data;
+        plan.runs.push_back(run);
+        bool have = false;
+        for (const auto& d : plan.datasets) have |= d.dir == dataset.dir;
+        if (!have) plan.datasets.push_back(dataset);
+      }
+      // next grid point
+      size_t k = grid.size();
+      while (k > 0 && ++index[k - 1] == grid[k - 1].second.size()) index[--k] = 0;
+      if (k == 0) break;
+    }
+  }
+  return plan;
+}
+
+RunState run_state(const SweepRun& run) {
+  if (fs::exists(run.dir / "results.json")) return RunState::done;
+  if (fs::exists(run.dir / "sweep_error.txt")) return RunState::failed;
+  if (fs::exists(run.dir / "state.safetensors")) return RunState::resumable;
+  return RunState::pending;
+}
+
+const char* run_state_name(RunState s) {
+  switch (s) {
+    case RunState::done: return "done";
+    case RunState::failed: return "failed";
+    case RunState::resumable: return "resumable";
+    default: return "pending";
+  }
+}
+
+static fs::path config_file(const SweepPlan& plan, const SweepRun& run) {
+  return plan.sweep_dir / "configs" / (run.run_id + ".yaml");
+}
+
+std::vector<std::string> train_args(const SweepPlan& plan, const SweepRun& run) {
+  // A run with a checkpoint resumes from its own saved config.yaml: that is the text train
+  // compares against, and it keeps the thread count the run started with.
+  if (fs::exists(run.dir / "state.safetensors") && fs::exists(run.dir / "config.yaml"))
+    return {"train", "--config", (run.dir / "config.yaml").string(), "--out", run.dir.string(), "--resume"};
+  return {"train", "--config", config_file(plan, run).string(), "--out", run.dir.string()};
+}
+
+std::string shell_quote(const std::string& word) {
+  bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::string("/._-=+:,@").find(ch) != std::string::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+static std::string command_line(const std::string& binary, const std::vector<std::string>& args) {
+  std::string line = shell_quote(binary);
+  for (const auto& a : args) line += " " + shell_quote(a);
+  return line;
+}
+
+// Runs `binary args...` to completion with output into log; returns the exit status.
+static int run_and_wait(const std::string& binary, const std::vector<std::string>& args, const fs::path& log);
+
+void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
+  for (const auto& d : plan.datasets) {
+    if (fs::exists(fs::path(d.dir) / "meta.yaml")) continue;  // meta.yaml is written last
+    if (!options.quiet) fmt::print(stderr, "sweep: generating {}\n", command_line("rmt", d.generate_args));
+    std::vector<std::string> args = d.generate_args;
+    args.push_back("--force");  // a directory without meta.yaml is an interrupted generation
+    fs::create_directories(d.dir);
+    fs::path log = fs::path(d.dir) / "generate.log";
+    if (run_and_wait(options.rmt_binary, args, log) != 0)
+      fail("generating {} failed: {}", d.dir, last_line(log));
+  }
+  fs::create_directories(plan.sweep_dir / "configs");
+  for (const auto& run : plan.runs) {
+    fs::path path = config_file(plan, run);
+    std::string text = to_yaml(run.config);
+    if (!fs::exists(path) || read_file(path) != text) write_file_atomic(path, text);
+  }
+}
+
+std::string results_csv_text(const SweepPlan& plan) {
+  // Columns: the grid and derived keys, the keys every table needs, then the metrics.
+  std::vector<std::string> config_cols = plan.columns;
+  for (const char* k : {"model.kind", "segments", "model.num_mem_tokens", "model.mem_len", "bptt", "train.seed"})
+    if (std::find(config_cols.begin(), config_cols.end(), k) == config_cols.end()) config_cols.push_back(k);
+  const std::vector<std::string> tail = {"segment_length", "acc_teacher_forced", "acc_free_running",
+                                         "solve_rate", "loss", "run_id", "status", "steps",
+                                         "wall_time_s", "git_commit", "threads", "error"};
+  std::vector<std::string> header = config_cols;
+  header.insert(header.end(), tail.begin(), tail.end());
+  std::string out;
+  for (size_t i = 0; i < header.size(); ++i) out += (i ? "," : "") + csv_field(header[i]);
+  out += "\n";
+  for (const auto& run : plan.runs) {
+    RunState state = run_state(run);
+    if (state != RunState::done && state != RunState::failed) continue;
+    std::vector<std::string> row;
+    for (const auto& key : config_cols)
+      if (!is_data_key(key)) row.push_back(config_value(run.config, key));
+      else if (auto it = run.data_options.find(key.substr(5)); it != run.data_options.end()) row.push_back(it->second);
+      else row.push_back("");
+    json r;
+    std::string error;
+    if (state == RunState::done) {
+      r = json::parse(read_file(run.dir / "results.json"), nullptr, false);
+      if (r.is_discarded()) r = json::object();
+    } else {
+      error = read_file(run.dir / "sweep_error.txt");
+      while (!error.empty() && (error.back() == '\n' || error.back() == '\r')) error.pop_back();
+    }
+    row.push_back(std::to_string(run.segment_length));
+    for (const char* k : {"acc_teacher_forced", "acc_free_running", "solve_rate", "loss"}) row.push_back(json_number(r, k));
+    row.push_back(run.run_id);
+    row.push_back(state == RunState::done ? "done" : "failed");
+    row.push_back(json_number(r, "steps"));
+    row.push_back(r.contains("wall_time_s") ? fmt::format("{:.1f}", r["wall_time_s"].get<double>()) : "");
+    row.push_back(r.contains("git_commit") ? r["git_commit"].get<std::string>() : "");
+    row.push_back(json_number(r, "threads"));
+    row.push_back(error);
+    for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_field(row[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+void write_results_csv(const SweepPlan& plan) {
+  fs::create_directories(plan.sweep_dir);
+  write_file_atomic(plan.sweep_dir / "results.csv", results_csv_text(plan));
+}
+
+// ---- subprocesses -----------------------------------------------------------------------------
+
+static pid_t spawn(const std::string& binary, const std::vector<std::string>& args, const fs::path& log) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) fail("fork failed: {}", std::strerror(errno));
+  if (pid == 0) {
+    // A killed sweep takes its runs with it: otherwise an orphaned run would keep writing into
+    // a directory that the next sweep resumes.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    std::vector<char*> argv;
+    std::string b = binary;
+    argv.push_back(b.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    std::fprintf(stderr, "rmt sweep: cannot run %s: %s\n", binary.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+static int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+static int run_and_wait(const std::string& binary, const std::vector<std::string>& args, const fs::path& log) {
+  pid_t pid = spawn(binary, args, log);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  return exit_code(status);
+}
+
+// "step 1200 val 0.873" from the tail of a run's metrics.jsonl.
+static std::string run_progress(const SweepRun& run) {
+  fs::path path = run.dir / "metrics.jsonl";
+  if (!fs::exists(path)) return "starting";
+  std::string text = read_file(path);
+  int64_t step = 0;
+  std::string val = "-";
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    step = std::max(step, j.value("step", int64_t(0)));
+    if (j.contains("val_acc_teacher_forced")) val = fmt::format("{:.3f}", j["val_acc_teacher_forced"].get<double>());
+  }
+  return fmt::format("step {}/{} val {}", step, run.config.train.max_steps, val);
+}
+
+int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
+  fs::create_directories(plan.sweep_dir);
+  // One sweep per directory at a time; the lock dies with the process (even on SIGKILL).
+  fs::path lock_path = plan.sweep_dir / ".lock";
+  int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
+    fail("{}: another `rmt sweep` is running in this directory", plan.sweep_dir.string());
+
+  prepare_sweep_files(plan, options);
+  std::vector<size_t> queue;  // runs still to do, in grid order
+  int done = 0, failed = 0;
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    RunState s = run_state(plan.runs[i]);
+    if (s == RunState::done) ++done;
+    else queue.push_back(i);  // failed runs are retried
+  }
+  write_results_csv(plan);
+  if (!options.quiet)
+    fmt::print(stderr, "sweep {}: {} runs, {} done, {} to run, {} at a time, {} threads each\n",
+               plan.spec.name, plan.runs.size(), done, queue.size(), options.jobs,
+               plan.runs.empty() ? 0 : plan.runs[0].config.train.threads);
+
+  std::map<pid_t, size_t> running;
+  size_t next = 0;
+  auto last_report = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  const bool tty = isatty(2);
+  while (next < queue.size() || !running.empty()) {
+    while (next < queue.size() && int(running.size()) < options.jobs) {
+      const SweepRun& run = plan.runs[queue[next++]];
+      fs::create_directories(run.dir);
+      fs::remove(run.dir / "sweep_error.txt");
+      // Killed before its first checkpoint: nothing to resume, start it afresh.
+      if (!fs::exists(run.dir / "state.safetensors")) {
+        fs::remove(run.dir / "metrics.jsonl");
+        fs::remove(run.dir / "config.yaml");
+      }
+      auto args = train_args(plan, run);
+      append_line(run.dir / "train.log", "$ " + command_line("rmt", args));
+      running[spawn(options.rmt_binary, args, run.dir / "train.log")] = size_t(&run - plan.runs.data());
+    }
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && running.count(pid)) {
+      const SweepRun& run = plan.runs[running[pid]];
+      running.erase(pid);
+      int code = exit_code(status);
+      if (code == 0 && fs::exists(run.dir / "results.json")) {
+        ++done;
+      } else {
+        ++failed;
+        std::string why = last_line(run.dir / "train.log");
+        if (why.empty()) why = fmt::format("rmt train exited with status {}", code);
+        write_file_atomic(run.dir / "sweep_error.txt", why + "\n");
+      }
+      write_results_csv(plan);
+      if (!options.quiet)
+        fmt::print(stderr, "{}sweep: {} {}{}\n", tty ? "\r\033[K" : "", run.run_id,
+                   code == 0 ? "done" : "FAILED: ", code == 0 ? "" : last_line(run.dir / "sweep_error.txt"));
+      continue;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!options.quiet && now - last_report >= std::chrono::seconds(tty ? 1 : 30)) {
+      last_report = now;
+      std::string line = fmt::format("sweep: {} done, {} failed, {} running, {} pending", done, failed,
+                                     running.size(), queue.size() - next);
+      for (const auto& [p, i] : running) line += fmt::format(" | {}: {}", plan.runs[i].run_id, run_progress(plan.runs[i]));
+      if (tty) fmt::print(stderr, "\r\033[K{}", line);
+      else fmt::print(stderr, "{}\n", line);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (!options.quiet)
+    fmt::print(stderr, "{}sweep {}: {} done, {} failed; results in {}\n", tty ? "\r\033[K" : "", plan.spec.name,
+               done, failed, (plan.sweep_dir / "results.csv").string());
+  close(lock_fd);
+  return failed;
+}
+
+std::vector<std::string> pending_commands(const SweepPlan& plan, const SweepOptions& options) {
+  std::vector<std::string> out;
+  for (const auto& run : plan.runs)
+    if (run_state(run) != RunState::done) out.push_back(command_line(options.rmt_binary, train_args(plan, run)));
+  return out;
+}
+
+std::string slurm_script(const SweepPlan& plan, const std::vector<std::string>& commands) {
+  std::string s;
+  s += "#!/bin/bash\n";
+  s += fmt::format("# SLURM job array for sweep {} ({} runs). Submit with: sbatch {}\n", plan.spec.name,
+                   commands.size(), (plan.sweep_dir / "sweep.slurm").string());
+  s += "# Afterwards `rmt sweep " + plan.spec.path + "` (nothing left to run) collects results.csv.\n";
+  s += fmt::format("#SBATCH --job-name=rmt-{}\n", plan.spec.name);
+  s += fmt::format("#SBATCH --array=0-{}\n", commands.empty() ? 0 : commands.size() - 1);
+  s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", plan.sweep_dir.string());
+  s += "#SBATCH --cpus-per-task=4\n#SBATCH --time=48:00:00\n\n";
+  s += "set -euo pipefail\n";
+  s += "cd " + shell_quote(fs::current_path().string()) + "\n";
+  s += "COMMANDS=(\n";
+  for (const auto& c : commands) s += "  " + shell_quote(c) + "\n";
+  s += ")\n";
+  s += "eval \"${COMMANDS[$SLURM_ARRAY_TASK_ID]}\"\n";
+  return s;
+}
+
+}  // namespace rmt

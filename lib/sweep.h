@@ -1,0 +1,102 @@
+#pragma once
+// `rmt sweep`: a grid of `rmt train` runs described by one YAML file (experiments/NAME.yaml).
+//
+//   data:    the `rmt generate` options of the dataset (task, length, symbols, pairs, train, val,
+//            test, seed); generated on demand under RUNS/NAME/data
+//   base:    an `rmt train` config (every key but `data`, which the sweep fills in)
+//   grid:    dotted config keys -> lists of values; the sweep runs their cartesian product.
+//            A list of such maps runs each product in turn (e.g. baseline only at 1 segment).
+//            `data.OPTION` keys vary the dataset (one directory per combination under RUNS/NAME/data)
+//   derive:  dotted config keys -> integer expressions over segment_length (the longest segment
+//            of the input), seq_len (all input positions) and segments, e.g.
+//            `model.num_mem_tokens: segment_length / 2` (the paper ties memory to segment length)
+//
+// Each grid point is one `rmt train` subprocess in RUNS/NAME/RUN_ID. RUN_ID is a readable prefix
+// (`rmt-seg3-mem24-seed1`) plus a short hash of the resolved config, so a re-run skips finished
+// runs (results.json), resumes interrupted ones (state.safetensors) and never duplicates one.
+// RUNS/NAME/results.csv is rebuilt from the run directories after every finished run.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/config.h"
+
+namespace rmt {
+
+struct SweepSpec {
+  std::string path, name;  // the sweep file and its stem
+  std::vector<std::pair<std::string, std::string>> data;  // generate option -> value text
+  Config base;
+  using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;  // key -> value texts
+  std::vector<Grid> grids;  // one, or several run one after another
+  std::vector<std::pair<std::string, std::string>> derive;            // key -> expression
+};
+
+// Reads and checks a sweep file: unknown keys (with did-you-mean), empty lists, values out of
+// range and malformed expressions are errors naming the file, the key and the reason.
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);
+SweepSpec load_sweep(const std::string& path);
+
+// Evaluates a derive expression: integers, + - * / (integer division) and parentheses over the
+// named variables. Fails naming `origin` on syntax errors or unknown names.
+long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
+                          const std::string& origin);
+
+struct SweepRun {
+  std::string run_id;
+  Config config;             // resolved: grid and derived values applied, data set, kind resolved
+  int segment_length = 0;    // the longest segment
+  std::filesystem::path dir; // RUNS/NAME/RUN_ID
+  std::map<std::string, std::string> data_options;  // this run's `rmt generate` options
+};
+
+struct SweepDataset {
+  std::string dir;                        // == config.data of its runs
+  std::vector<std::string> generate_args; // `rmt generate` arguments that write it
+};
+
+struct SweepPlan {
+  SweepSpec spec;
+  std::filesystem::path sweep_dir;  // RUNS/NAME
+  std::vector<SweepDataset> datasets;
+  std::vector<SweepRun> runs;       // in grid order, duplicates removed
+  std::vector<std::string> columns; // grid and derived keys, for results.csv
+};
+
+// Expands the grid (no files touched). threads goes into every run's train.threads; it is not
+// part of RUN_ID, so changing -j never changes which runs exist.
+SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads);
+
+enum class RunState { done, failed, resumable, pending };
+RunState run_state(const SweepRun& run);
+const char* run_state_name(RunState s);
+
+// The `rmt train` arguments of a run (with --resume when it has a checkpoint).
+std::vector<std::string> train_args(const SweepPlan& plan, const SweepRun& run);
+
+struct SweepOptions {
+  std::string rmt_binary;  // the rmt executable to run (the CLI passes /proc/self/exe)
+  int jobs = 1;
+  bool quiet = false;      // no progress lines (tests)
+};
+
+// Generates each dataset whose directory has no meta.yaml; writes each run's config file.
+void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options);
+// Runs every run that is not done, `jobs` at a time, rebuilding results.csv after each.
+// Returns the number of failed runs.
+int run_sweep(const SweepPlan& plan, const SweepOptions& options);
+// Rewrites RUNS/NAME/results.csv (atomically) from the run directories.
+void write_results_csv(const SweepPlan& plan);
+std::string results_csv_text(const SweepPlan& plan);
+
+// One shell line per run that is not done.
+std::vector<std::string> pending_commands(const SweepPlan& plan, const SweepOptions& options);
+// A SLURM job-array script running those commands, one array task each.
+std::string slurm_script(const SweepPlan& plan, const std::vector<std::string>& commands);
+
+// Quotes a word for POSIX sh when it needs it.
+std::string shell_quote(const std::string& word);
+
+}  // namespace rmt

@@ -1,0 +1,300 @@
+// rmt sweep: sweep files (good and bad), derived values, RUN_IDs, --emit, and resume after a kill.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/results_table.h"
+#include "lib/sweep.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename Action>
+std::string sweep_error_of(Action action) {
+  try {
+    action();
+  } catch (const rmt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+fs::path sweep_tmp(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / "rmt_test_sweep" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A tiny sweep: copy of 4 symbols, a 1-layer model of width 8, a few steps per run.
+const char* kTinySweep = R"(
+data: {task: copy, length: 4, symbols: 4, train: 200, val: 16, test: 16, seed: 0}
+base:
+  model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.0}
+  train: {batch_size: 8, lr: 1.0e-3, schedule: constant, max_steps: 5, eval_every: 5, log_every: 5}
+grid:
+  model.kind: [baseline, rmt]
+  segments: [1, 2]
+derive:
+  model.num_mem_tokens: segment_length / 2 + 1
+)";
+
+std::string write_sweep(const fs::path& dir, const std::string& name, const std::string& text) {
+  fs::path path = dir / (name + ".yaml");
+  rmt::write_file_atomic(path, text);
+  return path.string();
+}
+
+struct Out {
+  int status;
+  std::string output;
+};
+
+// Runs the rmt binary; stdout and stderr together unless stdout_only.
+Out run_rmt(const std::string& args, bool stdout_only = false) {
+  std::string cmd = std::string(RMT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (char ch : text) n += ch == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: derive expressions") {
+  std::map<std::string, long long> vars = {{"segment_length", 24}, {"segments", 3}};
+  CHECK(rmt::eval_expression("segment_length", vars, "x") == 24);
+  CHECK(rmt::eval_expression("segment_length / 2", vars, "x") == 12);
+  CHECK(rmt::eval_expression("(segment_length + 1) * 2 - segments", vars, "x") == 47);
+  CHECK(rmt::eval_expression("7", vars, "x") == 7);
+  CHECK(sweep_error_of([&] { rmt::eval_expression("segment_lenght / 2", vars, "f.yaml: derive.m"); })
+            .find("f.yaml: derive.m: unknown name 'segment_lenght'") != std::string::npos);
+  CHECK(sweep_error_of([&] { rmt::eval_expression("24 /", vars, "x"); }).find("unexpected end") != std::string::npos);
+  CHECK(sweep_error_of([&] { rmt::eval_expression("1 / 0", vars, "x"); }).find("division by zero") != std::string::npos);
+}
+
+TEST_CASE("sweep: plan, derived memory, RUN_IDs") {
+  fs::path dir = sweep_tmp("plan");
+  rmt::SweepSpec spec = rmt::parse_sweep(kTinySweep, "tiny.yaml");
+  rmt::SweepPlan plan = rmt::plan_sweep(spec, dir.string(), 1);
+  // copy length 4: input 4 + separator... 12 positions; 1 segment of 12, or 2 of 6.
+  REQUIRE(plan.runs.size() == 4);
+  std::set<std::string> ids;
+  for (const auto& run : plan.runs) {
+    ids.insert(run.run_id);
+    if (run.config.model.kind == "rmt") CHECK(run.config.model.num_mem_tokens == run.segment_length / 2 + 1);
+    else CHECK(run.config.model.num_mem_tokens == 0);  // baseline: no memory, and none in its id
+    CHECK(run.config.data == (dir / "tiny" / "data").string());
+    CHECK(run.config.train.threads == 1);
+  }
+  CHECK(ids.size() == 4);
+  CHECK(plan.runs[0].run_id.rfind("baseline-seg1-", 0) == 0);
+  CHECK(plan.runs[3].run_id.rfind("rmt-seg2-mem", 0) == 0);
+  // The thread count is not part of RUN_ID (changing -j never orphans a run)...
+  rmt::SweepPlan plan8 = rmt::plan_sweep(spec, dir.string(), 8);
+  CHECK(plan8.runs[3].run_id == plan.runs[3].run_id);
+  // ...but every other config value is.
+  std::string other = kTinySweep;
+  other.replace(other.find("max_steps: 5"), 12, "max_steps: 6");
+  CHECK(rmt::plan_sweep(rmt::parse_sweep(other, "tiny.yaml"), dir.string(), 1).runs[3].run_id != plan.runs[3].run_id);
+  // A run with a checkpoint resumes from its own saved config; others start from the sweep's.
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::pending);
+  CHECK(rmt::train_args(plan, plan.runs[0]).back() == plan.runs[0].dir.string());
+  fs::create_directories(plan.runs[0].dir);
+  rmt::write_file_atomic(plan.runs[0].dir / "state.safetensors", "x");
+  rmt::write_file_atomic(plan.runs[0].dir / "config.yaml", "x");
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::resumable);
+  std::vector<std::string> resume = rmt::train_args(plan, plan.runs[0]);
+  CHECK(resume.back() == "--resume");
+  CHECK(resume[2] == (plan.runs[0].dir / "config.yaml").string());
+  rmt::write_file_atomic(plan.runs[0].dir / "results.json", "{}");
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::done);
+  // Grid points that resolve to the same config are one run (baseline ignores the memory size).
+  const char* dup = R"(
+data: {task: copy, length: 4, symbols: 4}
+grid:
+  model.kind: [baseline]
+  model.num_mem_tokens: [4, 8]
+)";
+  CHECK(rmt::plan_sweep(rmt::parse_sweep(dup, "dup.yaml"), dir.string(), 1).runs.size() == 1);
+  // A list of grids runs each in turn.
+  const char* blocks = R"(
+data: {task: copy, length: 4, symbols: 4}
+grid:
+  - {model.kind: [baseline], segments: [1, 2, 3]}
+  - {model.kind: [rmt], segments: [2, 3]}
+derive: {model.num_mem_tokens: segment_length}
+)";
+  CHECK(rmt::plan_sweep(rmt::parse_sweep(blocks, "blocks.yaml"), dir.string(), 1).runs.size() == 5);
+}
+
+TEST_CASE("sweep: bad sweep files are rejected naming file, key and reason") {
+  auto error = [](const std::string& text) {
+    return sweep_error_of([&] { rmt::plan_sweep(rmt::parse_sweep(text, "bad.yaml"), "/tmp/unused", 1); });
+  };
+  const std::string data = "data: {task: copy, length: 4, symbols: 4}\n";
+  CHECK(error(data + "grid: {model.n_layr: [1, 2]}") ==
+        "bad.yaml: grid.model.n_layr: unknown key 'model.n_layr' (did you mean 'model.n_layer'?)");
+  CHECK(error(data + "base: {model: {n_heads: 2}}\ngrid: {segments: [1]}").find("did you mean 'model.n_head'") != std::string::npos);
+  CHECK(error(data + "grid: {segments: []}") == "bad.yaml: grid.segments: the list is empty; give at least one value");
+  CHECK(error(data + "grid: {}").find("'grid:'") != std::string::npos);
+  CHECK(error(data + "grid: {model.dropout: [0.1, 1.5]}") ==
+        "bad.yaml: grid.model.dropout: invalid value '1.5' for 'model.dropout': expected a number in [0, 1)");
+  CHECK(error(data + "grid: {segments: [0]}").find("bad.yaml: grid.segments: invalid value '0'") != std::string::npos);
+  CHECK(error(data + "grid: {segments: [2, 99]}").find("segments 99 is more than the 12 input positions") != std::string::npos);
+  CHECK(error(data + "grid: {segments: [1]}\nderive: {model.num_mem_tokns: segment_length}").find("did you mean 'model.num_mem_tokens'") != std::string::npos);
+  CHECK(error(data + "grid: {segments: [1]}\nderive: {model.num_mem_tokens: seg_length}").find("unknown name 'seg_length'") != std::string::npos);
+  CHECK(error(data + "grid: {model.kind: [rmt], segments: [1]}\nderive: {model.num_mem_tokens: segment_length - 12}").find("needs model.num_mem_tokens > 0") != std::string::npos);
+  CHECK(error("data: {task: copi}\ngrid: {segments: [1]}").find("unknown task 'copi'") != std::string::npos);
+  CHECK(error("data: {task: copy, lenght: 4}\ngrid: {segments: [1]}").find("unknown data option 'lenght' (did you mean 'length'?)") != std::string::npos);
+  CHECK(error(data + "grids: {segments: [1]}").find("unknown section 'grids' (did you mean 'grid'?)") != std::string::npos);
+  CHECK(error(data + "base: {data: x}\ngrid: {segments: [1]}").find("filled in by the sweep") != std::string::npos);
+  // The CLI says the same before starting anything.
+  fs::path dir = sweep_tmp("bad");
+  std::string file = write_sweep(dir, "bad", data + "grid: {model.n_layr: [1]}");
+  Out r = run_rmt("sweep " + file + " --runs-dir " + (dir / "runs").string());
+  CHECK(r.status == 1);
+  CHECK(r.output.find("did you mean 'model.n_layer'") != std::string::npos);
+  CHECK(!fs::exists(dir / "runs" / "bad"));
+}
+
+TEST_CASE("sweep: --emit commands and --emit slurm") {
+  fs::path dir = sweep_tmp("emit");
+  std::string file = write_sweep(dir, "tiny", kTinySweep);
+  std::string runs = (dir / "runs").string();
+  Out c = run_rmt("sweep " + file + " --emit commands --runs-dir " + runs, true);
+  REQUIRE_MESSAGE(c.status == 0, c.output);
+  CHECK(count_lines(c.output) == 4);
+  CHECK(c.output.find(" train --config " + runs + "/tiny/configs/baseline-seg1-") != std::string::npos);
+  CHECK(c.output.find("--resume") == std::string::npos);
+  CHECK(fs::exists(dir / "runs" / "tiny" / "data" / "meta.yaml"));  // the commands need the data
+  // Each emitted command is a working `rmt train`.
+  std::string first = c.output.substr(0, c.output.find('\n'));
+  CHECK(std::system((first + " >/dev/null 2>&1").c_str()) == 0);
+  Out c2 = run_rmt("sweep " + file + " --emit commands --runs-dir " + runs, true);
+  CHECK(count_lines(c2.output) == 3);  // the finished one is no longer pending
+
+  Out s = run_rmt("sweep " + file + " --emit slurm --runs-dir " + runs);
+  REQUIRE_MESSAGE(s.status == 0, s.output);
+  std::string script = rmt::read_file(dir / "runs" / "tiny" / "sweep.slurm");
+  CHECK(script.rfind("#!/bin/bash\n", 0) == 0);
+  CHECK(script.find("#SBATCH --array=0-2\n") != std::string::npos);
+  CHECK(script.find("${COMMANDS[$SLURM_ARRAY_TASK_ID]}") != std::string::npos);
+  CHECK(script.find("rmt-seg2-mem") != std::string::npos);
+  CHECK(std::system(("bash -n " + (dir / "runs" / "tiny" / "sweep.slurm").string()).c_str()) == 0);
+}
+
+TEST_CASE("sweep: a killed sweep resumes; every run finishes once, results.csv has each once") {
+  fs::path dir = sweep_tmp("resume");
+  std::string text = kTinySweep;
+  text.replace(text.find("max_steps: 5, eval_every: 5"), 27, "max_steps: 60, eval_every: 20");
+  std::string file = write_sweep(dir, "tiny", text);
+  std::string runs = (dir / "runs").string();
+  fs::path sweep_dir = dir / "runs" / "tiny";
+
+  // Start the sweep, SIGKILL it once the first run has finished.
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    execl(RMT_BINARY, RMT_BINARY, "sweep", file.c_str(), "--runs-dir", runs.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  auto finished = [&] {
+    int n = 0;
+    if (fs::exists(sweep_dir))
+      for (const auto& e : fs::directory_iterator(sweep_dir)) n += fs::exists(e.path() / "results.json");
+    return n;
+  };
+  auto start = std::chrono::steady_clock::now();
+  while (finished() < 1 && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the runs die with the sweep
+  const int done_before = finished();
+  REQUIRE(done_before >= 1);
+  CHECK(done_before < 4);  // killed mid-sweep
+  std::map<fs::path, fs::file_time_type> stamps;
+  for (const auto& e : fs::directory_iterator(sweep_dir))
+    if (fs::exists(e.path() / "results.json")) stamps[e.path()] = fs::last_write_time(e.path() / "results.json");
+  // The csv written so far is whole: a header and one row per finished run.
+  CHECK(rmt::parse_csv(rmt::read_file(sweep_dir / "results.csv"), "results.csv").rows.size() <= size_t(done_before));
+
+  Out again = run_rmt("sweep " + file + " --runs-dir " + runs);
+  REQUIRE_MESSAGE(again.status == 0, again.output);
+  CHECK(again.output.find(fmt::format("{} done, {} to run", done_before, 4 - done_before)) != std::string::npos);
+  CHECK(finished() == 4);
+  for (const auto& [path, stamp] : stamps) CHECK(fs::last_write_time(path / "results.json") == stamp);  // not rerun
+
+  rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(sweep_dir / "results.csv"), "results.csv");
+  REQUIRE(csv.rows.size() == 4);
+  std::set<std::string> ids;
+  for (const auto& row : csv.rows) {
+    ids.insert(row[size_t(csv.column("run_id"))]);
+    CHECK(row[size_t(csv.column("status"))] == "done");
+    CHECK(row[size_t(csv.column("steps"))] == "60");
+  }
+  CHECK(ids.size() == 4);
+  for (const char* col : {"model.kind", "segments", "model.num_mem_tokens", "model.mem_len", "bptt", "train.seed",
+                          "acc_teacher_forced", "acc_free_running", "solve_rate", "loss", "wall_time_s",
+                          "git_commit", "threads", "error"})
+    CHECK_MESSAGE(csv.column(col) >= 0, col);
+
+  // Once more: nothing to run, the same csv.
+  std::string before = rmt::read_file(sweep_dir / "results.csv");
+  Out third = run_rmt("sweep " + file + " --runs-dir " + runs);
+  CHECK(third.output.find("4 done, 0 to run") != std::string::npos);
+  CHECK(rmt::read_file(sweep_dir / "results.csv") == before);
+}
+
+TEST_CASE("sweep: a failing run is recorded and does not stop the others") {
+  fs::path dir = sweep_tmp("fail");
+  std::string text = kTinySweep;
+  // Every config in the file is valid, so break one run from outside: a checkpoint whose saved
+  // config differs makes its `rmt train --resume` fail.
+  std::string file = write_sweep(dir, "tiny", text);
+  std::string runs = (dir / "runs").string();
+  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(text, file), runs, 1);
+  fs::create_directories(plan.runs[1].dir);
+  rmt::write_file_atomic(plan.runs[1].dir / "state.safetensors", "not a checkpoint");
+  rmt::Config changed = plan.runs[1].config;
+  changed.train.max_steps = 99;  // differs from the sweep's: the resume refuses
+  rmt::write_file_atomic(plan.runs[1].dir / "config.yaml", rmt::to_yaml(changed));
+  Out r = run_rmt("sweep " + file + " -j 2 --runs-dir " + runs);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("1 of 4 runs failed") != std::string::npos);
+  rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(dir / "runs" / "tiny" / "results.csv"), "results.csv");
+  REQUIRE(csv.rows.size() == 4);
+  int failed = 0;
+  for (const auto& row : csv.rows)
+    if (row[size_t(csv.column("status"))] == "failed") {
+      ++failed;
+      CHECK(row[size_t(csv.column("run_id"))] == plan.runs[1].run_id);
+      CHECK(row[size_t(csv.column("error"))].find("saved config differs") != std::string::npos);
+    }
+  CHECK(failed == 1);
+}

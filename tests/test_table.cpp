@@ -1,0 +1,132 @@
+// rmt table / rmt plot: pivoting a hand-written results.csv, mean and std over seeds, formats,
+// the paper's rows, and the gnuplot script.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "lib/error.h"
+#include "lib/io.h"
+#include "lib/results_table.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Two seeds per point; rmt's memory follows the segment length; one failed run; a quoted field.
+const char* kResults =
+    "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,segment_length,"
+    "acc_teacher_forced,acc_free_running,solve_rate,loss,run_id,status,steps,wall_time_s,git_commit,threads,error\n"
+    "baseline,1,0,0,all,1,36,1.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n"
+    "baseline,1,0,0,all,2,36,0.8,0.7,,0.1,b2,done,10,1.0,abc,1,\n"
+    "baseline,2,0,0,all,1,18,0.1,0.1,,2.3,b3,done,10,1.0,abc,1,\n"
+    "baseline,2,0,0,all,2,18,,,,,b4,failed,,,,,\"rmt: error: boom, \"\"quoted\"\"\"\n"
+    "rmt,2,18,0,all,1,18,0.9,0.8,,0.2,r1,done,10,1.0,abc,1,\n"
+    "rmt,2,18,0,all,2,18,0.7,0.6,,0.2,r2,done,10,1.0,abc,1,\n"
+    "rmt,4,9,0,all,1,9,1.0,1.0,,0.0,r3,done,10,1.0,abc,1,\n"
+    "xl,2,0,9,all,1,18,0.5,0.5,,1.0,x1,done,10,1.0,abc,1,\n"
+    "xl,4,0,9,all,1,9,0.25,0.25,,1.5,x2,done,10,1.0,abc,1,\n";
+
+const char* kPaper = R"Y(
+tiny:
+  rows:
+    baseline: {1: 1.00, 2: 0.12}
+    "rmt (mem = seg len)": {2: 1.00, 4: 1.00, 9: 1.00}
+    mt: {2: 0.12}
+)Y";
+
+}  // namespace
+
+TEST_CASE("table: csv parsing with quoted fields") {
+  rmt::CsvTable csv = rmt::parse_csv(kResults, "r.csv");
+  REQUIRE(csv.rows.size() == 9);
+  CHECK(csv.rows[3][size_t(csv.column("error"))] == "rmt: error: boom, \"quoted\"");
+  CHECK(csv.column("nope") == -1);
+  CHECK_THROWS_AS(rmt::parse_csv("a,b\n1,2,3\n", "bad.csv"), rmt::Error);
+}
+
+TEST_CASE("table: pivot rows = model (+ memory), columns = segments, mean ± std over seeds") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  CHECK(p.segments == std::vector<int>{1, 2, 4});
+  CHECK(p.segment_length.at(2) == 18);
+  CHECK(p.failed == 1);
+  REQUIRE(p.rows.size() == 3);
+  CHECK(p.rows[0].label == "baseline");
+  CHECK(p.rows[1].label == "xl (cache 9)");           // the same cache everywhere
+  CHECK(p.rows[2].label == "rmt (mem = seg len)");     // memory tied to the segment length
+  const rmt::Cell& b1 = p.rows[0].cells.at(1);
+  CHECK(b1.n == 2);
+  CHECK(b1.mean == doctest::Approx(0.9));
+  CHECK(b1.std == doctest::Approx(0.141421356));       // sample std of {1.0, 0.8}
+  CHECK(p.rows[0].cells.at(2).n == 1);                 // the failed seed is left out
+  CHECK(p.rows[0].cells.at(2).std == 0);
+  CHECK(p.rows[2].cells.at(2).mean == doctest::Approx(0.8));
+  CHECK(p.rows[2].cells.count(1) == 0);
+
+  std::string md = rmt::format_pivot(p, "md");
+  CHECK(md.find("teacher-forced") != std::string::npos);  // the caption says which accuracy
+  CHECK(md.find("| model | 1 x 36 | 2 x 18 | 4 x 9 |") != std::string::npos);
+  CHECK(md.find("| baseline | 0.900 ± 0.141 (2) | 0.100 ± 0.000 (1) |  |") != std::string::npos);
+  CHECK(md.find("| rmt (mem = seg len) |  | 0.800 ± 0.141 (2) | 1.000 ± 0.000 (1) |") != std::string::npos);
+  CHECK(md.find("1 failed run(s) left out") != std::string::npos);
+
+  rmt::Pivot fr = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_free_running", {}, "r.csv");
+  CHECK(rmt::format_pivot(fr, "md").find("free-running") != std::string::npos);
+  CHECK(fr.rows[0].cells.at(1).mean == doctest::Approx(0.8));
+
+  std::string csv = rmt::format_pivot(p, "csv");
+  CHECK(csv.rfind("model,source,segments,segment_length,mean,std,n\n", 0) == 0);
+  CHECK(csv.find("baseline,measured,1,36,0.9,0.141421,2\n") != std::string::npos);
+  std::string tex = rmt::format_pivot(p, "latex");
+  CHECK(tex.find("\\begin{tabular}{lccc}") != std::string::npos);
+  CHECK(tex.find("0.900 $\\pm$ 0.141 (2)") != std::string::npos);
+  CHECK_THROWS_AS(rmt::format_pivot(p, "html"), rmt::Error);
+  CHECK_THROWS_AS(rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc", {}, "r.csv"), rmt::Error);
+
+  // --by splits rows further.
+  rmt::Pivot by = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {"train.seed"}, "r.csv");
+  CHECK(by.rows.size() == 5);  // baseline x2 seeds, xl x1, rmt x2
+  CHECK(by.rows[0].label == "baseline (train.seed 1)");
+}
+
+TEST_CASE("table: the paper's numbers side by side") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  rmt::add_paper_rows(p, kPaper, "paper.yaml", "tiny");
+  REQUIRE(p.rows.size() == 6);
+  CHECK(p.rows[1].paper);
+  CHECK(p.rows[1].label == "baseline");
+  CHECK(p.rows[4].label == "rmt (mem = seg len)");  // matched by label, right after the measured row
+  CHECK(p.rows[5].label == "mt");                   // unmatched paper rows come last
+  std::string md = rmt::format_pivot(p, "md");
+  CHECK(md.find("| paper: baseline | 1.00 | 0.12 |  |") != std::string::npos);
+  CHECK(md.find("9 x") == std::string::npos);       // only the measured segment counts
+  CHECK_THROWS_WITH_AS(rmt::add_paper_rows(p, kPaper, "paper.yaml", "nope"),
+                       doctest::Contains("no section 'nope' (sections: tiny)"), rmt::Error);
+}
+
+TEST_CASE("plot: gnuplot script and rmt plot") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  std::string gp = rmt::gnuplot_script(p, "fig.svg", "tiny");
+  CHECK(gp.find("set terminal svg") != std::string::npos);
+  CHECK(gp.find("with yerrorlines") != std::string::npos);
+  CHECK(gp.find("$row0 << EOD\n1 0.9 0.141421\n2 0.1 0\nEOD\n") != std::string::npos);
+  CHECK(gp.find("title \"rmt (mem = seg len)\"") != std::string::npos);
+  CHECK_THROWS_AS(rmt::gnuplot_script(p, "fig.pdf", "tiny"), rmt::Error);
+
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;  // the CLI check needs gnuplot
+  fs::path dir = fs::temp_directory_path() / "rmt_test_table";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "tiny");
+  rmt::write_file_atomic(dir / "tiny" / "results.csv", kResults);
+  std::string svg = (dir / "fig.svg").string();
+  std::string cmd = std::string(RMT_BINARY) + " plot " + (dir / "tiny" / "results.csv").string() + " --out " + svg +
+                    " >/dev/null 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  REQUIRE(fs::exists(svg));
+  CHECK(rmt::read_file(svg).find("<svg") != std::string::npos);
+  // Without gnuplot on PATH the message says what to install.
+  std::string nogp = "PATH=/nonexistent " + std::string(RMT_BINARY) + " plot " + (dir / "tiny" / "results.csv").string() +
+                     " --out " + svg + " 2>&1 | grep -q 'apt-get install gnuplot-nox'";
+  CHECK(std::system(("sh -c \"" + nogp + "\"").c_str()) == 0);
+}
