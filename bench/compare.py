@@ -94,7 +94,8 @@ def main():
         r = rows[k][0]
         if "eval_free_running_ms" in r:
             print(f"{k:<9} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
-                  f"free-running {r['eval_free_running_ms']:>8.1f} ms")
+                  f"free-running {r['eval_free_running_ms']:>8.1f} ms (kv cache), "
+                  f"{r.get('eval_free_running_rerun_ms', float('nan')):>8.1f} ms (re-running segments)")
     print(f"\nraw JSON lines: {args.out}")
 
 

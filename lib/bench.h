@@ -67,7 +67,8 @@ struct BenchResult {
   double peak_gflops = 0, mfu = 0;        // filled in by the caller once the peak is known
   double peak_rss_mb = 0;      // process high-water mark (getrusage ru_maxrss) after this model
   double loss = 0;             // last step's loss (a sanity check that training runs)
-  double eval_teacher_forced_ms = -1, eval_free_running_ms = -1;  // one batch; -1 = not run
+  // one batch; -1 = not run. free_running: with cached keys/values; _rerun: re-running segments
+  double eval_teacher_forced_ms = -1, eval_free_running_ms = -1, eval_free_running_rerun_ms = -1;
 };
 
 BenchResult run_bench(const std::string& kind, const BenchOptions& options);

@@ -87,6 +87,17 @@ inline void softmax_row(float* s, const uint8_t* mask, int n) {
   for (int j = 0; j < n; ++j) s[j] *= inv;
 }
 
+// out[c] = sum over rows of x[rows, cols] (row-major), rows added in order. Not Eigen's
+// colwise().sum(): its vectorised and peeled paths sum in different orders, so the result would
+// depend on the output's alignment in memory and a run would not be bit-reproducible.
+inline void column_sums(float* out, const float* x, int rows, int cols) {
+  std::fill(out, out + cols, 0.f);
+  for (int i = 0; i < rows; ++i) {
+    const float* xi = x + (int64_t)i * cols;
+    for (int c = 0; c < cols; ++c) out[c] += xi[c];
+  }
+}
+
 // Scratch that lives per thread and only grows (no allocation in the steady state).
 struct AttnScratch {
   MatRM a, b, c;       // [qlen, klen] work matrices
@@ -440,8 +451,8 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     MapM dQ(dbase + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
     dQ = w.dqu + w.dqv;
     MapM(dbase + h * Dh, mlen, Dh, Stride(row3)).setZero();  // cached rows have no query
-    MapRow(du_part + (int64_t)b * HD + h * Dh, Dh) = w.dqu.colwise().sum();
-    MapRow(dv_part + (int64_t)b * HD + h * Dh, Dh) = w.dqv.colwise().sum();
+    column_sums(du_part + (int64_t)b * HD + h * Dh, w.dqu.data(), qlen, Dh);
+    column_sums(dv_part + (int64_t)b * HD + h * Dh, w.dqv.data(), qlen, Dh);
 
     w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
     w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);

@@ -13,9 +13,9 @@ struct Run {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `rmt ARGS`, capturing stdout+stderr and the exit status.
-inline Run rmt_run(const std::string& args) {
-  std::string cmd = std::string(RMT_BINARY) + " " + args + " 2>&1";
+// Runs `rmt ARGS`, capturing stdout+stderr (stdout only if stdout_only) and the exit status.
+inline Run rmt_run(const std::string& args, bool stdout_only = false) {
+  std::string cmd = std::string(RMT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;

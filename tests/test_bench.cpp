@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/bench.h"
+#include "tests/cli.h"
 
 using namespace rmt;
 
@@ -58,19 +59,10 @@ TEST_CASE("bench workload is the paper's copy config") {
 }
 
 TEST_CASE("rmt bench --json emits one object per model with the report keys") {
-  std::string cmd = std::string(RMT_BINARY) +
-                    " bench --tiny --json --reps 1 --warmup 0 --threads 1 --gemm-size 64 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  CAPTURE(out);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  std::istringstream lines(out);
+  Run r = rmt_run("bench --tiny --json --reps 1 --warmup 0 --threads 1 --gemm-size 64");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.output);
   std::string line;
   std::vector<std::string> models;
   while (std::getline(lines, line)) {

@@ -16,6 +16,7 @@
 #include "lib/io.h"
 #include "lib/results_table.h"
 #include "lib/sweep.h"
+#include "tests/cli.h"
 
 namespace fs = std::filesystem;
 
@@ -55,24 +56,6 @@ std::string write_sweep(const fs::path& dir, const std::string& name, const std:
   fs::path path = dir / (name + ".yaml");
   rmt::write_file_atomic(path, text);
   return path.string();
-}
-
-struct Out {
-  int status;
-  std::string output;
-};
-
-// Runs the rmt binary; stdout and stderr together unless stdout_only.
-Out run_rmt(const std::string& args, bool stdout_only = false) {
-  std::string cmd = std::string(RMT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 int count_lines(const std::string& text) {
@@ -174,7 +157,7 @@ TEST_CASE("sweep: bad sweep files are rejected naming file, key and reason") {
   // The CLI says the same before starting anything.
   fs::path dir = sweep_tmp("bad");
   std::string file = write_sweep(dir, "bad", data + "grid: {model.n_layr: [1]}");
-  Out r = run_rmt("sweep " + file + " --runs-dir " + (dir / "runs").string());
+  Run r = rmt_run("sweep " + file + " --runs-dir " + (dir / "runs").string());
   CHECK(r.status == 1);
   CHECK(r.output.find("did you mean 'model.n_layer'") != std::string::npos);
   CHECK(!fs::exists(dir / "runs" / "bad"));
@@ -184,7 +167,7 @@ TEST_CASE("sweep: --emit commands and --emit slurm") {
   fs::path dir = sweep_tmp("emit");
   std::string file = write_sweep(dir, "tiny", kTinySweep);
   std::string runs = (dir / "runs").string();
-  Out c = run_rmt("sweep " + file + " --emit commands --runs-dir " + runs, true);
+  Run c = rmt_run("sweep " + file + " --emit commands --runs-dir " + runs, true);
   REQUIRE_MESSAGE(c.status == 0, c.output);
   CHECK(count_lines(c.output) == 4);
   CHECK(c.output.find(" train --config " + runs + "/tiny/configs/baseline-seg1-") != std::string::npos);
@@ -193,10 +176,10 @@ TEST_CASE("sweep: --emit commands and --emit slurm") {
   // Each emitted command is a working `rmt train`.
   std::string first = c.output.substr(0, c.output.find('\n'));
   CHECK(std::system((first + " >/dev/null 2>&1").c_str()) == 0);
-  Out c2 = run_rmt("sweep " + file + " --emit commands --runs-dir " + runs, true);
+  Run c2 = rmt_run("sweep " + file + " --emit commands --runs-dir " + runs, true);
   CHECK(count_lines(c2.output) == 3);  // the finished one is no longer pending
 
-  Out s = run_rmt("sweep " + file + " --emit slurm --runs-dir " + runs);
+  Run s = rmt_run("sweep " + file + " --emit slurm --runs-dir " + runs);
   REQUIRE_MESSAGE(s.status == 0, s.output);
   std::string script = rmt::read_file(dir / "runs" / "tiny" / "sweep.slurm");
   CHECK(script.rfind("#!/bin/bash\n", 0) == 0);
@@ -244,7 +227,7 @@ TEST_CASE("sweep: a killed sweep resumes; every run finishes once, results.csv h
   // The csv written so far is whole: a header and one row per finished run.
   CHECK(rmt::parse_csv(rmt::read_file(sweep_dir / "results.csv"), "results.csv").rows.size() <= size_t(done_before));
 
-  Out again = run_rmt("sweep " + file + " --runs-dir " + runs);
+  Run again = rmt_run("sweep " + file + " --runs-dir " + runs);
   REQUIRE_MESSAGE(again.status == 0, again.output);
   CHECK(again.output.find(fmt::format("{} done, {} to run", done_before, 4 - done_before)) != std::string::npos);
   CHECK(finished() == 4);
@@ -266,7 +249,7 @@ TEST_CASE("sweep: a killed sweep resumes; every run finishes once, results.csv h
 
   // Once more: nothing to run, the same csv.
   std::string before = rmt::read_file(sweep_dir / "results.csv");
-  Out third = run_rmt("sweep " + file + " --runs-dir " + runs);
+  Run third = rmt_run("sweep " + file + " --runs-dir " + runs);
   CHECK(third.output.find("4 done, 0 to run") != std::string::npos);
   CHECK(rmt::read_file(sweep_dir / "results.csv") == before);
 }
@@ -284,7 +267,7 @@ TEST_CASE("sweep: a failing run is recorded and does not stop the others") {
   rmt::Config changed = plan.runs[1].config;
   changed.train.max_steps = 99;  // differs from the sweep's: the resume refuses
   rmt::write_file_atomic(plan.runs[1].dir / "config.yaml", rmt::to_yaml(changed));
-  Out r = run_rmt("sweep " + file + " -j 2 --runs-dir " + runs);
+  Run r = rmt_run("sweep " + file + " -j 2 --runs-dir " + runs);
   CHECK(r.status == 1);
   CHECK(r.output.find("1 of 4 runs failed") != std::string::npos);
   rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(dir / "runs" / "tiny" / "results.csv"), "results.csv");
