@@ -42,7 +42,7 @@ test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure
 
 # The README's main job: generate data, run the quick_copy sweep (resumable: re-running skips
-# finished runs), print the table and write the plot. About 12 minutes on 2 cores.
+# finished runs), print the table and write the plot. About 3 minutes on 2 cores.
 run: deps-run build
 	-$(RMT) sweep experiments/quick_copy.yaml -j 2   # "-": show the table even if a run failed
 	$(RMT) table runs/quick_copy/results.csv --paper experiments/paper_results.yaml

@@ -335,23 +335,24 @@ void Engine::backward(int bptt) {
   const int B = segs_[0].B;
   const int64_t mem_size = int64_t(B) * M.m * M.d;
   const size_t mem_n = size_t(mem_size);
-  std::vector<float> dmem_param;  // gradient reaching the learned initial memory
-  if (M.m > 0) dmem_param.assign(size_t(mem_size), 0.f);
+  // The initial memory is the parameter broadcast over the batch: its gradient is the sum.
   auto to_param = [&](const std::vector<float>& dmem) {
-    for (int64_t i = 0; i < mem_size; ++i) dmem_param[size_t(i)] += dmem[size_t(i)];
+    for (int b = 0; b < B; ++b)
+      for (int64_t i = 0; i < int64_t(M.m) * M.d; ++i)
+        M.G.mem[i] += dmem[size_t(b * int64_t(M.m) * M.d + i)];
   };
 
   if (M.m == 0) {  // no memory: segments are independent in backward
     for (int s = N - 1; s >= 0; --s) backward_segment(segs_[size_t(s)], true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream
-    std::vector<float> dmem_out, dmem_in(mem_n);
+    dmem_in_.resize(mem_n);
+    dmem_out_.resize(mem_n);
     for (int s = N - 1; s >= 0; --s) {
-      backward_segment(segs_[size_t(s)], true, dmem_out.empty() ? nullptr : dmem_out.data(),
-                       dmem_in.data());
-      std::swap(dmem_out, dmem_in);
-      dmem_in.resize(size_t(mem_size));
+      backward_segment(segs_[size_t(s)], true, s == N - 1 ? nullptr : dmem_out_.data(),
+                       dmem_in_.data());
+      std::swap(dmem_out_, dmem_in_);
     }
-    to_param(dmem_out);
+    to_param(dmem_out_);
   } else {
     // Truncated BPTT: a gradient stream from the loss of segment t may cross at most k segment
     // borders. Backward is linear, so streams of different ages go through a segment in
@@ -386,11 +387,6 @@ void Engine::backward(int bptt) {
       }
       arriving.swap(leaving);
     }
-  }
-  if (M.m > 0) {  // the initial memory is the parameter broadcast over the batch
-    for (int b = 0; b < B; ++b)
-      for (int64_t i = 0; i < int64_t(M.m) * M.d; ++i)
-        M.G.mem[i] += dmem_param[size_t(b * int64_t(M.m) * M.d + i)];
   }
 }
 

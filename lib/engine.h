@@ -100,7 +100,7 @@ class Engine {
   double loss_ = 0;
   bool training_ = false;
   // backward scratch, reused
-  std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dcat_, dr_;
+  std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dcat_, dr_, dmem_in_, dmem_out_;
   // decoding scratch, reused
   std::vector<float> row_x_, row_qkv_, row_av_, row_a_, row_f_, row_prob_, row_stats_;
   std::vector<uint8_t> row_mask_;
