@@ -206,6 +206,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
     truncate_metrics(metrics_path, st.step);
   }
   Engine engine(model, be);
+  if (opt.on_start) opt.on_start(run, model.num_params(), st.step);
   EvalOptions val_opts = eval_options(run, tc.batch_size, tc.eval_samples);
   val_opts.free_running = false;  // validation is teacher-forced (cheap); test reports both
 

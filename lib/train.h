@@ -26,15 +26,6 @@ struct TrainProgress {
   bool is_eval = false;                     // this report follows an evaluation
 };
 
-struct TrainOptions {
-  std::string run_dir;
-  bool resume = false;
-  std::function<void(const TrainProgress&)> on_progress;  // called every log interval and eval
-  // Tests only: end the process abruptly (no cleanup, exit status 86) once this step is done,
-  // as a kill would, to prove that --resume loses and duplicates nothing.
-  int64_t abort_after_step = 0;
-};
-
 // Everything derived from a config and its dataset that training and evaluation share.
 struct RunSetup {
   Config config;             // resolved (n_token set, unused memory sizes zeroed)
@@ -42,6 +33,18 @@ struct RunSetup {
   std::vector<int> seg_len;  // segment lengths of the model input
   int seq_len = 0;
 };
+
+struct TrainOptions {
+  std::string run_dir;
+  bool resume = false;
+  std::function<void(const TrainProgress&)> on_progress;  // called every log interval and eval
+  // called once before the first step: the resolved run, parameter count, step resumed from
+  std::function<void(const RunSetup&, int64_t num_params, int64_t start_step)> on_start;
+  // Tests only: end the process abruptly (no cleanup, exit status 86) once this step is done,
+  // as a kill would, to prove that --resume loses and duplicates nothing.
+  int64_t abort_after_step = 0;
+};
+
 RunSetup prepare_run(Config config);
 EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples);
 // `rmt eval`'s JSON object (shared with results.json).

@@ -71,6 +71,14 @@ void add_train_command(CLI::App& app) {
     opt.abort_after_step = args->abort_after_step;
     const bool tty = ::isatty(2);
     opt.on_progress = [tty](const TrainProgress& p) { print_progress(p, tty); };
+    opt.on_start = [](const RunSetup& run, int64_t params, int64_t start) {
+      std::fprintf(stderr, "%s %s on %s: %d segments of %s, bptt %s, %lld parameters, %d threads%s\n",
+                   start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
+                   run.meta.task.c_str(), run.config.segments,
+                   describe_segments(run.seg_len).c_str(), bptt_to_string(run.config.bptt).c_str(),
+                   (long long)params, num_threads(),
+                   start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
+    };
     train(config, opt);
     std::printf("%s", read_file(fs::path(args->out) / "results.json").c_str());
   });
