@@ -4,7 +4,6 @@
 // reference (tighter), and the rel_shift against a literal pad/reshape implementation.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -614,45 +613,4 @@ TEST_CASE("threads: set_num_threads / num_threads") {
   set_num_threads(0);
   CHECK(num_threads() >= 1);
   set_num_threads(t);
-}
-
-// ---------------------------------------------------------------------------------------
-// Timing, not run by default: rmt_tests -tc='bench*' --no-skip
-TEST_CASE("bench: rel_attention and matmul" * doctest::skip()) {
-  using clk = std::chrono::steady_clock;
-  auto ms = [](clk::time_point a, clk::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-  };
-  const AttentionShape s{32, 4, 64, 72, 72};
-  const int HD = s.H * s.Dh;
-  auto mask = causal_mask(s.qlen, s.mlen());
-  Vec qkv = randn((size_t)s.B * s.klen * 3 * HD, 1.f, 60), r = randn((size_t)s.klen * HD, 1.f, 61),
-      u = randn(HD, 1.f, 62), v = randn(HD, 1.f, 63), dO = randn((size_t)s.B * s.qlen * HD, 1.f, 64);
-  Vec out(dO.size()), prob((size_t)s.B * s.H * s.qlen * s.klen), dqkv(qkv.size()), dr(r.size()),
-      du(HD), dv(HD);
-  const int reps = 20;
-  double tf = 0, tb = 0;
-  for (int it = 0; it < reps + 2; ++it) {
-    auto t0 = clk::now();
-    be().rel_attention_forward(out.data(), prob.data(), qkv.data(), r.data(), u.data(), v.data(),
-                               mask.data(), s, 0.125f);
-    auto t1 = clk::now();
-    be().rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), dO.data(),
-                                prob.data(), qkv.data(), r.data(), u.data(), v.data(), s, 0.125f);
-    auto t2 = clk::now();
-    if (it >= 2) tf += ms(t0, t1), tb += ms(t1, t2);
-  }
-  std::printf("threads %d\nrel_attention B=32 H=4 Dh=64 qlen=klen=72: fwd %.2f ms, bwd %.2f ms\n",
-              num_threads(), tf / reps, tb / reps);
-  const int M = 2304, N = 384, K = 128;
-  Vec A = randn((size_t)M * K, 1.f, 65), B = randn((size_t)K * N, 1.f, 66), C((size_t)M * N);
-  double tm = 0;
-  for (int it = 0; it < reps + 2; ++it) {
-    auto t0 = clk::now();
-    be().matmul(C.data(), A.data(), B.data(), M, N, K, false, false);
-    auto t1 = clk::now();
-    if (it >= 2) tm += ms(t0, t1);
-  }
-  std::printf("matmul %dx%dx%d: %.2f ms (%.1f GFLOP/s)\n", M, N, K, tm / reps,
-              2.0 * M * N * K / (tm / reps * 1e6));
 }
