@@ -124,10 +124,13 @@ KeyDescriptor real_key(std::string path, Access field, Bound lo, Bound hi) {
   key.parse = [field, lo, hi](Config& c, const YAML::Node& node) {
     auto text = scalar_text(node);
     if (!text || text->empty()) return false;
-    // strtod: correctly rounded, and it must consume the whole text ("0.1x" is not a number).
-    char* end = nullptr;
-    double value = std::strtod(text->c_str(), &end);
-    if (end != text->c_str() + text->size() || !within(value, lo, hi)) return false;
+    // from_chars: correctly rounded and locale-independent; it must consume the whole text.
+    const char* begin = text->data();
+    const char* end = begin + text->size();
+    if (*begin == '+') ++begin;
+    double value = 0;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end || !within(value, lo, hi)) return false;
     field(c) = value;
     return true;
   };
@@ -401,6 +404,8 @@ void apply_override(Config& config, const std::string& assignment) {
   if (equals == std::string::npos || equals == 0)
     fail("{}: expected key=value, e.g. model.kind=xl", origin);
   std::string path = assignment.substr(0, equals);
+  path.erase(path.find_last_not_of(" \t") + 1);  // "model.kind = xl" is fine too
+  path.erase(0, path.find_first_not_of(" \t"));
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(equals + 1));

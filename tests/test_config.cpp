@@ -184,6 +184,7 @@ TEST_CASE("wrong types and out-of-range values name key, value and what is allow
       {"model: {dropout: 1.0}", "invalid value '1.0' for 'model.dropout': expected a number in [0, 1)"},
       {"model: {dropout: -0.1}", "invalid value '-0.1' for 'model.dropout'"},
       {"model: {dropout: high}", "invalid value 'high' for 'model.dropout'"},
+      {"model: {dropout: 0.1x}", "invalid value '0.1x' for 'model.dropout'"},
       {"model: {dropatt: 1.5}", "invalid value '1.5' for 'model.dropatt': expected a number in [0, 1)"},
       {"model: {kind: gpt}", "invalid value 'gpt' for 'model.kind': expected one of baseline|xl|rmt|mt|xl_rmt"},
       {"model: {read_mem_from_cache: maybe}", "invalid value 'maybe' for 'model.read_mem_from_cache': expected true or false"},
@@ -235,6 +236,8 @@ TEST_CASE("apply_override sets one dotted key with the same checks") {
   CHECK(c.bptt == -1);
   rmt::apply_override(c, "data=runs/data/a b");
   CHECK(c.data == "runs/data/a b");
+  rmt::apply_override(c, "model.n_head = 8");
+  CHECK(c.model.n_head == 8);
   rmt::apply_override(c, "model.read_mem_from_cache=false");
   CHECK(c.model.read_mem_from_cache == false);
   rmt::apply_override(c, "model.mem_init=normal");
