@@ -221,15 +221,23 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   if (answer_size <= 0 || answer_size > T) fail("answer_size {} outside 1..{}", answer_size, T);
   seg_len_ = seg_len;
   training_ = training;
-  segs_.resize(size_t(N));
+  batch_ = B;
+  recomputing_ = recompute_;
+  dropout_seed_ = dropout_seed;
+  segs_.resize(recomputing_ ? 0 : size_t(N));
+  seg_tokens_.resize(size_t(N));
+  seg_targets_.resize(size_t(N));
+  seg_logits_.resize(recomputing_ ? size_t(N) : 0);
   states_.resize(size_t(N) + 1);
   initial_state(states_[0], B);
-  std::vector<int32_t> tokens, targets;
   const float loss_scale = 1.f / float(int64_t(B) * answer_size);
+  loss_scale_ = loss_scale;
   double loss_sum = 0;
   int t0 = 0;
   for (int s = 0; s < N; ++s) {
     const int Ts = seg_len[size_t(s)];
+    std::vector<int32_t>& tokens = seg_tokens_[size_t(s)];
+    std::vector<int32_t>& targets = seg_targets_[size_t(s)];
     tokens.resize(size_t(B) * Ts);
     targets.resize(size_t(B) * Ts);
     for (int b = 0; b < B; ++b)
@@ -238,15 +246,25 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
         tokens[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
         targets[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
       }
-    SegmentActivations& a = segs_[size_t(s)];
+    SegmentActivations& a = recomputing_ ? work_ : segs_[size_t(s)];
     forward_segment(a, tokens.data(), targets.data(), B, Ts, states_[size_t(s)],
                     states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)),
                     loss_scale);
     for (int64_t i = 0; i < int64_t(B) * Ts; ++i) loss_sum += a.loss_rows[size_t(i)];
+    if (recomputing_) seg_logits_[size_t(s)] = a.logits;
     t0 += Ts;
   }
   loss_ = loss_sum * loss_scale;
   return loss_;
+}
+
+SegmentActivations& Engine::activations_for_backward(int s) {
+  if (!recomputing_) return segs_[size_t(s)];
+  // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
+  forward_segment(work_, seg_tokens_[size_t(s)].data(), seg_targets_[size_t(s)].data(), batch_,
+                  seg_len_[size_t(s)], states_[size_t(s)], work_next_, training_,
+                  mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
+  return work_;
 }
 
 void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float* dmem_out,
@@ -332,7 +350,7 @@ void Engine::backward(int bptt) {
   std::fill(M.grads.begin(), M.grads.end(), 0.f);
   const int N = num_segments();
   if (N == 0) fail("backward() called before forward()");
-  const int B = segs_[0].B;
+  const int B = batch_;
   const int64_t mem_size = int64_t(B) * M.m * M.d;
   const size_t mem_n = size_t(mem_size);
   // The initial memory is the parameter broadcast over the batch: its gradient is the sum.
@@ -343,13 +361,13 @@ void Engine::backward(int bptt) {
   };
 
   if (M.m == 0) {  // no memory: segments are independent in backward
-    for (int s = N - 1; s >= 0; --s) backward_segment(segs_[size_t(s)], true, nullptr, nullptr);
+    for (int s = N - 1; s >= 0; --s) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream
     dmem_in_.resize(mem_n);
     dmem_out_.resize(mem_n);
     for (int s = N - 1; s >= 0; --s) {
-      backward_segment(segs_[size_t(s)], true, s == N - 1 ? nullptr : dmem_out_.data(),
-                       dmem_in_.data());
+      backward_segment(activations_for_backward(s), true,
+                       s == N - 1 ? nullptr : dmem_out_.data(), dmem_in_.data());
       std::swap(dmem_out_, dmem_in_);
     }
     to_param(dmem_out_);
@@ -363,6 +381,7 @@ void Engine::backward(int bptt) {
     std::vector<float> out(mem_n);
     for (int s = N - 1; s >= 0; --s) {
       std::vector<std::vector<float>> leaving(size_t(k) + 1);
+      SegmentActivations& a = activations_for_backward(s);
       if (s == 0) {
         std::vector<float> merged(size_t(mem_size), 0.f);
         bool any = false;
@@ -371,18 +390,17 @@ void Engine::backward(int bptt) {
             any = true;
             for (int64_t i = 0; i < mem_size; ++i) merged[size_t(i)] += arriving[size_t(age)][size_t(i)];
           }
-        backward_segment(segs_[0], true, any ? merged.data() : nullptr, out.data());
+        backward_segment(a, true, any ? merged.data() : nullptr, out.data());
         to_param(out);
         break;
       }
       // age 0: this segment's own loss
-      backward_segment(segs_[size_t(s)], true, nullptr, k >= 1 ? out.data() : nullptr);
+      backward_segment(a, true, nullptr, k >= 1 ? out.data() : nullptr);
       if (k >= 1) leaving[1] = out;
       for (int age = 1; age <= k; ++age) {
         if (arriving[size_t(age)].empty()) continue;
         bool continues = age + 1 <= k;
-        backward_segment(segs_[size_t(s)], false, arriving[size_t(age)].data(),
-                         continues ? out.data() : nullptr);
+        backward_segment(a, false, arriving[size_t(age)].data(), continues ? out.data() : nullptr);
         if (continues) leaving[size_t(age) + 1] = out;
       }
       arriving.swap(leaving);

@@ -66,8 +66,17 @@ class Engine {
   // k = the loss of segment t reaches back through segments t-1 .. t-k.
   void backward(int bptt);
 
+  // Memory-efficient BPTT: forward keeps only the state at each segment border (and the logits)
+  // and backward recomputes each segment's activations from it (same numbers, same gradients).
+  // Activation memory then no longer grows with the number of segments.
+  void set_recompute(bool on) { recompute_ = on; }
+
   int num_segments() const { return int(seg_len_.size()); }
-  const SegmentActivations& segment(int s) const { return segs_[size_t(s)]; }
+  int segment_length(int s) const { return seg_len_[size_t(s)]; }
+  // Logits [B, T_s, V] of segment s from the last forward.
+  const std::vector<float>& logits(int s) const {
+    return recomputing_ ? seg_logits_[size_t(s)] : segs_[size_t(s)].logits;
+  }
 
   // One segment forward from an explicit state (used by forward and by greedy decoding).
   // tokens [B, T]; targets may be null (no loss). Writes the next state into next.
@@ -91,6 +100,8 @@ class Engine {
   void backward_segment(SegmentActivations& a, bool with_loss, const float* dmem_out,
                         float* dmem_in);
   float dropout_p(bool training) const;
+  // The activations of segment s for backward: stored, or recomputed into work_.
+  SegmentActivations& activations_for_backward(int s);
 
   Model& model_;
   Backend& be_;
@@ -99,6 +110,14 @@ class Engine {
   std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
   double loss_ = 0;
   bool training_ = false;
+  int batch_ = 0;
+  bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
+  uint64_t dropout_seed_ = 0;
+  float loss_scale_ = 0;
+  std::vector<std::vector<int32_t>> seg_tokens_, seg_targets_;  // inputs kept for recomputing
+  std::vector<std::vector<float>> seg_logits_;                  // logits kept when recomputing
+  SegmentActivations work_;                                      // the one recomputed segment
+  RecurrentState work_next_;
   // backward scratch, reused
   std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dcat_, dr_, dmem_in_, dmem_out_;
   // decoding scratch, reused

@@ -110,17 +110,18 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
     std::vector<uint8_t> sample_ok(size_t(B), 1);
     int t0 = 0;
     for (int s = 0; s < engine.num_segments(); ++s) {
-      const SegmentActivations& a = engine.segment(s);
-      const int V = int(a.logits.size() / (size_t(B) * a.T));
+      const std::vector<float>& logits = engine.logits(s);
+      const int Ts = engine.segment_length(s);
+      const int V = int(logits.size() / (size_t(B) * Ts));
       for (int b = 0; b < B; ++b)
-        for (int j = 0; j < a.T; ++j) {
+        for (int j = 0; j < Ts; ++j) {
           int p = t0 + j;
           if (p < T - A) continue;
-          bool ok = argmax(a.logits.data() + (int64_t(b) * a.T + j) * V, V) == target[int64_t(b) * T + p];
+          bool ok = argmax(logits.data() + (int64_t(b) * Ts + j) * V, V) == target[int64_t(b) * T + p];
           correct_tf += ok;
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
-      t0 += a.T;
+      t0 += Ts;
     }
     positions += int64_t(B) * A;
     if (fr) {

@@ -25,8 +25,6 @@ using json = nlohmann::json;
 
 RunSetup prepare_run(Config config) {
   validate(config);
-  if (config.bptt_recompute)
-    fail("bptt_recompute: true is not implemented yet (activations are stored for every segment)");
   if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
   RunSetup run;
   run.meta = load_dataset_meta(config.data);
@@ -206,6 +204,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
     truncate_metrics(metrics_path, st.step);
   }
   Engine engine(model, be);
+  engine.set_recompute(config.bptt_recompute);
   if (opt.on_start) opt.on_start(run, model.num_params(), st.step);
   EvalOptions val_opts = eval_options(run, tc.batch_size, tc.eval_samples);
   val_opts.free_running = false;  // validation is teacher-forced (cheap); test reports both

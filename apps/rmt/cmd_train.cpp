@@ -168,11 +168,11 @@ void add_step_dump_command(CLI::App& app) {
     std::vector<float> logits(size_t(B * T * model->V));
     int t0 = 0;
     for (int s = 0; s < engine.num_segments(); ++s) {
-      const auto& a = engine.segment(s);
+      const int Ts = engine.segment_length(s);
       for (int b = 0; b < B; ++b)
-        std::copy_n(a.logits.begin() + int64_t(b) * a.T * model->V, a.T * model->V,
+        std::copy_n(engine.logits(s).begin() + int64_t(b) * Ts * model->V, Ts * model->V,
                     logits.begin() + (b * T + t0) * model->V);
-      t0 += a.T;
+      t0 += Ts;
     }
     write_npy_float32(out / "logits.npy", {B, T, model->V}, logits.data());
     write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
