@@ -102,6 +102,8 @@ class Backend {
   virtual double sum_squares(const float* x, int64_t n) = 0;
   // x *= alpha
   virtual void scale(float* x, int64_t n, float alpha) = 0;
+  // y += x (residual connections)
+  virtual void add_inplace(float* y, const float* x, int64_t n) = 0;
   // Adam (torch.optim.Adam, no weight decay), step t >= 1:
   // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
   virtual void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,

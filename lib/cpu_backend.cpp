@@ -341,6 +341,11 @@ class CpuBackend final : public Backend {
     for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
   }
 
+  void add_inplace(float* y, const float* x, int64_t n) override {
+#pragma omp parallel for schedule(static) if (n > kGrain)
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  }
+
   // torch.optim.Adam (foreach=False path): bias corrections in double like Python floats.
   void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr,
                    float beta1, float beta2, float eps, int64_t t) override {

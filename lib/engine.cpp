@@ -125,7 +125,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     float* ares = sized(A.a, rows * d);
     be_.matmul(ares, av, w.o_w, int(rows), d, HD, false, true);
     if (p > 0) be_.dropout_forward(ares, sized(A.keep_o, rows * d), rows * d, p, mix_seed(seed, 3, l));
-    for (int64_t i = 0; i < rows * d; ++i) ares[i] += x[i];
+    be_.add_inplace(ares, x, rows * d);
     float* h1 = sized(A.h1, rows * d);
     be_.layernorm_forward(h1, sized(A.ln1_mean, rows), sized(A.ln1_rstd, rows), ares, w.ln1_w,
                           w.ln1_b, int(rows), d);
@@ -145,7 +145,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     be_.matmul(c, f1_used, w.ff2_w, int(rows), d, di, false, true);
     be_.add_bias(c, w.ff2_b, int(rows), d);
     if (p > 0) be_.dropout_forward(c, sized(A.keep_f2, rows * d), rows * d, p, mix_seed(seed, 5, l));
-    for (int64_t i = 0; i < rows * d; ++i) c[i] += h1[i];
+    be_.add_inplace(c, h1, rows * d);
     float* h2 = sized(A.h2, rows * d);
     be_.layernorm_forward(h2, sized(A.ln2_mean, rows), sized(A.ln2_rstd, rows), c, w.ln2_w,
                           w.ln2_b, int(rows), d);
@@ -200,14 +200,14 @@ void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, 
                               A.r.data() + int64_t(a.klen - klen) * HD, W.u, W.v, mask, shape,
                               scale);
     be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
-    for (int64_t i = 0; i < int64_t(B) * d; ++i) ares[i] += x[i];
+    be_.add_inplace(ares, x, int64_t(B) * d);
     be_.layernorm_forward(x, stats, stats + B, ares, w.ln1_w, w.ln1_b, B, d);  // x = h1
     be_.matmul(f1, x, w.ff1_w, B, di, d, false, true);
     be_.add_bias(f1, w.ff1_b, B, di);
     be_.relu_forward(f1, f1, int64_t(B) * di);
     be_.matmul(ares, f1, w.ff2_w, B, d, di, false, true);
     be_.add_bias(ares, w.ff2_b, B, d);
-    for (int64_t i = 0; i < int64_t(B) * d; ++i) ares[i] += x[i];
+    be_.add_inplace(ares, x, int64_t(B) * d);
     be_.layernorm_forward(x, stats, stats + B, ares, w.ln2_w, w.ln2_b, B, d);
   }
   be_.matmul(logits, x, W.emb, B, V, d, false, true);

@@ -614,3 +614,12 @@ TEST_CASE("threads: set_num_threads / num_threads") {
   CHECK(num_threads() >= 1);
   set_num_threads(t);
 }
+
+TEST_CASE("add_inplace adds elementwise, also above the parallel grain") {
+  for (size_t n : {size_t(5), size_t(100000)}) {
+    Vec y = randn(n, 1.f, 70), x = randn(n, 1.f, 71), expect(n);
+    for (size_t i = 0; i < n; ++i) expect[i] = y[i] + x[i];
+    be().add_inplace(y.data(), x.data(), (int64_t)n);
+    CHECK(y == expect);
+  }
+}
