@@ -68,7 +68,7 @@ void Engine::initial_state(RecurrentState& state, int B) const {
 
 void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
                              int B, int T, const RecurrentState& state, RecurrentState& next,
-                             bool training, uint64_t seed, float loss_scale) {
+                             bool training, uint64_t seed, float loss_scale, bool outputs) {
   Model& M = model_;
   const Weights& W = M.W;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
@@ -114,6 +114,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     if (new_mlen > 0)  // the next cache: the last mem_len rows of [cache; x], detached
       copy_rows(sized(next.cache[size_t(l)], int64_t(B) * new_mlen * d), new_mlen, 0, cat, klen,
                 klen - new_mlen, new_mlen, B, d);
+    if (!outputs && l == M.L - 1) break;  // the next state has what it needs
     float* qkv = sized(A.qkv, int64_t(B) * klen * 3 * HD);
     be_.matmul(qkv, cat, w.qkv_w, B * klen, 3 * HD, d, false, true);
     float* r = sized(A.r, int64_t(klen) * HD);
@@ -152,6 +153,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     x = h2;
   }
   next.mlen = new_mlen;
+  if (!outputs) return;
 
   float* out = sized(a.out, int64_t(B) * q * d);
   std::copy(x, x + int64_t(B) * q * d, out);
@@ -225,6 +227,9 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   recomputing_ = recompute_;
   dropout_seed_ = dropout_seed;
   segs_.resize(recomputing_ ? 0 : size_t(N));
+  seg_scored_.assign(size_t(N), 0);
+  seg_run_.assign(size_t(N), 0);
+  seg_outputs_.assign(size_t(N), 0);
   seg_tokens_.resize(size_t(N));
   seg_targets_.resize(size_t(N));
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
@@ -246,16 +251,36 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
         tokens[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
         targets[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
       }
+    // Dead work in training: without memory tokens a segment's output reaches the loss only
+    // through its own scored positions; the cache (xl) needs just the layer inputs.
+    const bool scored = t0 + Ts > T - answer_size;
+    const bool cache_needed = model_.mem_len > 0 && s + 1 < N;
+    const bool outputs = !training || scored || model_.m > 0;
+    const bool run = outputs || cache_needed;
+    seg_scored_[size_t(s)] = scored;
+    seg_run_[size_t(s)] = run;
+    seg_outputs_[size_t(s)] = outputs;
+    t0 += Ts;
+    if (!run) {
+      states_[size_t(s) + 1] = states_[size_t(s)];
+      continue;
+    }
     SegmentActivations& a = recomputing_ ? work_ : segs_[size_t(s)];
     forward_segment(a, tokens.data(), targets.data(), B, Ts, states_[size_t(s)],
                     states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)),
-                    loss_scale);
+                    loss_scale, outputs);
+    if (!outputs) continue;
     for (int64_t i = 0; i < int64_t(B) * Ts; ++i) loss_sum += a.loss_rows[size_t(i)];
     if (recomputing_) seg_logits_[size_t(s)] = a.logits;
-    t0 += Ts;
   }
   loss_ = loss_sum * loss_scale;
   return loss_;
+}
+
+const std::vector<float>& Engine::logits(int s) const {
+  if (!seg_outputs_[size_t(s)])
+    fail("the logits of segment {} were not computed: no loss depends on them in training", s);
+  return recomputing_ ? seg_logits_[size_t(s)] : segs_[size_t(s)].logits;
 }
 
 SegmentActivations& Engine::activations_for_backward(int s) {
@@ -360,13 +385,14 @@ void Engine::backward(int bptt) {
         M.G.mem[i] += dmem[size_t(b * int64_t(M.m) * M.d + i)];
   };
 
-  if (M.m == 0) {  // no memory: segments are independent in backward
-    for (int s = N - 1; s >= 0; --s) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
+  if (M.m == 0) {  // no memory: segments are independent in backward (the cache is detached)
+    for (int s = N - 1; s >= 0; --s)
+      if (seg_scored_[size_t(s)]) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream
     dmem_in_.resize(mem_n);
     dmem_out_.resize(mem_n);
     for (int s = N - 1; s >= 0; --s) {
-      backward_segment(activations_for_backward(s), true,
+      backward_segment(activations_for_backward(s), seg_scored_[size_t(s)] != 0,
                        s == N - 1 ? nullptr : dmem_out_.data(), dmem_in_.data());
       std::swap(dmem_out_, dmem_in_);
     }
@@ -390,13 +416,15 @@ void Engine::backward(int bptt) {
             any = true;
             for (int64_t i = 0; i < mem_size; ++i) merged[size_t(i)] += arriving[size_t(age)][size_t(i)];
           }
-        backward_segment(a, true, any ? merged.data() : nullptr, out.data());
+        backward_segment(a, seg_scored_[0] != 0, any ? merged.data() : nullptr, out.data());
         to_param(out);
         break;
       }
-      // age 0: this segment's own loss
-      backward_segment(a, true, nullptr, k >= 1 ? out.data() : nullptr);
-      if (k >= 1) leaving[1] = out;
+      // age 0: this segment's own loss (none: the stream is zero, skip it)
+      if (seg_scored_[size_t(s)]) {
+        backward_segment(a, true, nullptr, k >= 1 ? out.data() : nullptr);
+        if (k >= 1) leaving[1] = out;
+      }
       for (int age = 1; age <= k; ++age) {
         if (arriving[size_t(age)].empty()) continue;
         bool continues = age + 1 <= k;

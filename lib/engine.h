@@ -58,6 +58,10 @@ class Engine {
   // input, target: [B, T] row-major; the loss is the mean cross-entropy over the last
   // answer_size positions of each row, over all segments concatenated. Keeps every
   // segment's activations and returns the loss.
+  // In training, work no loss depends on is skipped: a segment with no scored position whose
+  // output goes nowhere (no memory; baseline and xl) is not run at all, or only up to the
+  // layer inputs the next segment's cache needs (xl), and its backward is skipped. Its logits
+  // are then not available. Evaluation (training = false) computes every segment.
   double forward(const int32_t* input, const int32_t* target, int B, int T,
                  const std::vector<int>& seg_len, int answer_size, bool training,
                  uint64_t dropout_seed);
@@ -74,15 +78,15 @@ class Engine {
   int num_segments() const { return int(seg_len_.size()); }
   int segment_length(int s) const { return seg_len_[size_t(s)]; }
   // Logits [B, T_s, V] of segment s from the last forward.
-  const std::vector<float>& logits(int s) const {
-    return recomputing_ ? seg_logits_[size_t(s)] : segs_[size_t(s)].logits;
-  }
+  const std::vector<float>& logits(int s) const;
 
   // One segment forward from an explicit state (used by forward and by greedy decoding).
   // tokens [B, T]; targets may be null (no loss). Writes the next state into next.
+  // outputs = false runs the layers only as far as the next state needs (the cache rows of
+  // every layer) and computes no logits and no loss.
   void forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
                        int B, int T, const RecurrentState& state, RecurrentState& next,
-                       bool training, uint64_t seed, float loss_scale);
+                       bool training, uint64_t seed, float loss_scale, bool outputs = true);
   // Incremental greedy decoding inside a segment. `a` holds a full forward of this segment
   // (forward_segment, no dropout); its qkv buffers serve as the key/value cache. Runs token row
   // t (0-based within the segment) with input ids[B] through every layer, attending over the
@@ -106,6 +110,9 @@ class Engine {
   Model& model_;
   Backend& be_;
   std::vector<int> seg_len_;
+  // Per segment: what the last forward computed. scored: any position with a loss; run: the
+  // segment was run; outputs: its last layer, logits and loss were computed.
+  std::vector<uint8_t> seg_scored_, seg_run_, seg_outputs_;
   std::vector<SegmentActivations> segs_;
   std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
   double loss_ = 0;
