@@ -41,12 +41,13 @@ def workload(kind, tiny):
     return w
 
 
-def forward_flops(kind, w):
-    """Same formula as lib/bench.cpp forward_flops (see bench/README.md)."""
+def segment_flops(kind, w):
+    """Per segment: (full forward, forward of all layers but the last, scored), as
+    lib/bench.cpp segment_flops (see bench/README.md)."""
     B, d, H, Dh, di, V = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"], w["vocab"]
     hd, m = H * Dh, w["num_mem_tokens"]
     writes = m if kind == "rmt" else 0
-    total, cache = 0.0, 0
+    out, cache, t0 = [], 0, 0
     base, extra = divmod(w["T"], w["segments"])
     for s in range(w["segments"]):
         Ts = base + (1 if s < extra else 0)
@@ -54,9 +55,25 @@ def forward_flops(kind, w):
         klen = cache + q
         layer = (2 * B * klen * d * 3 * hd + 2 * klen * d * hd + 3 * 2 * B * H * q * klen * Dh
                  + 2 * B * q * hd * d + 2 * 2 * B * q * d * di)
-        total += w["n_layer"] * layer + 2 * B * Ts * d * V
+        out.append((w["n_layer"] * layer + 2 * B * Ts * d * V, (w["n_layer"] - 1) * layer,
+                    t0 + Ts > w["T"] - w["answer"]))
         if kind == "xl":
             cache = min(w["mem_len"], cache + q)
+        t0 += Ts
+    return out
+
+
+def step_flops(kind, w):
+    """The FLOPs a training step needs (lib/bench.cpp step_flops): 3 x the forward of every
+    segment the loss depends on. PyTorch's autograd does more than this for baseline and xl:
+    it runs the unscored first segment and back-propagates its zero gradients."""
+    segs = segment_flops(kind, w)
+    total = 0.0
+    for s, (full, cache_only, scored) in enumerate(segs):
+        if scored or w["num_mem_tokens"] > 0:
+            total += 3 * full
+        elif w["mem_len"] > 0 and s + 1 < len(segs):
+            total += cache_only
     return total
 
 
@@ -115,7 +132,7 @@ def bench(kind, args):
         if step >= args.warmup:
             times.append(dt)
     best = min(times)
-    gflop = 3.0 * forward_flops(kind, w) * 1e-9
+    gflop = step_flops(kind, w) * 1e-9
     return dict(engine="pytorch", torch_version=torch.__version__, model=kind,
                 threads=torch.get_num_threads(), batch=B, seq_len=T, segments=w["segments"],
                 params=sum(p.numel() for p in params), reps=args.reps,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -69,15 +70,24 @@ BenchWorkload bench_workload(const std::string& kind, bool tiny) {
   return w;
 }
 
-double forward_flops(const BenchWorkload& w) {
+namespace {
+// Forward FLOPs of each segment: through all layers plus the output layer, and through all
+// layers but the last (what an xl segment without a loss still needs for the cache).
+struct SegmentFlops {
+  double full, cache_only;
+  bool scored;
+};
+
+std::vector<SegmentFlops> segment_flops(const BenchWorkload& w) {
   const ModelConfig& c = w.model;
   const bool xl = c.kind == "xl" || c.kind == "xl_rmt";
   const int reads = c.num_mem_tokens;                                      // read block
   const int writes = (c.kind == "rmt" || c.kind == "xl_rmt") ? c.num_mem_tokens : 0;
   const double B = w.batch, d = c.d_model, H = c.n_head, Dh = c.d_head, hd = H * Dh;
   const double di = c.d_inner, V = c.n_token;
-  double total = 0;
+  std::vector<SegmentFlops> out;
   int cache = 0;  // Transformer-XL cache rows entering the segment
+  int t0 = 0;
   for (int Ts : segment_lengths(w.seq_len(), w.segments)) {
     const double q = reads + Ts + writes, klen = cache + q;
     const double layer = 2 * B * klen * d * 3 * hd     // qkv_net over [cache; segment]
@@ -86,14 +96,36 @@ double forward_flops(const BenchWorkload& w) {
                          + 2 * B * H * q * klen * Dh   // prob * v
                          + 2 * B * q * hd * d          // o_net
                          + 2 * 2 * B * q * d * di;     // FF in and out
-    total += c.n_layer * layer + 2 * B * Ts * d * V;   // + tied output layer on token rows
+    out.push_back({c.n_layer * layer + 2 * B * Ts * d * V,  // + tied output layer on token rows
+                   (c.n_layer - 1) * layer, t0 + Ts > w.seq_len() - w.answer_size()});
     if (xl) cache = std::min(c.mem_len, cache + int(q));
+    t0 += Ts;
+  }
+  return out;
+}
+}  // namespace
+
+double forward_flops(const BenchWorkload& w) {
+  double total = 0;
+  for (const SegmentFlops& f : segment_flops(w)) total += f.full;
+  return total;
+}
+
+double step_flops(const BenchWorkload& w) {
+  const bool memory = w.model.num_mem_tokens > 0, cache = w.model.mem_len > 0;
+  const std::vector<SegmentFlops> segs = segment_flops(w);
+  double total = 0;
+  for (size_t s = 0; s < segs.size(); ++s) {
+    if (segs[s].scored || memory) total += 3 * segs[s].full;      // forward + backward
+    else if (cache && s + 1 < segs.size()) total += segs[s].cache_only;  // forward for the cache
   }
   return total;
 }
 
 const char* flop_formula() {
-  return "step = 3 x forward; forward = sum over segments of n_layer x [2B*klen*d*3hd (qkv) + "
+  return "step = 3 x the forward of each segment the loss depends on (baseline/xl: segments with "
+         "a scored position; xl adds n_layer-1 layers of an unscored segment for its cache); "
+         "forward = n_layer x [2B*klen*d*3hd (qkv) + "
          "2*klen*d*hd (r_net) + 3 x 2B*H*q*klen*Dh (AC, BD, prob*V) + 2B*q*hd*d (o_net) + "
          "4B*q*d*d_inner (FF)] + 2B*T_seg*d*V (output); q = query rows incl. memory, "
          "klen = cache + q, hd = H*Dh";

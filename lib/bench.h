@@ -37,8 +37,12 @@ BenchWorkload bench_workload(const std::string& kind, bool tiny);
 // plus the tied output layer over the token rows, 2*B*T_seg*d*V. Element-wise work (LayerNorm,
 // softmax, dropout, Adam) is not counted.
 double forward_flops(const BenchWorkload& w);
-// A training step counts as 3 forwards (backward = 2 GEMMs per forward GEMM).
-inline double step_flops(const BenchWorkload& w) { return 3.0 * forward_flops(w); }
+// The FLOPs a training step needs: each segment's forward through the layers something depends
+// on, and twice that in backward (2 GEMMs per forward GEMM) where gradients flow. Without memory
+// tokens (baseline, xl) a segment with no scored position needs no backward, no output layer and
+// (baseline) no forward; xl still needs its layer inputs for the next segment's cache, i.e.
+// all layers but the last. (The engine skips exactly this work; see Engine::forward.)
+double step_flops(const BenchWorkload& w);
 const char* flop_formula();  // the formula above in one line, for reports
 
 // The best rate of a large single-precision GEMM (n x n x n, also n/2 and n/4) through the

@@ -43,6 +43,11 @@ TEST_CASE("bench FLOP formula matches a hand count") {
   CHECK(seg(4, 4) == 504);
   CHECK(forward_flops(hand_workload("rmt")) == 3 * 504);
   CHECK(step_flops(hand_workload("rmt")) == 9 * 504);
+  // What a step needs: the first segment has no scored position (answer = last 4 of 6). The
+  // baseline skips it; xl runs its n_layer-1 = 0 layers below the last for the cache; rmt
+  // passes memory on, so every segment counts three times.
+  CHECK(step_flops(hand_workload("baseline")) == 2 * 3 * 216);
+  CHECK(step_flops(hand_workload("xl")) == 2 * 3 * 328);
 }
 
 TEST_CASE("bench workload is the paper's copy config") {
