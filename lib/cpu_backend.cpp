@@ -1,6 +1,7 @@
 // The CPU reference backend: Eigen GEMMs + OpenMP loops over contiguous fp32 buffers.
 // One forward/backward pair per kernel, in the order of lib/backend.h. Every reduction runs in
 // a fixed order (no atomics), so results are bit-identical for a fixed thread count.
+#include <malloc.h>
 #include <omp.h>
 
 // GCC 12 emits false -Wmaybe-uninitialized warnings from Eigen's AVX-512 paths.
@@ -128,6 +129,14 @@ AttnScratch& attn_scratch() {
 
 class CpuBackend final : public Backend {
  public:
+  CpuBackend() {
+    // oneDNN allocates and frees its GEMM packing buffers on every call. With glibc's default
+    // thresholds these large blocks come from mmap and go back to the kernel on free, so every
+    // GEMM page-faults them in again (about 10% of an rmt step). Keep freed memory instead.
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  }
+
   void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
               bool trans_b, float alpha, float beta) override {
     matmul_impl(C, A, B, M, N, K, trans_a, trans_b, alpha, beta);
