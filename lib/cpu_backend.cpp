@@ -53,8 +53,10 @@ void gemm_into(MapM& C, const TA& A, const TB& B, float alpha, float beta) {
   }
 }
 
-void matmul_impl(float* C, const float* A, const float* B, int M, int N, int K, bool ta, bool tb,
-                 float alpha, float beta) {
+// C[M,N] = alpha op(A) op(B) + beta C with explicit row strides (ldc, lda, ldb), so that the
+// attention can multiply per-head column blocks of the qkv buffer in place.
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
+          int K, bool ta, bool tb, float alpha, float beta) {
   if (M == 0 || N == 0) return;
 #ifdef RMT_ONEDNN
   // oneDNN's JIT sgemm: about 1.3x Eigen's rate on one core and 1.7x on two at the model's
@@ -62,20 +64,20 @@ void matmul_impl(float* C, const float* A, const float* B, int M, int N, int K, 
   // alignment (tests/test_kernels.cpp checks both). Inside an OpenMP region it runs on the
   // calling thread only.
   if (K > 0) {
-    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A,
-                                        ta ? M : K, B, tb ? K : N, beta, C, N);
+    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda,
+                                        B, ldb, beta, C, ldc);
     if (st != dnnl_success) fail("oneDNN sgemm failed (status {}) for [{}x{}]x[{}x{}]", int(st), M, K, K, N);
     return;
   }
 #endif
-  MapM c(C, M, N, Stride(N));
+  MapM c(C, M, N, Stride(ldc));
   if (K == 0) {  // empty product: C = beta C
     if (beta == 0.f) c.setZero(); else c *= beta;
     return;
   }
   // Stored shapes: A is [M,K] or [K,M] (trans_a); B is [K,N] or [N,K] (trans_b).
-  CMapM a(A, ta ? K : M, ta ? M : K, Stride(ta ? M : K));
-  CMapM b(B, tb ? N : K, tb ? K : N, Stride(tb ? K : N));
+  CMapM a(A, ta ? K : M, ta ? M : K, Stride(lda));
+  CMapM b(B, tb ? N : K, tb ? K : N, Stride(ldb));
   if (!ta && !tb) gemm_into(c, a, b, alpha, beta);
   else if (!ta && tb) gemm_into(c, a, b.transpose(), alpha, beta);
   else if (ta && !tb) gemm_into(c, a.transpose(), b, alpha, beta);
@@ -139,7 +141,7 @@ class CpuBackend final : public Backend {
 
   void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
               bool trans_b, float alpha, float beta) override {
-    matmul_impl(C, A, B, M, N, K, trans_a, trans_b, alpha, beta);
+    gemm(C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b, alpha, beta);
   }
 
   // x[rows, cols] += bias[cols]
@@ -419,8 +421,8 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
     w.a.resize(qlen, klen);
     w.b.resize(qlen, klen);
     w.c.resize(qlen, klen);
-    w.a.noalias() = w.qu * K.transpose();  // AC
-    w.b.noalias() = w.qv * R.transpose();  // BD, unshifted
+    gemm(w.a.data(), klen, w.qu.data(), Dh, K.data(), row3, qlen, klen, Dh, false, true, 1.f, 0.f);  // AC
+    gemm(w.b.data(), klen, w.qv.data(), Dh, R.data(), HD, qlen, klen, Dh, false, true, 1.f, 0.f);   // BD, unshifted
     cpu::rel_shift_forward(w.c.data(), w.b.data(), qlen, klen);
     float* P = prob + (int64_t)bh * qlen * klen;
     for (int i = 0; i < qlen; ++i) {
@@ -430,9 +432,8 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       for (int j = 0; j < klen; ++j) pi[j] = scale * (ac[j] + bd[j]);
       softmax_row(pi, mask + (int64_t)i * klen, klen);
     }
-    CMapM Pm(P, qlen, klen, Stride(klen));
-    MapM O(out + (int64_t)b * qlen * HD + h * Dh, qlen, Dh, Stride(HD));
-    O.noalias() = Pm * Vm;
+    gemm(out + (int64_t)b * qlen * HD + h * Dh, HD, P, klen, Vm.data(), row3, qlen, Dh, klen, false,
+         false, 1.f, 0.f);  // O = P V
   }
 }
 
@@ -465,7 +466,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
 
     w.a.resize(qlen, klen);
     w.b.resize(qlen, klen);
-    w.a.noalias() = dO * Vm.transpose();  // dP
+    gemm(w.a.data(), klen, dO.data(), HD, Vm.data(), row3, qlen, klen, Dh, false, true, 1.f, 0.f);  // dP
     for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
       float* d = w.a.data() + (int64_t)i * klen;
       const float* p = P.data() + (int64_t)i * klen;
@@ -477,8 +478,8 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
 
     w.dqu.resize(qlen, Dh);
     w.dqv.resize(qlen, Dh);
-    w.dqu.noalias() = w.a * K;  // dQ via AC
-    w.dqv.noalias() = w.b * R;  // dQ via BD
+    gemm(w.dqu.data(), Dh, w.a.data(), klen, K.data(), row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // dQ via AC
+    gemm(w.dqv.data(), Dh, w.b.data(), klen, R.data(), HD, qlen, Dh, klen, false, false, 1.f, 0.f);   // dQ via BD
     MapM dQ(dbase + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
     dQ = w.dqu + w.dqv;
     MapM(dbase + h * Dh, mlen, Dh, Stride(row3)).setZero();  // cached rows have no query
@@ -490,9 +491,9 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     MapM dK(dbase + HD + h * Dh, klen, Dh, Stride(row3));
     MapM dV(dbase + 2 * HD + h * Dh, klen, Dh, Stride(row3));
     MapM dR(dr_part_.data() + (int64_t)b * klen * HD + h * Dh, klen, Dh, Stride(HD));
-    dK.noalias() = w.a.transpose() * w.qu;
-    dV.noalias() = P.transpose() * dO;
-    dR.noalias() = w.b.transpose() * w.qv;
+    gemm(dK.data(), row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);
+    gemm(dV.data(), row3, P.data(), klen, dO.data(), HD, klen, Dh, qlen, true, false, 1.f, 0.f);
+    gemm(dR.data(), HD, w.b.data(), klen, w.qv.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);
   }
   // Fixed-order sums over b (each element by one thread, b ascending).
   const int64_t nr = (int64_t)klen * HD;
