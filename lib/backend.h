@@ -14,13 +14,11 @@ namespace rmt {
 // Shape of one relative-position attention call (Transformer-XL "attn_type 0").
 //   B batch, H heads, Dh head size, qlen query rows, klen = mlen + qlen key rows
 //   (mlen cached rows first, then the qlen current rows).
+// Activations are time-major, as in the authors' code: row t of sample b is row t*B + b of a
+// [rows, B, width] buffer, so a block of positions is one contiguous range for every sample.
 struct AttentionShape {
   int B, H, Dh, qlen, klen;
-  // Rows between consecutive samples in qkv (and dqkv); 0 means klen. A larger stride lets
-  // incremental decoding attend over the first klen rows of a longer buffer (forward only).
-  int qkv_batch_rows = 0;
   int mlen() const { return klen - qlen; }
-  int batch_rows() const { return qkv_batch_rows > 0 ? qkv_batch_rows : klen; }
 };
 
 class Backend {
@@ -31,6 +29,11 @@ class Backend {
   // trans_a), B is [K,N] (or [N,K] when trans_b). beta = 0 ignores C's old contents.
   virtual void matmul(float* C, const float* A, const float* B, int M, int N, int K,
                       bool trans_a, bool trans_b, float alpha = 1.f, float beta = 0.f) = 0;
+  // The same with explicit row strides ldc, lda, ldb (each at least its matrix's row length):
+  // products of column blocks, e.g. the key/value columns of the qkv projection.
+  virtual void matmul_strided(float* C, int ldc, const float* A, int lda, const float* B,
+                              int ldb, int M, int N, int K, bool trans_a, bool trans_b,
+                              float alpha = 1.f, float beta = 0.f) = 0;
 
   // x[rows, cols] += bias[cols] broadcast over rows.
   virtual void add_bias(float* x, const float* bias, int rows, int cols) = 0;
@@ -70,13 +73,14 @@ class Backend {
   virtual void positional_embedding(float* out, int klen, int d) = 0;
 
   // Relative multi-head attention core (after the q/k/v and r projections).
-  //   qkv  [B, klen, 3*H*Dh]  q|k|v column blocks; the query of row t is taken from row
-  //                           mlen + t (cached rows give only keys and values)
+  //   qkv  [klen, B, 3*H*Dh]  q|k|v column blocks; the query of row t is taken from row
+  //                           mlen + t (cached rows give only keys and values). A longer
+  //                           buffer may be passed: only its first klen rows are read.
   //   r    [klen, H*Dh]       r_net(pos_emb), row j = relative distance klen-1-j
   //   u, v [H, Dh]            r_w_bias and r_r_bias
   //   mask [qlen, klen]       1 = blocked; every row must keep at least one key
   //   prob [B, H, qlen, klen] saved softmax probabilities
-  //   out  [B, qlen, H*Dh]
+  //   out  [qlen, B, H*Dh]
   // score[i,j] = scale * ((q_i + u).k_j + rel_shift((q + v) r^T)[i,j]), with rel_shift exactly
   // as Transformer-XL's _rel_shift (pad a zero column, reshape, drop a row): for j <= i+mlen
   // it is row i, column j+qlen-1-i of the unshifted matrix; for j == i+mlen+1 it is 0; for

@@ -17,21 +17,12 @@ T* sized(std::vector<T>& v, int64_t n) {  // resize without shrinking capacity
   return v.data();
 }
 
-// Copy `rows` rows of width d from src (row stride src_stride) to dst (row stride dst_stride),
-// for each of B samples (sample strides in rows: src_rows, dst_rows).
-void copy_rows(float* dst, int dst_rows, int dst_off, const float* src, int src_rows,
-               int src_off, int rows, int B, int d) {
-  for (int b = 0; b < B; ++b)
-    std::memcpy(dst + (int64_t(b) * dst_rows + dst_off) * d,
-                src + (int64_t(b) * src_rows + src_off) * d, sizeof(float) * size_t(rows) * d);
-}
-void add_rows(float* dst, int dst_rows, int dst_off, const float* src, int src_rows, int src_off,
-              int rows, int B, int d) {
-  for (int b = 0; b < B; ++b) {
-    float* y = dst + (int64_t(b) * dst_rows + dst_off) * d;
-    const float* x = src + (int64_t(b) * src_rows + src_off) * d;
-    for (int64_t i = 0; i < int64_t(rows) * d; ++i) y[i] += x[i];
-  }
+// dst[t, b] = src[b, t] for an [n, m] src (token ids and targets to time-major and back).
+template <typename T>
+void transpose(T* dst, const T* src, int n, int m, int width = 1) {
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < m; ++j)
+      std::copy_n(src + (int64_t(i) * m + j) * width, width, dst + (int64_t(j) * n + i) * width);
 }
 
 // The attention mask of FACTS.md section 2 (1 = blocked), keys [cache | read | tokens | write].
@@ -61,37 +52,51 @@ void Engine::initial_state(RecurrentState& state, int B) const {
   const Model& M = model_;
   state.mlen = 0;
   state.cache.assign(size_t(M.mem_len > 0 ? M.L : 0), {});
-  state.mem.resize(size_t(B) * M.m * M.d);
-  for (int b = 0; b < B; ++b)
-    std::copy(M.W.mem, M.W.mem + int64_t(M.m) * M.d, state.mem.data() + int64_t(b) * M.m * M.d);
+  state.mem.resize(size_t(B) * M.m * M.d);  // [m, B, d]: memory row i of every sample
+  for (int i = 0; i < M.m; ++i)
+    for (int b = 0; b < B; ++b)
+      std::copy_n(M.W.mem + int64_t(i) * M.d, M.d, state.mem.data() + (int64_t(i) * B + b) * M.d);
 }
 
 void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
                              int B, int T, const RecurrentState& state, RecurrentState& next,
-                             bool training, uint64_t seed, float loss_scale, bool outputs) {
+                             bool training, uint64_t seed, float loss_scale, SegmentOutputs need) {
   Model& M = model_;
   const Weights& W = M.W;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
   const int m_write = M.write_block ? m : 0;
   const int q = m + T + m_write, mlen = state.mlen, klen = q + mlen;
+  const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
+  if (m == 0) need.memory = false;
   a.B = B, a.T = T, a.q = q, a.mlen = mlen, a.klen = klen;
+  a.outputs = need;
 
-  std::copy(tokens, tokens + int64_t(B) * T, sized(a.tokens, int64_t(B) * T));
-  if (targets) std::copy(targets, targets + int64_t(B) * T, sized(a.targets, int64_t(B) * T));
+  transpose(sized(a.ids, int64_t(T) * B), tokens, B, T);
+  if (targets) transpose(sized(a.targets, int64_t(T) * B), targets, B, T);
   build_mask(sized(a.mask, int64_t(q) * klen), q, mlen, m, m_write, M.config.read_mem_from_cache);
 
+  // The last layer's rows past attention: the token rows if logits are needed, the memory rows
+  // passed on (write block; mt: the read block) if memory is. Everything in evaluation.
+  const int mem_row = m_write ? m + T : 0;  // first row of the memory passed on
+  a.live_begin = q, a.live_end = 0;
+  auto live = [&](int begin, int end) {
+    a.live_begin = std::min(a.live_begin, begin);
+    a.live_end = std::max(a.live_end, end);
+  };
+  if (!training) live(0, q);
+  if (need.logits) live(m, m + T);
+  if (need.memory) live(mem_row, mem_row + m);
+  const bool last_layer = a.live_begin < a.live_end;
+
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
-  float* h0 = sized(a.h0, int64_t(B) * q * d);
-  float* tok = sized(a.tok, int64_t(B) * T * d);
-  be_.embedding_forward(tok, a.tokens.data(), W.emb, B * T, d, std::sqrt(float(d)));
-  copy_rows(h0, q, m, tok, T, 0, T, B, d);
+  float* h0 = sized(a.h0, int64_t(q) * Bd);
+  be_.embedding_forward(h0 + m * Bd, a.ids.data(), W.emb, T * B, d, std::sqrt(float(d)));
   if (m > 0) {
-    copy_rows(h0, q, 0, state.mem.data(), m, 0, m, B, d);
-    if (m_write) copy_rows(h0, q, m + T, state.mem.data(), m, 0, m, B, d);
+    std::copy_n(state.mem.data(), m * Bd, h0);
+    if (m_write) std::copy_n(state.mem.data(), m * Bd, h0 + (m + T) * Bd);
   }
-  if (p > 0) be_.dropout_forward(h0, sized(a.keep_h0, int64_t(B) * q * d), int64_t(B) * q * d, p,
-                                 mix_seed(seed, 1));
+  if (p > 0) be_.dropout_forward(h0, sized(a.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
   float* pos = sized(a.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
   if (p > 0) be_.dropout_forward(pos, sized(a.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
@@ -102,75 +107,86 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   const int new_mlen = M.mem_len > 0 ? std::min(M.mem_len, klen) : 0;
   const AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
-  const float* x = h0;  // layer input [B, q, d]
+  const float* x = h0;  // layer input [q, B, d]
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
     LayerActivations& A = a.layers[size_t(l)];
-    const int64_t rows = int64_t(B) * q;
-    // [cache; x] -> q, k, v; only the current rows ask queries.
-    float* cat = sized(A.cat, int64_t(B) * klen * d);
-    if (mlen > 0) copy_rows(cat, klen, 0, state.cache[size_t(l)].data(), mlen, 0, mlen, B, d);
-    copy_rows(cat, klen, mlen, x, q, 0, q, B, d);
+    // keys and values over [cache; x]; only the current rows ask queries.
+    const float* cat = x;
+    if (mlen > 0) {
+      float* c = sized(A.cat, int64_t(klen) * Bd);
+      std::copy_n(state.cache[size_t(l)].data(), mlen * Bd, c);
+      std::copy_n(x, q * Bd, c + mlen * Bd);
+      cat = c;
+    }
     if (new_mlen > 0)  // the next cache: the last mem_len rows of [cache; x], detached
-      copy_rows(sized(next.cache[size_t(l)], int64_t(B) * new_mlen * d), new_mlen, 0, cat, klen,
-                klen - new_mlen, new_mlen, B, d);
-    if (!outputs && l == M.L - 1) break;  // the next state has what it needs
-    float* qkv = sized(A.qkv, int64_t(B) * klen * 3 * HD);
-    be_.matmul(qkv, cat, w.qkv_w, B * klen, 3 * HD, d, false, true);
+      next.cache[size_t(l)].assign(cat + (klen - new_mlen) * Bd, cat + klen * Bd);
+    if (l == M.L - 1 && !last_layer) break;  // the next state has what it needs
+    float* qkv = sized(A.qkv, int64_t(klen) * B * 3 * HD);
+    if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
+      be_.matmul_strided(qkv + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
+                         2 * HD, d, false, true);
+    be_.matmul(qkv + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
     float* r = sized(A.r, int64_t(klen) * HD);
     be_.matmul(r, pos, w.r_w, klen, HD, d, false, true);
-    float* av = sized(A.av, rows * HD);
+    float* av = sized(A.av, q * int64_t(B) * HD);
     be_.rel_attention_forward(av, sized(A.prob, int64_t(B) * M.H * q * klen), qkv, r, W.u, W.v,
                               a.mask.data(), shape, scale);
+    // Past attention each row is on its own: the last layer runs only the live rows.
+    const int r0 = l == M.L - 1 ? a.live_begin : 0, r1 = l == M.L - 1 ? a.live_end : q;
+    const int n = (r1 - r0) * B;
+    const int64_t o = int64_t(r0) * B;  // first buffer row
     // a = x + dropout(o_net(av)); h1 = LayerNorm(a)
-    float* ares = sized(A.a, rows * d);
-    be_.matmul(ares, av, w.o_w, int(rows), d, HD, false, true);
-    if (p > 0) be_.dropout_forward(ares, sized(A.keep_o, rows * d), rows * d, p, mix_seed(seed, 3, l));
-    be_.add_inplace(ares, x, rows * d);
-    float* h1 = sized(A.h1, rows * d);
-    be_.layernorm_forward(h1, sized(A.ln1_mean, rows), sized(A.ln1_rstd, rows), ares, w.ln1_w,
-                          w.ln1_b, int(rows), d);
+    float* ares = sized(A.a, q * Bd) + o * d;
+    be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
+    if (p > 0) be_.dropout_forward(ares, sized(A.keep_o, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 3, l));
+    be_.add_inplace(ares, x + o * d, n * int64_t(d));
+    float* h1 = sized(A.h1, q * Bd) + o * d;
+    be_.layernorm_forward(h1, sized(A.ln1_mean, q * B) + o, sized(A.ln1_rstd, q * B) + o, ares,
+                          w.ln1_w, w.ln1_b, n, d);
     // c = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(c)
-    float* f1 = sized(A.f1, rows * di);
-    be_.matmul(f1, h1, w.ff1_w, int(rows), di, d, false, true);
-    be_.add_bias(f1, w.ff1_b, int(rows), di);
-    be_.relu_forward(f1, f1, rows * di);
+    float* f1 = sized(A.f1, int64_t(q) * B * di) + o * di;
+    be_.matmul(f1, h1, w.ff1_w, n, di, d, false, true);
+    be_.add_bias(f1, w.ff1_b, n, di);
+    be_.relu_forward(f1, f1, int64_t(n) * di);
     const float* f1_used = f1;
     if (p > 0) {
-      float* f1d = sized(A.f1_drop, rows * di);
-      std::copy(f1, f1 + rows * di, f1d);
-      be_.dropout_forward(f1d, sized(A.keep_f1, rows * di), rows * di, p, mix_seed(seed, 4, l));
+      float* f1d = sized(A.f1_drop, int64_t(q) * B * di) + o * di;
+      std::copy_n(f1, int64_t(n) * di, f1d);
+      be_.dropout_forward(f1d, sized(A.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
+                          mix_seed(seed, 4, l));
       f1_used = f1d;
     }
-    float* c = sized(A.c, rows * d);
-    be_.matmul(c, f1_used, w.ff2_w, int(rows), d, di, false, true);
-    be_.add_bias(c, w.ff2_b, int(rows), d);
-    if (p > 0) be_.dropout_forward(c, sized(A.keep_f2, rows * d), rows * d, p, mix_seed(seed, 5, l));
-    be_.add_inplace(c, h1, rows * d);
-    float* h2 = sized(A.h2, rows * d);
-    be_.layernorm_forward(h2, sized(A.ln2_mean, rows), sized(A.ln2_rstd, rows), c, w.ln2_w,
-                          w.ln2_b, int(rows), d);
+    float* c = sized(A.c, q * Bd) + o * d;
+    be_.matmul(c, f1_used, w.ff2_w, n, d, di, false, true);
+    be_.add_bias(c, w.ff2_b, n, d);
+    if (p > 0) be_.dropout_forward(c, sized(A.keep_f2, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 5, l));
+    be_.add_inplace(c, h1, n * int64_t(d));
+    float* h2 = sized(A.h2, q * Bd);
+    be_.layernorm_forward(h2 + o * d, sized(A.ln2_mean, q * B) + o, sized(A.ln2_rstd, q * B) + o, c,
+                          w.ln2_w, w.ln2_b, n, d);
     x = h2;
   }
   next.mlen = new_mlen;
-  if (!outputs) return;
+  if (!last_layer) return;
 
-  float* out = sized(a.out, int64_t(B) * q * d);
-  std::copy(x, x + int64_t(B) * q * d, out);
-  if (p > 0) be_.dropout_forward(out, sized(a.keep_out, int64_t(B) * q * d), int64_t(B) * q * d,
-                                 p, mix_seed(seed, 6));
-  // Logits of the token rows through the tied embedding.
-  copy_rows(tok, T, 0, out, q, m, T, B, d);
-  float* logits = sized(a.logits, int64_t(B) * T * V);
-  be_.matmul(logits, tok, W.emb, B * T, V, d, false, true);
-  be_.add_bias(logits, W.out_bias, B * T, V);
-  if (targets) {
-    be_.cross_entropy(sized(a.loss_rows, int64_t(B) * T),
-                      sized(a.dlogits, int64_t(B) * T * V), logits,
-                      a.targets.data(), B * T, V, loss_scale);
+  // The live rows of the last layer's output, after the final dropout.
+  const int64_t lo = a.live_begin * Bd, n_out = (a.live_end - a.live_begin) * Bd;
+  float* out = sized(a.out, q * Bd);
+  std::copy_n(x + lo, n_out, out + lo);
+  if (p > 0) be_.dropout_forward(out + lo, sized(a.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
+  if (need.logits) {  // logits of the token rows through the tied embedding
+    float* logits = sized(a.logits_tb, int64_t(T) * B * V);
+    be_.matmul(logits, out + m * Bd, W.emb, T * B, V, d, false, true);
+    be_.add_bias(logits, W.out_bias, T * B, V);
+    transpose(sized(a.logits, int64_t(B) * T * V), logits, T, B, V);
+    if (targets) {
+      be_.cross_entropy(sized(a.loss_rows, int64_t(T) * B), sized(a.dlogits, int64_t(T) * B * V),
+                        logits, a.targets.data(), T * B, V, loss_scale);
+    }
   }
   // The memory passed on: the write rows' output (rmt, xl_rmt) or the read rows' (mt).
-  if (m > 0) copy_rows(sized(next.mem, int64_t(B) * m * d), m, 0, out, q, m_write ? m + T : 0, m, B, d);
+  if (need.memory) next.mem.assign(out + mem_row * Bd, out + (mem_row + m) * Bd);
 }
 
 void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, float* logits) {
@@ -181,23 +197,21 @@ void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, 
   const int klen = row + 1;          // it attends to every key up to itself
   float* x = sized(row_x_, int64_t(B) * d);
   be_.embedding_forward(x, ids, W.emb, B, d, std::sqrt(float(d)));
-  float* qkv = sized(row_qkv_, int64_t(B) * 3 * HD);
   float* av = sized(row_av_, int64_t(B) * HD);
   float* ares = sized(row_a_, int64_t(B) * d);
   float* f1 = sized(row_f_, int64_t(B) * di);
   float* stats = sized(row_stats_, 2 * int64_t(B));
   uint8_t* mask = sized(row_mask_, klen);
   std::fill(mask, mask + klen, uint8_t(0));
-  // One query row, keys [0, klen) of the segment's qkv buffer (its rows are a.klen apart); the
-  // position table is the segment's, shifted so that its last row is distance 0 from the query.
-  const AttentionShape shape{B, M.H, M.Dh, 1, klen, a.klen};
+  // One query row over keys [0, klen) of the segment's qkv buffer; the position table is the
+  // segment's, shifted so that its last row is distance 0 from the query.
+  const AttentionShape shape{B, M.H, M.Dh, 1, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
     LayerActivations& A = a.layers[size_t(l)];
-    be_.matmul(qkv, x, w.qkv_w, B, 3 * HD, d, false, true);
-    for (int b = 0; b < B; ++b)
-      std::copy_n(qkv + int64_t(b) * 3 * HD, 3 * HD, A.qkv.data() + (int64_t(b) * a.klen + row) * 3 * HD);
+    // the row's q, k, v go straight into the key/value cache (row `row` of every sample)
+    be_.matmul(A.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
     be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), A.qkv.data(),
                               A.r.data() + int64_t(a.klen - klen) * HD, W.u, W.v, mask, shape,
                               scale);
@@ -228,8 +242,7 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   dropout_seed_ = dropout_seed;
   segs_.resize(recomputing_ ? 0 : size_t(N));
   seg_scored_.assign(size_t(N), 0);
-  seg_run_.assign(size_t(N), 0);
-  seg_outputs_.assign(size_t(N), 0);
+  seg_outputs_.assign(size_t(N), SegmentOutputs{});
   seg_tokens_.resize(size_t(N));
   seg_targets_.resize(size_t(N));
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
@@ -251,25 +264,24 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
         tokens[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
         targets[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
       }
-    // Dead work in training: without memory tokens a segment's output reaches the loss only
-    // through its own scored positions; the cache (xl) needs just the layer inputs.
+    // Dead work in training: logits only where the loss scores a position, memory only where a
+    // next segment reads it; the cache (xl) needs just the layer inputs. A segment that feeds
+    // nothing is not run.
     const bool scored = t0 + Ts > T - answer_size;
     const bool cache_needed = model_.mem_len > 0 && s + 1 < N;
-    const bool outputs = !training || scored || model_.m > 0;
-    const bool run = outputs || cache_needed;
+    SegmentOutputs need{!training || scored, model_.m > 0 && (!training || s + 1 < N)};
     seg_scored_[size_t(s)] = scored;
-    seg_run_[size_t(s)] = run;
-    seg_outputs_[size_t(s)] = outputs;
+    seg_outputs_[size_t(s)] = need;
     t0 += Ts;
-    if (!run) {
+    if (!need.logits && !need.memory && !cache_needed) {
       states_[size_t(s) + 1] = states_[size_t(s)];
       continue;
     }
     SegmentActivations& a = recomputing_ ? work_ : segs_[size_t(s)];
     forward_segment(a, tokens.data(), targets.data(), B, Ts, states_[size_t(s)],
                     states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)),
-                    loss_scale, outputs);
-    if (!outputs) continue;
+                    loss_scale, need);
+    if (!need.logits) continue;
     for (int64_t i = 0; i < int64_t(B) * Ts; ++i) loss_sum += a.loss_rows[size_t(i)];
     if (recomputing_) seg_logits_[size_t(s)] = a.logits;
   }
@@ -278,7 +290,7 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
 }
 
 const std::vector<float>& Engine::logits(int s) const {
-  if (!seg_outputs_[size_t(s)])
+  if (!seg_outputs_[size_t(s)].logits)
     fail("the logits of segment {} were not computed: no loss depends on them in training", s);
   return recomputing_ ? seg_logits_[size_t(s)] : segs_[size_t(s)].logits;
 }
@@ -288,7 +300,7 @@ SegmentActivations& Engine::activations_for_backward(int s) {
   // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
   forward_segment(work_, seg_tokens_[size_t(s)].data(), seg_targets_[size_t(s)].data(), batch_,
                   seg_len_[size_t(s)], states_[size_t(s)], work_next_, training_,
-                  mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
+                  mix_seed(dropout_seed_, uint64_t(s)), loss_scale_, seg_outputs_[size_t(s)]);
   return work_;
 }
 
@@ -300,73 +312,85 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
   const int B = a.B, T = a.T, q = a.q, mlen = a.mlen, klen = a.klen;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
   const int m_write = M.write_block ? m : 0;
-  const int64_t rows = int64_t(B) * q;
+  const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(training_);
   const AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
+  const int64_t lo = int64_t(a.live_begin) * B, hi = int64_t(a.live_end) * B;
 
-  // d(out): from the logits of the token rows and from the memory passed on.
+  // d(out): from the logits of the token rows and from the memory passed on (live rows only).
   float* dh = sized(dh_, rows * d);
   std::fill(dh, dh + rows * d, 0.f);
-  float* dtmp = sized(dtmp_, rows * d);
   if (with_loss) {
-    be_.matmul(dtmp, a.dlogits.data(), W.emb, B * T, d, V, false, false);         // dtok
-    be_.matmul(G.emb, a.dlogits.data(), a.tok.data(), V, d, B * T, true, false, 1.f, 1.f);
-    be_.bias_backward(G.out_bias, a.dlogits.data(), B * T, V);
-    copy_rows(dh, q, m, dtmp, T, 0, T, B, d);
+    be_.matmul(dh + m * Bd, a.dlogits.data(), W.emb, T * B, d, V, false, false);  // d(token rows)
+    be_.matmul(G.emb, a.dlogits.data(), a.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
+    be_.bias_backward(G.out_bias, a.dlogits.data(), T * B, V);
   }
-  if (dmem_out) add_rows(dh, q, m_write ? m + T : 0, dmem_out, m, 0, m, B, d);
-  if (p > 0) be_.dropout_backward(dh, a.keep_out.data(), rows * d, p);
+  if (dmem_out) be_.add_inplace(dh + (m_write ? m + T : 0) * Bd, dmem_out, m * Bd);
+  if (p > 0) be_.dropout_backward(dh + lo * d, a.keep_out.data() + lo * d, (hi - lo) * d, p);
 
   float* dx = sized(dx_, rows * d);
+  float* dtmp = sized(dtmp_, rows * d);
   for (int l = M.L - 1; l >= 0; --l) {
     const LayerWeights& w = W.layers[size_t(l)];
     const LayerWeights& g = G.layers[size_t(l)];
     LayerActivations& A = a.layers[size_t(l)];
+    // Rows past attention: the live ones in the last layer (the others have zero gradient).
+    const int64_t o = l == M.L - 1 ? lo : 0, n64 = (l == M.L - 1 ? hi : rows) - o;
+    const int n = int(n64);
     // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. c)
-    be_.layernorm_backward(dx, g.ln2_w, g.ln2_b, dh, A.c.data(), A.ln2_mean.data(),
-                           A.ln2_rstd.data(), w.ln2_w, int(rows), d);
+    be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, A.c.data() + o * d,
+                           A.ln2_mean.data() + o, A.ln2_rstd.data() + o, w.ln2_w, n, d);
     // feed-forward: c = h1 + drop(W2 drop(relu(W1 h1 + b1)) + b2)
-    std::copy(dx, dx + rows * d, dtmp);
-    if (p > 0) be_.dropout_backward(dtmp, A.keep_f2.data(), rows * d, p);
-    be_.bias_backward(g.ff2_b, dtmp, int(rows), d);
-    be_.matmul(g.ff2_w, dtmp, p > 0 ? A.f1_drop.data() : A.f1.data(), d, di, int(rows), true,
-               false, 1.f, 1.f);
-    float* dff = sized(dff_, rows * di);
-    be_.matmul(dff, dtmp, w.ff2_w, int(rows), di, d, false, false);
-    if (p > 0) be_.dropout_backward(dff, A.keep_f1.data(), rows * di, p);
-    be_.relu_backward(dff, dff, A.f1.data(), rows * di);
-    be_.bias_backward(g.ff1_b, dff, int(rows), di);
-    be_.matmul(g.ff1_w, dff, A.h1.data(), di, d, int(rows), true, false, 1.f, 1.f);
-    be_.matmul(dx, dff, w.ff1_w, int(rows), d, di, false, false, 1.f, 1.f);  // dx = d(h1)
+    std::copy_n(dx + o * d, n64 * d, dtmp + o * d);
+    if (p > 0) be_.dropout_backward(dtmp + o * d, A.keep_f2.data() + o * d, n64 * d, p);
+    be_.bias_backward(g.ff2_b, dtmp + o * d, n, d);
+    be_.matmul(g.ff2_w, dtmp + o * d, (p > 0 ? A.f1_drop.data() : A.f1.data()) + o * di, d, di, n,
+               true, false, 1.f, 1.f);
+    float* dff = sized(dff_, rows * di) + o * di;
+    be_.matmul(dff, dtmp + o * d, w.ff2_w, n, di, d, false, false);
+    if (p > 0) be_.dropout_backward(dff, A.keep_f1.data() + o * di, n64 * di, p);
+    be_.relu_backward(dff, dff, A.f1.data() + o * di, n64 * di);
+    be_.bias_backward(g.ff1_b, dff, n, di);
+    be_.matmul(g.ff1_w, dff, A.h1.data() + o * d, di, d, n, true, false, 1.f, 1.f);
+    be_.matmul(dx + o * d, dff, w.ff1_w, n, d, di, false, false, 1.f, 1.f);  // dx = d(h1)
     // LayerNorm 1: d(h1) -> d(a), a = x + drop(o_net(av))
-    be_.layernorm_backward(dh, g.ln1_w, g.ln1_b, dx, A.a.data(), A.ln1_mean.data(),
-                           A.ln1_rstd.data(), w.ln1_w, int(rows), d);  // dh = d(a)
-    std::copy(dh, dh + rows * d, dtmp);
-    if (p > 0) be_.dropout_backward(dtmp, A.keep_o.data(), rows * d, p);
-    be_.matmul(g.o_w, dtmp, A.av.data(), d, HD, int(rows), true, false, 1.f, 1.f);
+    be_.layernorm_backward(dh + o * d, g.ln1_w, g.ln1_b, dx + o * d, A.a.data() + o * d,
+                           A.ln1_mean.data() + o, A.ln1_rstd.data() + o, w.ln1_w, n, d);  // dh = d(a)
+    std::copy_n(dh + o * d, n64 * d, dtmp + o * d);
+    if (p > 0) be_.dropout_backward(dtmp + o * d, A.keep_o.data() + o * d, n64 * d, p);
+    be_.matmul(g.o_w, dtmp + o * d, A.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
     float* dav = sized(dav_, rows * HD);
-    be_.matmul(dav, dtmp, w.o_w, int(rows), HD, d, false, false);
+    if (n64 < rows) std::fill(dav, dav + rows * HD, 0.f);
+    be_.matmul(dav + o * HD, dtmp + o * d, w.o_w, n, HD, d, false, false);
     // attention core
-    float* dqkv = sized(dqkv_, int64_t(B) * klen * 3 * HD);
+    float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
     float* dr = sized(dr_, int64_t(klen) * HD);
     std::fill(dr, dr + int64_t(klen) * HD, 0.f);
     be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, A.prob.data(), A.qkv.data(),
                                A.r.data(), W.u, W.v, shape, scale);
     be_.matmul(g.r_w, dr, a.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
-    be_.matmul(g.qkv_w, dqkv, A.cat.data(), 3 * HD, d, B * klen, true, false, 1.f, 1.f);
-    float* dcat = sized(dcat_, int64_t(B) * klen * d);
-    be_.matmul(dcat, dqkv, w.qkv_w, B * klen, d, 3 * HD, false, false);
-    // d(x) = d(a) (residual) + d(cat) of the current rows; the cache rows are detached.
-    add_rows(dh, q, 0, dcat, klen, mlen, q, B, d);
+    // qkv weights: the current rows (q, k, v) and the cache rows (k, v only)
+    const float* dqkv_cur = dqkv + int64_t(mlen) * B * 3 * HD;
+    const float* x = l > 0 ? a.layers[size_t(l) - 1].h2.data() : a.h0.data();
+    be_.matmul(g.qkv_w, dqkv_cur, x, 3 * HD, d, q * B, true, false, 1.f, 1.f);
+    if (mlen > 0)
+      be_.matmul_strided(g.qkv_w + int64_t(HD) * d, d, dqkv + HD, 3 * HD, A.cat.data(), d, 2 * HD,
+                         d, mlen * B, true, false, 1.f, 1.f);
+    // d(x) = d(a) (residual; zero past the live rows) + the current rows of d(qkv) W; the
+    // cache rows are detached.
+    if (n64 < rows) {
+      std::fill(dh, dh + o * d, 0.f);
+      std::fill(dh + (o + n64) * d, dh + rows * d, 0.f);
+    }
+    be_.matmul(dh, dqkv_cur, w.qkv_w, q * B, d, 3 * HD, false, false, 1.f, 1.f);
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
   if (p > 0) be_.dropout_backward(dh, a.keep_h0.data(), rows * d, p);
-  copy_rows(dtmp, T, 0, dh, q, m, T, B, d);
-  be_.embedding_backward(G.emb, dtmp, a.tokens.data(), B * T, d, std::sqrt(float(d)));
+  be_.embedding_backward(G.emb, dh + m * Bd, a.ids.data(), T * B, d, std::sqrt(float(d)));
   if (dmem_in && m > 0) {
-    copy_rows(dmem_in, m, 0, dh, q, 0, m, B, d);
-    if (m_write) add_rows(dmem_in, m, 0, dh, q, m + T, m, B, d);
+    std::copy_n(dh, m * Bd, dmem_in);
+    if (m_write) be_.add_inplace(dmem_in, dh + (m + T) * Bd, m * Bd);
   }
 }
 
@@ -378,11 +402,13 @@ void Engine::backward(int bptt) {
   const int B = batch_;
   const int64_t mem_size = int64_t(B) * M.m * M.d;
   const size_t mem_n = size_t(mem_size);
-  // The initial memory is the parameter broadcast over the batch: its gradient is the sum.
+  // The initial memory is the parameter broadcast over the batch: its gradient is the sum over
+  // samples of d(memory) [m, B, d].
   auto to_param = [&](const std::vector<float>& dmem) {
-    for (int b = 0; b < B; ++b)
-      for (int64_t i = 0; i < int64_t(M.m) * M.d; ++i)
-        M.G.mem[i] += dmem[size_t(b * int64_t(M.m) * M.d + i)];
+    for (int i = 0; i < M.m; ++i)
+      for (int b = 0; b < B; ++b)
+        for (int k = 0; k < M.d; ++k)
+          M.G.mem[int64_t(i) * M.d + k] += dmem[size_t((int64_t(i) * B + b) * M.d + k)];
   };
 
   if (M.m == 0) {  // no memory: segments are independent in backward (the cache is detached)

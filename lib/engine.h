@@ -10,44 +10,59 @@
 
 namespace rmt {
 
+// Every activation is time-major, [rows, B, width] as in the authors' code: row t of sample b
+// is buffer row t*B + b. A block of positions (the memory rows, the token rows, the cache) is
+// then one contiguous range for the whole batch, so it is sliced, skipped or handed on without
+// gathering.
+
 // What flows from one segment to the next.
 struct RecurrentState {
-  std::vector<float> mem;                 // [B, m, d]    memory tokens (rmt, mt, xl_rmt)
-  std::vector<std::vector<float>> cache;  // per layer [B, mlen, d], detached (xl, xl_rmt)
+  std::vector<float> mem;                 // [m, B, d]    memory tokens (rmt, mt, xl_rmt)
+  std::vector<std::vector<float>> cache;  // per layer [mlen, B, d], detached (xl, xl_rmt)
   int mlen = 0;                           // rows currently in the cache
 };
 
+// Which results of a segment anything depends on. Training asks only for what its loss needs;
+// evaluation and decoding ask for everything.
+struct SegmentOutputs {
+  bool logits = true;  // logits and loss of the token rows
+  bool memory = true;  // the memory passed on (models with memory tokens)
+};
+
 // Saved activations of one segment. Query rows are [read m | tokens | write m]; key rows are
-// [cache mlen | query rows].
+// [cache mlen | query rows]. The last layer computes only rows [live_begin, live_end) past
+// attention: the rows whose output something needs (the rest hold stale values).
 struct LayerActivations {
-  std::vector<float> cat;        // [B, klen, d]     layer input, cache rows first
-  std::vector<float> qkv;        // [B, klen, 3*H*Dh]
+  std::vector<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)
+  std::vector<float> qkv;        // [klen, B, 3*H*Dh] (cache rows: keys and values only)
   std::vector<float> r;          // [klen, H*Dh]     r_net(pos)
   std::vector<float> prob;       // [B, H, q, klen]
-  std::vector<float> av;         // [B, q, H*Dh]     attention vectors
-  std::vector<float> a;          // [B, q, d]        x + attn_out (LayerNorm 1 input)
-  std::vector<float> h1;         // [B, q, d]        LayerNorm 1 output
-  std::vector<float> f1;         // [B, q, d_inner]  ReLU output
-  std::vector<float> f1_drop;    // [B, q, d_inner]  after dropout (only when dropout > 0)
-  std::vector<float> c;          // [B, q, d]        h1 + ff (LayerNorm 2 input)
-  std::vector<float> h2;         // [B, q, d]        layer output
-  std::vector<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // [B*q]
+  std::vector<float> av;         // [q, B, H*Dh]     attention vectors
+  std::vector<float> a;          // [q, B, d]        x + attn_out (LayerNorm 1 input)
+  std::vector<float> h1;         // [q, B, d]        LayerNorm 1 output
+  std::vector<float> f1;         // [q, B, d_inner]  ReLU output
+  std::vector<float> f1_drop;    // [q, B, d_inner]  after dropout (only when dropout > 0)
+  std::vector<float> c;          // [q, B, d]        h1 + ff (LayerNorm 2 input)
+  std::vector<float> h2;         // [q, B, d]        layer output
+  std::vector<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // [q*B]
   std::vector<uint8_t> keep_o, keep_f1, keep_f2;              // dropout masks
 };
 
 struct SegmentActivations {
   int B = 0, T = 0, q = 0, mlen = 0, klen = 0;
-  std::vector<int32_t> tokens;   // [B, T]
-  std::vector<int32_t> targets;  // [B, T]  -1 where the position is not scored
+  int live_begin = 0, live_end = 0;  // query rows the last layer computes past attention
+  SegmentOutputs outputs;
+  std::vector<int32_t> ids;      // [T, B] input tokens
+  std::vector<int32_t> targets;  // [T, B] -1 where the position is not scored
   std::vector<uint8_t> mask;     // [q, klen] 1 = blocked
   std::vector<float> pos;        // [klen, d] position embedding (after dropout)
-  std::vector<float> h0;         // [B, q, d] embedded input (after dropout)
+  std::vector<float> h0;         // [q, B, d] embedded input (after dropout)
   std::vector<LayerActivations> layers;
-  std::vector<float> out;        // [B, q, d] last layer output after the final dropout
-  std::vector<float> tok;        // [B, T, d] token rows of out
-  std::vector<float> logits;     // [B, T, V]
-  std::vector<float> dlogits;    // [B, T, V] d(loss)/d(logits), set whenever targets are given
-  std::vector<float> loss_rows;  // [B*T] per-position cross-entropy (0 where unscored)
+  std::vector<float> out;        // [q, B, d] last layer output after the final dropout
+  std::vector<float> logits_tb;  // [T, B, V]
+  std::vector<float> logits;     // [B, T, V] the same, in the caller's order
+  std::vector<float> dlogits;    // [T, B, V] d(loss)/d(logits), set whenever targets are given
+  std::vector<float> loss_rows;  // [T*B] per-position cross-entropy (0 where unscored)
   std::vector<uint8_t> keep_h0, keep_pos, keep_out;
 };
 
@@ -82,11 +97,12 @@ class Engine {
 
   // One segment forward from an explicit state (used by forward and by greedy decoding).
   // tokens [B, T]; targets may be null (no loss). Writes the next state into next.
-  // outputs = false runs the layers only as far as the next state needs (the cache rows of
-  // every layer) and computes no logits and no loss.
+  // `outputs` says what is needed past the cache: with neither logits nor memory the layers run
+  // only as far as the next cache needs (the input of every layer).
   void forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
                        int B, int T, const RecurrentState& state, RecurrentState& next,
-                       bool training, uint64_t seed, float loss_scale, bool outputs = true);
+                       bool training, uint64_t seed, float loss_scale,
+                       SegmentOutputs outputs = {});
   // Incremental greedy decoding inside a segment. `a` holds a full forward of this segment
   // (forward_segment, no dropout); its qkv buffers serve as the key/value cache. Runs token row
   // t (0-based within the segment) with input ids[B] through every layer, attending over the
@@ -110,9 +126,10 @@ class Engine {
   Model& model_;
   Backend& be_;
   std::vector<int> seg_len_;
-  // Per segment: what the last forward computed. scored: any position with a loss; run: the
-  // segment was run; outputs: its last layer, logits and loss were computed.
-  std::vector<uint8_t> seg_scored_, seg_run_, seg_outputs_;
+  // Per segment, from the last forward: scored (any position with a loss) and what was asked of
+  // it (segments asked for nothing were not run).
+  std::vector<uint8_t> seg_scored_;
+  std::vector<SegmentOutputs> seg_outputs_;
   std::vector<SegmentActivations> segs_;
   std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
   double loss_ = 0;

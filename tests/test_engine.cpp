@@ -211,9 +211,12 @@ TEST_CASE("bptt_recompute: recomputed activations give bit-identical gradients")
 
 TEST_CASE("training skips work no loss depends on, with the same loss and gradients") {
   // Segment 0 (4 of 10 positions) has no scored position: baseline does not run it, xl runs it
-  // only up to its cache; with dropout 0 a training step must equal an evaluation step.
-  for (const char* kind : {"baseline", "xl", "rmt"})
-    for (bool recompute : {false, true}) {
+  // only up to its cache, rmt runs its last layer only for the memory it passes on (and the last
+  // segment's only for the tokens); with dropout 0 a training step must equal an evaluation step.
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool recompute = variant == 1;
+      const int bptt = variant == 2 ? 1 : -1;
       Model model(tiny_config(kind));
       randomize(model, 6);
       Problem pb(model.V);
@@ -221,17 +224,24 @@ TEST_CASE("training skips work no loss depends on, with the same loss and gradie
       engine.set_recompute(recompute);
       const double eval_loss = loss_of(engine, pb);
       const std::vector<float> logits1 = engine.logits(1);
-      engine.backward(-1);
+      engine.backward(bptt);
       const std::vector<float> eval_grads = model.grads;
       const double train_loss = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
                                                pb.seg_len, pb.A, true, 0);
-      engine.backward(-1);
+      engine.backward(bptt);
       CAPTURE(kind);
-      CAPTURE(recompute);
-      CHECK(train_loss == eval_loss);
-      CHECK(model.grads == eval_grads);
-      CHECK(engine.logits(1) == logits1);
-      if (std::string(kind) == "rmt") CHECK_NOTHROW(engine.logits(0));  // memory passes on
-      else CHECK_THROWS_WITH_AS(engine.logits(0), doctest::Contains("not computed"), Error);
+      CAPTURE(variant);
+      // Equal up to rounding: a GEMM over fewer rows may round differently.
+      CHECK(std::abs(train_loss - eval_loss) <= 1e-6 * std::abs(eval_loss));
+      double max_diff = 0, max_ref = 0;
+      for (size_t i = 0; i < eval_grads.size(); ++i) {
+        max_diff = std::max(max_diff, double(std::abs(model.grads[i] - eval_grads[i])));
+        max_ref = std::max(max_ref, double(std::abs(eval_grads[i])));
+      }
+      CHECK(max_diff <= 1e-5 * max_ref);
+      const std::vector<float>& logits_train = engine.logits(1);
+      REQUIRE(logits_train.size() == logits1.size());
+      for (size_t i = 0; i < logits1.size(); ++i) REQUIRE(std::abs(logits_train[i] - logits1[i]) <= 1e-5f);
+      CHECK_THROWS_WITH_AS(engine.logits(0), doctest::Contains("not computed"), Error);
     }
 }

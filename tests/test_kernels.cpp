@@ -356,9 +356,10 @@ void ref_attention(DVec& out, DVec& prob, const std::vector<double>& qkv,
   const int HD = H * Dh;
   out.assign((size_t)B * ql * HD, 0);
   prob.assign((size_t)B * H * ql * kl, 0);
-  auto q = [&](int b, int t, int h, int d) { return qkv[((size_t)b * kl + ml + t) * 3 * HD + h * Dh + d]; };
-  auto k = [&](int b, int j, int h, int d) { return qkv[((size_t)b * kl + j) * 3 * HD + HD + h * Dh + d]; };
-  auto vv = [&](int b, int j, int h, int d) { return qkv[((size_t)b * kl + j) * 3 * HD + 2 * HD + h * Dh + d]; };
+  // time-major: row j of sample b is buffer row j*B + b
+  auto q = [&](int b, int t, int h, int d) { return qkv[((size_t)(ml + t) * B + b) * 3 * HD + h * Dh + d]; };
+  auto k = [&](int b, int j, int h, int d) { return qkv[((size_t)j * B + b) * 3 * HD + HD + h * Dh + d]; };
+  auto vv = [&](int b, int j, int h, int d) { return qkv[((size_t)j * B + b) * 3 * HD + 2 * HD + h * Dh + d]; };
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       DVec ac(ql * kl), bd(ql * kl);
@@ -380,7 +381,7 @@ void ref_attention(DVec& out, DVec& prob, const std::vector<double>& qkv,
         for (int j = 0; j < kl; ++j) {
           const double pij = mask[i * kl + j] ? 0 : std::exp(sc[j] - mx) / sum;
           prob[(((size_t)b * H + h) * ql + i) * kl + j] = pij;
-          for (int d = 0; d < Dh; ++d) out[((size_t)b * ql + i) * HD + h * Dh + d] += pij * vv(b, j, h, d);
+          for (int d = 0; d < Dh; ++d) out[((size_t)i * B + b) * HD + h * Dh + d] += pij * vv(b, j, h, d);
         }
       }
     }
@@ -434,7 +435,7 @@ void check_attention(const AttentionShape s, const std::vector<uint8_t>& mask, u
   // cached rows: q part exactly 0
   for (int b = 0; b < s.B; ++b)
     for (int t = 0; t < s.mlen(); ++t)
-      for (int c = 0; c < HD; ++c) REQUIRE(dqkv[((size_t)b * kl + t) * 3 * HD + c] == 0.f);
+      for (int c = 0; c < HD; ++c) REQUIRE(dqkv[((size_t)t * s.B + b) * 3 * HD + c] == 0.f);
 
   // FD of the float kernel (the brief's check)
   auto loss = [&]() {
