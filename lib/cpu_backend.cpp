@@ -90,21 +90,58 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, i
 constexpr int kColBlock = 64;
 
 // ---------------------------------------------------------------------------------------
-// Masked softmax of one row in place; blocked entries (mask 1) become exactly 0.
-// Eigen's vectorised exp: the row loop is the only non-GEMM cost of attention worth noting.
+// Sums and maxima over a row in 16 independent lanes combined in a fixed order: vectorised by
+// the compiler, and the same bits wherever the row sits in memory.
+constexpr int kLanes = 16;
+inline float lane_sum(const float* x, int n) {
+  float acc[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += x[j + l];
+  for (int l = 0; j < n; ++j, ++l) acc[l] += x[j];
+  float s = 0.f;
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  return s;
+}
+inline float lane_dot(const float* x, const float* y, int n) {
+  float acc[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += x[j + l] * y[j + l];
+  for (int l = 0; j < n; ++j, ++l) acc[l] += x[j] * y[j];
+  float s = 0.f;
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  return s;
+}
+inline float lane_max(const float* x, int n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;  // exact in any order
+  return m;
+}
+
+// Softmax of one row of scores in place, where blocked entries already hold -inf (so they add
+// nothing to the maximum) and come out exactly 0.
 inline void softmax_row(float* s, const uint8_t* mask, int n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < n; ++j)
-    if (!mask[j]) mx = std::max(mx, s[j]);
+  const float mx = lane_max(s, n);
   Eigen::Map<Eigen::ArrayXf> a(s, n);
   a = (a - mx).exp();
-  float sum = 0.f;
-  for (int j = 0; j < n; ++j) {
-    if (mask[j]) s[j] = 0.f;
-    sum += s[j];
-  }
-  const float inv = 1.f / sum;
+  for (int j = 0; j < n; ++j) s[j] = mask[j] ? 0.f : s[j];
+  const float inv = 1.f / lane_sum(s, n);
   for (int j = 0; j < n; ++j) s[j] *= inv;
+}
+
+// Row i of scale * (AC + rel_shift(BD)) with blocked entries at -inf, reading the unshifted BD
+// directly (the shift of backend.h: row i for j <= i+mlen, 0 at j = i+mlen+1, row i+1 after).
+inline void score_row(float* out, const float* ac, const float* bd, const uint8_t* mask, int i,
+                      int qlen, int klen, float scale) {
+  const int mlen = klen - qlen, jd = std::min(klen - 1, i + mlen);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float* bi = bd + (int64_t)i * klen + (qlen - 1 - i);
+  for (int j = 0; j <= jd; ++j) out[j] = scale * (ac[j] + bi[j]);
+  if (jd + 1 < klen) out[jd + 1] = scale * (ac[jd + 1] + 0.f);
+  const float* bn = bd + (int64_t)(i + 1) * klen - (i + mlen + 2);
+  for (int j = jd + 2; j < klen; ++j) out[j] = scale * (ac[j] + bn[j]);
+  for (int j = 0; j < klen; ++j) out[j] = mask[j] ? -inf : out[j];
 }
 
 // out[c] = sum over rows of x[rows, cols] (row-major), rows added in order. Not Eigen's
@@ -120,7 +157,7 @@ inline void column_sums(float* out, const float* x, int rows, int cols) {
 
 // Scratch that lives per thread and only grows (no allocation in the steady state).
 struct AttnScratch {
-  MatRM a, b, c;       // [qlen, klen] work matrices
+  MatRM a, b;          // [qlen, klen] work matrices
   MatRM qu, qv;        // [qlen, Dh]
   MatRM dqu, dqv;      // [qlen, Dh]
   MatRM x, dx;         // [klen, 3*H*Dh] one sample's q|k|v rows and their gradient
@@ -439,16 +476,13 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
       w.a.resize(qlen, klen);
       w.b.resize(qlen, klen);
-      w.c.resize(qlen, klen);
       gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, qlen, klen, Dh, false, true, 1.f, 0.f);        // AC
       gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, qlen, klen, Dh, false, true, 1.f, 0.f);  // BD, unshifted
-      cpu::rel_shift_forward(w.c.data(), w.b.data(), qlen, klen);
       float* P = prob + ((int64_t)b * H + h) * qlen * klen;
       for (int i = 0; i < qlen; ++i) {
         float* pi = P + (int64_t)i * klen;
-        const float* ac = w.a.data() + (int64_t)i * klen;
-        const float* bd = w.c.data() + (int64_t)i * klen;
-        for (int j = 0; j < klen; ++j) pi[j] = scale * (ac[j] + bd[j]);
+        score_row(pi, w.a.data() + (int64_t)i * klen, w.b.data(), mask + (int64_t)i * klen, i, qlen,
+                  klen, scale);
         softmax_row(pi, mask + (int64_t)i * klen, klen);
       }
       gemm(w.o.data() + h * Dh, HD, P, klen, Vm, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // O = P V
@@ -495,8 +529,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
         float* d = w.a.data() + (int64_t)i * klen;
         const float* p = P + (int64_t)i * klen;
-        float dot = 0.f;
-        for (int j = 0; j < klen; ++j) dot += d[j] * p[j];
+        const float dot = lane_dot(d, p, klen);
         for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
       }
       cpu::rel_shift_backward(w.b.data(), w.a.data(), qlen, klen);  // dBD (unshifted)
