@@ -61,11 +61,13 @@ class Backend {
   virtual void relu_forward(float* out, const float* x, int64_t n) = 0;
   virtual void relu_backward(float* dx, const float* dout, const float* y, int64_t n) = 0;
 
-  // Inverted dropout, in place: keep[i] = 1 with probability 1-p, x[i] *= keep[i] / (1-p).
-  // The mask is a pure function of (seed, i), so results do not depend on the thread count.
-  virtual void dropout_forward(float* x, uint8_t* keep, int64_t n, float p, uint64_t seed) = 0;
-  // dx[i] = dout[i] * keep[i] / (1-p), in place on dx.
-  virtual void dropout_backward(float* dx, const uint8_t* keep, int64_t n, float p) = 0;
+  // Inverted dropout: keep[i] = 1 with probability 1-p, out[i] = x[i] * keep[i] / (1-p) (out may
+  // be x). The mask is a pure function of (seed, i), so results do not depend on the thread count.
+  virtual void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
+                               uint64_t seed) = 0;
+  // dx[i] = dout[i] * keep[i] / (1-p) (dx may be dout).
+  virtual void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
+                                float p) = 0;
 
   // Sinusoid relative position embedding, pos_seq = klen-1 .. 0:
   // out[j, :] = [sin(p_j f_0..f_{d/2-1}), cos(p_j f_0..)] with p_j = klen-1-j,

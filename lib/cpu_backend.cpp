@@ -131,12 +131,30 @@ inline float lane_max(const float* x, int n) {
   return m;
 }
 
+// x[i] = exp(x[i] - shift), every element through Eigen's vectorised exp (the tail through a
+// padded packet). Not Eigen's array expression: that peels a few elements to reach an aligned
+// address and computes those with the scalar exp, whose last bit can differ, so the result
+// would depend on where the row sits in memory.
+inline void exp_shifted(float* x, int n, float shift) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  constexpr int P = Eigen::internal::packet_traits<float>::size;
+  const Packet sh = Eigen::internal::pset1<Packet>(shift);
+  int j = 0;
+  for (; j + P <= n; j += P)
+    Eigen::internal::pstoreu(x + j, Eigen::internal::pexp(Eigen::internal::psub(Eigen::internal::ploadu<Packet>(x + j), sh)));
+  if (j < n) {
+    float tail[P];
+    for (int k = 0; k < P; ++k) tail[k] = j + k < n ? x[j + k] : shift;
+    Eigen::internal::pstoreu(tail, Eigen::internal::pexp(Eigen::internal::psub(Eigen::internal::ploadu<Packet>(tail), sh)));
+    for (int k = 0; j + k < n; ++k) x[j + k] = tail[k];
+  }
+}
+
 // Softmax of one row of scores in place, where blocked entries already hold -inf (so they add
 // nothing to the maximum) and come out exactly 0.
 inline void softmax_row(float* s, const uint8_t* mask, int n) {
   const float mx = lane_max(s, n);
-  Eigen::Map<Eigen::ArrayXf> a(s, n);
-  a = (a - mx).exp();
+  exp_shifted(s, n, mx);
   for (int j = 0; j < n; ++j) s[j] = mask[j] ? 0.f : s[j];
   const float inv = 1.f / lane_sum(s, n);
   for (int j = 0; j < n; ++j) s[j] *= inv;
@@ -337,9 +355,11 @@ class CpuBackend final : public Backend {
   }
 
   // keep[i] = (uniform(seed, i) >= p): a pure function of (seed, i), thread-count independent.
-  void dropout_forward(float* x, uint8_t* keep, int64_t n, float p, uint64_t seed) override {
+  void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
+                       uint64_t seed) override {
     if (p <= 0.f) {
       std::memset(keep, 1, (size_t)n);
+      if (out != x) std::memcpy(out, x, sizeof(float) * (size_t)n);
       return;
     }
     const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
@@ -350,14 +370,18 @@ class CpuBackend final : public Backend {
       const float r = (float)(cpu::splitmix64(key ^ (uint64_t)i) >> 40) * (1.f / 16777216.f);
       const uint8_t k = r >= p;
       keep[i] = k;
-      x[i] = k ? x[i] * s : 0.f;
+      out[i] = k ? x[i] * s : 0.f;
     }
   }
-  void dropout_backward(float* dx, const uint8_t* keep, int64_t n, float p) override {
-    if (p <= 0.f) return;  // everything was kept with scale 1
+  void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
+                        float p) override {
+    if (p <= 0.f) {  // everything was kept with scale 1
+      if (dx != dout) std::memcpy(dx, dout, sizeof(float) * (size_t)n);
+      return;
+    }
     const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dx[i] * s : 0.f;
+    for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dout[i] * s : 0.f;
   }
 
   // out[j] = [sin(p_j f), cos(p_j f)], p_j = klen-1-j, f_i = 1/10000^(2i/d); fp32 like torch.

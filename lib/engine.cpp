@@ -96,10 +96,10 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     std::copy_n(state.mem.data(), m * Bd, h0);
     if (m_write) std::copy_n(state.mem.data(), m * Bd, h0 + (m + T) * Bd);
   }
-  if (p > 0) be_.dropout_forward(h0, sized(a.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
+  if (p > 0) be_.dropout_forward(h0, h0, sized(a.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
   float* pos = sized(a.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
-  if (p > 0) be_.dropout_forward(pos, sized(a.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
+  if (p > 0) be_.dropout_forward(pos, pos, sized(a.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
                                  mix_seed(seed, 2));
 
   a.layers.resize(size_t(M.L));
@@ -139,7 +139,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     // a = x + dropout(o_net(av)); h1 = LayerNorm(a)
     float* ares = sized(A.a, q * Bd) + o * d;
     be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
-    if (p > 0) be_.dropout_forward(ares, sized(A.keep_o, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 3, l));
+    if (p > 0) be_.dropout_forward(ares, ares, sized(A.keep_o, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 3, l));
     be_.add_inplace(ares, x + o * d, n * int64_t(d));
     float* h1 = sized(A.h1, q * Bd) + o * d;
     be_.layernorm_forward(h1, sized(A.ln1_mean, q * B) + o, sized(A.ln1_rstd, q * B) + o, ares,
@@ -152,15 +152,14 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     const float* f1_used = f1;
     if (p > 0) {
       float* f1d = sized(A.f1_drop, int64_t(q) * B * di) + o * di;
-      std::copy_n(f1, int64_t(n) * di, f1d);
-      be_.dropout_forward(f1d, sized(A.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
+      be_.dropout_forward(f1d, f1, sized(A.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
                           mix_seed(seed, 4, l));
       f1_used = f1d;
     }
     float* c = sized(A.c, q * Bd) + o * d;
     be_.matmul(c, f1_used, w.ff2_w, n, d, di, false, true);
     be_.add_bias(c, w.ff2_b, n, d);
-    if (p > 0) be_.dropout_forward(c, sized(A.keep_f2, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 5, l));
+    if (p > 0) be_.dropout_forward(c, c, sized(A.keep_f2, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 5, l));
     be_.add_inplace(c, h1, n * int64_t(d));
     float* h2 = sized(A.h2, q * Bd);
     be_.layernorm_forward(h2 + o * d, sized(A.ln2_mean, q * B) + o, sized(A.ln2_rstd, q * B) + o, c,
@@ -173,8 +172,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   // The live rows of the last layer's output, after the final dropout.
   const int64_t lo = a.live_begin * Bd, n_out = (a.live_end - a.live_begin) * Bd;
   float* out = sized(a.out, q * Bd);
-  std::copy_n(x + lo, n_out, out + lo);
-  if (p > 0) be_.dropout_forward(out + lo, sized(a.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
+  be_.dropout_forward(out + lo, x + lo, sized(a.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
   if (need.logits) {  // logits of the token rows through the tied embedding
     float* logits = sized(a.logits_tb, int64_t(T) * B * V);
     be_.matmul(logits, out + m * Bd, W.emb, T * B, V, d, false, true);
@@ -327,7 +325,7 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
     be_.bias_backward(G.out_bias, a.dlogits.data(), T * B, V);
   }
   if (dmem_out) be_.add_inplace(dh + (m_write ? m + T : 0) * Bd, dmem_out, m * Bd);
-  if (p > 0) be_.dropout_backward(dh + lo * d, a.keep_out.data() + lo * d, (hi - lo) * d, p);
+  if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, a.keep_out.data() + lo * d, (hi - lo) * d, p);
 
   float* dx = sized(dx_, rows * d);
   float* dtmp = sized(dtmp_, rows * d);
@@ -342,14 +340,17 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
     be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, A.c.data() + o * d,
                            A.ln2_mean.data() + o, A.ln2_rstd.data() + o, w.ln2_w, n, d);
     // feed-forward: c = h1 + drop(W2 drop(relu(W1 h1 + b1)) + b2)
-    std::copy_n(dx + o * d, n64 * d, dtmp + o * d);
-    if (p > 0) be_.dropout_backward(dtmp + o * d, A.keep_f2.data() + o * d, n64 * d, p);
-    be_.bias_backward(g.ff2_b, dtmp + o * d, n, d);
-    be_.matmul(g.ff2_w, dtmp + o * d, (p > 0 ? A.f1_drop.data() : A.f1.data()) + o * di, d, di, n,
-               true, false, 1.f, 1.f);
+    const float* dff2 = dx + o * d;  // d(ff output) = d(c) through dropout
+    if (p > 0) {
+      be_.dropout_backward(dtmp + o * d, dx + o * d, A.keep_f2.data() + o * d, n64 * d, p);
+      dff2 = dtmp + o * d;
+    }
+    be_.bias_backward(g.ff2_b, dff2, n, d);
+    be_.matmul(g.ff2_w, dff2, (p > 0 ? A.f1_drop.data() : A.f1.data()) + o * di, d, di, n, true,
+               false, 1.f, 1.f);
     float* dff = sized(dff_, rows * di) + o * di;
-    be_.matmul(dff, dtmp + o * d, w.ff2_w, n, di, d, false, false);
-    if (p > 0) be_.dropout_backward(dff, A.keep_f1.data() + o * di, n64 * di, p);
+    be_.matmul(dff, dff2, w.ff2_w, n, di, d, false, false);
+    if (p > 0) be_.dropout_backward(dff, dff, A.keep_f1.data() + o * di, n64 * di, p);
     be_.relu_backward(dff, dff, A.f1.data() + o * di, n64 * di);
     be_.bias_backward(g.ff1_b, dff, n, di);
     be_.matmul(g.ff1_w, dff, A.h1.data() + o * d, di, d, n, true, false, 1.f, 1.f);
@@ -357,12 +358,15 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
     // LayerNorm 1: d(h1) -> d(a), a = x + drop(o_net(av))
     be_.layernorm_backward(dh + o * d, g.ln1_w, g.ln1_b, dx + o * d, A.a.data() + o * d,
                            A.ln1_mean.data() + o, A.ln1_rstd.data() + o, w.ln1_w, n, d);  // dh = d(a)
-    std::copy_n(dh + o * d, n64 * d, dtmp + o * d);
-    if (p > 0) be_.dropout_backward(dtmp + o * d, A.keep_o.data() + o * d, n64 * d, p);
-    be_.matmul(g.o_w, dtmp + o * d, A.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
+    const float* dattn = dh + o * d;  // d(o_net output) through dropout
+    if (p > 0) {
+      be_.dropout_backward(dtmp + o * d, dh + o * d, A.keep_o.data() + o * d, n64 * d, p);
+      dattn = dtmp + o * d;
+    }
+    be_.matmul(g.o_w, dattn, A.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
     float* dav = sized(dav_, rows * HD);
     if (n64 < rows) std::fill(dav, dav + rows * HD, 0.f);
-    be_.matmul(dav + o * HD, dtmp + o * d, w.o_w, n, HD, d, false, false);
+    be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
     // attention core
     float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
     float* dr = sized(dr_, int64_t(klen) * HD);
@@ -386,7 +390,7 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
     be_.matmul(dh, dqkv_cur, w.qkv_w, q * B, d, 3 * HD, false, false, 1.f, 1.f);
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
-  if (p > 0) be_.dropout_backward(dh, a.keep_h0.data(), rows * d, p);
+  if (p > 0) be_.dropout_backward(dh, dh, a.keep_h0.data(), rows * d, p);
   be_.embedding_backward(G.emb, dh + m * Bd, a.ids.data(), T * B, d, std::sqrt(float(d)));
   if (dmem_in && m > 0) {
     std::copy_n(dh, m * Bd, dmem_in);

@@ -274,9 +274,9 @@ TEST_CASE("dropout: mask statistics, thread independence, FD") {
   std::vector<uint8_t> k1(n), k2(n);
   const int threads = num_threads();
   set_num_threads(1);
-  be().dropout_forward(y1.data(), k1.data(), n, p, 1234);
+  be().dropout_forward(y1.data(), y1.data(), k1.data(), n, p, 1234);
   set_num_threads(threads > 1 ? threads : 2);
-  be().dropout_forward(y2.data(), k2.data(), n, p, 1234);
+  be().dropout_forward(y2.data(), y2.data(), k2.data(), n, p, 1234);
   set_num_threads(threads);
   CHECK(k1 == k2);
   CHECK(std::memcmp(y1.data(), y2.data(), n * sizeof(float)) == 0);
@@ -289,12 +289,12 @@ TEST_CASE("dropout: mask statistics, thread independence, FD") {
   // another seed gives another mask
   Vec y3 = x;
   std::vector<uint8_t> k3(n);
-  be().dropout_forward(y3.data(), k3.data(), n, p, 1235);
+  be().dropout_forward(y3.data(), y3.data(), k3.data(), n, p, 1235);
   CHECK(k3 != k1);
   // p = 0 keeps everything unchanged
   Vec y0 = x;
   std::vector<uint8_t> k0(n, 7);
-  be().dropout_forward(y0.data(), k0.data(), n, 0.f, 99);
+  be().dropout_forward(y0.data(), y0.data(), k0.data(), n, 0.f, 99);
   CHECK(y0 == x);
   for (auto k : k0) REQUIRE(k == 1);
 
@@ -304,14 +304,14 @@ TEST_CASE("dropout: mask statistics, thread independence, FD") {
   auto loss = [&]() {
     Vec t = xs;
     std::vector<uint8_t> k(m);
-    be().dropout_forward(t.data(), k.data(), m, 0.5f, 7);
+    be().dropout_forward(t.data(), t.data(), k.data(), m, 0.5f, 7);
     return dot(t, W);
   };
   Vec t = xs;
   std::vector<uint8_t> km(m);
-  be().dropout_forward(t.data(), km.data(), m, 0.5f, 7);
+  be().dropout_forward(t.data(), t.data(), km.data(), m, 0.5f, 7);
   Vec dx = W;
-  be().dropout_backward(dx.data(), km.data(), m, 0.5f);
+  be().dropout_backward(dx.data(), dx.data(), km.data(), m, 0.5f);
   check_close("dx", dx, fd(xs, loss, 1e-2), 1e-4);
 }
 
@@ -530,19 +530,23 @@ TEST_CASE("rel_attention: RMT masks (read/write memory rows see the future)") {
   }
 }
 
-TEST_CASE("rel_attention: bit-identical across repeated runs and thread counts") {
+TEST_CASE("rel_attention: bit-identical across repeated runs, buffer alignments and thread counts") {
   const AttentionShape s{4, 4, 32, 24, 32};  // big enough to run in parallel
   const int HD = s.H * s.Dh;
   auto mask = rmt_mask(24, 8, 3, 3);
   Vec qkv = randn((size_t)s.B * s.klen * 3 * HD, 1.f, 30), r = randn((size_t)s.klen * HD, 1.f, 31),
       u = randn(HD, 1.f, 32), v = randn(HD, 1.f, 33), W = randn((size_t)s.B * s.qlen * HD, 1.f, 34);
-  auto run = [&]() {
-    Vec out((size_t)s.B * s.qlen * HD), prob((size_t)s.B * s.H * s.qlen * s.klen);
-    be().rel_attention_forward(out.data(), prob.data(), qkv.data(), r.data(), u.data(), v.data(),
+  // `shift` moves the probability buffer by a few floats: the results must not depend on where
+  // a buffer sits in memory (a vectorised exp that peels to an aligned address would).
+  auto run = [&](int shift = 0) {
+    Vec out((size_t)s.B * s.qlen * HD), prob_buf((size_t)s.B * s.H * s.qlen * s.klen + 16);
+    float* probp = prob_buf.data() + shift;
+    be().rel_attention_forward(out.data(), probp, qkv.data(), r.data(), u.data(), v.data(),
                                mask.data(), s, 0.25f);
+    Vec prob(probp, probp + (size_t)s.B * s.H * s.qlen * s.klen);
     Vec dqkv(qkv.size()), dr(r.size()), du(HD), dv(HD);
     be().rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), W.data(),
-                                prob.data(), qkv.data(), r.data(), u.data(), v.data(), s, 0.25f);
+                                probp, qkv.data(), r.data(), u.data(), v.data(), s, 0.25f);
     Vec all = out;
     for (const Vec* x : {&prob, &dqkv, &dr, &du, &dv}) all.insert(all.end(), x->begin(), x->end());
     return all;
@@ -550,6 +554,11 @@ TEST_CASE("rel_attention: bit-identical across repeated runs and thread counts")
   Vec a = run(), b = run();
   REQUIRE(a.size() == b.size());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  for (int shift : {1, 3, 7}) {
+    CAPTURE(shift);
+    Vec e = run(shift);
+    CHECK(std::memcmp(a.data(), e.data(), a.size() * sizeof(float)) == 0);
+  }
   // Stronger than the contract: per-(b,h) work is single-threaded and the reductions over b
   // run in a fixed order, so the thread count does not matter either.
   const int threads = num_threads();
