@@ -16,9 +16,15 @@ namespace rmt {
 //   (mlen cached rows first, then the qlen current rows).
 // Activations are time-major, as in the authors' code: row t of sample b is row t*B + b of a
 // [rows, B, width] buffer, so a block of positions is one contiguous range for every sample.
+// Only the attention's q|k|v input is batch-major ([B, rows, 3*H*Dh], see transpose_rows): each
+// (sample, head) product then reads rows 3*H*Dh apart, not B times that.
 struct AttentionShape {
   int B, H, Dh, qlen, klen;
+  // Rows per sample in qkv (and dqkv); 0 means klen. A larger stride lets incremental decoding
+  // attend over the first klen rows of a longer buffer (forward only).
+  int qkv_batch_rows = 0;
   int mlen() const { return klen - qlen; }
+  int batch_rows() const { return qkv_batch_rows > 0 ? qkv_batch_rows : klen; }
 };
 
 class Backend {
@@ -69,15 +75,19 @@ class Backend {
   virtual void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
                                 float p) = 0;
 
+  // Time-major [rows, B, width] <-> batch-major [B, rows, width] (to_batch_major = true: the
+  // former into the latter). dst and src must not overlap.
+  virtual void transpose_rows(float* dst, const float* src, int rows, int B, int width,
+                              bool to_batch_major) = 0;
+
   // Sinusoid relative position embedding, pos_seq = klen-1 .. 0:
   // out[j, :] = [sin(p_j f_0..f_{d/2-1}), cos(p_j f_0..)] with p_j = klen-1-j,
   // f_i = 1 / 10000^(2i/d). d is even.
   virtual void positional_embedding(float* out, int klen, int d) = 0;
 
   // Relative multi-head attention core (after the q/k/v and r projections).
-  //   qkv  [klen, B, 3*H*Dh]  q|k|v column blocks; the query of row t is taken from row
-  //                           mlen + t (cached rows give only keys and values). A longer
-  //                           buffer may be passed: only its first klen rows are read.
+  //   qkv  [B, klen, 3*H*Dh]  q|k|v column blocks, batch-major; the query of row t is taken
+  //                           from row mlen + t (cached rows give only keys and values)
   //   r    [klen, H*Dh]       r_net(pos_emb), row j = relative distance klen-1-j
   //   u, v [H, Dh]            r_w_bias and r_r_bias
   //   mask [qlen, klen]       1 = blocked; every row must keep at least one key
@@ -91,7 +101,7 @@ class Backend {
   virtual void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
                                      const float* u, const float* v, const uint8_t* mask,
                                      const AttentionShape& s, float scale) = 0;
-  // dqkv overwrite (all klen rows: cached rows get key/value gradients too);
+  // dqkv [B, klen, 3*H*Dh] overwrite (all klen rows: cached rows get key/value gradients too);
   // dr, du, dv accumulate.
   virtual void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
                                       const float* dout, const float* prob, const float* qkv,

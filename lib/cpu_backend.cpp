@@ -190,13 +190,15 @@ struct AttnScratch {
   MatRM a, b;          // [qlen, klen] work matrices
   MatRM qu, qv;        // [qlen, Dh]
   MatRM dqu, dqv;      // [qlen, Dh]
-  MatRM x, dx;         // [klen, 3*H*Dh] one sample's q|k|v rows and their gradient
   MatRM o;             // [qlen, H*Dh]   one sample's attention output (or its gradient)
 };
 
-// Rows of one sample in a time-major [rows, B, width] buffer <-> a contiguous [rows, width]
-// copy. The per-head products then read rows 3*H*Dh apart instead of B times that (a 1.5x
-// slower GEMM with B = 32), for the price of one copy.
+AttnScratch& attn_scratch() {
+  thread_local AttnScratch s;
+  return s;
+}
+
+// Rows of one sample in a time-major [rows, B, width] buffer <-> a contiguous [rows, width] copy.
 inline void gather_rows(float* dst, const float* src, int rows, int B, int b, int width) {
   for (int t = 0; t < rows; ++t)
     std::memcpy(dst + (int64_t)t * width, src + ((int64_t)t * B + b) * width, sizeof(float) * width);
@@ -204,10 +206,6 @@ inline void gather_rows(float* dst, const float* src, int rows, int B, int b, in
 inline void scatter_rows(float* dst, const float* src, int rows, int B, int b, int width) {
   for (int t = 0; t < rows; ++t)
     std::memcpy(dst + ((int64_t)t * B + b) * width, src + (int64_t)t * width, sizeof(float) * width);
-}
-AttnScratch& attn_scratch() {
-  thread_local AttnScratch s;
-  return s;
 }
 
 class CpuBackend final : public Backend {
@@ -384,6 +382,15 @@ class CpuBackend final : public Backend {
     for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dout[i] * s : 0.f;
   }
 
+  void transpose_rows(float* dst, const float* src, int rows, int B, int width,
+                      bool to_batch_major) override {
+#pragma omp parallel for schedule(static) if ((int64_t)rows * B * width > kGrain)
+    for (int b = 0; b < B; ++b) {
+      if (to_batch_major) gather_rows(dst + (int64_t)b * rows * width, src, rows, B, b, width);
+      else scatter_rows(dst, src + (int64_t)b * rows * width, rows, B, b, width);
+    }
+  }
+
   // out[j] = [sin(p_j f), cos(p_j f)], p_j = klen-1-j, f_i = 1/10000^(2i/d); fp32 like torch.
   void positional_embedding(float* out, int klen, int d) override {
     const int half = d / 2;
@@ -501,13 +508,12 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
-    w.x.resize(klen, row3);
     w.o.resize(qlen, HD);
-    gather_rows(w.x.data(), qkv, klen, B, b, row3);
+    const float* x = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's q|k|v rows
     for (int h = 0; h < H; ++h) {
-      CMapM Q(w.x.data() + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
-      const float* K = w.x.data() + HD + h * Dh;
-      const float* Vm = w.x.data() + 2 * HD + h * Dh;
+      CMapM Q(x + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
+      const float* K = x + HD + h * Dh;
+      const float* Vm = x + 2 * HD + h * Dh;
       w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
       w.a.resize(qlen, klen);
@@ -544,14 +550,11 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
-    w.x.resize(klen, row3);
-    w.dx.resize(klen, row3);
     w.o.resize(qlen, HD);
-    gather_rows(w.x.data(), qkv, klen, B, b, row3);
     gather_rows(w.o.data(), dout, qlen, B, b, HD);  // dO
     for (int h = 0; h < H; ++h) {
-      const float* base = w.x.data();
-      float* dbase = w.dx.data();
+      const float* base = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's rows
+      float* dbase = dqkv + (int64_t)b * s.batch_rows() * row3;
       CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
       const float* K = base + HD + h * Dh;
       const float* Vm = base + 2 * HD + h * Dh;
@@ -587,7 +590,6 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       gemm_eigen(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, qlen, true, false, 1.f, 0.f);                // dV
       gemm_eigen(dR, HD, w.b.data(), klen, w.qv.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);                     // dR
     }
-    scatter_rows(dqkv, w.dx.data(), klen, B, b, row3);
   }
   // Fixed-order sums over b (each element by one thread, b ascending).
   const int64_t nr = (int64_t)klen * HD;
