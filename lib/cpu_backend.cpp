@@ -419,7 +419,7 @@ class CpuBackend final : public Backend {
   // Row-wise stable log-softmax cross-entropy; targets < 0 ignored.
   void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
                      int n, int V, float grad_scale) override {
-#pragma omp parallel for schedule(static) if ((int64_t)n * V > kGrain)
+#pragma omp parallel for schedule(static) if ((int64_t)n * V * 8 > kGrain)  // exp-heavy rows
     for (int i = 0; i < n; ++i) {
       const float* x = logits + (int64_t)i * V;
       float* dx = dlogits ? dlogits + (int64_t)i * V : nullptr;
@@ -593,7 +593,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   }
   // Fixed-order sums over b (each element by one thread, b ascending).
   const int64_t nr = (int64_t)klen * HD;
-#pragma omp parallel for schedule(static) if (nr > kGrain)
+#pragma omp parallel for schedule(static) if (nr * B > kGrain)  // B adds per element
   for (int64_t idx = 0; idx < nr; ++idx) {
     float acc = 0.f;
     for (int b = 0; b < B; ++b) acc += dr_part_[(size_t)b * nr + idx];
