@@ -76,9 +76,7 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, i
   gemm_eigen(C, ldc, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
 }
 
-// Eigen's GEMM, also used for the small per-head products inside the attention's parallel loop:
-// oneDNN's sgemm called from two OpenMP threads at once gave different bits on its first call
-// for a shape (found by the repeat test in tests/test_kernels.cpp), Eigen never does.
+// Eigen's GEMM (the build without oneDNN).
 void gemm_eigen(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
                 int K, bool ta, bool tb, float alpha, float beta) {
   if (M == 0 || N == 0) return;
@@ -518,8 +516,8 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
       w.a.resize(qlen, klen);
       w.b.resize(qlen, klen);
-      gemm_eigen(w.a.data(), klen, w.qu.data(), Dh, K, row3, qlen, klen, Dh, false, true, 1.f, 0.f);        // AC
-      gemm_eigen(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, qlen, klen, Dh, false, true, 1.f, 0.f);  // BD, unshifted
+      gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, qlen, klen, Dh, false, true, 1.f, 0.f);        // AC
+      gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, qlen, klen, Dh, false, true, 1.f, 0.f);  // BD, unshifted
       float* P = prob + ((int64_t)b * H + h) * qlen * klen;
       for (int i = 0; i < qlen; ++i) {
         float* pi = P + (int64_t)i * klen;
@@ -527,7 +525,7 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
                   klen, scale);
         softmax_row(pi, mask + (int64_t)i * klen, klen);
       }
-      gemm_eigen(w.o.data() + h * Dh, HD, P, klen, Vm, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // O = P V
+      gemm(w.o.data() + h * Dh, HD, P, klen, Vm, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // O = P V
     }
     scatter_rows(out, w.o.data(), qlen, B, b, HD);
   }
@@ -564,7 +562,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
 
       w.a.resize(qlen, klen);
       w.b.resize(qlen, klen);
-      gemm_eigen(w.a.data(), klen, dO, HD, Vm, row3, qlen, klen, Dh, false, true, 1.f, 0.f);  // dP
+      gemm(w.a.data(), klen, dO, HD, Vm, row3, qlen, klen, Dh, false, true, 1.f, 0.f);  // dP
       for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
         float* d = w.a.data() + (int64_t)i * klen;
         const float* p = P + (int64_t)i * klen;
@@ -575,8 +573,8 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
 
       w.dqu.resize(qlen, Dh);
       w.dqv.resize(qlen, Dh);
-      gemm_eigen(w.dqu.data(), Dh, w.a.data(), klen, K, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // dQ via AC
-      gemm_eigen(w.dqv.data(), Dh, w.b.data(), klen, R, HD, qlen, Dh, klen, false, false, 1.f, 0.f);   // dQ via BD
+      gemm(w.dqu.data(), Dh, w.a.data(), klen, K, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // dQ via AC
+      gemm(w.dqv.data(), Dh, w.b.data(), klen, R, HD, qlen, Dh, klen, false, false, 1.f, 0.f);   // dQ via BD
       MapM dQ(dbase + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
       dQ = w.dqu + w.dqv;
       MapM(dbase + h * Dh, mlen, Dh, Stride(row3)).setZero();  // cached rows have no query
@@ -586,9 +584,9 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
       float* dR = dr_part_.data() + (int64_t)b * klen * HD + h * Dh;
-      gemm_eigen(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);  // dK
-      gemm_eigen(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, qlen, true, false, 1.f, 0.f);                // dV
-      gemm_eigen(dR, HD, w.b.data(), klen, w.qv.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);                     // dR
+      gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);  // dK
+      gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, qlen, true, false, 1.f, 0.f);                // dV
+      gemm(dR, HD, w.b.data(), klen, w.qv.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);                     // dR
     }
   }
   // Fixed-order sums over b (each element by one thread, b ascending).
