@@ -123,9 +123,16 @@ inline float lane_dot(const float* x, const float* y, int n) {
   for (int l = 0; l < kLanes; ++l) s += acc[l];
   return s;
 }
-inline float lane_max(const float* x, int n) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;  // exact in any order
+inline float lane_max(const float* x, int n) {  // exact in any order
+  constexpr float lowest = -std::numeric_limits<float>::infinity();
+  float acc[kLanes];
+  for (int l = 0; l < kLanes; ++l) acc[l] = lowest;
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
+  float m = lowest;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  for (int l = 0; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
   return m;
 }
 
