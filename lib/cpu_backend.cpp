@@ -179,13 +179,13 @@ inline void score_row(float* out, const float* ac, const float* bd, const uint8_
   for (int j = 0; j < klen; ++j) out[j] = mask[j] ? -inf : out[j];
 }
 
-// out[c] = sum over rows of x[rows, cols] (row-major), rows added in order. Not Eigen's
+// out[c] = sum over rows of x[rows, cols] (row stride ld), rows added in order. Not Eigen's
 // colwise().sum(): its vectorised and peeled paths sum in different orders, so the result would
 // depend on the output's alignment in memory and a run would not be bit-reproducible.
-inline void column_sums(float* out, const float* x, int rows, int cols) {
+inline void column_sums(float* out, const float* x, int rows, int cols, int ld) {
   std::fill(out, out + cols, 0.f);
   for (int i = 0; i < rows; ++i) {
-    const float* xi = x + (int64_t)i * cols;
+    const float* xi = x + (int64_t)i * ld;
     for (int c = 0; c < cols; ++c) out[c] += xi[c];
   }
 }
@@ -194,7 +194,6 @@ inline void column_sums(float* out, const float* x, int rows, int cols) {
 struct AttnScratch {
   MatRM a, b;          // [qlen, klen] work matrices
   MatRM qu, qv;        // [qlen, Dh]
-  MatRM dqu, dqv;      // [qlen, Dh]
   MatRM o;             // [qlen, H*Dh]   one sample's attention output (or its gradient)
 };
 
@@ -495,14 +494,34 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // Per-b partials for deterministic reductions. They make rel_attention_backward
-  // non-reentrant: call the backend from one host thread at a time (kernels parallelise inside).
-  std::vector<float> dr_part_, duv_part_;
+  void gather_query_plus_v(const float* qkv, const float* v, const AttentionShape& s);
+  // Attention scratch (qv_: Q+v of all samples, bd_: the position scores or their gradient,
+  // dqv_: their gradient w.r.t. Q) and the per-sample du partials of the deterministic
+  // reduction. They make the attention non-reentrant: call the backend from one host thread at a
+  // time (kernels parallelise inside).
+  std::vector<float> qv_, bd_, dqv_, du_part_;
 };
 
 // ---------------------------------------------------------------------------------------
 // Relative attention. Per (b, h), with Q [qlen,Dh] = q rows mlen.., K, V [klen,Dh], R [klen,Dh]:
 //   AC = (Q+u) K^T, BD = shift((Q+v) R^T), P = softmax_masked(scale (AC + BD)), O = P V.
+
+// The position term's gradients dBD R and dBD^T (Q+v) share R and sum over samples: one GEMM per
+// head over every sample's query rows (Q+v gathered into qv [H, B*qlen, Dh]) instead of B small
+// ones and a reduction of per-sample dR partials. (The forward keeps BD per sample: its
+// [qlen, klen] block stays in cache between the GEMM and the softmax.)
+void CpuBackend::gather_query_plus_v(const float* qkv, const float* v, const AttentionShape& s) {
+  const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, mlen = s.mlen(), row3 = 3 * H * Dh;
+  qv_.resize((size_t)H * B * qlen * Dh);
+#pragma omp parallel for schedule(static) if (attn_parallel(s))
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < qlen; ++i) {
+        const float* q = qkv + ((int64_t)b * s.batch_rows() + mlen + i) * row3 + h * Dh;
+        float* o = qv_.data() + (((int64_t)h * B + b) * qlen + i) * Dh;
+        for (int k = 0; k < Dh; ++k) o[k] = q[k] + v[h * Dh + k];
+      }
+}
 
 void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv,
                                        const float* r, const float* u, const float* v,
@@ -540,18 +559,17 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
 
 // dP = dO V^T; dS = P (dP - rowsum(dP P)) scale; dBD = shift^T(dS);
 // dQ = dS K + dBD R; dK = dS^T (Q+u); dV = P^T dO; dR = dBD^T (Q+v); du = colsum(dS K),
-// dv = colsum(dBD R). dr/du/dv are shared across b: per-(b,h) partials, then summed over b
-// in order.
+// dv = colsum(dBD R). Per sample: dP, dS, dBD, dS K, dK, dV; per head over all samples: dBD R
+// and dBD^T (Q+v) (which also sums dR over samples). du: per-(b,h) partials summed in order.
 void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
                                         const float* dout, const float* prob, const float* qkv,
                                         const float* r, const float* u, const float* v,
                                         const AttentionShape& s, float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD;
-  dr_part_.resize((size_t)B * klen * HD);   // [B, klen, H*Dh], like dr
-  duv_part_.resize((size_t)2 * B * HD);     // [2, B, H*Dh]: du then dv partials
-  float* du_part = duv_part_.data();
-  float* dv_part = duv_part_.data() + (size_t)B * HD;
+  const int64_t rows = (int64_t)B * qlen;
+  du_part_.resize((size_t)B * HD);  // [B, H*Dh]
+  bd_.resize((size_t)H * rows * klen);  // here: dBD, unshifted, [H, B, qlen, klen]
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
@@ -563,12 +581,10 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
       const float* K = base + HD + h * Dh;
       const float* Vm = base + 2 * HD + h * Dh;
-      const float* R = r + h * Dh;
       const float* P = prob + ((int64_t)b * H + h) * qlen * klen;
       const float* dO = w.o.data() + h * Dh;
 
       w.a.resize(qlen, klen);
-      w.b.resize(qlen, klen);
       gemm(w.a.data(), klen, dO, HD, Vm, row3, qlen, klen, Dh, false, true, 1.f, 0.f);  // dP
       for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
         float* d = w.a.data() + (int64_t)i * klen;
@@ -576,42 +592,45 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
         const float dot = lane_dot(d, p, klen);
         for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
       }
-      cpu::rel_shift_backward(w.b.data(), w.a.data(), qlen, klen);  // dBD (unshifted)
+      cpu::rel_shift_backward(bd_.data() + ((int64_t)h * B + b) * qlen * klen, w.a.data(), qlen,
+                              klen);  // dBD (unshifted)
 
-      w.dqu.resize(qlen, Dh);
-      w.dqv.resize(qlen, Dh);
-      gemm(w.dqu.data(), Dh, w.a.data(), klen, K, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // dQ via AC
-      gemm(w.dqv.data(), Dh, w.b.data(), klen, R, HD, qlen, Dh, klen, false, false, 1.f, 0.f);   // dQ via BD
-      MapM dQ(dbase + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
-      dQ = w.dqu + w.dqv;
+      // dQ via AC now; dQ via BD is added below for all samples at once.
+      float* dQ = dbase + (int64_t)mlen * row3 + h * Dh;
+      gemm(dQ, row3, w.a.data(), klen, K, row3, qlen, Dh, klen, false, false, 1.f, 0.f);
       MapM(dbase + h * Dh, mlen, Dh, Stride(row3)).setZero();  // cached rows have no query
-      column_sums(du_part + (int64_t)b * HD + h * Dh, w.dqu.data(), qlen, Dh);
-      column_sums(dv_part + (int64_t)b * HD + h * Dh, w.dqv.data(), qlen, Dh);
+      column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, qlen, Dh, row3);
 
       w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
-      w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
-      float* dR = dr_part_.data() + (int64_t)b * klen * HD + h * Dh;
       gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);  // dK
       gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, qlen, true, false, 1.f, 0.f);                // dV
-      gemm(dR, HD, w.b.data(), klen, w.qv.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);                     // dR
     }
   }
-  // Fixed-order sums over b (each element by one thread, b ascending).
-  const int64_t nr = (int64_t)klen * HD;
-#pragma omp parallel for schedule(static) if (nr * B > kGrain)  // B adds per element
-  for (int64_t idx = 0; idx < nr; ++idx) {
+  // The position term, per head over all samples: dQ += dBD R, dR += dBD^T (Q+v), dv = colsum.
+  gather_query_plus_v(qkv, v, s);
+  dqv_.resize((size_t)H * rows * Dh);
+  for (int h = 0; h < H; ++h) {
+    const float* dbd = bd_.data() + h * rows * klen;
+    gemm(dqv_.data() + h * rows * Dh, Dh, dbd, klen, r + h * Dh, HD, (int)rows, Dh, klen, false,
+         false, 1.f, 0.f);
+    gemm(dr + h * Dh, HD, dbd, klen, qv_.data() + h * rows * Dh, Dh, klen, Dh, (int)rows, true,
+         false, 1.f, 1.f);
+    std::vector<float> col(Dh);
+    column_sums(col.data(), dqv_.data() + h * rows * Dh, (int)rows, Dh, Dh);
+    for (int k = 0; k < Dh; ++k) dv[h * Dh + k] += col[k];
+  }
+#pragma omp parallel for schedule(static) if (attn_parallel(s))
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < qlen; ++i) {
+        float* dq = dqkv + ((int64_t)b * s.batch_rows() + mlen + i) * row3 + h * Dh;
+        const float* g = dqv_.data() + (((int64_t)h * B + b) * qlen + i) * Dh;
+        for (int k = 0; k < Dh; ++k) dq[k] += g[k];
+      }
+  for (int idx = 0; idx < HD; ++idx) {  // du: fixed-order sum over b
     float acc = 0.f;
-    for (int b = 0; b < B; ++b) acc += dr_part_[(size_t)b * nr + idx];
-    dr[idx] += acc;
-  }
-  for (int idx = 0; idx < HD; ++idx) {
-    float au = 0.f, av = 0.f;
-    for (int b = 0; b < B; ++b) {
-      au += du_part[(size_t)b * HD + idx];
-      av += dv_part[(size_t)b * HD + idx];
-    }
-    du[idx] += au;
-    dv[idx] += av;
+    for (int b = 0; b < B; ++b) acc += du_part_[(size_t)b * HD + idx];
+    du[idx] += acc;
   }
 }
 
