@@ -23,8 +23,13 @@ struct AttentionShape {
   // Rows per sample in qkv (and dqkv); 0 means klen. A larger stride lets incremental decoding
   // attend over the first klen rows of a longer buffer (forward only).
   int qkv_batch_rows = 0;
+  // Query rows computed: [q_begin, q_end) (q_end 0 means qlen). Rows outside get no output and
+  // no probabilities, and backward takes their output gradient as zero: the last layer asks only
+  // for the rows whose output something reads.
+  int q_begin = 0, q_end = 0;
   int mlen() const { return klen - qlen; }
   int batch_rows() const { return qkv_batch_rows > 0 ? qkv_batch_rows : klen; }
+  int q_stop() const { return q_end > 0 ? q_end : qlen; }
 };
 
 class Backend {

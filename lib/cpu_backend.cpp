@@ -167,15 +167,15 @@ inline void softmax_row(float* s, const uint8_t* mask, int n) {
 
 // Row i of scale * (AC + rel_shift(BD)) with blocked entries at -inf, reading the unshifted BD
 // directly (the shift of backend.h: row i for j <= i+mlen, 0 at j = i+mlen+1, row i+1 after).
-inline void score_row(float* out, const float* ac, const float* bd, const uint8_t* mask, int i,
-                      int qlen, int klen, float scale) {
+// bd_i, bd_next: unshifted BD rows i and i+1 (bd_next unused when i is the last row).
+inline void score_row(float* out, const float* ac, const float* bd_i, const float* bd_next,
+                      const uint8_t* mask, int i, int qlen, int klen, float scale) {
   const int mlen = klen - qlen, jd = std::min(klen - 1, i + mlen);
   const float inf = std::numeric_limits<float>::infinity();
-  const float* bi = bd + (int64_t)i * klen + (qlen - 1 - i);
+  const float* bi = bd_i + (qlen - 1 - i);
   for (int j = 0; j <= jd; ++j) out[j] = scale * (ac[j] + bi[j]);
   if (jd + 1 < klen) out[jd + 1] = scale * (ac[jd + 1] + 0.f);
-  const float* bn = bd + (int64_t)(i + 1) * klen - (i + mlen + 2);
-  for (int j = jd + 2; j < klen; ++j) out[j] = scale * (ac[j] + bn[j]);
+  for (int j = jd + 2; j < klen; ++j) out[j] = scale * (ac[j] + bd_next[j - (i + mlen + 2)]);
   for (int j = 0; j < klen; ++j) out[j] = mask[j] ? -inf : out[j];
 }
 
@@ -528,32 +528,36 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
                                        const uint8_t* mask, const AttentionShape& s,
                                        float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
-  const int HD = H * Dh, row3 = 3 * HD;
+  const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop();
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
     w.o.resize(qlen, HD);
     const float* x = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's q|k|v rows
     for (int h = 0; h < H; ++h) {
-      CMapM Q(x + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
+      // Query rows [i0, i1); BD also for row i1 (the wrap-around of row i1-1 reads it).
+      const int n = i1 - i0, n2 = std::min(i1 + 1, qlen) - i0;
+      CMapM Q(x + (int64_t)(mlen + i0) * row3 + h * Dh, n2, Dh, Stride(row3));
       const float* K = x + HD + h * Dh;
       const float* Vm = x + 2 * HD + h * Dh;
-      w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
+      w.qu = Q.topRows(n).rowwise() + CMapRow(u + h * Dh, Dh);
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
-      w.a.resize(qlen, klen);
-      w.b.resize(qlen, klen);
-      gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, qlen, klen, Dh, false, true, 1.f, 0.f);        // AC
-      gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, qlen, klen, Dh, false, true, 1.f, 0.f);  // BD, unshifted
+      w.a.resize(n, klen);
+      w.b.resize(n2, klen);
+      gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, n, klen, Dh, false, true, 1.f, 0.f);          // AC
+      gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, n2, klen, Dh, false, true, 1.f, 0.f);  // BD, unshifted
       float* P = prob + ((int64_t)b * H + h) * qlen * klen;
-      for (int i = 0; i < qlen; ++i) {
+      for (int i = i0; i < i1; ++i) {
         float* pi = P + (int64_t)i * klen;
-        score_row(pi, w.a.data() + (int64_t)i * klen, w.b.data(), mask + (int64_t)i * klen, i, qlen,
-                  klen, scale);
+        const float* bd_i = w.b.data() + (int64_t)(i - i0) * klen;
+        score_row(pi, w.a.data() + (int64_t)(i - i0) * klen, bd_i, bd_i + klen,
+                  mask + (int64_t)i * klen, i, qlen, klen, scale);
         softmax_row(pi, mask + (int64_t)i * klen, klen);
       }
-      gemm(w.o.data() + h * Dh, HD, P, klen, Vm, row3, qlen, Dh, klen, false, false, 1.f, 0.f);  // O = P V
+      gemm(w.o.data() + (int64_t)i0 * HD + h * Dh, HD, P + (int64_t)i0 * klen, klen, Vm, row3, n,
+           Dh, klen, false, false, 1.f, 0.f);  // O = P V
     }
-    scatter_rows(out, w.o.data(), qlen, B, b, HD);
+    scatter_rows(out + (int64_t)i0 * B * HD, w.o.data() + (int64_t)i0 * HD, i1 - i0, B, b, HD);
   }
 }
 
@@ -566,7 +570,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
                                         const float* r, const float* u, const float* v,
                                         const AttentionShape& s, float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
-  const int HD = H * Dh, row3 = 3 * HD;
+  const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop(), n = i1 - i0;
   const int64_t rows = (int64_t)B * qlen;
   du_part_.resize((size_t)B * HD);  // [B, H*Dh]
   bd_.resize((size_t)H * rows * klen);  // here: dBD, unshifted, [H, B, qlen, klen]
@@ -574,36 +578,37 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
     w.o.resize(qlen, HD);
-    gather_rows(w.o.data(), dout, qlen, B, b, HD);  // dO
+    gather_rows(w.o.data(), dout + (int64_t)i0 * B * HD, n, B, b, HD);  // dO, rows [i0, i1)
     for (int h = 0; h < H; ++h) {
       const float* base = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's rows
       float* dbase = dqkv + (int64_t)b * s.batch_rows() * row3;
-      CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
+      CMapM Q(base + (int64_t)(mlen + i0) * row3 + h * Dh, n, Dh, Stride(row3));
       const float* K = base + HD + h * Dh;
       const float* Vm = base + 2 * HD + h * Dh;
-      const float* P = prob + ((int64_t)b * H + h) * qlen * klen;
+      const float* P = prob + (((int64_t)b * H + h) * qlen + i0) * klen;  // rows [i0, i1)
       const float* dO = w.o.data() + h * Dh;
 
-      w.a.resize(qlen, klen);
-      gemm(w.a.data(), klen, dO, HD, Vm, row3, qlen, klen, Dh, false, true, 1.f, 0.f);  // dP
-      for (int i = 0; i < qlen; ++i) {      // dP -> dS (scaled), in place
+      w.a.resize(n, klen);
+      gemm(w.a.data(), klen, dO, HD, Vm, row3, n, klen, Dh, false, true, 1.f, 0.f);  // dP
+      for (int i = 0; i < n; ++i) {      // dP -> dS (scaled), in place
         float* d = w.a.data() + (int64_t)i * klen;
         const float* p = P + (int64_t)i * klen;
         const float dot = lane_dot(d, p, klen);
         for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
       }
-      cpu::rel_shift_backward(bd_.data() + ((int64_t)h * B + b) * qlen * klen, w.a.data(), qlen,
-                              klen);  // dBD (unshifted)
+      cpu::rel_shift_backward_rows(bd_.data() + ((int64_t)h * B + b) * qlen * klen, w.a.data(),
+                                   i0, i1, qlen, klen);  // dBD (unshifted)
 
-      // dQ via AC now; dQ via BD is added below for all samples at once.
-      float* dQ = dbase + (int64_t)mlen * row3 + h * Dh;
-      gemm(dQ, row3, w.a.data(), klen, K, row3, qlen, Dh, klen, false, false, 1.f, 0.f);
-      MapM(dbase + h * Dh, mlen, Dh, Stride(row3)).setZero();  // cached rows have no query
-      column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, qlen, Dh, row3);
+      // dQ via AC now (rows outside [i0, i1): zero); dQ via BD is added below for all samples.
+      MapM(dbase + h * Dh, mlen + i0, Dh, Stride(row3)).setZero();  // cached rows have no query
+      MapM(dbase + (int64_t)(mlen + i1) * row3 + h * Dh, qlen - i1, Dh, Stride(row3)).setZero();
+      float* dQ = dbase + (int64_t)(mlen + i0) * row3 + h * Dh;
+      gemm(dQ, row3, w.a.data(), klen, K, row3, n, Dh, klen, false, false, 1.f, 0.f);
+      column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, n, Dh, row3);
 
       w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
-      gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, qlen, true, false, 1.f, 0.f);  // dK
-      gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, qlen, true, false, 1.f, 0.f);                // dV
+      gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, n, true, false, 1.f, 0.f);  // dK
+      gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, n, true, false, 1.f, 0.f);                // dV
     }
   }
   // The position term, per head over all samples: dQ += dBD R, dR += dBD^T (Q+v), dv = colsum.
@@ -654,11 +659,15 @@ void rel_shift_forward(float* out, const float* x, int qlen, int klen) {
 }
 
 void rel_shift_backward(float* dx, const float* dout, int qlen, int klen) {
+  rel_shift_backward_rows(dx, dout, 0, qlen, qlen, klen);
+}
+
+void rel_shift_backward_rows(float* dx, const float* dout, int i0, int i1, int qlen, int klen) {
   const int mlen = klen - qlen;
   std::fill(dx, dx + (int64_t)qlen * klen, 0.f);
   // The shift is injective, so its adjoint is a scatter with no collisions.
-  for (int i = 0; i < qlen; ++i) {
-    const float* g = dout + (int64_t)i * klen;
+  for (int i = i0; i < i1; ++i) {
+    const float* g = dout + (int64_t)(i - i0) * klen;
     float* di = dx + (int64_t)i * klen;
     const int jd = std::min(klen - 1, i + mlen);
     for (int j = 0; j <= jd; ++j) di[j + qlen - 1 - i] = g[j];

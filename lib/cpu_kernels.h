@@ -13,6 +13,8 @@ void rel_shift_forward(float* out, const float* x, int qlen, int klen);
 // Adjoint of rel_shift_forward: dx = shift^T(dout) (overwrites dx[qlen, klen]; entries of x
 // that the shift never reads get 0).
 void rel_shift_backward(float* dx, const float* dout, int qlen, int klen);
+// The same for rows [i0, i1) of dout only (dout points at row i0); the other rows count as zero.
+void rel_shift_backward_rows(float* dx, const float* dout, int i0, int i1, int qlen, int klen);
 
 // Counter-based hash used for the dropout mask (splitmix64 finaliser).
 inline uint64_t splitmix64(uint64_t z) {

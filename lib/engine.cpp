@@ -105,7 +105,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   a.layers.resize(size_t(M.L));
   next.cache.assign(state.cache.size(), {});
   const int new_mlen = M.mem_len > 0 ? std::min(M.mem_len, klen) : 0;
-  const AttentionShape shape{B, M.H, M.Dh, q, klen};
+  AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   const float* x = h0;  // layer input [q, B, d]
   for (int l = 0; l < M.L; ++l) {
@@ -133,6 +133,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     float* r = sized(A.r, int64_t(klen) * HD);
     be_.matmul(r, pos, w.r_w, klen, HD, d, false, true);
     float* av = sized(A.av, q * int64_t(B) * HD);
+    if (l == M.L - 1) shape.q_begin = a.live_begin, shape.q_end = a.live_end;  // live rows only
     be_.rel_attention_forward(av, sized(A.prob, int64_t(B) * M.H * q * klen), qkv, r, W.u, W.v,
                               a.mask.data(), shape, scale);
     // Past attention each row is on its own: the last layer runs only the live rows.
@@ -319,7 +320,7 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
   const int m_write = M.write_block ? m : 0;
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(training_);
-  const AttentionShape shape{B, M.H, M.Dh, q, klen};
+  AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   const int64_t lo = int64_t(a.live_begin) * B, hi = int64_t(a.live_end) * B;
 
@@ -371,10 +372,11 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
       dattn = dtmp + o * d;
     }
     be_.matmul(g.o_w, dattn, A.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
-    float* dav = sized(dav_, rows * HD);
-    if (n64 < rows) std::fill(dav, dav + rows * HD, 0.f);
+    float* dav = sized(dav_, rows * HD);  // rows past the live ones are not read
     be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
     // attention core
+    shape.q_begin = l == M.L - 1 ? a.live_begin : 0;  // as in forward
+    shape.q_end = l == M.L - 1 ? a.live_end : 0;
     float* dqkv_bm = sized(dqkv_bm_, int64_t(klen) * B * 3 * HD);
     float* dr = sized(dr_, int64_t(klen) * HD);
     std::fill(dr, dr + int64_t(klen) * HD, 0.f);

@@ -674,3 +674,48 @@ TEST_CASE("transpose_rows: time-major <-> batch-major, also above the parallel g
     CHECK(back == tm);
   }
 }
+
+TEST_CASE("rel_attention: a range of query rows equals those rows of the full computation") {
+  // RMT mask with a cache; rows [5, 11) of 14, so the last computed row's wrap-around reads the
+  // first row outside the range.
+  AttentionShape s{3, 2, 8, 14, 17};
+  const int HD = s.H * s.Dh;
+  auto mask = rmt_mask(14, 3, 4, 4);
+  Vec qkv = randn((size_t)s.B * s.klen * 3 * HD, 0.7f, 60), r = randn((size_t)s.klen * HD, 0.7f, 61),
+      u = randn(HD, 0.5f, 62), v = randn(HD, 0.5f, 63), W = randn((size_t)s.qlen * s.B * HD, 1.f, 64);
+  auto run = [&](int i0, int i1, Vec& out, Vec& prob, Vec& dqkv, Vec& dr, Vec& du, Vec& dv) {
+    AttentionShape t = s;
+    t.q_begin = i0, t.q_end = i1;
+    out.assign((size_t)s.qlen * s.B * HD, 0.f);
+    prob.assign((size_t)s.B * s.H * s.qlen * s.klen, 0.f);
+    be().rel_attention_forward(out.data(), prob.data(), qkv.data(), r.data(), u.data(), v.data(),
+                               mask.data(), t, 0.3f);
+    Vec dout = W;  // the output gradient outside the range is zero
+    for (int i = 0; i < s.qlen; ++i)
+      if (i < i0 || i >= i1)
+        std::fill(dout.begin() + (size_t)i * s.B * HD, dout.begin() + (size_t)(i + 1) * s.B * HD, 0.f);
+    dqkv.assign(qkv.size(), 0.f), dr.assign(r.size(), 0.f), du.assign(HD, 0.f), dv.assign(HD, 0.f);
+    be().rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), dout.data(),
+                                prob.data(), qkv.data(), r.data(), u.data(), v.data(), t, 0.3f);
+  };
+  Vec o1, p1, q1, r1, u1, v1, o2, p2, q2, r2, u2, v2;
+  run(0, s.qlen, o1, p1, q1, r1, u1, v1);  // full forward; backward of the rows' gradient only
+  run(5, 11, o2, p2, q2, r2, u2, v2);
+  Vec o1r(o1.begin() + 5 * s.B * HD, o1.begin() + 11 * s.B * HD),
+      o2r(o2.begin() + 5 * s.B * HD, o2.begin() + 11 * s.B * HD);
+  check_abs("out rows", o2r, o1r, 1e-6);
+  // run(0, qlen) above zeroed nothing: redo its backward with the same zeroed output gradient
+  AttentionShape full = s;
+  Vec dout = W;
+  for (int i = 0; i < s.qlen; ++i)
+    if (i < 5 || i >= 11)
+      std::fill(dout.begin() + (size_t)i * s.B * HD, dout.begin() + (size_t)(i + 1) * s.B * HD, 0.f);
+  std::fill(q1.begin(), q1.end(), 0.f), std::fill(r1.begin(), r1.end(), 0.f);
+  std::fill(u1.begin(), u1.end(), 0.f), std::fill(v1.begin(), v1.end(), 0.f);
+  be().rel_attention_backward(q1.data(), r1.data(), u1.data(), v1.data(), dout.data(), p1.data(),
+                              qkv.data(), r.data(), u.data(), v.data(), full, 0.3f);
+  check_abs("dqkv", q2, q1, 1e-5);
+  check_abs("dr", r2, r1, 1e-5);
+  check_abs("du", u2, u1, 1e-5);
+  check_abs("dv", v2, v1, 1e-5);
+}
