@@ -1,4 +1,5 @@
-// The CPU reference backend: Eigen GEMMs + OpenMP loops over contiguous fp32 buffers.
+// The CPU reference backend: oneDNN's sgemm (Eigen's GEMM in a build without oneDNN) + OpenMP
+// loops over contiguous fp32 buffers.
 // One forward/backward pair per kernel, in the order of lib/backend.h. Every reduction runs in
 // a fixed order (no atomics), so results are bit-identical for a fixed thread count.
 #include <malloc.h>
@@ -53,29 +54,6 @@ void gemm_into(MapM& C, const TA& A, const TB& B, float alpha, float beta) {
   }
 }
 
-// C[M,N] = alpha op(A) op(B) + beta C with explicit row strides (ldc, lda, ldb), so that the
-// attention can multiply per-head column blocks of the qkv buffer in place.
-void gemm_eigen(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
-                int K, bool ta, bool tb, float alpha, float beta);
-
-void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
-          int K, bool ta, bool tb, float alpha, float beta) {
-  if (M == 0 || N == 0) return;
-#ifdef RMT_ONEDNN
-  // oneDNN's JIT sgemm: about 1.3x Eigen's rate on one core and 1.7x on two at the model's
-  // shapes (bench/README.md). Deterministic for a fixed thread count and independent of buffer
-  // alignment (tests/test_kernels.cpp checks both). Inside an OpenMP region it runs on the
-  // calling thread only.
-  if (K > 0) {
-    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda,
-                                        B, ldb, beta, C, ldc);
-    if (st != dnnl_success) fail("oneDNN sgemm failed (status {}) for [{}x{}]x[{}x{}]", int(st), M, K, K, N);
-    return;
-  }
-#endif
-  gemm_eigen(C, ldc, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
-}
-
 // Eigen's GEMM (the build without oneDNN).
 void gemm_eigen(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
                 int K, bool ta, bool tb, float alpha, float beta) {
@@ -92,6 +70,27 @@ void gemm_eigen(float* C, int ldc, const float* A, int lda, const float* B, int 
   else if (!ta && tb) gemm_into(c, a, b.transpose(), alpha, beta);
   else if (ta && !tb) gemm_into(c, a.transpose(), b, alpha, beta);
   else gemm_into(c, a.transpose(), b.transpose(), alpha, beta);
+}
+
+// C[M,N] = alpha op(A) op(B) + beta C with explicit row strides (ldc, lda, ldb), so that the
+// attention can multiply per-head column blocks of the qkv buffer in place.
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
+          int K, bool ta, bool tb, float alpha, float beta) {
+  if (M == 0 || N == 0) return;
+#ifdef RMT_ONEDNN
+  // oneDNN's JIT sgemm: about 1.3x Eigen's rate on one core and 1.7x on two at the model's
+  // shapes (bench/README.md). Deterministic for a fixed thread count and independent of buffer
+  // alignment (tests/test_kernels.cpp checks both). Inside an OpenMP region it runs on the
+  // calling thread only.
+  if (K > 0) {
+    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda,
+                                        B, ldb, beta, C, ldc);
+    if (st != dnnl_success)
+      fail("oneDNN sgemm failed (status {}) for [{}x{}]x[{}x{}]", int(st), M, K, K, N);
+    return;
+  }
+#endif
+  gemm_eigen(C, ldc, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -141,16 +140,17 @@ inline float lane_max(const float* x, int n) {  // exact in any order
 // address and computes those with the scalar exp, whose last bit can differ, so the result
 // would depend on where the row sits in memory.
 inline void exp_shifted(float* x, int n, float shift) {
-  using Packet = Eigen::internal::packet_traits<float>::type;
-  constexpr int P = Eigen::internal::packet_traits<float>::size;
-  const Packet sh = Eigen::internal::pset1<Packet>(shift);
+  namespace ei = Eigen::internal;
+  using Packet = ei::packet_traits<float>::type;
+  constexpr int P = ei::packet_traits<float>::size;
+  const Packet sh = ei::pset1<Packet>(shift);
+  auto exp_packet = [&](float* at) { ei::pstoreu(at, ei::pexp(ei::psub(ei::ploadu<Packet>(at), sh))); };
   int j = 0;
-  for (; j + P <= n; j += P)
-    Eigen::internal::pstoreu(x + j, Eigen::internal::pexp(Eigen::internal::psub(Eigen::internal::ploadu<Packet>(x + j), sh)));
+  for (; j + P <= n; j += P) exp_packet(x + j);
   if (j < n) {
     float tail[P];
     for (int k = 0; k < P; ++k) tail[k] = j + k < n ? x[j + k] : shift;
-    Eigen::internal::pstoreu(tail, Eigen::internal::pexp(Eigen::internal::psub(Eigen::internal::ploadu<Packet>(tail), sh)));
+    exp_packet(tail);
     for (int k = 0; j + k < n; ++k) x[j + k] = tail[k];
   }
 }
@@ -544,8 +544,9 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
       w.a.resize(n, klen);
       w.b.resize(n2, klen);
-      gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, n, klen, Dh, false, true, 1.f, 0.f);          // AC
-      gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, n2, klen, Dh, false, true, 1.f, 0.f);  // BD, unshifted
+      gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, n, klen, Dh, false, true, 1.f, 0.f);  // AC
+      gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, n2, klen, Dh, false, true, 1.f,
+           0.f);  // BD, unshifted
       float* P = prob + ((int64_t)b * H + h) * qlen * klen;
       for (int i = i0; i < i1; ++i) {
         float* pi = P + (int64_t)i * klen;
@@ -607,8 +608,10 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, n, Dh, row3);
 
       w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
-      gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, n, true, false, 1.f, 0.f);  // dK
-      gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, n, true, false, 1.f, 0.f);                // dV
+      gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, n, true, false,
+           1.f, 0.f);  // dK
+      gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, n, true, false, 1.f,
+           0.f);  // dV
     }
   }
   // The position term, per head over all samples: dQ += dBD R, dR += dBD^T (Q+v), dv = colsum.

@@ -70,7 +70,6 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   const float p = dropout_p(training);
   if (m == 0) need.memory = false;
   a.B = B, a.T = T, a.q = q, a.mlen = mlen, a.klen = klen;
-  a.outputs = need;
 
   transpose(sized(a.ids, int64_t(T) * B), tokens, B, T);
   if (targets) transpose(sized(a.targets, int64_t(T) * B), targets, B, T);
@@ -143,7 +142,9 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     // a = x + dropout(o_net(av)); h1 = LayerNorm(a)
     float* ares = sized(A.a, q * Bd) + o * d;
     be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
-    if (p > 0) be_.dropout_forward(ares, ares, sized(A.keep_o, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 3, l));
+    if (p > 0)
+      be_.dropout_forward(ares, ares, sized(A.keep_o, q * Bd) + o * d, n * int64_t(d), p,
+                          mix_seed(seed, 3, l));
     be_.add_inplace(ares, x + o * d, n * int64_t(d));
     float* h1 = sized(A.h1, q * Bd) + o * d;
     be_.layernorm_forward(h1, sized(A.ln1_mean, q * B) + o, sized(A.ln1_rstd, q * B) + o, ares,
@@ -163,7 +164,9 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     float* c = sized(A.c, q * Bd) + o * d;
     be_.matmul(c, f1_used, w.ff2_w, n, d, di, false, true);
     be_.add_bias(c, w.ff2_b, n, d);
-    if (p > 0) be_.dropout_forward(c, c, sized(A.keep_f2, q * Bd) + o * d, n * int64_t(d), p, mix_seed(seed, 5, l));
+    if (p > 0)
+      be_.dropout_forward(c, c, sized(A.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
+                          mix_seed(seed, 5, l));
     be_.add_inplace(c, h1, n * int64_t(d));
     float* h2 = sized(A.h2, q * Bd);
     be_.layernorm_forward(h2 + o * d, sized(A.ln2_mean, q * B) + o, sized(A.ln2_rstd, q * B) + o, c,

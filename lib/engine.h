@@ -30,8 +30,8 @@ struct SegmentOutputs {
 };
 
 // Saved activations of one segment. Query rows are [read m | tokens | write m]; key rows are
-// [cache mlen | query rows]. The last layer computes only rows [live_begin, live_end) past
-// attention: the rows whose output something needs (the rest hold stale values).
+// [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end):
+// the rows whose output something needs (the rest hold stale values).
 struct LayerActivations {
   std::vector<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)
   std::vector<float> qkv;        // [B, klen, 3*H*Dh] batch-major (cache rows: keys, values)
@@ -50,8 +50,7 @@ struct LayerActivations {
 
 struct SegmentActivations {
   int B = 0, T = 0, q = 0, mlen = 0, klen = 0;
-  int live_begin = 0, live_end = 0;  // query rows the last layer computes past attention
-  SegmentOutputs outputs;
+  int live_begin = 0, live_end = 0;  // query rows the last layer computes
   std::vector<int32_t> ids;      // [T, B] input tokens
   std::vector<int32_t> targets;  // [T, B] -1 where the position is not scored
   std::vector<uint8_t> mask;     // [q, klen] 1 = blocked
