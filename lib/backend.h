@@ -8,6 +8,7 @@
 //     everything else overwrites.
 //   * Results are bit-identical for a fixed thread count (no atomics, fixed reduction order).
 #include <cstdint>
+#include <string>
 
 namespace rmt {
 
@@ -135,5 +136,7 @@ class Backend {
 Backend& cpu_backend();
 void set_num_threads(int threads);
 int num_threads();
+// The CPU backend's GEMM, with its version: "oneDNN 2.6.3" or "Eigen 3.4.0".
+std::string cpu_gemm_library();
 
 }  // namespace rmt

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/backend.h"
 #include "lib/bench.h"
 #include "tests/cli.h"
 
@@ -82,4 +83,11 @@ TEST_CASE("rmt bench --json emits one object per model with the report keys") {
     models.push_back(j["model"]);
   }
   CHECK(models == std::vector<std::string>{"baseline", "xl", "rmt"});
+}
+
+TEST_CASE("rmt --version names the GEMM library the CPU backend was built with") {
+  Run v = rmt_run("--version");
+  CHECK(v.status == 0);
+  CHECK(v.output.find("gemm: " + cpu_gemm_library()) != std::string::npos);
+  CHECK((cpu_gemm_library().rfind("oneDNN ", 0) == 0 || cpu_gemm_library().rfind("Eigen ", 0) == 0));
 }

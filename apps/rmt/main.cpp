@@ -10,11 +10,12 @@
 
 #include "apps/rmt/commands.h"
 #include "build_info.h"
+#include "lib/backend.h"
 #include "lib/error.h"
 
 static std::string version_text() {
   return fmt::format(
-      "rmt {}\ncommit: {}\ncompiler: {}\nopenmp threads: {}\ncuda: {}\n", RMT_VERSION,
+      "rmt {}\ncommit: {}\ncompiler: {}\nopenmp threads: {}\ngemm: {}\ncuda: {}\n", RMT_VERSION,
       RMT_GIT_COMMIT,
 #if defined(__clang__)
       "clang " __clang_version__,
@@ -23,7 +24,7 @@ static std::string version_text() {
 #else
       "unknown",
 #endif
-      omp_get_max_threads(),
+      omp_get_max_threads(), rmt::cpu_gemm_library(),
 #ifdef RMT_WITH_CUDA
       "yes"
 #else
