@@ -1,7 +1,8 @@
 #pragma once
 // The kernel set the model is written against. Every kernel works on raw contiguous fp32
 // buffers with explicit sizes; all matrices are row-major. The CPU backend (cpu_backend.cpp,
-// Eigen + OpenMP) is the reference implementation; a CUDA backend implements the same set.
+// oneDNN's sgemm, Eigen and OpenMP) is the reference implementation; a CUDA backend implements
+// the same set.
 //
 // Conventions:
 //   * "accumulate" kernels add into their outputs (gradients of shared parameters);
