@@ -5,7 +5,8 @@ JOBS    ?= $(shell nproc)
 RMT     := $(BUILD)/rmt
 
 BUILD_PACKAGES := cmake g++ make libcli11-dev libeigen3-dev libfmt-dev doctest-dev \
-                  libyaml-cpp-dev nlohmann-json3-dev libssl-dev libdnnl-dev
+                  libyaml-cpp-dev nlohmann-json3-dev libssl-dev libdnnl-dev \
+                  ocl-icd-opencl-dev
 TEST_PACKAGES  := python3-torch python3-numpy
 RUN_PACKAGES   := gnuplot-nox
 ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) $(RUN_PACKAGES)
