@@ -500,7 +500,7 @@ class CpuBackend final : public Backend {
   // dqv_: their gradient w.r.t. Q) and the per-sample du partials of the deterministic
   // reduction. They make the attention non-reentrant: call the backend from one host thread at a
   // time (kernels parallelise inside).
-  std::vector<float> qv_, bd_, dqv_, du_part_;
+  std::vector<float> qv_, bd_, dqv_, du_part_, dv_col_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -624,9 +624,9 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
          false, 1.f, 0.f);
     gemm(dr + h * Dh, HD, dbd, klen, qv_.data() + h * rows * Dh, Dh, klen, Dh, (int)rows, true,
          false, 1.f, 1.f);
-    std::vector<float> col(Dh);
-    column_sums(col.data(), dqv_.data() + h * rows * Dh, (int)rows, Dh, Dh);
-    for (int k = 0; k < Dh; ++k) dv[h * Dh + k] += col[k];
+    dv_col_.resize((size_t)Dh);
+    column_sums(dv_col_.data(), dqv_.data() + h * rows * Dh, (int)rows, Dh, Dh);
+    for (int k = 0; k < Dh; ++k) dv[h * Dh + k] += dv_col_[(size_t)k];
   }
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b)

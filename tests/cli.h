@@ -8,6 +8,19 @@
 #include <filesystem>
 #include <string>
 
+#include "lib/error.h"
+
+// The message of the rmt::Error that `action` throws ("" if it throws nothing).
+template <typename Action>
+std::string error_of(Action action) {
+  try {
+    action();
+  } catch (const rmt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 struct Run {
   int status;          // exit status (-1 if killed by a signal)
   std::string output;  // stdout and stderr together

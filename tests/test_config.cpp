@@ -6,19 +6,9 @@
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/io.h"
+#include "tests/cli.h"
 
 namespace {
-
-// The message of the rmt::Error that `action` throws ("" if it throws nothing).
-template <typename Action>
-std::string error_of(Action action) {
-  try {
-    action();
-  } catch (const rmt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

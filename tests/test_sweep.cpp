@@ -22,16 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-template <typename Action>
-std::string sweep_error_of(Action action) {
-  try {
-    action();
-  } catch (const rmt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 fs::path sweep_tmp(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / "rmt_test_sweep" / name;
   fs::remove_all(dir);
@@ -72,10 +62,10 @@ TEST_CASE("sweep: derive expressions") {
   CHECK(rmt::eval_expression("segment_length / 2", vars, "x") == 12);
   CHECK(rmt::eval_expression("(segment_length + 1) * 2 - segments", vars, "x") == 47);
   CHECK(rmt::eval_expression("7", vars, "x") == 7);
-  CHECK(sweep_error_of([&] { rmt::eval_expression("segment_lenght / 2", vars, "f.yaml: derive.m"); })
+  CHECK(error_of([&] { rmt::eval_expression("segment_lenght / 2", vars, "f.yaml: derive.m"); })
             .find("f.yaml: derive.m: unknown name 'segment_lenght'") != std::string::npos);
-  CHECK(sweep_error_of([&] { rmt::eval_expression("24 /", vars, "x"); }).find("unexpected end") != std::string::npos);
-  CHECK(sweep_error_of([&] { rmt::eval_expression("1 / 0", vars, "x"); }).find("division by zero") != std::string::npos);
+  CHECK(error_of([&] { rmt::eval_expression("24 /", vars, "x"); }).find("unexpected end") != std::string::npos);
+  CHECK(error_of([&] { rmt::eval_expression("1 / 0", vars, "x"); }).find("division by zero") != std::string::npos);
 }
 
 TEST_CASE("sweep: plan, derived memory, RUN_IDs") {
@@ -135,7 +125,7 @@ derive: {model.num_mem_tokens: segment_length}
 
 TEST_CASE("sweep: bad sweep files are rejected naming file, key and reason") {
   auto error = [](const std::string& text) {
-    return sweep_error_of([&] { rmt::plan_sweep(rmt::parse_sweep(text, "bad.yaml"), "/tmp/unused", 1); });
+    return error_of([&] { rmt::plan_sweep(rmt::parse_sweep(text, "bad.yaml"), "/tmp/unused", 1); });
   };
   const std::string data = "data: {task: copy, length: 4, symbols: 4}\n";
   CHECK(error(data + "grid: {model.n_layr: [1, 2]}") ==
