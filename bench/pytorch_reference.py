@@ -42,8 +42,9 @@ def workload(kind, tiny):
 
 
 def segment_flops(kind, w):
-    """Per segment: (full forward, forward of all layers but the last, scored), as
-    lib/bench.cpp segment_flops (see bench/README.md)."""
+    """Per segment of a training step: (full forward, forward of all layers but the last,
+    scored), as lib/bench.cpp segment_flops (see bench/README.md). The last rmt segment passes
+    no memory on and needs no write block."""
     B, d, H, Dh, di, V = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"], w["vocab"]
     hd, m = H * Dh, w["num_mem_tokens"]
     writes = m if kind == "rmt" else 0
@@ -51,7 +52,7 @@ def segment_flops(kind, w):
     base, extra = divmod(w["T"], w["segments"])
     for s in range(w["segments"]):
         Ts = base + (1 if s < extra else 0)
-        q = m + Ts + writes
+        q = m + Ts + (0 if s + 1 == w["segments"] else writes)
         klen = cache + q
         layer = (2 * B * klen * d * 3 * hd + 2 * klen * d * hd + 3 * 2 * B * H * q * klen * Dh
                  + 2 * B * q * hd * d + 2 * 2 * B * q * d * di)

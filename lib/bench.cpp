@@ -78,7 +78,8 @@ struct SegmentFlops {
   bool scored;
 };
 
-std::vector<SegmentFlops> segment_flops(const BenchWorkload& w) {
+// training: the last segment runs without the write block (no memory is passed on from it).
+std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
   const ModelConfig& c = w.model;
   const bool xl = c.kind == "xl" || c.kind == "xl_rmt";
   const int reads = c.num_mem_tokens;                                      // read block
@@ -88,8 +89,11 @@ std::vector<SegmentFlops> segment_flops(const BenchWorkload& w) {
   std::vector<SegmentFlops> out;
   int cache = 0;  // Transformer-XL cache rows entering the segment
   int t0 = 0;
-  for (int Ts : segment_lengths(w.seq_len(), w.segments)) {
-    const double q = reads + Ts + writes, klen = cache + q;
+  const std::vector<int> lengths = segment_lengths(w.seq_len(), w.segments);
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const int Ts = lengths[s];
+    const bool last = s + 1 == lengths.size();
+    const double q = reads + Ts + (training && last ? 0 : writes), klen = cache + q;
     const double layer = 2 * B * klen * d * 3 * hd     // qkv_net over [cache; segment]
                          + 2 * klen * d * hd           // r_net over the position embeddings
                          + 2 * 2 * B * H * q * klen * Dh  // (q+u)k^T and (q+v)r^T
@@ -107,13 +111,13 @@ std::vector<SegmentFlops> segment_flops(const BenchWorkload& w) {
 
 double forward_flops(const BenchWorkload& w) {
   double total = 0;
-  for (const SegmentFlops& f : segment_flops(w)) total += f.full;
+  for (const SegmentFlops& f : segment_flops(w, false)) total += f.full;
   return total;
 }
 
 double step_flops(const BenchWorkload& w) {
   const bool memory = w.model.num_mem_tokens > 0, cache = w.model.mem_len > 0;
-  const std::vector<SegmentFlops> segs = segment_flops(w);
+  const std::vector<SegmentFlops> segs = segment_flops(w, true);
   double total = 0;
   for (size_t s = 0; s < segs.size(); ++s) {
     if (segs[s].scored || memory) total += 3 * segs[s].full;      // forward + backward
@@ -127,8 +131,9 @@ const char* flop_formula() {
          "a scored position; xl adds n_layer-1 layers of an unscored segment for its cache); "
          "forward = n_layer x [2B*klen*d*3hd (qkv) + "
          "2*klen*d*hd (r_net) + 3 x 2B*H*q*klen*Dh (AC, BD, prob*V) + 2B*q*hd*d (o_net) + "
-         "4B*q*d*d_inner (FF)] + 2B*T_seg*d*V (output); q = query rows incl. memory, "
-         "klen = cache + q, hd = H*Dh";
+         "4B*q*d*d_inner (FF)] + 2B*T_seg*d*V (output); q = query rows incl. memory (rmt: "
+         "no write block in the last segment, whose memory nothing reads), klen = cache + q, "
+         "hd = H*Dh";
 }
 
 GemmPeak measure_gemm_gflops(int n, int reps) {

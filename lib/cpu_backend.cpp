@@ -166,8 +166,8 @@ inline void softmax_row(float* s, const uint8_t* mask, int n) {
   for (int j = 0; j < n; ++j) s[j] *= inv;
 }
 
-// Row i of scale * (AC + rel_shift(BD)) with blocked entries at -inf, reading the unshifted BD
-// directly (the shift of backend.h: row i for j <= i+mlen, 0 at j = i+mlen+1, row i+1 after).
+// Row i of scale * (AC + rel_shift(BD)) with blocked entries at -inf (out may be ac), reading
+// the unshifted BD directly (the shift of backend.h: row i for j <= i+mlen, 0 at j = i+mlen+1, row i+1 after).
 // bd_i, bd_next: unshifted BD rows i and i+1 (bd_next unused when i is the last row).
 inline void score_row(float* out, const float* ac, const float* bd_i, const float* bd_next,
                       const uint8_t* mask, int i, int qlen, int klen, float scale) {
@@ -193,7 +193,8 @@ inline void column_sums(float* out, const float* x, int rows, int cols, int ld) 
 
 // Scratch that lives per thread and only grows (no allocation in the steady state).
 struct AttnScratch {
-  MatRM a, b;          // [qlen, klen] work matrices
+  MatRM a, b;          // [qlen, klenP] work matrices
+  MatRM t;             // [Dh, klenP]    K^T or V^T of one head
   MatRM qu, qv;        // [qlen, Dh]
   MatRM o;             // [qlen, H*Dh]   one sample's attention output (or its gradient)
 };
@@ -496,11 +497,11 @@ class CpuBackend final : public Backend {
 
  private:
   void gather_query_plus_v(const float* qkv, const float* v, const AttentionShape& s);
-  // Attention scratch (qv_: Q+v of all samples, bd_: the position scores or their gradient,
+  // Attention scratch (rt_: R^T per head, qv_: Q+v of all samples, bd_: the position scores or their gradient,
   // dqv_: their gradient w.r.t. Q) and the per-sample du partials of the deterministic
   // reduction. They make the attention non-reentrant: call the backend from one host thread at a
   // time (kernels parallelise inside).
-  std::vector<float> qv_, bd_, dqv_, du_part_, dv_col_;
+  std::vector<float> rt_, qv_, bd_, dqv_, du_part_, dv_col_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -530,10 +531,16 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
                                        float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop();
+  // Score rows are klenP wide (whole SIMD packets; the padding columns are never read).
+  const int klenP = cpu::packet_round_up(klen);
+  rt_.resize((size_t)H * Dh * klenP);  // R^T of every head, shared by all samples
+  for (int h = 0; h < H; ++h)
+    cpu::transpose_padded(rt_.data() + (int64_t)h * Dh * klenP, klenP, r + h * Dh, HD, klen, Dh);
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
     w.o.resize(qlen, HD);
+    w.t.resize(Dh, klenP);
     const float* x = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's q|k|v rows
     for (int h = 0; h < H; ++h) {
       // Query rows [i0, i1); BD also for row i1 (the wrap-around of row i1-1 reads it).
@@ -543,21 +550,24 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       const float* Vm = x + 2 * HD + h * Dh;
       w.qu = Q.topRows(n).rowwise() + CMapRow(u + h * Dh, Dh);
       w.qv = Q.rowwise() + CMapRow(v + h * Dh, Dh);
-      w.a.resize(n, klen);
-      w.b.resize(n2, klen);
-      gemm(w.a.data(), klen, w.qu.data(), Dh, K, row3, n, klen, Dh, false, true, 1.f, 0.f);  // AC
-      gemm(w.b.data(), klen, w.qv.data(), Dh, r + h * Dh, HD, n2, klen, Dh, false, true, 1.f,
-           0.f);  // BD, unshifted
+      w.a.resize(n, klenP);
+      w.b.resize(n2, klenP);
+      cpu::transpose_padded(w.t.data(), klenP, K, row3, klen, Dh);  // K^T
+      cpu::small_gemm(w.a.data(), klenP, w.qu.data(), Dh, 1, w.t.data(), klenP, n, klenP, Dh,
+                      false);  // AC
+      cpu::small_gemm(w.b.data(), klenP, w.qv.data(), Dh, 1, rt_.data() + (int64_t)h * Dh * klenP,
+                      klenP, n2, klenP, Dh, false);  // BD, unshifted
+      // Scores and probabilities in place of AC (in cache for P V), then saved to prob.
       float* P = prob + ((int64_t)b * H + h) * qlen * klen;
       for (int i = i0; i < i1; ++i) {
-        float* pi = P + (int64_t)i * klen;
-        const float* bd_i = w.b.data() + (int64_t)(i - i0) * klen;
-        score_row(pi, w.a.data() + (int64_t)(i - i0) * klen, bd_i, bd_i + klen,
-                  mask + (int64_t)i * klen, i, qlen, klen, scale);
+        float* pi = w.a.data() + (int64_t)(i - i0) * klenP;
+        const float* bd_i = w.b.data() + (int64_t)(i - i0) * klenP;
+        score_row(pi, pi, bd_i, bd_i + klenP, mask + (int64_t)i * klen, i, qlen, klen, scale);
         softmax_row(pi, mask + (int64_t)i * klen, klen);
+        std::memcpy(P + (int64_t)i * klen, pi, sizeof(float) * klen);
       }
-      gemm(w.o.data() + (int64_t)i0 * HD + h * Dh, HD, P + (int64_t)i0 * klen, klen, Vm, row3, n,
-           Dh, klen, false, false, 1.f, 0.f);  // O = P V
+      cpu::small_gemm(w.o.data() + (int64_t)i0 * HD + h * Dh, HD, w.a.data(), klenP, 1, Vm, row3,
+                      n, Dh, klen, false);  // O = P V
     }
     scatter_rows(out + (int64_t)i0 * B * HD, w.o.data() + (int64_t)i0 * HD, i1 - i0, B, b, HD);
   }
@@ -574,12 +584,14 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop(), n = i1 - i0;
   const int64_t rows = (int64_t)B * qlen;
+  const int klenP = cpu::packet_round_up(klen);  // dS rows, padded as in the forward
   du_part_.resize((size_t)B * HD);  // [B, H*Dh]
   bd_.resize((size_t)H * rows * klen);  // here: dBD, unshifted, [H, B, qlen, klen]
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
     w.o.resize(qlen, HD);
+    w.t.resize(Dh, klenP);
     gather_rows(w.o.data(), dout + (int64_t)i0 * B * HD, n, B, b, HD);  // dO, rows [i0, i1)
     for (int h = 0; h < H; ++h) {
       const float* base = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's rows
@@ -590,29 +602,30 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       const float* P = prob + (((int64_t)b * H + h) * qlen + i0) * klen;  // rows [i0, i1)
       const float* dO = w.o.data() + h * Dh;
 
-      w.a.resize(n, klen);
-      gemm(w.a.data(), klen, dO, HD, Vm, row3, n, klen, Dh, false, true, 1.f, 0.f);  // dP
+      w.a.resize(n, klenP);
+      cpu::transpose_padded(w.t.data(), klenP, Vm, row3, klen, Dh);  // V^T
+      cpu::small_gemm(w.a.data(), klenP, dO, HD, 1, w.t.data(), klenP, n, klenP, Dh, false);  // dP
       for (int i = 0; i < n; ++i) {      // dP -> dS (scaled), in place
-        float* d = w.a.data() + (int64_t)i * klen;
+        float* d = w.a.data() + (int64_t)i * klenP;
         const float* p = P + (int64_t)i * klen;
         const float dot = lane_dot(d, p, klen);
         for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
       }
       cpu::rel_shift_backward_rows(bd_.data() + ((int64_t)h * B + b) * qlen * klen, w.a.data(),
-                                   i0, i1, qlen, klen);  // dBD (unshifted)
+                                   klenP, i0, i1, qlen, klen);  // dBD (unshifted)
 
       // dQ via AC now (rows outside [i0, i1): zero); dQ via BD is added below for all samples.
       MapM(dbase + h * Dh, mlen + i0, Dh, Stride(row3)).setZero();  // cached rows have no query
       MapM(dbase + (int64_t)(mlen + i1) * row3 + h * Dh, qlen - i1, Dh, Stride(row3)).setZero();
       float* dQ = dbase + (int64_t)(mlen + i0) * row3 + h * Dh;
-      gemm(dQ, row3, w.a.data(), klen, K, row3, n, Dh, klen, false, false, 1.f, 0.f);
+      cpu::small_gemm(dQ, row3, w.a.data(), klenP, 1, K, row3, n, Dh, klen, false);
       column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, n, Dh, row3);
 
       w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
-      gemm(dbase + HD + h * Dh, row3, w.a.data(), klen, w.qu.data(), Dh, klen, Dh, n, true, false,
-           1.f, 0.f);  // dK
-      gemm(dbase + 2 * HD + h * Dh, row3, P, klen, dO, HD, klen, Dh, n, true, false, 1.f,
-           0.f);  // dV
+      cpu::small_gemm(dbase + HD + h * Dh, row3, w.a.data(), 1, klenP, w.qu.data(), Dh, klen, Dh,
+                      n, false);  // dK = dS^T (Q+u)
+      cpu::small_gemm(dbase + 2 * HD + h * Dh, row3, P, 1, klen, dO, HD, klen, Dh, n,
+                      false);  // dV = P^T dO
     }
   }
   // The position term, per head over all samples: dQ += dBD R, dR += dBD^T (Q+v), dv = colsum.
@@ -663,15 +676,16 @@ void rel_shift_forward(float* out, const float* x, int qlen, int klen) {
 }
 
 void rel_shift_backward(float* dx, const float* dout, int qlen, int klen) {
-  rel_shift_backward_rows(dx, dout, 0, qlen, qlen, klen);
+  rel_shift_backward_rows(dx, dout, klen, 0, qlen, qlen, klen);
 }
 
-void rel_shift_backward_rows(float* dx, const float* dout, int i0, int i1, int qlen, int klen) {
+void rel_shift_backward_rows(float* dx, const float* dout, int ld_dout, int i0, int i1, int qlen,
+                             int klen) {
   const int mlen = klen - qlen;
   std::fill(dx, dx + (int64_t)qlen * klen, 0.f);
   // The shift is injective, so its adjoint is a scatter with no collisions.
   for (int i = i0; i < i1; ++i) {
-    const float* g = dout + (int64_t)(i - i0) * klen;
+    const float* g = dout + (int64_t)(i - i0) * ld_dout;
     float* di = dx + (int64_t)i * klen;
     const int jd = std::min(klen - 1, i + mlen);
     for (int j = 0; j <= jd; ++j) di[j + qlen - 1 - i] = g[j];

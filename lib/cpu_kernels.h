@@ -13,8 +13,23 @@ void rel_shift_forward(float* out, const float* x, int qlen, int klen);
 // Adjoint of rel_shift_forward: dx = shift^T(dout) (overwrites dx[qlen, klen]; entries of x
 // that the shift never reads get 0).
 void rel_shift_backward(float* dx, const float* dout, int qlen, int klen);
-// The same for rows [i0, i1) of dout only (dout points at row i0); the other rows count as zero.
-void rel_shift_backward_rows(float* dx, const float* dout, int i0, int i1, int qlen, int klen);
+// The same for rows [i0, i1) of dout only (dout points at row i0, rows ld_dout apart); the other
+// rows count as zero.
+void rel_shift_backward_rows(float* dx, const float* dout, int ld_dout, int i0, int i1, int qlen,
+                             int klen);
+
+// C[M,N] = A[M,K] B[K,N], or C += A B with accumulate: the attention's per-head products, too
+// small for a library GEMM (cpu_small_gemm.cpp). A's element (i, k) is A[i*a_row + k*a_col]
+// (a_row = lda, a_col = 1 for a row-major A; a_row = 1, a_col = lda for the transpose of a
+// row-major [K, M]); B's rows are contiguous with stride ldb; C's stride is ldc. Each element
+// sums over k in order: deterministic, and independent of where the buffers sit in memory.
+void small_gemm(float* C, int ldc, const float* A, int a_row, int a_col, const float* B, int ldb,
+                int M, int N, int K, bool accumulate);
+// dst[c, r] = src[r, c] for src [rows, cols] (row stride lds), dst [cols, ldd] with ldd >= rows;
+// dst's columns rows..ldd-1 are zeroed (padding to whole SIMD packets for small_gemm).
+void transpose_padded(float* dst, int ldd, const float* src, int lds, int rows, int cols);
+// n rounded up to a whole number of SIMD packets (16 floats with AVX-512, 8 with AVX2).
+int packet_round_up(int n);
 
 // Counter-based hash used for the dropout mask (splitmix64 finaliser).
 inline uint64_t splitmix64(uint64_t z) {

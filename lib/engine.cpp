@@ -64,12 +64,14 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   Model& M = model_;
   const Weights& W = M.W;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
-  const int m_write = M.write_block ? m : 0;
+  if (m == 0) need.memory = false;
+  // No other row attends to the write block (FACTS.md mask): it only makes the memory passed
+  // on. A training segment whose memory nothing reads (the last) runs without it.
+  const int m_write = M.write_block && (need.memory || !training) ? m : 0;
   const int q = m + T + m_write, mlen = state.mlen, klen = q + mlen;
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
-  if (m == 0) need.memory = false;
-  a.B = B, a.T = T, a.q = q, a.mlen = mlen, a.klen = klen;
+  a.B = B, a.T = T, a.q = q, a.mlen = mlen, a.klen = klen, a.m_write = m_write;
 
   transpose(sized(a.ids, int64_t(T) * B), tokens, B, T);
   if (targets) transpose(sized(a.targets, int64_t(T) * B), targets, B, T);
@@ -319,8 +321,7 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
   const Weights& W = M.W;
   const Weights& G = M.G;
   const int B = a.B, T = a.T, q = a.q, mlen = a.mlen, klen = a.klen;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
-  const int m_write = M.write_block ? m : 0;
+  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m, m_write = a.m_write;
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(training_);
   AttentionShape shape{B, M.H, M.Dh, q, klen};

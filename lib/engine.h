@@ -29,7 +29,7 @@ struct SegmentOutputs {
   bool memory = true;  // the memory passed on (models with memory tokens)
 };
 
-// Saved activations of one segment. Query rows are [read m | tokens | write m]; key rows are
+// Saved activations of one segment. Query rows are [read m | tokens | write m_write]; key rows are
 // [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end):
 // the rows whose output something needs (the rest hold stale values).
 struct LayerActivations {
@@ -50,6 +50,7 @@ struct LayerActivations {
 
 struct SegmentActivations {
   int B = 0, T = 0, q = 0, mlen = 0, klen = 0;
+  int m_write = 0;                   // write-block rows run (0 when no memory is passed on)
   int live_begin = 0, live_end = 0;  // query rows the last layer computes
   std::vector<int32_t> ids;      // [T, B] input tokens
   std::vector<int32_t> targets;  // [T, B] -1 where the position is not scored

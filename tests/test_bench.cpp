@@ -43,10 +43,13 @@ TEST_CASE("bench FLOP formula matches a hand count") {
   // rmt, one memory token: q = klen = 1 + 2 + 1 = 4 (128 + 192 + 160 + 24 = 504).
   CHECK(seg(4, 4) == 504);
   CHECK(forward_flops(hand_workload("rmt")) == 3 * 504);
-  CHECK(step_flops(hand_workload("rmt")) == 9 * 504);
+  // A step's last segment runs without the write block: q = klen = 3 (72 + 24 + 108 + 120 + 24
+  // = 348).
+  CHECK(seg(3, 3) == 348);
+  CHECK(step_flops(hand_workload("rmt")) == 3 * (2 * 504 + 348));
   // What a step needs: the first segment has no scored position (answer = last 4 of 6). The
   // baseline skips it; xl runs its n_layer-1 = 0 layers below the last for the cache; rmt
-  // passes memory on, so every segment counts three times.
+  // passes memory on, so every segment counts three times (above).
   CHECK(step_flops(hand_workload("baseline")) == 2 * 3 * 216);
   CHECK(step_flops(hand_workload("xl")) == 2 * 3 * 328);
 }
