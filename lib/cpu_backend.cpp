@@ -100,84 +100,55 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, i
 constexpr int kColBlock = 64;
 
 // ---------------------------------------------------------------------------------------
-// Sums and maxima over a row in 16 independent lanes combined in a fixed order: vectorised by
-// the compiler, and the same bits wherever the row sits in memory.
-constexpr int kLanes = 16;
-inline float lane_sum(const float* x, int n) {
-  float acc[kLanes] = {};
-  int j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[j + l];
-  for (int l = 0; j < n; ++j, ++l) acc[l] += x[j];
-  float s = 0.f;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  return s;
-}
-inline float lane_dot(const float* x, const float* y, int n) {
-  float acc[kLanes] = {};
-  int j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[j + l] * y[j + l];
-  for (int l = 0; j < n; ++j, ++l) acc[l] += x[j] * y[j];
-  float s = 0.f;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  return s;
-}
-inline float lane_max(const float* x, int n) {  // exact in any order
-  constexpr float lowest = -std::numeric_limits<float>::infinity();
-  float acc[kLanes];
-  for (int l = 0; l < kLanes; ++l) acc[l] = lowest;
-  int j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
-  float m = lowest;
-  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
-  for (int l = 0; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
-  return m;
-}
+// Row reductions through SIMD packets (Eigen's), each lane summed in order and the lanes
+// combined by a fixed tree: the same bits wherever the row sits in memory.
+namespace ei = Eigen::internal;
+using Packet = ei::packet_traits<float>::type;
+constexpr int kPacket = ei::packet_traits<float>::size;
 
-// x[i] = exp(x[i] - shift), every element through Eigen's vectorised exp (the tail through a
-// padded packet). Not Eigen's array expression: that peels a few elements to reach an aligned
-// address and computes those with the scalar exp, whose last bit can differ, so the result
-// would depend on where the row sits in memory.
-inline void exp_shifted(float* x, int n, float shift) {
-  namespace ei = Eigen::internal;
-  using Packet = ei::packet_traits<float>::type;
-  constexpr int P = ei::packet_traits<float>::size;
-  const Packet sh = ei::pset1<Packet>(shift);
-  auto exp_packet = [&](float* at) { ei::pstoreu(at, ei::pexp(ei::psub(ei::ploadu<Packet>(at), sh))); };
+// sum of x[j] * y[j], j < n; the last partial packet through zero-padded copies.
+inline float packet_dot(const float* x, const float* y, int n) {
+  Packet acc = ei::pset1<Packet>(0.f);
   int j = 0;
-  for (; j + P <= n; j += P) exp_packet(x + j);
+  for (; j + kPacket <= n; j += kPacket)
+    acc = ei::pmadd(ei::ploadu<Packet>(x + j), ei::ploadu<Packet>(y + j), acc);
   if (j < n) {
-    float tail[P];
-    for (int k = 0; k < P; ++k) tail[k] = j + k < n ? x[j + k] : shift;
-    exp_packet(tail);
-    for (int k = 0; j + k < n; ++k) x[j + k] = tail[k];
+    float xt[kPacket] = {}, yt[kPacket] = {};
+    std::copy(x + j, x + n, xt);
+    std::copy(y + j, y + n, yt);
+    acc = ei::pmadd(ei::ploadu<Packet>(xt), ei::ploadu<Packet>(yt), acc);
   }
+  return ei::predux(acc);
 }
 
-// Softmax of one row of scores in place, where blocked entries already hold -inf (so they add
-// nothing to the maximum) and come out exactly 0.
-inline void softmax_row(float* s, const uint8_t* mask, int n) {
-  const float mx = lane_max(s, n);
-  exp_shifted(s, n, mx);
-  for (int j = 0; j < n; ++j) s[j] = mask[j] ? 0.f : s[j];
-  const float inv = 1.f / lane_sum(s, n);
-  for (int j = 0; j < n; ++j) s[j] *= inv;
-}
-
-// Row i of scale * (AC + rel_shift(BD)) with blocked entries at -inf (out may be ac), reading
-// the unshifted BD directly (the shift of backend.h: row i for j <= i+mlen, 0 at j = i+mlen+1, row i+1 after).
-// bd_i, bd_next: unshifted BD rows i and i+1 (bd_next unused when i is the last row).
-inline void score_row(float* out, const float* ac, const float* bd_i, const float* bd_next,
-                      const uint8_t* mask, int i, int qlen, int klen, float scale) {
+// One row of attention probabilities, in place. On entry row[0, klen) holds AC (row i); on
+// exit row[0, klenP) holds softmax(scale * (AC + rel_shift(BD))) with blocked entries and the
+// padding past klen exactly 0. klenP is a whole number of packets, so every pass runs on whole
+// packets. bd_i, bd_next: the unshifted BD rows i and i+1 (the shift of backend.h: row i for
+// j <= i+mlen, 0 at j = i+mlen+1, row i+1 after; bd_next unused for the last row).
+inline void attention_probs_row(float* row, int klenP, const float* bd_i, const float* bd_next,
+                                const uint8_t* mask, int i, int qlen, int klen, float scale) {
   const int mlen = klen - qlen, jd = std::min(klen - 1, i + mlen);
   const float inf = std::numeric_limits<float>::infinity();
   const float* bi = bd_i + (qlen - 1 - i);
-  for (int j = 0; j <= jd; ++j) out[j] = scale * (ac[j] + bi[j]);
-  if (jd + 1 < klen) out[jd + 1] = scale * (ac[jd + 1] + 0.f);
-  for (int j = jd + 2; j < klen; ++j) out[j] = scale * (ac[j] + bd_next[j - (i + mlen + 2)]);
-  for (int j = 0; j < klen; ++j) out[j] = mask[j] ? -inf : out[j];
+  for (int j = 0; j <= jd; ++j) row[j] = scale * (row[j] + bi[j]);
+  if (jd + 1 < klen) row[jd + 1] = scale * (row[jd + 1] + 0.f);
+  for (int j = jd + 2; j < klen; ++j) row[j] = scale * (row[j] + bd_next[j - (jd + 2)]);
+  for (int j = 0; j < klen; ++j) row[j] = mask[j] ? -inf : row[j];
+  for (int j = klen; j < klenP; ++j) row[j] = -inf;
+  Packet mx = ei::ploadu<Packet>(row);
+  for (int j = kPacket; j < klenP; j += kPacket) mx = ei::pmax(mx, ei::ploadu<Packet>(row + j));
+  const Packet shift = ei::pset1<Packet>(ei::predux_max(mx));
+  for (int j = 0; j < klenP; j += kPacket)
+    ei::pstoreu(row + j, ei::pexp(ei::psub(ei::ploadu<Packet>(row + j), shift)));
+  // exp of a blocked entry is tiny, not 0 (Eigen clamps the argument): zero it.
+  for (int j = 0; j < klen; ++j) row[j] = mask[j] ? 0.f : row[j];
+  for (int j = klen; j < klenP; ++j) row[j] = 0.f;
+  Packet sum = ei::pset1<Packet>(0.f);
+  for (int j = 0; j < klenP; j += kPacket) sum = ei::padd(sum, ei::ploadu<Packet>(row + j));
+  const Packet inv = ei::pset1<Packet>(1.f / ei::predux(sum));
+  for (int j = 0; j < klenP; j += kPacket)
+    ei::pstoreu(row + j, ei::pmul(ei::ploadu<Packet>(row + j), inv));
 }
 
 // out[c] = sum over rows of x[rows, cols] (row stride ld), rows added in order. Not Eigen's
@@ -195,6 +166,7 @@ inline void column_sums(float* out, const float* x, int rows, int cols, int ld) 
 struct AttnScratch {
   MatRM a, b;          // [qlen, klenP] work matrices
   MatRM t;             // [Dh, klenP]    K^T or V^T of one head
+  MatRM g;             // [qlen, Dh]     dBD R of one head
   MatRM qu, qv;        // [qlen, Dh]
   MatRM o;             // [qlen, H*Dh]   one sample's attention output (or its gradient)
 };
@@ -496,34 +468,16 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  void gather_query_plus_v(const float* qkv, const float* v, const AttentionShape& s);
-  // Attention scratch (rt_: R^T per head, qv_: Q+v of all samples, bd_: the position scores or their gradient,
-  // dqv_: their gradient w.r.t. Q) and the per-sample du partials of the deterministic
-  // reduction. They make the attention non-reentrant: call the backend from one host thread at a
-  // time (kernels parallelise inside).
-  std::vector<float> rt_, qv_, bd_, dqv_, du_part_, dv_col_;
+  // Attention scratch (rt_: R^T per head; qv_: Q+v of every sample [H, B*qlen, Dh] and bd_: the
+  // position scores' gradient [H, B*qlen, klen], for one dR GEMM per head; du_part_, dv_part_:
+  // per-sample partials of the deterministic reduction over samples). They make the attention
+  // non-reentrant: call the backend from one host thread at a time (kernels parallelise inside).
+  std::vector<float> rt_, qv_, bd_, du_part_, dv_part_;
 };
 
 // ---------------------------------------------------------------------------------------
 // Relative attention. Per (b, h), with Q [qlen,Dh] = q rows mlen.., K, V [klen,Dh], R [klen,Dh]:
 //   AC = (Q+u) K^T, BD = shift((Q+v) R^T), P = softmax_masked(scale (AC + BD)), O = P V.
-
-// The position term's gradients dBD R and dBD^T (Q+v) share R and sum over samples: one GEMM per
-// head over every sample's query rows (Q+v gathered into qv [H, B*qlen, Dh]) instead of B small
-// ones and a reduction of per-sample dR partials. (The forward keeps BD per sample: its
-// [qlen, klen] block stays in cache between the GEMM and the softmax.)
-void CpuBackend::gather_query_plus_v(const float* qkv, const float* v, const AttentionShape& s) {
-  const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, mlen = s.mlen(), row3 = 3 * H * Dh;
-  qv_.resize((size_t)H * B * qlen * Dh);
-#pragma omp parallel for schedule(static) if (attn_parallel(s))
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < qlen; ++i) {
-        const float* q = qkv + ((int64_t)b * s.batch_rows() + mlen + i) * row3 + h * Dh;
-        float* o = qv_.data() + (((int64_t)h * B + b) * qlen + i) * Dh;
-        for (int k = 0; k < Dh; ++k) o[k] = q[k] + v[h * Dh + k];
-      }
-}
 
 void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv,
                                        const float* r, const float* u, const float* v,
@@ -562,8 +516,8 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       for (int i = i0; i < i1; ++i) {
         float* pi = w.a.data() + (int64_t)(i - i0) * klenP;
         const float* bd_i = w.b.data() + (int64_t)(i - i0) * klenP;
-        score_row(pi, pi, bd_i, bd_i + klenP, mask + (int64_t)i * klen, i, qlen, klen, scale);
-        softmax_row(pi, mask + (int64_t)i * klen, klen);
+        attention_probs_row(pi, klenP, bd_i, bd_i + klenP, mask + (int64_t)i * klen, i, qlen,
+                            klen, scale);
         std::memcpy(P + (int64_t)i * klen, pi, sizeof(float) * klen);
       }
       cpu::small_gemm(w.o.data() + (int64_t)i0 * HD + h * Dh, HD, w.a.data(), klenP, 1, Vm, row3,
@@ -575,32 +529,40 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
 
 // dP = dO V^T; dS = P (dP - rowsum(dP P)) scale; dBD = shift^T(dS);
 // dQ = dS K + dBD R; dK = dS^T (Q+u); dV = P^T dO; dR = dBD^T (Q+v); du = colsum(dS K),
-// dv = colsum(dBD R). Per sample: dP, dS, dBD, dS K, dK, dV; per head over all samples: dBD R
-// and dBD^T (Q+v) (which also sums dR over samples). du: per-(b,h) partials summed in order.
+// dv = colsum(dBD R). All per sample and head except dR, which sums over samples: one GEMM per
+// head over every sample's rows (no per-sample dR partials to reduce). du, dv: per-sample
+// partials summed in order.
 void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
                                         const float* dout, const float* prob, const float* qkv,
                                         const float* r, const float* u, const float* v,
                                         const AttentionShape& s, float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop(), n = i1 - i0;
+  const int n2 = std::min(i1 + 1, qlen) - i0;  // dBD rows: the wrap-around reaches row i1
   const int64_t rows = (int64_t)B * qlen;
   const int klenP = cpu::packet_round_up(klen);  // dS rows, padded as in the forward
   du_part_.resize((size_t)B * HD);  // [B, H*Dh]
-  bd_.resize((size_t)H * rows * klen);  // here: dBD, unshifted, [H, B, qlen, klen]
+  dv_part_.resize((size_t)B * HD);
+  bd_.resize((size_t)H * rows * klen);
+  qv_.resize((size_t)H * rows * Dh);
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
     w.o.resize(qlen, HD);
     w.t.resize(Dh, klenP);
     gather_rows(w.o.data(), dout + (int64_t)i0 * B * HD, n, B, b, HD);  // dO, rows [i0, i1)
+    const float* base = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's rows
+    float* dbase = dqkv + (int64_t)b * s.batch_rows() * row3;
     for (int h = 0; h < H; ++h) {
-      const float* base = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's rows
-      float* dbase = dqkv + (int64_t)b * s.batch_rows() * row3;
-      CMapM Q(base + (int64_t)(mlen + i0) * row3 + h * Dh, n, Dh, Stride(row3));
+      CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
       const float* K = base + HD + h * Dh;
       const float* Vm = base + 2 * HD + h * Dh;
       const float* P = prob + (((int64_t)b * H + h) * qlen + i0) * klen;  // rows [i0, i1)
       const float* dO = w.o.data() + h * Dh;
+      float* dbd = bd_.data() + ((int64_t)h * B + b) * qlen * klen;  // [qlen, klen]
+      // Q+v of every row, for dR below
+      Eigen::Map<MatRM>(qv_.data() + ((int64_t)h * B + b) * qlen * Dh, qlen, Dh) =
+          Q.rowwise() + CMapRow(v + h * Dh, Dh);
 
       w.a.resize(n, klenP);
       cpu::transpose_padded(w.t.data(), klenP, Vm, row3, klen, Dh);  // V^T
@@ -608,51 +570,42 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       for (int i = 0; i < n; ++i) {      // dP -> dS (scaled), in place
         float* d = w.a.data() + (int64_t)i * klenP;
         const float* p = P + (int64_t)i * klen;
-        const float dot = lane_dot(d, p, klen);
+        const float dot = packet_dot(d, p, klen);
         for (int j = 0; j < klen; ++j) d[j] = scale * p[j] * (d[j] - dot);
       }
-      cpu::rel_shift_backward_rows(bd_.data() + ((int64_t)h * B + b) * qlen * klen, w.a.data(),
-                                   klenP, i0, i1, qlen, klen);  // dBD (unshifted)
+      cpu::rel_shift_backward_rows(dbd, w.a.data(), klenP, i0, i1, qlen, klen);  // dBD, unshifted
 
-      // dQ via AC now (rows outside [i0, i1): zero); dQ via BD is added below for all samples.
+      // dQ = dS K (rows [i0, i1)) + dBD R (rows [i0, i0+n2)); zero elsewhere.
       MapM(dbase + h * Dh, mlen + i0, Dh, Stride(row3)).setZero();  // cached rows have no query
       MapM(dbase + (int64_t)(mlen + i1) * row3 + h * Dh, qlen - i1, Dh, Stride(row3)).setZero();
       float* dQ = dbase + (int64_t)(mlen + i0) * row3 + h * Dh;
       cpu::small_gemm(dQ, row3, w.a.data(), klenP, 1, K, row3, n, Dh, klen, false);
       column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, n, Dh, row3);
+      w.g.resize(n2, Dh);
+      cpu::small_gemm(w.g.data(), Dh, dbd + (int64_t)i0 * klen, klen, 1, r + h * Dh, HD, n2, Dh,
+                      klen, false);
+      column_sums(dv_part_.data() + (int64_t)b * HD + h * Dh, w.g.data(), n2, Dh, Dh);
+      MapM(dQ, n2, Dh, Stride(row3)) += w.g;
 
-      w.qu = Q.rowwise() + CMapRow(u + h * Dh, Dh);
+      w.qu = Q.middleRows(i0, n).rowwise() + CMapRow(u + h * Dh, Dh);
       cpu::small_gemm(dbase + HD + h * Dh, row3, w.a.data(), 1, klenP, w.qu.data(), Dh, klen, Dh,
                       n, false);  // dK = dS^T (Q+u)
       cpu::small_gemm(dbase + 2 * HD + h * Dh, row3, P, 1, klen, dO, HD, klen, Dh, n,
                       false);  // dV = P^T dO
     }
   }
-  // The position term, per head over all samples: dQ += dBD R, dR += dBD^T (Q+v), dv = colsum.
-  gather_query_plus_v(qkv, v, s);
-  dqv_.resize((size_t)H * rows * Dh);
-  for (int h = 0; h < H; ++h) {
-    const float* dbd = bd_.data() + h * rows * klen;
-    gemm(dqv_.data() + h * rows * Dh, Dh, dbd, klen, r + h * Dh, HD, (int)rows, Dh, klen, false,
-         false, 1.f, 0.f);
-    gemm(dr + h * Dh, HD, dbd, klen, qv_.data() + h * rows * Dh, Dh, klen, Dh, (int)rows, true,
-         false, 1.f, 1.f);
-    dv_col_.resize((size_t)Dh);
-    column_sums(dv_col_.data(), dqv_.data() + h * rows * Dh, (int)rows, Dh, Dh);
-    for (int k = 0; k < Dh; ++k) dv[h * Dh + k] += dv_col_[(size_t)k];
-  }
-#pragma omp parallel for schedule(static) if (attn_parallel(s))
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < qlen; ++i) {
-        float* dq = dqkv + ((int64_t)b * s.batch_rows() + mlen + i) * row3 + h * Dh;
-        const float* g = dqv_.data() + (((int64_t)h * B + b) * qlen + i) * Dh;
-        for (int k = 0; k < Dh; ++k) dq[k] += g[k];
-      }
-  for (int idx = 0; idx < HD; ++idx) {  // du: fixed-order sum over b
-    float acc = 0.f;
-    for (int b = 0; b < B; ++b) acc += du_part_[(size_t)b * HD + idx];
-    du[idx] += acc;
+  // dR += dBD^T (Q+v), per head over every sample's rows.
+  for (int h = 0; h < H; ++h)
+    gemm(dr + h * Dh, HD, bd_.data() + h * rows * klen, klen, qv_.data() + h * rows * Dh, Dh, klen,
+         Dh, (int)rows, true, false, 1.f, 1.f);
+  for (int idx = 0; idx < HD; ++idx) {  // du, dv: fixed-order sums over b
+    float su = 0.f, sv = 0.f;
+    for (int b = 0; b < B; ++b) {
+      su += du_part_[(size_t)b * HD + idx];
+      sv += dv_part_[(size_t)b * HD + idx];
+    }
+    du[idx] += su;
+    dv[idx] += sv;
   }
 }
 

@@ -25,8 +25,9 @@ void rel_shift_backward_rows(float* dx, const float* dout, int ld_dout, int i0, 
 // sums over k in order: deterministic, and independent of where the buffers sit in memory.
 void small_gemm(float* C, int ldc, const float* A, int a_row, int a_col, const float* B, int ldb,
                 int M, int N, int K, bool accumulate);
-// dst[c, r] = src[r, c] for src [rows, cols] (row stride lds), dst [cols, ldd] with ldd >= rows;
-// dst's columns rows..ldd-1 are zeroed (padding to whole SIMD packets for small_gemm).
+// dst[c, r] = src[r, c] for src [rows, cols] (row stride lds), dst [cols, ldd] with
+// ldd >= packet_round_up(rows); dst's columns rows..ldd-1 are zeroed (padding to whole SIMD
+// packets for small_gemm).
 void transpose_padded(float* dst, int ldd, const float* src, int lds, int rows, int cols);
 // n rounded up to a whole number of SIMD packets (16 floats with AVX-512, 8 with AVX2).
 int packet_round_up(int n);

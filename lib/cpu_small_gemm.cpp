@@ -108,19 +108,25 @@ void small_gemm(float* C, int ldc, const float* A, int a_row, int a_col, const f
 }
 
 void transpose_padded(float* dst, int ldd, const float* src, int lds, int rows, int cols) {
-  // P x P blocks through registers (Eigen's packet transpose), the edges element by element.
-  const int rb = rows / P * P, cb = cols / P * P;
-  for (int r = 0; r < rb; r += P)
+  // P x P blocks through registers (Eigen's packet transpose). A last, partial block of rows is
+  // completed with zero rows, so it writes whole packets: the first padding columns of dst.
+  const int cb = cols / P * P;
+  for (int r = 0; r < rows; r += P) {
+    const int nr = std::min(P, rows - r);
     for (int c = 0; c < cb; c += P) {
       ei::PacketBlock<Packet, P> blk;
-      for (int k = 0; k < P; ++k) blk.packet[k] = ei::ploadu<Packet>(src + (int64_t)(r + k) * lds + c);
+      for (int k = 0; k < P; ++k)
+        blk.packet[k] = k < nr ? ei::ploadu<Packet>(src + (int64_t)(r + k) * lds + c)
+                               : ei::pset1<Packet>(0.f);
       ei::ptranspose(blk);
       for (int k = 0; k < P; ++k) ei::pstoreu(dst + (int64_t)(c + k) * ldd + r, blk.packet[k]);
     }
-  for (int r = 0; r < rows; ++r)
-    for (int c = r < rb ? cb : 0; c < cols; ++c) dst[(int64_t)c * ldd + r] = src[(int64_t)r * lds + c];
+    for (int c = cb; c < cols; ++c)  // columns past the last whole packet
+      for (int k = 0; k < P; ++k)
+        dst[(int64_t)c * ldd + r + k] = k < nr ? src[(int64_t)(r + k) * lds + c] : 0.f;
+  }
   for (int c = 0; c < cols; ++c)
-    std::fill(dst + (int64_t)c * ldd + rows, dst + (int64_t)(c + 1) * ldd, 0.f);
+    std::fill(dst + (int64_t)c * ldd + packet_round_up(rows), dst + (int64_t)(c + 1) * ldd, 0.f);
 }
 
 }  // namespace rmt::cpu

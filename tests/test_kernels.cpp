@@ -173,6 +173,70 @@ TEST_CASE("matmul: bit-identical across repeats and buffer alignments") {
   }
 }
 
+// The attention's register-tiled GEMM: every column block width (1-5 packets and the element-wise
+// tail past the last whole packet), every row remainder, K = 0, A row-major or transposed, and
+// accumulate, against a double-precision product.
+TEST_CASE("small_gemm matches a naive product for every tile shape") {
+  for (int M : {1, 5, 7, 13, 72})
+    for (int N : {1, 16, 24, 33, 48, 64, 80, 112, 144})
+      for (int K : {0, 1, 9, 64})
+        for (bool trans_a : {false, true})
+          for (bool accumulate : {false, true}) {
+            const int lda = (trans_a ? M : K) + 3, ldb = N + 5, ldc = N + 2;
+            const Vec A = randn(size_t(trans_a ? K : M) * lda, 1.f, 50 + M + K);
+            const Vec B = randn(size_t(K) * ldb, 1.f, 60 + N + K);
+            const Vec C0 = randn(size_t(M) * ldc, 1.f, 70 + M);
+            Vec C = C0;
+            const int a_row = trans_a ? 1 : lda, a_col = trans_a ? lda : 1;
+            cpu::small_gemm(C.data(), ldc, A.data(), a_row, a_col, B.data(), ldb, M, N, K,
+                            accumulate);
+            double err = 0;
+            for (int i = 0; i < M; ++i)
+              for (int j = 0; j < ldc; ++j) {
+                double want = C0[size_t(i) * ldc + j];  // columns past N untouched
+                if (j < N) {
+                  double sum = 0;
+                  for (int k = 0; k < K; ++k)
+                    sum += (double)A[size_t(i) * a_row + size_t(k) * a_col] * B[size_t(k) * ldb + j];
+                  want = accumulate ? want + sum : sum;
+                }
+                err = std::max(err, std::fabs(C[size_t(i) * ldc + j] - want));
+              }
+            INFO(M << "x" << N << "x" << K << " trans_a " << trans_a << " acc " << accumulate);
+            CHECK(err <= 1e-5 * (K + 1));
+          }
+}
+
+TEST_CASE("small_gemm: bit-identical across buffer alignments") {
+  const int M = 72, N = 80, K = 64;
+  const Vec a0 = randn(size_t(M) * K, 1.f, 80), b0 = randn(size_t(K) * N, 1.f, 81);
+  Vec A(a0.size() + 16), B(b0.size() + 16), C(size_t(M) * N + 16), ref;
+  for (int off = 0; off < 16; off += 3) {
+    std::copy(a0.begin(), a0.end(), A.begin() + off);
+    std::copy(b0.begin(), b0.end(), B.begin() + (15 - off));
+    float* c = C.data() + (off * 7) % 16;
+    cpu::small_gemm(c, N, A.data() + off, K, 1, B.data() + (15 - off), N, M, N, K, false);
+    if (ref.empty()) ref.assign(c, c + size_t(M) * N);
+    else CHECK(std::memcmp(ref.data(), c, ref.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("transpose_padded: whole packets, partial blocks and zero padding") {
+  for (int rows : {1, 8, 17, 72})
+    for (int cols : {1, 5, 16, 64, 70}) {
+      const int lds = cols + 4, ldd = cpu::packet_round_up(rows) + 16;
+      const Vec src = randn(size_t(rows) * lds, 1.f, 90 + rows + cols);
+      Vec dst(size_t(cols) * ldd, 7.f);
+      cpu::transpose_padded(dst.data(), ldd, src.data(), lds, rows, cols);
+      bool ok = true;
+      for (int c = 0; c < cols; ++c)
+        for (int r = 0; r < ldd; ++r)
+          ok = ok && dst[size_t(c) * ldd + r] == (r < rows ? src[size_t(r) * lds + c] : 0.f);
+      INFO(rows << "x" << cols);
+      CHECK(ok);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 TEST_CASE("add_bias / bias_backward") {
   const int rows = 6, cols = 70;  // cols spans two column blocks
