@@ -18,19 +18,13 @@ namespace rmt {
 //   (mlen cached rows first, then the qlen current rows).
 // Activations are time-major, as in the authors' code: row t of sample b is row t*B + b of a
 // [rows, B, width] buffer, so a block of positions is one contiguous range for every sample.
-// Only the attention's q|k|v input is batch-major ([B, rows, 3*H*Dh], see transpose_rows): each
-// (sample, head) product then reads rows 3*H*Dh apart, not B times that.
 struct AttentionShape {
   int B, H, Dh, qlen, klen;
-  // Rows per sample in qkv (and dqkv); 0 means klen. A larger stride lets incremental decoding
-  // attend over the first klen rows of a longer buffer (forward only).
-  int qkv_batch_rows = 0;
   // Query rows computed: [q_begin, q_end) (q_end 0 means qlen). Rows outside get no output and
   // no probabilities, and backward takes their output gradient as zero: the last layer asks only
   // for the rows whose output something reads.
   int q_begin = 0, q_end = 0;
   int mlen() const { return klen - qlen; }
-  int batch_rows() const { return qkv_batch_rows > 0 ? qkv_batch_rows : klen; }
   int q_stop() const { return q_end > 0 ? q_end : qlen; }
 };
 
@@ -82,19 +76,15 @@ class Backend {
   virtual void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
                                 float p) = 0;
 
-  // Time-major [rows, B, width] <-> batch-major [B, rows, width] (to_batch_major = true: the
-  // former into the latter). dst and src must not overlap.
-  virtual void transpose_rows(float* dst, const float* src, int rows, int B, int width,
-                              bool to_batch_major) = 0;
-
   // Sinusoid relative position embedding, pos_seq = klen-1 .. 0:
   // out[j, :] = [sin(p_j f_0..f_{d/2-1}), cos(p_j f_0..)] with p_j = klen-1-j,
   // f_i = 1 / 10000^(2i/d). d is even.
   virtual void positional_embedding(float* out, int klen, int d) = 0;
 
   // Relative multi-head attention core (after the q/k/v and r projections).
-  //   qkv  [B, klen, 3*H*Dh]  q|k|v column blocks, batch-major; the query of row t is taken
-  //                           from row mlen + t (cached rows give only keys and values)
+  //   qkv  [klen, B, 3*H*Dh]  q|k|v column blocks; the query of row t is taken from row
+  //                           mlen + t (cached rows give only keys and values). Only its first
+  //                           klen rows are read: incremental decoding attends over a prefix.
   //   r    [klen, H*Dh]       r_net(pos_emb), row j = relative distance klen-1-j
   //   u, v [H, Dh]            r_w_bias and r_r_bias
   //   mask [qlen, klen]       1 = blocked; every row must keep at least one key
@@ -108,7 +98,7 @@ class Backend {
   virtual void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
                                      const float* u, const float* v, const uint8_t* mask,
                                      const AttentionShape& s, float scale) = 0;
-  // dqkv [B, klen, 3*H*Dh] overwrite (all klen rows: cached rows get key/value gradients too);
+  // dqkv [klen, B, 3*H*Dh] overwrite (all klen rows: cached rows get key/value gradients too);
   // dr, du, dv accumulate.
   virtual void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
                                       const float* dout, const float* prob, const float* qkv,

@@ -169,6 +169,7 @@ struct AttnScratch {
   MatRM g;             // [qlen, Dh]     dBD R of one head
   MatRM qu, qv;        // [qlen, Dh]
   MatRM o;             // [qlen, H*Dh]   one sample's attention output (or its gradient)
+  MatRM x, dx;         // [klen, 3*H*Dh] one sample's q|k|v rows (and their gradient)
 };
 
 AttnScratch& attn_scratch() {
@@ -360,15 +361,6 @@ class CpuBackend final : public Backend {
     for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dout[i] * s : 0.f;
   }
 
-  void transpose_rows(float* dst, const float* src, int rows, int B, int width,
-                      bool to_batch_major) override {
-#pragma omp parallel for schedule(static) if ((int64_t)rows * B * width > kGrain)
-    for (int b = 0; b < B; ++b) {
-      if (to_batch_major) gather_rows(dst + (int64_t)b * rows * width, src, rows, B, b, width);
-      else scatter_rows(dst, src + (int64_t)b * rows * width, rows, B, b, width);
-    }
-  }
-
   // out[j] = [sin(p_j f), cos(p_j f)], p_j = klen-1-j, f_i = 1/10000^(2i/d); fp32 like torch.
   void positional_embedding(float* out, int klen, int d) override {
     const int half = d / 2;
@@ -495,7 +487,9 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
     AttnScratch& w = attn_scratch();
     w.o.resize(qlen, HD);
     w.t.resize(Dh, klenP);
-    const float* x = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's q|k|v rows
+    w.x.resize(klen, row3);
+    gather_rows(w.x.data(), qkv, klen, B, b, row3);  // sample b's q|k|v rows, contiguous
+    const float* x = w.x.data();
     for (int h = 0; h < H; ++h) {
       // Query rows [i0, i1); BD also for row i1 (the wrap-around of row i1-1 reads it).
       const int n = i1 - i0, n2 = std::min(i1 + 1, qlen) - i0;
@@ -551,8 +545,11 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     w.o.resize(qlen, HD);
     w.t.resize(Dh, klenP);
     gather_rows(w.o.data(), dout + (int64_t)i0 * B * HD, n, B, b, HD);  // dO, rows [i0, i1)
-    const float* base = qkv + (int64_t)b * s.batch_rows() * row3;  // sample b's rows
-    float* dbase = dqkv + (int64_t)b * s.batch_rows() * row3;
+    w.x.resize(klen, row3);
+    w.dx.resize(klen, row3);
+    gather_rows(w.x.data(), qkv, klen, B, b, row3);  // sample b's q|k|v rows, contiguous
+    const float* base = w.x.data();
+    float* dbase = w.dx.data();  // and their gradient, scattered into dqkv at the end
     for (int h = 0; h < H; ++h) {
       CMapM Q(base + (int64_t)mlen * row3 + h * Dh, qlen, Dh, Stride(row3));
       const float* K = base + HD + h * Dh;
@@ -593,6 +590,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       cpu::small_gemm(dbase + 2 * HD + h * Dh, row3, P, 1, klen, dO, HD, klen, Dh, n,
                       false);  // dV = P^T dO
     }
+    scatter_rows(dqkv, w.dx.data(), klen, B, b, row3);
   }
   // dR += dBD^T (Q+v), per head over every sample's rows.
   for (int h = 0; h < H; ++h)

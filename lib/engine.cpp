@@ -123,14 +123,11 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
     if (new_mlen > 0)  // the next cache: the last mem_len rows of [cache; x], detached
       next.cache[size_t(l)].assign(cat + (klen - new_mlen) * Bd, cat + klen * Bd);
     if (l == M.L - 1 && !last_layer) break;  // the next state has what it needs
-    // q, k, v time-major from the GEMMs, then batch-major for the attention (and backward).
-    float* qkv_tm = sized(qkv_tm_, int64_t(klen) * B * 3 * HD);
-    if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
-      be_.matmul_strided(qkv_tm + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
-                         2 * HD, d, false, true);
-    be_.matmul(qkv_tm + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
     float* qkv = sized(A.qkv, int64_t(klen) * B * 3 * HD);
-    be_.transpose_rows(qkv, qkv_tm, klen, B, 3 * HD, true);
+    if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
+      be_.matmul_strided(qkv + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
+                         2 * HD, d, false, true);
+    be_.matmul(qkv + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
     float* r = sized(A.r, int64_t(klen) * HD);
     be_.matmul(r, pos, w.r_w, klen, HD, d, false, true);
     float* av = sized(A.av, q * int64_t(B) * HD);
@@ -204,25 +201,21 @@ void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, 
   const int klen = row + 1;          // it attends to every key up to itself
   float* x = sized(row_x_, int64_t(B) * d);
   be_.embedding_forward(x, ids, W.emb, B, d, std::sqrt(float(d)));
-  float* qkv = sized(row_qkv_, int64_t(B) * 3 * HD);
   float* av = sized(row_av_, int64_t(B) * HD);
   float* ares = sized(row_a_, int64_t(B) * d);
   float* f1 = sized(row_f_, int64_t(B) * di);
   float* stats = sized(row_stats_, 2 * int64_t(B));
   uint8_t* mask = sized(row_mask_, klen);
   std::fill(mask, mask + klen, uint8_t(0));
-  // One query row over keys [0, klen) of the segment's qkv buffer (its samples a.klen rows
-  // apart); the position table is the segment's, shifted so that its last row is distance 0
-  // from the query.
-  const AttentionShape shape{B, M.H, M.Dh, 1, klen, a.klen};
+  // One query row over keys [0, klen), a prefix of the segment's qkv buffer; the position table
+  // is the segment's, shifted so that its last row is distance 0 from the query.
+  const AttentionShape shape{B, M.H, M.Dh, 1, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
     LayerActivations& A = a.layers[size_t(l)];
     // the row's q, k, v go into the key/value cache (row `row` of every sample)
-    be_.matmul(qkv, x, w.qkv_w, B, 3 * HD, d, false, true);
-    for (int b = 0; b < B; ++b)
-      std::copy_n(qkv + int64_t(b) * 3 * HD, 3 * HD, A.qkv.data() + (int64_t(b) * a.klen + row) * 3 * HD);
+    be_.matmul(A.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
     be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), A.qkv.data(),
                               A.r.data() + int64_t(a.klen - klen) * HD, W.u, W.v, mask, shape,
                               scale);
@@ -381,13 +374,11 @@ void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float
     // attention core
     shape.q_begin = l == M.L - 1 ? a.live_begin : 0;  // as in forward
     shape.q_end = l == M.L - 1 ? a.live_end : 0;
-    float* dqkv_bm = sized(dqkv_bm_, int64_t(klen) * B * 3 * HD);
     float* dr = sized(dr_, int64_t(klen) * HD);
     std::fill(dr, dr + int64_t(klen) * HD, 0.f);
-    be_.rel_attention_backward(dqkv_bm, dr, G.u, G.v, dav, A.prob.data(), A.qkv.data(),
-                               A.r.data(), W.u, W.v, shape, scale);
-    float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);  // time-major for the GEMMs
-    be_.transpose_rows(dqkv, dqkv_bm, klen, B, 3 * HD, false);
+    float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
+    be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, A.prob.data(), A.qkv.data(), A.r.data(),
+                               W.u, W.v, shape, scale);
     be_.matmul(g.r_w, dr, a.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
     // qkv weights: the current rows (q, k, v) and the cache rows (k, v only)
     const float* dqkv_cur = dqkv + int64_t(mlen) * B * 3 * HD;

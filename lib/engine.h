@@ -34,7 +34,7 @@ struct SegmentOutputs {
 // the rows whose output something needs (the rest hold stale values).
 struct LayerActivations {
   std::vector<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)
-  std::vector<float> qkv;        // [B, klen, 3*H*Dh] batch-major (cache rows: keys, values)
+  std::vector<float> qkv;        // [klen, B, 3*H*Dh] (cache rows: keys and values only)
   std::vector<float> r;          // [klen, H*Dh]     r_net(pos)
   std::vector<float> prob;       // [B, H, q, klen]
   std::vector<float> av;         // [q, B, H*Dh]     attention vectors
@@ -143,10 +143,9 @@ class Engine {
   SegmentActivations work_;                                      // the one recomputed segment
   RecurrentState work_next_;
   // backward scratch, reused
-  std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dqkv_bm_, dr_, dmem_in_, dmem_out_;
-  std::vector<float> qkv_tm_;  // forward scratch: q, k, v as the GEMMs write them
+  std::vector<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dr_, dmem_in_, dmem_out_;
   // decoding scratch, reused
-  std::vector<float> row_x_, row_qkv_, row_av_, row_a_, row_f_, row_prob_, row_stats_;
+  std::vector<float> row_x_, row_av_, row_a_, row_f_, row_prob_, row_stats_;
   std::vector<uint8_t> row_mask_;
 };
 

@@ -420,10 +420,10 @@ void ref_attention(DVec& out, DVec& prob, const std::vector<double>& qkv,
   const int HD = H * Dh;
   out.assign((size_t)B * ql * HD, 0);
   prob.assign((size_t)B * H * ql * kl, 0);
-  // qkv batch-major [B, klen, 3HD]; out time-major [qlen, B, HD]
-  auto q = [&](int b, int t, int h, int d) { return qkv[((size_t)b * kl + ml + t) * 3 * HD + h * Dh + d]; };
-  auto k = [&](int b, int j, int h, int d) { return qkv[((size_t)b * kl + j) * 3 * HD + HD + h * Dh + d]; };
-  auto vv = [&](int b, int j, int h, int d) { return qkv[((size_t)b * kl + j) * 3 * HD + 2 * HD + h * Dh + d]; };
+  // qkv [klen, B, 3HD], out [qlen, B, HD] (time-major)
+  auto q = [&](int b, int t, int h, int d) { return qkv[((size_t)(ml + t) * B + b) * 3 * HD + h * Dh + d]; };
+  auto k = [&](int b, int j, int h, int d) { return qkv[((size_t)j * B + b) * 3 * HD + HD + h * Dh + d]; };
+  auto vv = [&](int b, int j, int h, int d) { return qkv[((size_t)j * B + b) * 3 * HD + 2 * HD + h * Dh + d]; };
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       DVec ac(ql * kl), bd(ql * kl);
@@ -499,7 +499,7 @@ void check_attention(const AttentionShape s, const std::vector<uint8_t>& mask, u
   // cached rows: q part exactly 0
   for (int b = 0; b < s.B; ++b)
     for (int t = 0; t < s.mlen(); ++t)
-      for (int c = 0; c < HD; ++c) REQUIRE(dqkv[((size_t)b * kl + t) * 3 * HD + c] == 0.f);
+      for (int c = 0; c < HD; ++c) REQUIRE(dqkv[((size_t)t * s.B + b) * 3 * HD + c] == 0.f);
 
   // FD of the float kernel (the brief's check)
   auto loss = [&]() {
@@ -722,20 +722,6 @@ TEST_CASE("add_inplace adds elementwise, also above the parallel grain") {
     for (size_t i = 0; i < n; ++i) expect[i] = y[i] + x[i];
     be().add_inplace(y.data(), x.data(), (int64_t)n);
     CHECK(y == expect);
-  }
-}
-
-TEST_CASE("transpose_rows: time-major <-> batch-major, also above the parallel grain") {
-  for (int width : {3, 700}) {
-    const int rows = 5, B = 7;
-    Vec tm = randn((size_t)rows * B * width, 1.f, 50), bm(tm.size()), back(tm.size());
-    be().transpose_rows(bm.data(), tm.data(), rows, B, width, true);
-    for (int t = 0; t < rows; ++t)
-      for (int b = 0; b < B; ++b)
-        for (int c = 0; c < width; ++c)
-          REQUIRE(bm[((size_t)b * rows + t) * width + c] == tm[((size_t)t * B + b) * width + c]);
-    be().transpose_rows(back.data(), bm.data(), rows, B, width, false);
-    CHECK(back == tm);
   }
 }
 
