@@ -121,6 +121,18 @@ inline float packet_dot(const float* x, const float* y, int n) {
   return ei::predux(acc);
 }
 
+// Sum over j < n of a term: whole packets through packet_term(j) into lanes combined by a fixed
+// tree, the last n % kPacket through scalar_term(j) in order.
+template <class PacketTerm, class ScalarTerm>
+inline float packet_sum(int n, PacketTerm packet_term, ScalarTerm scalar_term) {
+  Packet acc = ei::pset1<Packet>(0.f);
+  int j = 0;
+  for (; j + kPacket <= n; j += kPacket) acc = ei::padd(acc, packet_term(j));
+  float sum = ei::predux(acc);
+  for (; j < n; ++j) sum += scalar_term(j);
+  return sum;
+}
+
 // One row of attention probabilities, in place. On entry row[0, klen) holds AC (row i); on
 // exit row[0, klenP) holds softmax(scale * (AC + rel_shift(BD))) with blocked entries and the
 // padding past klen exactly 0. klenP is a whole number of packets, so every pass runs on whole
@@ -181,6 +193,13 @@ AttnScratch& attn_scratch() {
 inline void gather_rows(float* dst, const float* src, int rows, int B, int b, int width) {
   for (int t = 0; t < rows; ++t)
     std::memcpy(dst + (int64_t)t * width, src + ((int64_t)t * B + b) * width, sizeof(float) * width);
+}
+// Prefetch (into L2) the rows of sample b in a time-major [rows, B, width] buffer.
+inline void prefetch_rows(const float* src, int rows, int B, int b, int width) {
+  for (int t = 0; t < rows; ++t) {
+    const char* p = (const char*)(src + ((int64_t)t * B + b) * width);
+    for (int64_t off = 0; off < (int64_t)width * 4; off += 64) __builtin_prefetch(p + off, 0, 2);
+  }
 }
 inline void scatter_rows(float* dst, const float* src, int rows, int B, int b, int width) {
   for (int t = 0; t < rows; ++t)
@@ -262,14 +281,18 @@ class CpuBackend final : public Backend {
     for (int i = 0; i < n; ++i) {
       const float* xi = x + (int64_t)i * d;
       float* oi = out + (int64_t)i * d;
-      // Two-pass mean/variance in double: robust for large-offset inputs, cheap at these sizes.
-      double m = 0;
-      for (int k = 0; k < d; ++k) m += xi[k];
-      m /= d;
-      double var = 0;
-      for (int k = 0; k < d; ++k) var += (xi[k] - m) * (xi[k] - m);
-      var /= d;
-      const float mf = (float)m, rs = (float)(1.0 / std::sqrt(var + 1e-5));
+      // Two-pass mean and variance (robust for large-offset inputs), summed in SIMD lanes.
+      const float mf = packet_sum(
+          d, [&](int k) { return ei::ploadu<Packet>(xi + k); }, [&](int k) { return xi[k]; }) / d;
+      const Packet mp = ei::pset1<Packet>(mf);
+      const float var = packet_sum(
+          d,
+          [&](int k) {
+            const Packet c = ei::psub(ei::ploadu<Packet>(xi + k), mp);
+            return ei::pmul(c, c);
+          },
+          [&](int k) { return (xi[k] - mf) * (xi[k] - mf); }) / d;
+      const float rs = 1.f / std::sqrt(var + 1e-5f);
       for (int k = 0; k < d; ++k) oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k];
       mean[i] = mf;
       rstd[i] = rs;
@@ -287,14 +310,15 @@ class CpuBackend final : public Backend {
       const float* gi = dout + (int64_t)i * d;
       float* dxi = dx + (int64_t)i * d;
       const float m = mean[i], rs = rstd[i];
-      float sg = 0.f, sgx = 0.f;
-      for (int k = 0; k < d; ++k) {
-        const float g = gi[k] * weight[k];
-        sg += g;
-        sgx += g * (xi[k] - m) * rs;
-      }
-      sg /= d;
-      sgx /= d;
+      const Packet mp = ei::pset1<Packet>(m), rsp = ei::pset1<Packet>(rs);
+      auto g = [&](int k) { return ei::pmul(ei::ploadu<Packet>(gi + k), ei::ploadu<Packet>(weight + k)); };
+      const float sg = packet_sum(d, g, [&](int k) { return gi[k] * weight[k]; }) / d;
+      const float sgx = packet_sum(
+          d,
+          [&](int k) {
+            return ei::pmul(g(k), ei::pmul(ei::psub(ei::ploadu<Packet>(xi + k), mp), rsp));
+          },
+          [&](int k) { return gi[k] * weight[k] * ((xi[k] - m) * rs); }) / d;
       for (int k = 0; k < d; ++k) {
         const float xh = (xi[k] - m) * rs;
         dxi[k] = rs * (gi[k] * weight[k] - sg - xh * sgx);
@@ -489,6 +513,7 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
     w.t.resize(Dh, klenP);
     w.x.resize(klen, row3);
     gather_rows(w.x.data(), qkv, klen, B, b, row3);  // sample b's q|k|v rows, contiguous
+    if (b + 1 < B) prefetch_rows(qkv, klen, B, b + 1, row3);
     const float* x = w.x.data();
     for (int h = 0; h < H; ++h) {
       // Query rows [i0, i1); BD also for row i1 (the wrap-around of row i1-1 reads it).
@@ -548,6 +573,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     w.x.resize(klen, row3);
     w.dx.resize(klen, row3);
     gather_rows(w.x.data(), qkv, klen, B, b, row3);  // sample b's q|k|v rows, contiguous
+    if (b + 1 < B) prefetch_rows(qkv, klen, B, b + 1, row3);
     const float* base = w.x.data();
     float* dbase = w.dx.data();  // and their gradient, scattered into dqkv at the end
     for (int h = 0; h < H; ++h) {
