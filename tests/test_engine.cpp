@@ -212,7 +212,8 @@ TEST_CASE("bptt_recompute: recomputed activations give bit-identical gradients")
 TEST_CASE("training skips work no loss depends on, with the same loss and gradients") {
   // Segment 0 (4 of 10 positions) has no scored position: baseline does not run it, xl runs it
   // only up to its cache, rmt runs its last layer only for the memory it passes on (and the last
-  // segment's only for the tokens); with dropout 0 a training step must equal an evaluation step.
+  // segment's only for the tokens, with no write block at all: no memory leaves it); with
+  // dropout 0 a training step must equal an evaluation step.
   for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
     for (int variant = 0; variant < 3; ++variant) {
       const bool recompute = variant == 1;
