@@ -133,34 +133,56 @@ inline float packet_sum(int n, PacketTerm packet_term, ScalarTerm scalar_term) {
   return sum;
 }
 
-// One row of attention probabilities, in place. On entry row[0, klen) holds AC (row i); on
-// exit row[0, klenP) holds softmax(scale * (AC + rel_shift(BD))) with blocked entries and the
-// padding past klen exactly 0. klenP is a whole number of packets, so every pass runs on whole
-// packets. bd_i, bd_next: the unshifted BD rows i and i+1 (the shift of backend.h: row i for
-// j <= i+mlen, 0 at j = i+mlen+1, row i+1 after; bd_next unused for the last row).
-inline void attention_probs_row(float* row, int klenP, const float* bd_i, const float* bd_next,
-                                const uint8_t* mask, int i, int qlen, int klen, float scale) {
-  const int mlen = klen - qlen, jd = std::min(klen - 1, i + mlen);
+// The mask as two float rows per query row, klenP wide: blocked[j] = -inf where key j is blocked
+// or past klen (else 0), added to the score; keep[j] = 0 there (else 1), multiplied into exp,
+// since Eigen's exp of -inf is tiny rather than 0.
+inline void float_masks(float* blocked, float* keep, const uint8_t* mask, int qlen, int klen,
+                        int klenP) {
   const float inf = std::numeric_limits<float>::infinity();
+  for (int i = 0; i < qlen; ++i)
+    for (int j = 0; j < klenP; ++j) {
+      const bool off = j >= klen || mask[(int64_t)i * klen + j];
+      blocked[(int64_t)i * klenP + j] = off ? -inf : 0.f;
+      keep[(int64_t)i * klenP + j] = off ? 0.f : 1.f;
+    }
+}
+
+// One row of attention probabilities. On entry row[0, klen) holds AC (row i); on exit
+// row[0, klenP) holds softmax(scale * (AC + rel_shift(BD))) with blocked entries and the padding
+// past klen exactly 0, and prob[0, klen) a copy. Whole packets throughout (klenP is a multiple).
+// bd_i, bd_next: the unshifted BD rows i and i+1 (the shift of backend.h: row i for j <= i+mlen,
+// 0 at j = i+mlen+1, row i+1 after; bd_next unused for the last row). blocked, keep: row i of
+// float_masks.
+inline void attention_probs_row(float* row, float* prob, int klenP, const float* bd_i,
+                                const float* bd_next, const float* blocked, const float* keep,
+                                int i, int qlen, int klen, float scale) {
+  const int mlen = klen - qlen, jd = std::min(klen - 1, i + mlen);
   const float* bi = bd_i + (qlen - 1 - i);
-  for (int j = 0; j <= jd; ++j) row[j] = scale * (row[j] + bi[j]);
-  if (jd + 1 < klen) row[jd + 1] = scale * (row[jd + 1] + 0.f);
-  for (int j = jd + 2; j < klen; ++j) row[j] = scale * (row[j] + bd_next[j - (jd + 2)]);
-  for (int j = 0; j < klen; ++j) row[j] = mask[j] ? -inf : row[j];
-  for (int j = klen; j < klenP; ++j) row[j] = -inf;
-  Packet mx = ei::ploadu<Packet>(row);
-  for (int j = kPacket; j < klenP; j += kPacket) mx = ei::pmax(mx, ei::ploadu<Packet>(row + j));
+  for (int j = 0; j <= jd; ++j) row[j] += bi[j];
+  for (int j = jd + 2; j < klen; ++j) row[j] += bd_next[j - (jd + 2)];
+  const Packet sc = ei::pset1<Packet>(scale);
+  Packet mx = ei::pset1<Packet>(-std::numeric_limits<float>::infinity());
+  for (int j = 0; j < klenP; j += kPacket) {  // scale, mask, running maximum
+    const Packet x = ei::pmadd(ei::ploadu<Packet>(row + j), sc, ei::ploadu<Packet>(blocked + j));
+    ei::pstoreu(row + j, x);
+    mx = ei::pmax(mx, x);
+  }
   const Packet shift = ei::pset1<Packet>(ei::predux_max(mx));
-  for (int j = 0; j < klenP; j += kPacket)
-    ei::pstoreu(row + j, ei::pexp(ei::psub(ei::ploadu<Packet>(row + j), shift)));
-  // exp of a blocked entry is tiny, not 0 (Eigen clamps the argument): zero it.
-  for (int j = 0; j < klen; ++j) row[j] = mask[j] ? 0.f : row[j];
-  for (int j = klen; j < klenP; ++j) row[j] = 0.f;
   Packet sum = ei::pset1<Packet>(0.f);
-  for (int j = 0; j < klenP; j += kPacket) sum = ei::padd(sum, ei::ploadu<Packet>(row + j));
+  for (int j = 0; j < klenP; j += kPacket) {  // exp, masked entries to 0, sum
+    const Packet e = ei::pmul(ei::pexp(ei::psub(ei::ploadu<Packet>(row + j), shift)),
+                              ei::ploadu<Packet>(keep + j));
+    ei::pstoreu(row + j, e);
+    sum = ei::padd(sum, e);
+  }
   const Packet inv = ei::pset1<Packet>(1.f / ei::predux(sum));
-  for (int j = 0; j < klenP; j += kPacket)
-    ei::pstoreu(row + j, ei::pmul(ei::ploadu<Packet>(row + j), inv));
+  int j = 0;
+  for (; j < klenP; j += kPacket) {
+    const Packet p = ei::pmul(ei::ploadu<Packet>(row + j), inv);
+    ei::pstoreu(row + j, p);
+    if (j + kPacket <= klen) ei::pstoreu(prob + j, p);
+  }
+  for (j = klen / kPacket * kPacket; j < klen; ++j) prob[j] = row[j];
 }
 
 // out[c] = sum over rows of x[rows, cols] (row stride ld), rows added in order. Not Eigen's
@@ -484,11 +506,12 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // Attention scratch (rt_: R^T per head; qv_: Q+v of every sample [H, B*qlen, Dh] and bd_: the
-  // position scores' gradient [H, B*qlen, klen], for one dR GEMM per head; du_part_, dv_part_:
-  // per-sample partials of the deterministic reduction over samples). They make the attention
-  // non-reentrant: call the backend from one host thread at a time (kernels parallelise inside).
-  std::vector<float> rt_, qv_, bd_, du_part_, dv_part_;
+  // Attention scratch: rt_, R^T per head; mask_blocked_, mask_keep_, the mask as floats; qv_, Q+v
+  // of every sample [H, B*qlen, Dh] and bd_, the position scores' gradient [H, B*qlen, klen], for
+  // one dR GEMM per head; du_part_, dv_part_, per-sample partials of the deterministic reduction
+  // over samples. They make the attention non-reentrant: call the backend from one host thread at
+  // a time (kernels parallelise inside).
+  std::vector<float> rt_, mask_blocked_, mask_keep_, qv_, bd_, du_part_, dv_part_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -506,6 +529,9 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
   rt_.resize((size_t)H * Dh * klenP);  // R^T of every head, shared by all samples
   for (int h = 0; h < H; ++h)
     cpu::transpose_padded(rt_.data() + (int64_t)h * Dh * klenP, klenP, r + h * Dh, HD, klen, Dh);
+  mask_blocked_.resize((size_t)qlen * klenP);
+  mask_keep_.resize((size_t)qlen * klenP);
+  float_masks(mask_blocked_.data(), mask_keep_.data(), mask, qlen, klen, klenP);
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
@@ -535,9 +561,9 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
       for (int i = i0; i < i1; ++i) {
         float* pi = w.a.data() + (int64_t)(i - i0) * klenP;
         const float* bd_i = w.b.data() + (int64_t)(i - i0) * klenP;
-        attention_probs_row(pi, klenP, bd_i, bd_i + klenP, mask + (int64_t)i * klen, i, qlen,
-                            klen, scale);
-        std::memcpy(P + (int64_t)i * klen, pi, sizeof(float) * klen);
+        attention_probs_row(pi, P + (int64_t)i * klen, klenP, bd_i, bd_i + klenP,
+                            mask_blocked_.data() + (int64_t)i * klenP,
+                            mask_keep_.data() + (int64_t)i * klenP, i, qlen, klen, scale);
       }
       cpu::small_gemm(w.o.data() + (int64_t)i0 * HD + h * Dh, HD, w.a.data(), klenP, 1, Vm, row3,
                       n, Dh, klen, false);  // O = P V
