@@ -25,7 +25,11 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     const int klen = c.qlen + c.mlen;
     rmt::AttentionShape s{B, H, Dh, c.qlen, klen};
-    auto randv = [&](size_t n) { std::vector<float> x(n); for (float& e : x) e = nd(gen); return x; };
+    auto randv = [&](size_t n) {
+      std::vector<float> x(n);
+      for (float& e : x) e = nd(gen);
+      return x;
+    };
     std::vector<float> qkv = randv((size_t)B * klen * 3 * HD), r = randv((size_t)klen * HD),
                        u = randv(HD), v = randv(HD), dout = randv((size_t)c.qlen * B * HD);
     std::vector<float> out((size_t)c.qlen * B * HD), prob((size_t)B * H * c.qlen * klen),

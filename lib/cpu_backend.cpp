@@ -220,7 +220,8 @@ inline void gather_rows(float* dst, const float* src, int rows, int B, int b, in
 inline void prefetch_rows(const float* src, int rows, int B, int b, int width) {
   for (int t = 0; t < rows; ++t) {
     const char* p = (const char*)(src + ((int64_t)t * B + b) * width);
-    for (int64_t off = 0; off < (int64_t)width * 4; off += 64) __builtin_prefetch(p + off, 0, 2);
+    for (int64_t off = 0; off < (int64_t)sizeof(float) * width; off += 64)
+      __builtin_prefetch(p + off, 0, 2);
   }
 }
 inline void scatter_rows(float* dst, const float* src, int rows, int B, int b, int width) {
@@ -333,7 +334,9 @@ class CpuBackend final : public Backend {
       float* dxi = dx + (int64_t)i * d;
       const float m = mean[i], rs = rstd[i];
       const Packet mp = ei::pset1<Packet>(m), rsp = ei::pset1<Packet>(rs);
-      auto g = [&](int k) { return ei::pmul(ei::ploadu<Packet>(gi + k), ei::ploadu<Packet>(weight + k)); };
+      auto g = [&](int k) {
+        return ei::pmul(ei::ploadu<Packet>(gi + k), ei::ploadu<Packet>(weight + k));
+      };
       const float sg = packet_sum(d, g, [&](int k) { return gi[k] * weight[k]; }) / d;
       const float sgx = packet_sum(
           d,
@@ -524,7 +527,7 @@ void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv
                                        float scale) {
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop();
-  // Score rows are klenP wide (whole SIMD packets; the padding columns are never read).
+  // Score rows are klenP wide: whole SIMD packets (the padding columns come out 0).
   const int klenP = cpu::packet_round_up(klen);
   rt_.resize((size_t)H * Dh * klenP);  // R^T of every head, shared by all samples
   for (int h = 0; h < H; ++h)

@@ -29,8 +29,8 @@ struct SegmentOutputs {
   bool memory = true;  // the memory passed on (models with memory tokens)
 };
 
-// Saved activations of one segment. Query rows are [read m | tokens | write m_write]; key rows are
-// [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end):
+// Saved activations of one segment. Query rows are [read m | tokens | write m_write]; key rows
+// are [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end):
 // the rows whose output something needs (the rest hold stale values).
 struct LayerActivations {
   std::vector<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)

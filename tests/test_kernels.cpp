@@ -197,7 +197,8 @@ TEST_CASE("small_gemm matches a naive product for every tile shape") {
                 if (j < N) {
                   double sum = 0;
                   for (int k = 0; k < K; ++k)
-                    sum += (double)A[size_t(i) * a_row + size_t(k) * a_col] * B[size_t(k) * ldb + j];
+                    sum += (double)A[size_t(i) * a_row + size_t(k) * a_col] *
+                           B[size_t(k) * ldb + j];
                   want = accumulate ? want + sum : sum;
                 }
                 err = std::max(err, std::fabs(C[size_t(i) * ldc + j] - want));
