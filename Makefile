@@ -55,11 +55,12 @@ run: deps-run build
 # bench/setup_venv.sh on first use; if that cannot be made, Debian's python3-torch is used.
 BENCH_THREADS ?= $(shell nproc)
 BENCH_REPS    ?= 10
+BENCH_ROUNDS  ?= 2
 bench: build
 	@if bench/setup_venv.sh; then py=bench/.venv/bin/python; \
 	 else echo "bench: no bench/.venv; falling back to /usr/bin/python3 (Debian python3-torch)"; py=/usr/bin/python3; fi; \
 	 python3 bench/compare.py --rmt $(RMT) --python $$py --threads $(BENCH_THREADS) --reps $(BENCH_REPS) \
-	   --out $(BUILD)/bench_results.jsonl
+	   --rounds $(BENCH_ROUNDS) --out $(BUILD)/bench_results.jsonl
 
 clean:
 	rm -rf $(BUILD)
