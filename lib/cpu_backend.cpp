@@ -472,8 +472,14 @@ class CpuBackend final : public Backend {
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t c = 0; c < nchunk; ++c) {
       const int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
+      // 8 independent lanes (vectorised; one sequential sum would wait on every add)
+      double lane[8] = {};
+      int64_t i = i0;
+      for (; i + 8 <= i1; i += 8)
+        for (int l = 0; l < 8; ++l) lane[l] += (double)x[i + l] * x[i + l];
+      for (int l = 0; i < i1; ++i, ++l) lane[l] += (double)x[i] * x[i];
       double acc = 0;
-      for (int64_t i = i0; i < i1; ++i) acc += (double)x[i] * x[i];
+      for (double e : lane) acc += e;
       part[c] = acc;
     }
     double total = 0;
@@ -498,13 +504,18 @@ class CpuBackend final : public Backend {
     const double bc2 = 1.0 - std::pow((double)beta2, (double)t);
     const float step_size = (float)(lr / bc1);
     const float bc2_sqrt = (float)std::sqrt(bc2);
+    // Distinct buffers: restrict lets the compiler vectorise (sqrt and division stay exact).
+    float* __restrict pp = param;
+    const float* __restrict gp = grad;
+    float* __restrict mp = m;
+    float* __restrict vp = v;
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i];
-      m[i] = beta1 * m[i] + (1.f - beta1) * g;
-      v[i] = beta2 * v[i] + (1.f - beta2) * g * g;
-      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      param[i] -= step_size * (m[i] / denom);
+      const float g = gp[i];
+      mp[i] = beta1 * mp[i] + (1.f - beta1) * g;
+      vp[i] = beta2 * vp[i] + (1.f - beta2) * g * g;
+      const float denom = std::sqrt(vp[i]) / bc2_sqrt + eps;
+      pp[i] -= step_size * (mp[i] / denom);
     }
   }
 
