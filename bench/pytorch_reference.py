@@ -43,8 +43,9 @@ def workload(kind, tiny):
 
 def segment_flops(kind, w):
     """Per segment of a training step: (full forward, forward of all layers but the last,
-    scored), as lib/bench.cpp segment_flops (see bench/README.md). The last rmt segment passes
-    no memory on and needs no write block."""
+    scored), as lib/bench.cpp segment_flops (see bench/README.md): the last layer counts past its
+    keys and values only the rows something reads (scored tokens, the memory passed on), the
+    output layer only scored segments, and the last rmt segment has no write block."""
     B, d, H, Dh, di, V = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"], w["vocab"]
     hd, m = H * Dh, w["num_mem_tokens"]
     writes = m if kind == "rmt" else 0
@@ -52,12 +53,19 @@ def segment_flops(kind, w):
     base, extra = divmod(w["T"], w["segments"])
     for s in range(w["segments"]):
         Ts = base + (1 if s < extra else 0)
-        q = m + Ts + (0 if s + 1 == w["segments"] else writes)
+        last = s + 1 == w["segments"]
+        scored = t0 + Ts > w["T"] - w["answer"]
+        q = m + Ts + (0 if last else writes)
         klen = cache + q
-        layer = (2 * B * klen * d * 3 * hd + 2 * klen * d * hd + 3 * 2 * B * H * q * klen * Dh
-                 + 2 * B * q * hd * d + 2 * 2 * B * q * d * di)
-        out.append((w["n_layer"] * layer + 2 * B * Ts * d * V, (w["n_layer"] - 1) * layer,
-                    t0 + Ts > w["T"] - w["answer"]))
+
+        def layer(n):
+            return (2 * B * klen * d * 3 * hd + 2 * klen * d * hd + 3 * 2 * B * H * n * klen * Dh
+                    + 2 * B * n * hd * d + 2 * 2 * B * n * d * di)
+
+        live = (Ts if scored else 0) + (m if m > 0 and not last else 0)
+        output = 2 * B * Ts * d * V if scored else 0
+        out.append(((w["n_layer"] - 1) * layer(q) + layer(live) + output,
+                    (w["n_layer"] - 1) * layer(q), scored))
         if kind == "xl":
             cache = min(w["mem_len"], cache + q)
         t0 += Ts
@@ -66,8 +74,9 @@ def segment_flops(kind, w):
 
 def step_flops(kind, w):
     """The FLOPs a training step needs (lib/bench.cpp step_flops): 3 x the forward of every
-    segment the loss depends on. PyTorch's autograd does more than this for baseline and xl:
-    it runs the unscored first segment and back-propagates its zero gradients."""
+    segment the loss depends on. PyTorch's autograd does more than this: it runs the unscored
+    first segment (baseline, xl), the last layer's unread rows and rmt's last write block, and
+    back-propagates their zero gradients."""
     segs = segment_flops(kind, w)
     total = 0.0
     for s, (full, cache_only, scored) in enumerate(segs):

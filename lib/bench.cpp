@@ -78,12 +78,15 @@ struct SegmentFlops {
   bool scored;
 };
 
-// training: the last segment runs without the write block (no memory is passed on from it).
+// training: what a training step needs of each segment. The last segment passes no memory on,
+// so rmt runs it without the write block; the last layer computes past its keys and values only
+// the rows something reads (the scored token rows, the memory passed on), and the output layer
+// runs only for scored segments. Otherwise (evaluation) every row of every segment.
 std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
   const ModelConfig& c = w.model;
   const bool xl = c.kind == "xl" || c.kind == "xl_rmt";
-  const int reads = c.num_mem_tokens;                                      // read block
-  const int writes = (c.kind == "rmt" || c.kind == "xl_rmt") ? c.num_mem_tokens : 0;
+  const int m = c.num_mem_tokens;                                          // read block
+  const int writes = (c.kind == "rmt" || c.kind == "xl_rmt") ? m : 0;
   const double B = w.batch, d = c.d_model, H = c.n_head, Dh = c.d_head, hd = H * Dh;
   const double di = c.d_inner, V = c.n_token;
   std::vector<SegmentFlops> out;
@@ -93,15 +96,22 @@ std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
   for (size_t s = 0; s < lengths.size(); ++s) {
     const int Ts = lengths[s];
     const bool last = s + 1 == lengths.size();
-    const double q = reads + Ts + (training && last ? 0 : writes), klen = cache + q;
-    const double layer = 2 * B * klen * d * 3 * hd     // qkv_net over [cache; segment]
-                         + 2 * klen * d * hd           // r_net over the position embeddings
-                         + 2 * 2 * B * H * q * klen * Dh  // (q+u)k^T and (q+v)r^T
-                         + 2 * B * H * q * klen * Dh   // prob * v
-                         + 2 * B * q * hd * d          // o_net
-                         + 2 * 2 * B * q * d * di;     // FF in and out
-    out.push_back({c.n_layer * layer + 2 * B * Ts * d * V,  // + tied output layer on token rows
-                   (c.n_layer - 1) * layer, t0 + Ts > w.seq_len() - w.answer_size()});
+    const bool scored = t0 + Ts > w.seq_len() - w.answer_size();
+    const double q = m + Ts + (training && last ? 0 : writes), klen = cache + q;
+    // One layer whose attention and everything after it run for `rows` of the q query rows.
+    auto layer = [&](double rows) {
+      return 2 * B * klen * d * 3 * hd           // qkv_net over [cache; segment]
+             + 2 * klen * d * hd                 // r_net over the position embeddings
+             + 2 * 2 * B * H * rows * klen * Dh  // (q+u)k^T and (q+v)r^T
+             + 2 * B * H * rows * klen * Dh      // prob * v
+             + 2 * B * rows * hd * d             // o_net
+             + 2 * 2 * B * rows * d * di;        // FF in and out
+    };
+    const bool memory_out = m > 0 && !last;
+    const double live = training ? (scored ? Ts : 0) + (memory_out ? m : 0) : q;
+    const double output = !training || scored ? 2 * B * Ts * d * V : 0;  // tied, token rows
+    out.push_back({(c.n_layer - 1) * layer(q) + layer(live) + output, (c.n_layer - 1) * layer(q),
+                   scored});
     if (xl) cache = std::min(c.mem_len, cache + int(q));
     t0 += Ts;
   }
@@ -129,11 +139,11 @@ double step_flops(const BenchWorkload& w) {
 const char* flop_formula() {
   return "step = 3 x the forward of each segment the loss depends on (baseline/xl: segments with "
          "a scored position; xl adds n_layer-1 layers of an unscored segment for its cache); "
-         "forward = n_layer x [2B*klen*d*3hd (qkv) + "
-         "2*klen*d*hd (r_net) + 3 x 2B*H*q*klen*Dh (AC, BD, prob*V) + 2B*q*hd*d (o_net) + "
-         "4B*q*d*d_inner (FF)] + 2B*T_seg*d*V (output); q = query rows incl. memory (rmt: "
-         "no write block in the last segment, whose memory nothing reads), klen = cache + q, "
-         "hd = H*Dh";
+         "forward = sum over layers of [2B*klen*d*3hd (qkv) + 2*klen*d*hd (r_net) + "
+         "3 x 2B*H*n*klen*Dh (AC, BD, prob*V) + 2B*n*hd*d (o_net) + 4B*n*d*d_inner (FF)] + "
+         "2B*T_seg*d*V (output, scored segments); n = q query rows incl. memory, in the last "
+         "layer only those something reads (scored tokens, memory passed on); rmt's last "
+         "segment has no write block; klen = cache + q, hd = H*Dh";
 }
 
 GemmPeak measure_gemm_gflops(int n, int reps) {

@@ -41,8 +41,10 @@ double forward_flops(const BenchWorkload& w);
 // on, and twice that in backward (2 GEMMs per forward GEMM) where gradients flow. Without memory
 // tokens (baseline, xl) a segment with no scored position needs no backward, no output layer and
 // (baseline) no forward; xl still needs its layer inputs for the next segment's cache, i.e.
-// all layers but the last. The last segment of rmt passes no memory on, so it runs without the
-// write block. (The engine skips exactly this work; see Engine::forward.)
+// all layers but the last. In the last layer only the rows something reads (the scored tokens,
+// the memory passed on) need attention, o_net and FF; the output layer only scored segments;
+// the last segment of rmt passes no memory on, so it runs without the write block. (The engine
+// skips exactly this work; see Engine::forward.)
 double step_flops(const BenchWorkload& w);
 const char* flop_formula();  // the formula above in one line, for reports
 

@@ -28,30 +28,32 @@ static BenchWorkload hand_workload(const std::string& kind) {
 }
 
 TEST_CASE("bench FLOP formula matches a hand count") {
-  // One segment with q query rows and klen key rows (B=1, H=1, Dh=2, d=2, d_inner=4, V=3,
-  // 2 token rows):
-  //   qkv 2*klen*2*6 = 24 klen, r_net 2*klen*2*2 = 8 klen, AC+BD+AV 3*2*q*klen*2 = 12 q klen,
-  //   o_net 2*q*2*2 = 8 q, FF 2*2*q*2*4 = 32 q, output 2*2*2*3 = 24.
-  auto seg = [](double q, double klen) { return 24 * klen + 8 * klen + 12 * q * klen + 40 * q + 24; };
+  // One segment with q query rows and klen key rows, of which n run attention and what follows
+  // (B=1, H=1, Dh=2, d=2, d_inner=4, V=3, 2 token rows):
+  //   qkv 2*klen*2*6 = 24 klen, r_net 2*klen*2*2 = 8 klen, AC+BD+AV 3*2*n*klen*2 = 12 n klen,
+  //   o_net 2*n*2*2 = 8 n, FF 2*2*n*2*4 = 32 n; the output layer 2*2*2*3 = 24.
+  auto layer = [](double n, double klen) { return 24 * klen + 8 * klen + 12 * n * klen + 40 * n; };
   // baseline: three segments with q = klen = 2: 48+16+48+80+24 = 216 each.
-  CHECK(seg(2, 2) == 216);
+  CHECK(layer(2, 2) + 24 == 216);
   CHECK(forward_flops(hand_workload("baseline")) == 3 * 216);
   // xl: cache of 2 rows from the second segment on: klen = 4 (qkv 96, r 32, attn 96, o+FF 80,
   // output 24 = 328).
-  CHECK(seg(2, 4) == 328);
+  CHECK(layer(2, 4) + 24 == 328);
   CHECK(forward_flops(hand_workload("xl")) == 216 + 2 * 328);
   // rmt, one memory token: q = klen = 1 + 2 + 1 = 4 (128 + 192 + 160 + 24 = 504).
-  CHECK(seg(4, 4) == 504);
+  CHECK(layer(4, 4) + 24 == 504);
   CHECK(forward_flops(hand_workload("rmt")) == 3 * 504);
-  // A step's last segment runs without the write block: q = klen = 3 (72 + 24 + 108 + 120 + 24
-  // = 348).
-  CHECK(seg(3, 3) == 348);
-  CHECK(step_flops(hand_workload("rmt")) == 3 * (2 * 504 + 348));
   // What a step needs: the first segment has no scored position (answer = last 4 of 6). The
-  // baseline skips it; xl runs its n_layer-1 = 0 layers below the last for the cache; rmt
-  // passes memory on, so every segment counts three times (above).
+  // baseline skips it; xl runs its n_layer-1 = 0 layers below the last for the cache.
   CHECK(step_flops(hand_workload("baseline")) == 2 * 3 * 216);
   CHECK(step_flops(hand_workload("xl")) == 2 * 3 * 328);
+  // rmt passes memory on, so every segment counts three times, but the (last, here only) layer
+  // runs past its keys and values only for the rows something reads: segment 0 its memory row
+  // (n = 1, no output layer), segment 1 its 2 tokens and the memory row (n = 3), segment 2 its
+  // tokens (n = 2) and, passing nothing on, no write block (q = klen = 3).
+  const double rmt_step = layer(1, 4) + (layer(3, 4) + 24) + (layer(2, 3) + 24);
+  CHECK(rmt_step == 216 + 416 + 272);
+  CHECK(step_flops(hand_workload("rmt")) == 3 * rmt_step);
 }
 
 TEST_CASE("bench workload is the paper's copy config") {
