@@ -5,7 +5,7 @@
 //
 // The tile keeps MR x NP packets of C in registers: per k it loads NP packets of B's row k and
 // broadcasts MR elements of A's column k. NP packets wide, MR rows tall, at most 24 accumulators
-// (AVX-512 has 32 registers; AVX2's 16 spill a little, which is still correct).
+// with AVX-512's 32 vector registers, 12 with the 16 of AVX2 or SSE.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on Eigen's AVX-512 packets
 #pragma GCC diagnostic ignored "-Wignored-attributes"   // __m512 as a template argument
 #include <Eigen/Core>
@@ -21,8 +21,9 @@ namespace ei = Eigen::internal;
 using Packet = ei::packet_traits<float>::type;
 constexpr int P = ei::packet_traits<float>::size;
 
-// Rows per tile for a tile NP packets wide: about 24 accumulators.
-constexpr int tile_rows(int np) { return np >= 5 ? 4 : np == 4 ? 6 : 8; }
+// Rows per tile for a tile NP packets wide (AVX-512: 5 -> 4, 4 -> 6, 3 and less -> 8).
+constexpr int kAccumulators = P >= 16 ? 24 : 12;
+constexpr int tile_rows(int np) { return std::min(8, std::max(1, kAccumulators / np)); }
 
 template <int MR, int NP>
 inline void tile(float* C, int ldc, const float* A, int a_row, int a_col, const float* B, int ldb,
@@ -81,7 +82,7 @@ int packet_round_up(int n) { return (n + P - 1) / P * P; }
 
 void small_gemm(float* C, int ldc, const float* A, int a_row, int a_col, const float* B, int ldb,
                 int M, int N, int K, bool accumulate) {
-  // Whole packets in blocks of up to 5 (6 -> 4+2, 7 -> 4+3, 8 -> 4+4: no thin last block).
+  // Whole packets in blocks of up to 5 (6 -> 4+2, 7 -> 4+3, 8 -> 4+4, 10 -> 5+5).
   int j = 0;
   for (int left = N / P; left > 0;) {
     const int np = left <= 5 ? left : left % 4 == 0 || left % 5 != 0 ? 4 : 5;
