@@ -598,12 +598,12 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop(), n = i1 - i0;
   const int n2 = std::min(i1 + 1, qlen) - i0;  // dBD rows: the wrap-around reaches row i1
-  const int64_t rows = (int64_t)B * qlen;
+  const int64_t rows = (int64_t)B * n2;  // per head, the rows of dBD that can be nonzero
   const int klenP = cpu::packet_round_up(klen);  // dS rows, padded as in the forward
   du_part_.resize((size_t)B * HD);  // [B, H*Dh]
   dv_part_.resize((size_t)B * HD);
-  bd_.resize((size_t)H * rows * klen);
-  qv_.resize((size_t)H * rows * Dh);
+  bd_.resize((size_t)H * rows * klen);  // [H, B, n2, klen]
+  qv_.resize((size_t)H * rows * Dh);    // [H, B, n2, Dh]
 #pragma omp parallel for schedule(static) if (attn_parallel(s))
   for (int b = 0; b < B; ++b) {
     AttnScratch& w = attn_scratch();
@@ -622,10 +622,10 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       const float* Vm = base + 2 * HD + h * Dh;
       const float* P = prob + (((int64_t)b * H + h) * qlen + i0) * klen;  // rows [i0, i1)
       const float* dO = w.o.data() + h * Dh;
-      float* dbd = bd_.data() + ((int64_t)h * B + b) * qlen * klen;  // [qlen, klen]
-      // Q+v of every row, for dR below
-      Eigen::Map<MatRM>(qv_.data() + ((int64_t)h * B + b) * qlen * Dh, qlen, Dh) =
-          Q.rowwise() + CMapRow(v + h * Dh, Dh);
+      float* dbd = bd_.data() + ((int64_t)h * B + b) * n2 * klen;  // dBD rows [i0, i0+n2)
+      // Q+v of those rows, for dR below
+      Eigen::Map<MatRM>(qv_.data() + ((int64_t)h * B + b) * n2 * Dh, n2, Dh) =
+          Q.middleRows(i0, n2).rowwise() + CMapRow(v + h * Dh, Dh);
 
       w.a.resize(n, klenP);
       cpu::transpose_padded(w.t.data(), klenP, Vm, row3, klen, Dh);  // V^T
@@ -645,8 +645,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
       cpu::small_gemm(dQ, row3, w.a.data(), klenP, 1, K, row3, n, Dh, klen, false);
       column_sums(du_part_.data() + (int64_t)b * HD + h * Dh, dQ, n, Dh, row3);
       w.g.resize(n2, Dh);
-      cpu::small_gemm(w.g.data(), Dh, dbd + (int64_t)i0 * klen, klen, 1, r + h * Dh, HD, n2, Dh,
-                      klen, false);
+      cpu::small_gemm(w.g.data(), Dh, dbd, klen, 1, r + h * Dh, HD, n2, Dh, klen, false);
       column_sums(dv_part_.data() + (int64_t)b * HD + h * Dh, w.g.data(), n2, Dh, Dh);
       MapM(dQ, n2, Dh, Stride(row3)) += w.g;
 
@@ -658,7 +657,7 @@ void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float
     }
     scatter_rows(dqkv, w.dx.data(), klen, B, b, row3);
   }
-  // dR += dBD^T (Q+v), per head over every sample's rows.
+  // dR += dBD^T (Q+v), per head over every sample's rows that can carry a gradient.
   for (int h = 0; h < H; ++h)
     gemm(dr + h * Dh, HD, bd_.data() + h * rows * klen, klen, qv_.data() + h * rows * Dh, Dh, klen,
          Dh, (int)rows, true, false, 1.f, 1.f);
@@ -699,11 +698,11 @@ void rel_shift_backward(float* dx, const float* dout, int qlen, int klen) {
 void rel_shift_backward_rows(float* dx, const float* dout, int ld_dout, int i0, int i1, int qlen,
                              int klen) {
   const int mlen = klen - qlen;
-  std::fill(dx, dx + (int64_t)qlen * klen, 0.f);
+  std::fill(dx, dx + (int64_t)(std::min(i1 + 1, qlen) - i0) * klen, 0.f);
   // The shift is injective, so its adjoint is a scatter with no collisions.
   for (int i = i0; i < i1; ++i) {
     const float* g = dout + (int64_t)(i - i0) * ld_dout;
-    float* di = dx + (int64_t)i * klen;
+    float* di = dx + (int64_t)(i - i0) * klen;
     const int jd = std::min(klen - 1, i + mlen);
     for (int j = 0; j <= jd; ++j) di[j + qlen - 1 - i] = g[j];
     for (int j = i + mlen + 2; j < klen; ++j) di[klen + (j - i - mlen - 2)] = g[j];

@@ -13,8 +13,9 @@ void rel_shift_forward(float* out, const float* x, int qlen, int klen);
 // Adjoint of rel_shift_forward: dx = shift^T(dout) (overwrites dx[qlen, klen]; entries of x
 // that the shift never reads get 0).
 void rel_shift_backward(float* dx, const float* dout, int qlen, int klen);
-// The same for rows [i0, i1) of dout only (dout points at row i0, rows ld_dout apart); the other
-// rows count as zero.
+// The same for rows [i0, i1) of dout only (dout points at row i0, rows ld_dout apart; the other
+// rows count as zero). Writes only the rows of dx those can reach, [i0, min(i1 + 1, qlen)), with
+// dx pointing at row i0.
 void rel_shift_backward_rows(float* dx, const float* dout, int ld_dout, int i0, int i1, int qlen,
                              int klen);
 
