@@ -1,0 +1,28 @@
+#pragma once
+// The catalogue of bad inputs (README, "Reliability"): each case prepares files in a fresh
+// directory, runs `rmt ARGS` as a user would, and asserts the exact exit status and a specific
+// part of the message. Cases live in tests/catalogue_*.cpp, one file per area, each a table
+// registered with RMT_CATALOGUE; test_catalogue.cpp runs them all and counts them.
+#include <functional>
+#include <string>
+#include <vector>
+
+struct BadInput {
+  std::string category;  // the reader or subcommand it exercises: "npy", "meta.yaml", "train", ...
+  std::string name;      // what is wrong, in a few words
+  // Writes whatever the case needs into `dir` (a fresh, existing directory); may be empty.
+  std::function<void(const std::string& dir)> setup;
+  std::string args;     // rmt's arguments; every "{dir}" is replaced by the case's directory
+  int status;           // the exit status expected: 1 bad input, 2 usage
+  std::string message;  // must appear in the output (stdout and stderr)
+};
+
+// Adds `cases` to the catalogue; returns how many (for static registration).
+int register_bad_inputs(std::vector<BadInput> cases);
+const std::vector<BadInput>& bad_input_catalogue();
+
+#define RMT_CATALOGUE_CONCAT2(a, b) a##b
+#define RMT_CATALOGUE_CONCAT(a, b) RMT_CATALOGUE_CONCAT2(a, b)
+// RMT_CATALOGUE({ {...}, {...} }); at namespace scope registers a table of cases.
+#define RMT_CATALOGUE(...) \
+  static const int RMT_CATALOGUE_CONCAT(rmt_catalogue_, __LINE__) = register_bad_inputs(__VA_ARGS__)
