@@ -9,6 +9,7 @@
 #include "lib/npy.h"
 #include "tasks/dataset.h"
 #include "tasks/tasks.h"
+#include "tests/cli.h"
 
 namespace fs = std::filesystem;
 
@@ -245,4 +246,31 @@ TEST_CASE("the checker finds broken rows and cross-split duplicates, naming file
   CHECK(sha);
   CHECK(dup);
   fs::remove_all(dir);
+}
+
+TEST_CASE("dataset fingerprint: same data same value, with or without meta.yaml; any change differs") {
+  std::string a = tasks_tmp("fp_a"), b = tasks_tmp("fp_b");
+  small_set("copy", a, 5, {40, 10, 10});
+  small_set("copy", b, 5, {40, 10, 10});
+  const std::string fa = rmt::dataset_fingerprint(a);
+  CHECK(fa.size() == 64);
+  CHECK(fa == rmt::dataset_fingerprint(b));
+  // The authors' layout (no meta.yaml) of the same files has the same fingerprint.
+  fs::remove(fs::path(b) / "meta.yaml");
+  CHECK(rmt::dataset_fingerprint(b) == fa);
+  // Regenerated with another seed: differs.
+  fs::remove_all(b);
+  small_set("copy", b, 6, {40, 10, 10});
+  CHECK(rmt::dataset_fingerprint(b) != fa);
+  // One byte of one file changed: differs.
+  std::string path = rmt::dataset_file(a, "copy", "test", "y");
+  std::string bytes = rmt::read_file(path);
+  bytes.back() ^= 1;
+  rmt::write_file_atomic(path, bytes);
+  CHECK(rmt::dataset_fingerprint(a) != fa);
+  // A missing file is an error naming it.
+  fs::remove(path);
+  CHECK(error_of([&] { rmt::dataset_fingerprint(a); }).find("copy_test_y.npy: missing") != std::string::npos);
+  fs::remove_all(a);
+  fs::remove_all(b);
 }
