@@ -33,7 +33,7 @@ double median(std::vector<double> x) {
 
 // A batch of the copy task: X uniform over the symbols 2..V-1, S = X ++ [1] ++ X ++ X,
 // input = S[:-1], target = S[1:] (FACTS.md section 1, "stacked").
-void copy_batch(Rng& rng, int B, int L, int V, std::vector<int32_t>& input,
+void copy_batch(SplitMixRng& rng, int B, int L, int V, std::vector<int32_t>& input,
                 std::vector<int32_t>& target) {
   const int T = 3 * L;
   input.resize(size_t(B) * T);
@@ -153,7 +153,7 @@ GemmPeak measure_gemm_gflops(int n, int reps) {
   GemmPeak best;
   for (int size = n; size >= std::max(64, n / 4); size /= 2) {
     std::vector<float> A(size_t(size) * size), B(size_t(size) * size), C(size_t(size) * size);
-    Rng rng(7);
+    SplitMixRng rng(7);
     for (auto& x : A) x = float(rng.uniform() - 0.5);
     for (auto& x : B) x = float(rng.uniform() - 0.5);
     be.matmul(C.data(), A.data(), B.data(), size, size, size, false, false);  // warm-up
@@ -190,7 +190,7 @@ BenchResult run_bench(const std::string& kind, const BenchOptions& opt) {
   const std::vector<int> seg_len = segment_lengths(T, w.segments);
 
   // Fresh random batches, made outside the timed region.
-  Rng rng(mix_seed(opt.seed, 0xBE7C));
+  SplitMixRng rng(mix_seed(opt.seed, 0xBE7C));
   std::vector<int32_t> input, target;
   BenchResult r;
   std::vector<double> times;

@@ -18,6 +18,7 @@
 #include "lib/backend.h"
 #include "lib/cpu_kernels.h"
 #include "lib/error.h"
+#include "lib/random.h"
 
 #ifdef RMT_ONEDNN
 #include <dnnl.h>
@@ -389,11 +390,12 @@ class CpuBackend final : public Backend {
       return;
     }
     const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
-    const uint64_t key = cpu::splitmix64(seed);
+    // Counter-based: element i's draw depends only on (seed, i), so any thread split gives the same mask.
+    const uint64_t key = splitmix64(seed);
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t i = 0; i < n; ++i) {
       // top 24 bits -> uniform in [0, 1) exactly representable in float
-      const float r = (float)(cpu::splitmix64(key ^ (uint64_t)i) >> 40) * (1.f / 16777216.f);
+      const float r = (float)(splitmix64(key ^ (uint64_t)i) >> 40) * (1.f / 16777216.f);
       const uint8_t k = r >= p;
       keep[i] = k;
       out[i] = k ? x[i] * s : 0.f;

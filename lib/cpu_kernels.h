@@ -33,12 +33,4 @@ void transpose_padded(float* dst, int ldd, const float* src, int lds, int rows, 
 // n rounded up to a whole number of SIMD packets (16 floats with AVX-512, 8 with AVX2).
 int packet_round_up(int n);
 
-// Counter-based hash used for the dropout mask (splitmix64 finaliser).
-inline uint64_t splitmix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace rmt::cpu

@@ -91,7 +91,7 @@ const ParamInfo* Model::find(const std::string& name) const {
 }
 
 void Model::init_weights(uint64_t seed) {
-  Rng rng(seed);
+  SplitMixRng rng(seed);
   auto normal = [&](float* x, int64_t n, double mean, double std) {
     for (int64_t i = 0; i < n; ++i) x[i] = float(mean + std * rng.normal());
   };

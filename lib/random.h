@@ -1,6 +1,8 @@
 #pragma once
-// A small, portable random number generator (splitmix64): the same seed gives the same numbers
-// on every machine and standard library, which std::*_distribution does not promise.
+// The engine's random numbers (parameter init, batch order, dropout masks, bench batches):
+// splitmix64, the same seed gives the same numbers on every machine and standard library, which
+// std::*_distribution does not promise. The dataset generators use their own TaskRng
+// (tasks/rng.h, std::mt19937_64): distinct names, so the two can never collide (ODR).
 #include <cmath>
 #include <cstdint>
 
@@ -18,9 +20,9 @@ inline uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0, uint64_t d = 0)
   return splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
 }
 
-struct Rng {
+struct SplitMixRng {
   uint64_t state;
-  explicit Rng(uint64_t seed) : state(seed) {}
+  explicit SplitMixRng(uint64_t seed) : state(seed) {}
   uint64_t next() { return splitmix64(state++); }
   // uniform in [0, 1) with 53 random bits
   double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }

@@ -77,7 +77,7 @@ class SampleOrder {
     if (epoch != epoch_) {
       perm_.resize(size_t(n_));
       for (int64_t i = 0; i < n_; ++i) perm_[size_t(i)] = i;
-      Rng rng(mix_seed(seed_, 0x5A4D, uint64_t(epoch)));
+      SplitMixRng rng(mix_seed(seed_, 0x5A4D, uint64_t(epoch)));
       for (int64_t i = n_ - 1; i > 0; --i) std::swap(perm_[size_t(i)], perm_[rng.below(uint64_t(i) + 1)]);
       epoch_ = epoch;
     }

@@ -1,6 +1,6 @@
 #pragma once
-// The one PRNG behind every dataset: std::mt19937_64 (its output sequence is fixed by the C++
-// standard) plus our own bounded-int and uniform-real helpers, because std::uniform_*_distribution
+// TaskRng, the one PRNG behind every dataset (the engine's is SplitMixRng, lib/random.h):
+// std::mt19937_64 (its output sequence is fixed by the C++ standard) plus our own bounded-int and uniform-real helpers, because std::uniform_*_distribution
 // differ between standard libraries. Generation is single-threaded, so files are byte-identical
 // across machines, compilers and thread counts.
 #include <cstdint>
@@ -8,9 +8,9 @@
 
 namespace rmt {
 
-struct Rng {
+struct TaskRng {
   std::mt19937_64 engine;
-  explicit Rng(uint64_t seed) : engine(seed) {}
+  explicit TaskRng(uint64_t seed) : engine(seed) {}
 
   // Uniform integer in [0, bound), unbiased: reject the top sliver that would favour small values.
   uint64_t below(uint64_t bound) {

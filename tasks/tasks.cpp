@@ -168,7 +168,7 @@ void target_from_x(const TaskOptions& t, const int64_t* x, int64_t* y) {
 }
 
 // First k of a random permutation of 0..n-1 (partial Fisher-Yates).
-static void draw_distinct(Rng& rng, int n, int k, int* out) {
+static void draw_distinct(TaskRng& rng, int n, int k, int* out) {
   int pool[26];
   for (int i = 0; i < n; i++) pool[i] = i;
   for (int i = 0; i < k; i++) {
@@ -178,7 +178,7 @@ static void draw_distinct(Rng& rng, int n, int k, int* out) {
   }
 }
 
-static void draw_sqeq(Rng& rng, int64_t* x, int64_t* y) {
+static void draw_sqeq(TaskRng& rng, int64_t* x, int64_t* y) {
   SqeqText text;
   if (rng.unit() < 0.2) {
     // No real roots: x^2 + b*x + c with c > b^2/4, so D = b^2 - 4c < 0.
@@ -198,7 +198,7 @@ static void draw_sqeq(Rng& rng, int64_t* x, int64_t* y) {
   sqeq_encode(text, x, y);
 }
 
-void draw_sample(const TaskOptions& t, Rng& rng, int64_t* x, int64_t* y) {
+void draw_sample(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) {
   if (t.kind == "copy" || t.kind == "reverse") {
     for (int i = 0; i < t.length; i++) x[i] = 2 + int64_t(rng.below(uint64_t(t.symbols)));
     target_from_x(t, x, y);
@@ -245,7 +245,7 @@ std::vector<int64_t> generate_unique_x(const TaskOptions& t, int64_t count, uint
   std::vector<int64_t> y(len_y);
   RowSet rs{&X, len_x};
   std::unordered_set<int64_t, RowSet, RowSet> seen(size_t(count) * 2, rs, rs);
-  Rng rng(seed);
+  TaskRng rng(seed);
   // Rejecting duplicates is the same as drawing i.i.d. and de-duplicating; near the limit it is a
   // coupon-collector loop, so bound the draws to fail instead of spinning.
   const int64_t max_draws = std::max<int64_t>(20'000'000, 50 * count);

@@ -42,7 +42,7 @@ std::vector<std::string> task_vocab(const TaskOptions& task);
 int64_t max_unique_samples(const TaskOptions& task);
 
 // One i.i.d. sample; x has task_len_x ids, y has task_len_y ids.
-void draw_sample(const TaskOptions& task, Rng& rng, int64_t* x, int64_t* y);
+void draw_sample(const TaskOptions& task, TaskRng& rng, int64_t* x, int64_t* y);
 // y is a function of X for every task; this computes it.
 void target_from_x(const TaskOptions& task, const int64_t* x, int64_t* y);
 

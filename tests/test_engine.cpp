@@ -36,7 +36,7 @@ struct Problem {
   std::vector<int> seg_len{4, 3, 3};
   std::vector<int32_t> input, target;
   explicit Problem(int V, uint64_t seed = 5) {
-    Rng rng(seed);
+    SplitMixRng rng(seed);
     for (int i = 0; i < B * T; ++i) input.push_back(int32_t(rng.below(uint64_t(V))));
     for (int i = 0; i < B * T; ++i) target.push_back(int32_t(rng.below(uint64_t(V))));
   }
@@ -44,7 +44,7 @@ struct Problem {
 
 // Makes every parameter O(1)-random so no gradient is trivially zero.
 void randomize(Model& model, uint64_t seed) {
-  Rng rng(seed);
+  SplitMixRng rng(seed);
   for (auto& p : model.params) p = float(0.5 * rng.normal());
 }
 

@@ -18,7 +18,7 @@ namespace {
 // segment 1, so only a model that passes information between segments can beat chance.
 constexpr int L = 3, SYMBOLS = 4, V = SYMBOLS + 2, GO = 1;
 
-void make_batch(Rng& rng, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
+void make_batch(SplitMixRng& rng, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
   const int T = 2 * L;
   input.assign(size_t(B) * T, 0);
   target.assign(size_t(B) * T, 0);
@@ -56,7 +56,7 @@ double train_and_evaluate(const std::string& kind, int steps) {
   tc.schedule = "constant";
   LrSchedule sched(tc);
   const std::vector<int> seg_len{L, L};
-  Rng rng(42);
+  SplitMixRng rng(42);
   std::vector<int32_t> input, target;
   for (int step = 0; step < steps; ++step) {
     make_batch(rng, 32, input, target);
@@ -68,7 +68,7 @@ double train_and_evaluate(const std::string& kind, int steps) {
   LmSplit held_out;
   held_out.n = 256;
   held_out.seq_len = 2 * L;
-  Rng test_rng(1234);
+  SplitMixRng test_rng(1234);
   make_batch(test_rng, 256, held_out.input, held_out.target);
   EvalOptions opt;
   opt.seg_len = seg_len;

@@ -108,7 +108,7 @@ TEST_CASE("every task: generated sets pass the checker, shapes and answer sizes 
 }
 
 TEST_CASE("sample invariants drawn directly") {
-  rmt::Rng rng(3);
+  rmt::TaskRng rng(3);
   rmt::TaskOptions copy = rmt::resolve_task("copy"), rev = rmt::resolve_task("reverse"),
                    ret = rmt::resolve_task("retrieval");
   std::vector<int64_t> x(24), y(49);
@@ -141,7 +141,7 @@ TEST_CASE("sample invariants drawn directly") {
 
 TEST_CASE("sqeq: about 20% of samples have no real roots, all blocks fit") {
   rmt::TaskOptions t = rmt::resolve_task("sqeq");
-  rmt::Rng rng(11);
+  rmt::TaskRng rng(11);
   std::vector<int64_t> x(180), y(180);
   int none = 0;
   const int n = 5000;
