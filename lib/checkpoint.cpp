@@ -95,6 +95,13 @@ void save_checkpoint(const std::string& path, const Model& model, const std::vec
   save_safetensors(path, refs, md);
 }
 
+void check_finite(const std::string& path, const std::string& tensor, const float* data, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(data[i]))
+      fail("{}: tensor '{}' holds a non-finite value ({} at index {}); the checkpoint is unusable "
+           "(written by a run that diverged?), use an earlier one", path, tensor, data[i], i);
+}
+
 static void copy_parameters(const SafetensorsFile& file, const std::string& path, Model& model) {
   for (const auto& p : model.param_info) {
     auto it = file.tensors.find(p.name);
@@ -102,6 +109,7 @@ static void copy_parameters(const SafetensorsFile& file, const std::string& path
     if (it->second.shape != p.shape)
       fail("{}: tensor '{}' has shape {}, the model needs {}", path, p.name,
            shape_str(it->second.shape), shape_str(p.shape));
+    check_finite(path, p.name, it->second.data.data(), p.numel);
     std::copy(it->second.data.begin(), it->second.data.end(), model.params.begin() + p.offset);
   }
   for (const auto& [name, t] : file.tensors) {
@@ -110,9 +118,28 @@ static void copy_parameters(const SafetensorsFile& file, const std::string& path
   }
 }
 
-std::unique_ptr<Model> load_checkpoint(const std::string& path) {
+std::unique_ptr<Model> load_checkpoint(const std::string& path,
+                                       const std::function<void(const ModelConfig&)>& check) {
   SafetensorsFile file = load_safetensors(path);
-  auto model = std::make_unique<Model>(model_config_from_metadata(file.metadata, path));
+  const ModelConfig config = model_config_from_metadata(file.metadata, path);
+  if (check) check(config);
+  // The metadata must describe the tensors before a model of its sizes is allocated (a header
+  // claiming 10^8 layers must not allocate gigabytes first).
+  if (config.n_token <= 0 || config.n_layer <= 0 || config.n_head <= 0 || config.d_head <= 0 ||
+      config.d_model <= 0 || config.d_inner <= 0 || config.mem_len < 0 || config.num_mem_tokens < 0)
+    fail("{}: checkpoint metadata holds a size that is not positive (n_token {}, n_layer {}, "
+         "n_head {}, d_head {}, d_model {}, d_inner {}, mem_len {}, num_mem_tokens {})", path,
+         config.n_token, config.n_layer, config.n_head, config.d_head, config.d_model,
+         config.d_inner, config.mem_len, config.num_mem_tokens);
+  double in_file = 0;
+  for (const auto& [name, t] : file.tensors)
+    if (name != kTiedOutputWeight && name != kInvFreq) in_file += double(t.numel());
+  const double described = model_param_count(config);
+  if (described != in_file)
+    fail("{}: the metadata describes a {} model of {:.0f} parameters (n_layer {}, d_model {}, "
+         "n_token {}) but the file holds {:.0f} values", path, config.kind, described,
+         config.n_layer, config.d_model, config.n_token, in_file);
+  auto model = std::make_unique<Model>(config);
   copy_parameters(file, path, *model);
   return model;
 }

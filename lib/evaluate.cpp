@@ -1,6 +1,7 @@
 #include "lib/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lib/error.h"
 
@@ -140,6 +141,8 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
   EvalResult r;
   r.samples = n;
   r.loss = loss_sum / double(n);
+  if (!std::isfinite(r.loss))
+    fail("the loss over {} samples is {}: the model's outputs are not finite numbers", n, r.loss);
   r.acc_teacher_forced = double(correct_tf) / double(positions);
   if (fr) r.acc_free_running = double(correct_fr) / double(positions);
   if (opt.solve_positions > 0) r.solve_rate = double(solved) / double(n);

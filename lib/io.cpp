@@ -1,6 +1,8 @@
 #include "lib/io.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,6 +74,45 @@ void append_line(const fs::path& path, std::string_view line) {
   }
   ::fsync(fd);
   ::close(fd);
+}
+
+std::vector<fs::path> remove_stale_temp_files(const fs::path& dir,
+                                              const std::vector<std::string>& names) {
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    for (const std::string& name : names) {
+      const std::string prefix = name + ".tmp.";
+      if (file.size() <= prefix.size() || file.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string digits = file.substr(prefix.size());
+      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = pid_t(std::stol(digits));
+      if (pid == ::getpid()) continue;  // our own write in progress (never, from the caller)
+      if (pid > 0 && !(::kill(pid, 0) != 0 && errno == ESRCH)) continue;  // a live process's
+      std::error_code rm;
+      if (fs::remove(it->path(), rm)) removed.push_back(it->path());
+    }
+  }
+  return removed;
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+bool DirectoryLock::try_lock(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open directory {}: {}", dir.string(), std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) return false;
+    fail("cannot lock directory {}: {}", dir.string(), std::strerror(err));
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  return true;
 }
 
 std::string sha256_hex(std::string_view bytes) {

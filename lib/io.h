@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rmt {
 
@@ -13,6 +14,27 @@ std::string read_file(const std::filesystem::path& path);
 // Appends one line (a '\n' is added) with a single write(2) and fsync, so a killed process
 // never leaves half a line behind for readers that stop at the last '\n'.
 void append_line(const std::filesystem::path& path, std::string_view line);
+// Removes DIR/NAME.tmp.PID files (write_file_atomic's temp files) that a killed writer left
+// behind, for the given NAMEs only and only where PID is no live process (kill(PID, 0) fails
+// with ESRCH), so another process's write in progress is never touched. Returns what it removed.
+std::vector<std::filesystem::path> remove_stale_temp_files(const std::filesystem::path& dir,
+                                                           const std::vector<std::string>& names);
+
+// An exclusive advisory lock (flock) on a directory, held while the object lives and released
+// by the kernel when the process dies, however it dies.
+class DirectoryLock {
+ public:
+  DirectoryLock() = default;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  ~DirectoryLock();
+  // False when another process holds it; fails (rmt::Error) when the directory cannot be opened.
+  bool try_lock(const std::filesystem::path& dir);
+
+ private:
+  int fd_ = -1;
+};
+
 // sha256 of a byte string as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view bytes);
 

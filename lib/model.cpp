@@ -116,6 +116,15 @@ void Model::init_weights(uint64_t seed) {
   }
 }
 
+double model_param_count(const ModelConfig& c) {
+  const ModelKind kind = parse_model_kind(c.kind);
+  const bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
+  const double d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner, V = c.n_token;
+  const double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
+  return (has_memory ? double(c.num_mem_tokens) * d : 0.0) + 2 * HD + V * d + V +
+         double(c.n_layer) * per_layer;
+}
+
 std::vector<int> segment_lengths(int T, int n) {
   if (n <= 0) fail("segments must be >= 1, got {}", n);
   if (n > T) fail("cannot split {} input positions into {} segments", T, n);

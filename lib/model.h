@@ -66,6 +66,10 @@ struct Model {
   const ParamInfo* find(const std::string& name) const;
 };
 
+// The number of parameters a Model of this config has, computed without building it (as a
+// double: a config with absurd sizes must not overflow before it is refused).
+double model_param_count(const ModelConfig& config);
+
 // Splits T positions into n segments as evenly as possible, the longer ones first.
 std::vector<int> segment_lengths(int T, int n);
 // "24,24,24" or "25,25,24 (uneven)"

@@ -54,6 +54,9 @@ EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_sample
 }
 
 std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len) {
+  // JSON has no NaN: nlohmann would print null, a number that silently went missing.
+  for (double x : {r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0)})
+    if (!std::isfinite(x)) fail("a non-finite evaluation metric ({}); no result is reported", x);
   json j;
   j["loss"] = r.loss;
   j["acc_teacher_forced"] = r.acc_teacher_forced;
@@ -63,6 +66,35 @@ std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_le
   j["segment_lengths"] = seg_len;
   j["samples"] = r.samples;
   return j.dump();
+}
+
+void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string& checkpoint_path,
+                               const RunSetup& run, bool config_sets_n_token,
+                               const std::string& config_path) {
+  const int vocab = int(run.meta.vocab.size());
+  // Every id of the dataset is < vocab (load_lm_split checks it); the model must cover them.
+  if (checkpoint.n_token < vocab)
+    fail("{}: the checkpoint's vocabulary has {} ids but dataset {} ({}) has {}: it was trained "
+         "on other data (or the dataset was regenerated with other options)", checkpoint_path,
+         checkpoint.n_token, run.config.data, run.meta.task, vocab);
+  ModelConfig a = checkpoint, b = run.config.model;
+  resolve_kind(a);
+  resolve_kind(b);
+  auto differ = [&](const char* key, const auto& in_checkpoint, const auto& in_config) {
+    if (in_checkpoint != in_config)
+      fail("{}: model.{} is {} in the checkpoint but {} in {}; the checkpoint is not this run's "
+           "model", checkpoint_path, key, in_checkpoint, in_config, config_path);
+  };
+  differ("kind", a.kind, b.kind);
+  if (config_sets_n_token) differ("n_token", a.n_token, b.n_token);
+  differ("n_layer", a.n_layer, b.n_layer);
+  differ("n_head", a.n_head, b.n_head);
+  differ("d_head", a.d_head, b.d_head);
+  differ("d_model", a.d_model, b.d_model);
+  differ("d_inner", a.d_inner, b.d_inner);
+  differ("mem_len", a.mem_len, b.mem_len);
+  differ("num_mem_tokens", a.num_mem_tokens, b.num_mem_tokens);
+  differ("read_mem_from_cache", a.read_mem_from_cache, b.read_mem_from_cache);
 }
 
 namespace {
@@ -129,10 +161,13 @@ void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& s
   };
   for (const auto& p : model.param_info) {
     const Tensor& t = tensor("param." + p.name, p.numel);
+    check_finite(path, "param." + p.name, t.data.data(), p.numel);
     std::copy(t.data.begin(), t.data.end(), model.params.begin() + p.offset);
   }
   adam.m = tensor("adam.m", model.num_params()).data;
   adam.v = tensor("adam.v", model.num_params()).data;
+  check_finite(path, "adam.m", adam.m.data(), model.num_params());
+  check_finite(path, "adam.v", adam.v.data(), model.num_params());
   auto md = [&](const char* key) {
     auto it = f.metadata.find(key);
     if (it == f.metadata.end()) fail("{}: missing metadata '{}'", path, key);
@@ -169,24 +204,62 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 
 }  // namespace
 
+// The files a run writes into its directory (their temp files are cleaned on the next start).
+static const std::vector<std::string> kRunFiles = {"config.yaml", "metrics.jsonl",
+                                                   "last.safetensors", "best.safetensors",
+                                                   "state.safetensors", "results.json"};
+
 void train(const Config& config_in, const TrainOptions& opt) {
   RunSetup run = prepare_run(config_in);
   const Config& config = run.config;
   const TrainConfig& tc = config.train;
   set_num_threads(tc.threads);
   fs::path dir(opt.run_dir);
-  fs::create_directories(dir);
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    fail("--out {} exists and is not a directory", dir.string());
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create run directory {}: {}", dir.string(), ec.message());
+  // One process at a time per run directory: the lock makes the temp-file cleanup below safe
+  // (no other train can be writing here) and stops two trainings from interleaving checkpoints.
+  DirectoryLock lock;
+  if (!lock.try_lock(dir))
+    fail("{} is in use by another rmt train (it holds the run directory's lock); wait for it "
+         "to end, or choose another --out", dir.string());
+  for (const fs::path& p : remove_stale_temp_files(dir, kRunFiles))
+    fmt::print(stderr, "removed {}, left by a write that was killed mid-way\n", p.string());
+
   const fs::path config_path = dir / "config.yaml", metrics_path = dir / "metrics.jsonl",
                  state_path = dir / "state.safetensors";
   const std::string config_text = to_yaml(config);
-  const bool resuming = opt.resume && fs::exists(state_path);
-  if (resuming) {
-    std::string saved = fs::exists(config_path) ? read_file(config_path) : "";
-    if (saved != config_text)
+  bool holds_run = false;
+  for (const std::string& f : kRunFiles) holds_run = holds_run || fs::exists(dir / f);
+  const bool has_checkpoint = fs::exists(state_path);
+  // Resuming a run that has a checkpoint continues from it; resuming one that stopped before
+  // its first checkpoint restarts it from step 0 (the same run, bit for bit).
+  const bool resuming = opt.resume && has_checkpoint;
+  if (opt.resume && holds_run) {
+    if (!fs::exists(config_path)) {
+      if (has_checkpoint)
+        fail("{}: missing; cannot check that --resume uses the run's config", config_path.string());
+    } else if (read_file(config_path) != config_text) {
       fail("{}: the saved config differs from this one; resume with the same config and --set "
            "options, or train into a new directory", config_path.string());
-  } else if (fs::exists(metrics_path) || fs::exists(state_path)) {
-    fail("{} already holds a run; add --resume to continue it, or choose another --out", dir.string());
+    }
+    if (!has_checkpoint) {
+      // Whatever a run without a checkpoint left is redone from scratch.
+      for (const char* f : {"metrics.jsonl", "last.safetensors", "best.safetensors", "results.json"})
+        fs::remove(dir / f, ec);
+      write_file_atomic(config_path, config_text);
+      fmt::print(stderr, "{} stopped before its first checkpoint: restarting it from step 0\n",
+                 dir.string());
+    }
+  } else if (holds_run) {
+    if (has_checkpoint)
+      fail("{} already holds a run; add --resume to continue it from its last checkpoint, or "
+           "choose another --out", dir.string());
+    fail("{} holds a run that stopped before its first checkpoint; add --resume to restart it "
+         "from step 0 with the same config, or choose another --out", dir.string());
   } else {
     write_file_atomic(config_path, config_text);
   }
@@ -223,14 +296,30 @@ void train(const Config& config_in, const TrainOptions& opt) {
   progress.max_steps = tc.max_steps;
 
   const double wall_before = st.wall_time_s;
+  int64_t checkpoint_step = resuming ? st.step : -1;  // of state.safetensors; -1 = none yet
+  // Where --resume would continue from, for error messages.
+  auto resume_point = [&]() -> std::string {
+    if (checkpoint_step < 0)
+      return fmt::format("no checkpoint was written yet (the first comes at step {}); "
+                         "`--resume` restarts the run from step 0",
+                         std::min(tc.eval_every, tc.max_steps));
+    return fmt::format("the last good checkpoint is {} (step {}); `--resume` continues from it",
+                       state_path.string(), checkpoint_step);
+  };
   auto checkpoint = [&](bool is_best) {
     st.wall_time_s = wall_before + seconds_since(wall_start);
-    save_checkpoint((dir / "last.safetensors").string(), model, model.params,
-                    {{"step", std::to_string(st.step)}});
-    if (is_best)
-      save_checkpoint((dir / "best.safetensors").string(), model, model.params,
+    try {
+      save_checkpoint((dir / "last.safetensors").string(), model, model.params,
                       {{"step", std::to_string(st.step)}});
-    save_state(state_path.string(), model, adam, sched, st);  // the commit point for --resume
+      if (is_best)
+        save_checkpoint((dir / "best.safetensors").string(), model, model.params,
+                        {{"step", std::to_string(st.step)}});
+      save_state(state_path.string(), model, adam, sched, st);  // the commit point for --resume
+    } catch (const Error& e) {
+      // A failed write (disk full, ...) leaves the previous files whole (atomic writes).
+      fail("{}; the checkpoint of step {} was not saved and {}", e.what(), st.step, resume_point());
+    }
+    checkpoint_step = st.step;
   };
 
   while (st.step < tc.max_steps) {
@@ -244,9 +333,9 @@ void train(const Config& config_in, const TrainOptions& opt) {
     engine.backward(config.bptt);
     double grad_norm = clip_grad_norm(be, model.grads, tc.clip);
     if (!std::isfinite(loss) || !std::isfinite(grad_norm))
-      fail("non-finite {} at step {} (loss {}, grad norm {}); the last good checkpoint is {}",
+      fail("non-finite {} at step {} (loss {}, grad norm {}); {}",
            std::isfinite(loss) ? "gradient" : "loss", st.step + 1, loss, grad_norm,
-           (dir / "last.safetensors").string());
+           resume_point());
     const double lr = sched.lr_at(st.step);
     adam.step(be, model.params, model.grads, float(lr));
     st.step += 1;
@@ -272,7 +361,12 @@ void train(const Config& config_in, const TrainOptions& opt) {
       interval_loss = 0;
     }
     if (eval_now) {
-      EvalResult val = evaluate(engine, val_split, val_opts);
+      EvalResult val;
+      try {
+        val = evaluate(engine, val_split, val_opts);
+      } catch (const Error& e) {
+        fail("validation at step {}: {}; {}", st.step, e.what(), resume_point());
+      }
       sched.on_eval(val.loss);
       const bool is_best = val.loss < st.best_val_loss;
       if (is_best) st.best_val_loss = val.loss, st.best_step = st.step;

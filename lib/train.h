@@ -50,6 +50,13 @@ EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_sample
 // `rmt eval`'s JSON object (shared with results.json).
 std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len);
 
+// Refuses a checkpoint that cannot evaluate this run: a vocabulary smaller than the dataset's
+// (its ids would index past the embedding), or a model config other than the run's (kind,
+// layers, sizes, memory). n_token is compared only when the run's config sets it explicitly.
+void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string& checkpoint_path,
+                               const RunSetup& run, bool config_sets_n_token,
+                               const std::string& config_path);
+
 void train(const Config& config, const TrainOptions& options);
 
 }  // namespace rmt

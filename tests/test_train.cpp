@@ -2,6 +2,11 @@
 // reproducibility, and clear errors.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -157,4 +162,124 @@ TEST_CASE("rmt train rejects bad configs with specific errors") {
   Run nan = t.train("diverge", "--set train.lr=1e37 --set train.clip=0");
   CHECK(nan.status != 0);
   CHECK(nan.output.find("non-finite") != std::string::npos);
+}
+
+namespace {
+
+// Runs `rmt ARGS` with every file it writes limited to `max_file_bytes` (RLIMIT_FSIZE, with
+// SIGXFSZ ignored so that a write past it fails with EFBIG as on a full disk). Needs no root.
+Run rmt_run_with_file_size_limit(const std::string& args, rlim_t max_file_bytes,
+                                 const std::string& output_file) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(127);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::signal(SIGXFSZ, SIG_IGN);  // stays ignored across exec
+    struct rlimit limit = {max_file_bytes, max_file_bytes};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    std::string cmd = std::string(RMT_BINARY) + " " + args;
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, rmt::read_file(output_file)};
+}
+
+std::vector<std::string> temp_files_in(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos)
+      found.push_back(e.path().filename().string());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("a run killed before its first checkpoint restarts from step 0 with --resume") {
+  const TinyRun& t = tiny();
+  REQUIRE(t.train("uninterrupted0").status == 0);
+  // Dies after step 7: log lines of step 5 are written, the first checkpoint (step 10) is not.
+  Run killed = t.train("early", "--abort-after-step 7");
+  CHECK(killed.status == 86);
+  CHECK_FALSE(fs::exists(t.root + "/early/state.safetensors"));
+  CHECK(fs::exists(t.root + "/early/metrics.jsonl"));
+  // Temp files of writes killed mid-way: a dead process's are removed on the next start, a
+  // live process's (here: this test's own pid) and other programs' files are left alone.
+  const std::string dead = t.root + "/early/state.safetensors.tmp.999999999";
+  const std::string live = t.root + "/early/last.safetensors.tmp." + std::to_string(getpid());
+  const std::string foreign = t.root + "/early/notes.txt.tmp.999999999";
+  for (const auto& f : {dead, live, foreign}) std::ofstream(f) << "partial";
+
+  // Without --resume: a clear instruction, and nothing is changed.
+  Run again = t.train("early");
+  CHECK(again.status == 1);
+  CHECK(again.output.find("stopped before its first checkpoint; add --resume to restart it from step 0") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(foreign));
+  // With another config: refused as for any resume.
+  Run changed = t.train("early", "--resume --set train.lr=0.5");
+  CHECK(changed.status == 1);
+  CHECK(changed.output.find("differs") != std::string::npos);
+
+  Run resumed = t.train("early", "--resume");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(resumed.output.find("restarting it from step 0") != std::string::npos);
+  for (const char* f : {"last.safetensors", "best.safetensors"})  // state holds wall time
+    CHECK(t.file("uninterrupted0", f) == t.file("early", f));
+  CHECK(metrics_without_timing(t.file("uninterrupted0", "metrics.jsonl")) ==
+        metrics_without_timing(t.file("early", "metrics.jsonl")));
+  fs::remove(live);
+  fs::remove(foreign);
+  CHECK(temp_files_in(t.root + "/early").empty());
+
+  // --resume into an empty or new directory simply starts the run.
+  Run fresh = t.train("fresh_resume", "--resume");
+  REQUIRE_MESSAGE(fresh.status == 0, fresh.output);
+  CHECK(t.file("uninterrupted0", "last.safetensors") == t.file("fresh_resume", "last.safetensors"));
+}
+
+TEST_CASE("a non-finite loss before the first checkpoint says there is none") {
+  const TinyRun& t = tiny();
+  Run nan = t.train("diverge0", "--set train.lr=1e37 --set train.clip=0");
+  REQUIRE(nan.status == 1);
+  CHECK(nan.output.find("non-finite") != std::string::npos);
+  CHECK(nan.output.find("no checkpoint was written yet (the first comes at step 10)") != std::string::npos);
+  CHECK(nan.output.find("last good checkpoint") == std::string::npos);
+  CHECK_FALSE(fs::exists(t.root + "/diverge0/last.safetensors"));
+}
+
+TEST_CASE("a checkpoint write that fails (file too large, as on a full disk) keeps the last good one") {
+  const TinyRun& t = tiny();
+  REQUIRE(t.train("disk_ref").status == 0);
+  Run killed = t.train("disk", "--abort-after-step 25");  // checkpoints at steps 10 and 20
+  REQUIRE(killed.status == 86);
+  const std::string state = t.root + "/disk/state.safetensors";
+  const std::string state_at_20 = rmt::read_file(state);
+  // Every file may be as large as a parameter checkpoint but not as large as the training
+  // state (parameters + two Adam moments): the step-30 checkpoint fails at state.safetensors.
+  const auto last_size = fs::file_size(t.root + "/disk_ref/last.safetensors");
+  const auto state_size = fs::file_size(t.root + "/disk_ref/state.safetensors");
+  REQUIRE(last_size < state_size);
+  Run full = rmt_run_with_file_size_limit(
+      "train --config " + t.config + " --out " + t.root + "/disk --resume",
+      rlim_t((last_size + state_size) / 2), t.root + "/disk_output.txt");
+  CAPTURE(full.output);
+  CHECK(full.status == 1);
+  CHECK(full.output.find("rmt: error: cannot write") != std::string::npos);
+  CHECK(full.output.find("File too large") != std::string::npos);
+  CHECK(full.output.find("the checkpoint of step 30 was not saved and the last good checkpoint is " +
+                         state + " (step 20)") != std::string::npos);
+  CHECK(rmt::read_file(state) == state_at_20);  // untouched
+  CHECK(temp_files_in(t.root + "/disk").empty());
+  // With room again, --resume continues from step 20 and ends as if nothing had happened.
+  Run resumed = t.train("disk", "--resume");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  for (const char* f : {"last.safetensors", "best.safetensors"})  // state holds wall time
+    CHECK(t.file("disk_ref", f) == t.file("disk", f));
 }

@@ -103,13 +103,17 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([args] {
     fs::path run_dir(args->run);
     if (!fs::exists(run_dir / "config.yaml")) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
-    Config config = load_config((run_dir / "config.yaml").string());
+    const std::string config_path = (run_dir / "config.yaml").string();
+    Config config = load_config(config_path);
+    const bool config_sets_n_token = config.model.n_token != 0;
     if (args->segments > 0) config.segments = args->segments;
     RunSetup run = prepare_run(config);
     std::string ck = args->checkpoint;
     if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
     if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
-    auto model = load_checkpoint(ck);
+    auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+      check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+    });
     set_num_threads(args->threads);
     Engine engine(*model, cpu_backend());
     LmSplit split = load_lm_split(run.config.data, run.meta, args->split);
@@ -146,8 +150,18 @@ void add_step_dump_command(CLI::App& app) {
     auto tg64 = read_npy_int_matrix(args->target, B2, T2);
     if (B != B2 || T != T2) fail("--input is [{}, {}] but --target is [{}, {}]", B, T, B2, T2);
     std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
-    for (int32_t id : input)
-      if (id < 0 || id >= model->V) fail("--input holds id {} outside the vocabulary 0..{}", id, model->V - 1);
+    if (B <= 0 || T <= 0) fail("--input {} is empty ([{}, {}])", args->input, B, T);
+    if (args->answer_size < 1 || args->answer_size > T)
+      fail("--answer-size {} must be in 1..{} (the columns of --input)", args->answer_size, T);
+    // Every id that reaches the kernels indexes the embedding or the logits: check them all here.
+    for (size_t i = 0; i < input.size(); ++i)
+      if (in64[i] < 0 || in64[i] >= model->V)
+        fail("{}: input id {} at row {} is outside the checkpoint's vocabulary 0..{}", args->input,
+             in64[i], int64_t(i) / T, model->V - 1);
+    for (size_t i = 0; i < target.size(); ++i)
+      if (int64_t(i) % T >= T - args->answer_size && (tg64[i] < 0 || tg64[i] >= model->V))
+        fail("{}: target id {} at row {} (a scored position) is outside the checkpoint's "
+             "vocabulary 0..{}", args->target, tg64[i], int64_t(i) / T, model->V - 1);
     int bptt = -1;
     if (args->bptt != "all") {
       try {
