@@ -8,6 +8,7 @@
 #include "lib/error.h"
 #include "lib/io.h"
 #include "lib/npy.h"
+#include "tasks/dataset_check.h"
 #include "tasks/tasks.h"
 
 namespace rmt {
@@ -17,16 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Checker {
-  const DatasetMeta& meta;
+  const DatasetMeta& meta;  // every value as the task implies it
   TaskOptions task;
-  int max_violations;
-  std::vector<std::string> violations;
-  int64_t total_violations = 0;
-
-  void add(const std::string& what) {
-    total_violations++;
-    if (int(violations.size()) < max_violations) violations.push_back(what);
-  }
 };
 
 // Parses "a*x^2+b*x+c=0"-style text into coefficients; false if it is not of that form.
@@ -158,84 +151,65 @@ std::string check_row(const Checker& ck, const int64_t* x, const int64_t* y, std
 }  // namespace
 
 CheckResult check_dataset(const std::string& dir, int max_violations) {
-  DatasetMeta meta = load_dataset_meta(dir);
-  Checker ck{meta, {meta.task, meta.kind, meta.length, meta.symbols, meta.pairs}, max_violations, {}, 0};
+  const DatasetMeta raw = read_dataset_meta(dir);
+  const DatasetMeta meta = implied_meta(raw);  // what the rows are indexed and judged with
+  Violations v;
+  v.max = max_violations;
+  check_meta_values(dir, raw, meta, v);
+  const Checker ck{meta, task_of_meta(meta)};
   CheckResult result;
-  // Layout of the stacked/sqeq row must agree with the task.
-  if (meta.len_x != task_len_x(ck.task) || meta.len_y != task_len_y(ck.task))
-    ck.add(fmt::format("{}: len_x {} / len_y {} do not fit task {} (expected {} / {})", dir, meta.len_x, meta.len_y,
-                       meta.task, task_len_x(ck.task), task_len_y(ck.task)));
   std::vector<std::vector<int64_t>> all_x(3);
   std::unordered_map<std::string_view, std::pair<int, int64_t>> first_seen;  // X row -> (split, row)
   for (int k = 0; k < 3; k++) {
     const std::string split = kSplits[k];
     const std::string x_path = dataset_file(dir, meta.file_prefix, split, "X");
     const std::string y_path = dataset_file(dir, meta.file_prefix, split, "y");
-    if (!fs::exists(x_path) || !fs::exists(y_path)) {
-      ck.add(fmt::format("{}: missing {} split ({} / {})", dir, split, fs::path(x_path).filename().string(),
-                         fs::path(y_path).filename().string()));
-      continue;
-    }
-    const int64_t before = ck.total_violations;
-    NpyArray ax, ay;
+    const int64_t before = v.total;
+    // Headers first: nothing below reads an element unless dtype and shapes fit the task.
+    const int64_t n = check_split_layout(dir, meta, split, v);
+    if (n < 0) continue;
+    std::vector<int64_t> xs, ys;
     try {
-      std::string x_bytes = read_file(x_path), y_bytes = read_file(y_path);
-      for (auto& [name, hex] : meta.sha256) {
-        if (name == fs::path(x_path).filename() && sha256_hex(x_bytes) != hex)
-          ck.add(fmt::format("{}: sha256 differs from meta.yaml", x_path));
-        if (name == fs::path(y_path).filename() && sha256_hex(y_bytes) != hex)
-          ck.add(fmt::format("{}: sha256 differs from meta.yaml", y_path));
-      }
-      ax = parse_npy(x_bytes, x_path);
-      ay = parse_npy(y_bytes, y_path);
+      const std::string x_sum = read_checked_matrix(x_path, n, meta.len_x, xs);
+      const std::string y_sum = read_checked_matrix(y_path, n, meta.len_y, ys);
+      for (auto& [name, hex] : raw.sha256)
+        for (auto [path, got] : {std::pair{&x_path, &x_sum}, std::pair{&y_path, &y_sum}})
+          if (name == fs::path(*path).filename() && *got != hex)
+            v.add(fmt::format("{}: sha256 differs from meta.yaml (meta.yaml {}..., file {}...)", *path,
+                              hex.substr(0, 12), got->substr(0, 12)));
     } catch (const Error& e) {
-      ck.add(e.what());
-      continue;
-    }
-    bool shapes_ok = true;
-    for (auto [a, path, cols] : {std::tuple{&ax, &x_path, meta.len_x}, std::tuple{&ay, &y_path, meta.len_y}}) {
-      if (a->dtype != NpyDtype::int64) ck.add(fmt::format("{}: dtype is not int64", *path));
-      if (a->shape.size() != 2 || a->shape[1] != cols) {
-        ck.add(fmt::format("{}: shape is not [N, {}]", *path, cols));
-        shapes_ok = false;
-      }
-    }
-    if (!shapes_ok) continue;
-    const int64_t n = ax.shape[0];
-    if (ay.shape[0] != n) {
-      ck.add(fmt::format("{} has {} rows but {} has {}", x_path, n, y_path, ay.shape[0]));
+      v.add(e.what());
       continue;
     }
     const int64_t vocab = int64_t(meta.vocab.size());
-    std::vector<int64_t> want(meta.len_y);
-    for (int64_t r = 0; r < n && ck.total_violations - before < max_violations; r++) {
-      const int64_t* x = ax.ints.data() + r * meta.len_x;
-      const int64_t* y = ay.ints.data() + r * meta.len_y;
+    std::vector<int64_t> want(size_t(meta.len_y));
+    for (int64_t r = 0; r < n && v.total - before < max_violations; r++) {
+      const int64_t* x = xs.data() + r * meta.len_x;
+      const int64_t* y = ys.data() + r * meta.len_y;
       std::string why;
       for (int i = 0; i < meta.len_x && why.empty(); i++)
         if (x[i] < 0 || x[i] >= vocab) why = fmt::format("X[{}] = {} outside the vocabulary [0, {})", i, x[i], vocab);
       for (int i = 0; i < meta.len_y && why.empty(); i++)
         if (y[i] < 0 || y[i] >= vocab) why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
       if (why.empty()) why = check_row(ck, x, y, want);
-      if (!why.empty()) ck.add(fmt::format("{} row {}: {}", fs::path(x_path).filename().string(), r, why));
+      if (!why.empty()) v.add(fmt::format("{} row {}: {}", fs::path(x_path).filename().string(), r, why));
     }
-    all_x[k] = std::move(ax.ints);
+    all_x[k] = std::move(xs);
     for (int64_t r = 0; r < n; r++) {
       std::string_view row(reinterpret_cast<const char*>(all_x[k].data() + r * meta.len_x), size_t(meta.len_x) * 8);
       auto [it, fresh] = first_seen.emplace(row, std::pair{k, r});
       if (!fresh)
-        ck.add(fmt::format("{} row {}: same X as {} row {}", fs::path(x_path).filename().string(), r,
-                           fs::path(dataset_file(dir, meta.file_prefix, kSplits[it->second.first], "X")).filename().string(),
-                           it->second.second));
+        v.add(fmt::format("{} row {}: same X as {} row {}", fs::path(x_path).filename().string(), r,
+                          fs::path(dataset_file(dir, meta.file_prefix, kSplits[it->second.first], "X")).filename().string(),
+                          it->second.second));
     }
-    if (ck.total_violations == before)
+    if (v.total == before)
       result.summary.push_back(fmt::format("{} {}: OK {} rows, X [{}, {}] y [{}, {}] int64{}", meta.task, split, n, n,
-                                           meta.len_x, n, meta.len_y, meta.sha256.empty() ? "" : ", sha256 ok"));
+                                           meta.len_x, n, meta.len_y, raw.sha256.empty() ? "" : ", sha256 ok"));
   }
-  result.ok = ck.total_violations == 0;
-  result.violations = ck.violations;
-  if (ck.total_violations > int64_t(ck.violations.size()))
-    result.violations.push_back(fmt::format("... {} violations in all", ck.total_violations));
+  result.ok = v.total == 0;
+  result.violations = v.list;
+  if (v.total > int64_t(v.list.size())) result.violations.push_back(fmt::format("... {} violations in all", v.total));
   return result;
 }
 

@@ -2,10 +2,15 @@
 // file names), the model's view of a split, and decoding samples for display.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <chrono>
+#include <climits>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include <openssl/evp.h>
 
@@ -16,6 +21,7 @@
 #include "lib/error.h"
 #include "lib/io.h"
 #include "lib/npy.h"
+#include "tasks/dataset_check.h"
 #include "tasks/tasks.h"
 
 namespace rmt {
@@ -74,16 +80,59 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
   return std::string(out.c_str()) + "\n";
 }
 
+// Bytes of RAM the machine has (0 if unknown).
+static uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+// Space left on the file system that will hold `dir` (its nearest existing ancestor).
+static std::optional<uint64_t> free_disk_bytes(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  const fs::space_info s = fs::space(p, ec);
+  if (ec) return std::nullopt;
+  return uint64_t(s.available);
+}
+
+static std::string gigabytes(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+
+// Sizes that cannot be generated fail here, before anything is written.
+static void check_generate_sizes(const GenerateRequest& r) {
+  const TaskOptions& t = r.task;
+  const SplitSizes& s = r.sizes;
+  // Every split is needed: train trains on train, picks the best checkpoint on val, reports test.
+  for (auto [flag, n] : {std::pair{"--train", s.train}, std::pair{"--val", s.val}, std::pair{"--test", s.test}})
+    if (n < 1) fail("{} must be at least 1 (got {}): training needs all three splits", flag, n);
+  const int64_t possible = max_unique_samples(t);  // < 2^62, so a larger request fails without overflow
+  for (auto [flag, n] : {std::pair{"--train", s.train}, std::pair{"--val", s.val}, std::pair{"--test", s.test}})
+    if (n > possible)
+      fail("{} {} is more than {} has: only {} distinct samples", flag, n, t.name, possible);
+  if (s.train > possible - s.val || s.train + s.val > possible - s.test)
+    fail("{} samples requested (train {} + val {} + test {}) but {} has only {} distinct samples",
+         uint64_t(s.train) + uint64_t(s.val) + uint64_t(s.test), s.train, s.val, s.test, t.name, possible);
+  // Memory while generating: all X rows, the duplicate set (about 48 bytes a row), and the
+  // largest split's y plus the bytes of its two files. In double: the sizes may be absurd.
+  const double total = double(s.total()), largest = double(std::max({s.train, s.val, s.test}));
+  const double len_x = task_len_x(t), len_y = task_len_y(t);
+  const double memory = total * len_x * 8 + total * 48 + largest * (len_y * 8 + (len_x + len_y) * 8);
+  const uint64_t ram = physical_memory_bytes();
+  if (ram > 0 && memory > double(ram))
+    fail("{} samples of {} (X {} ids, y {} ids each) need about {} of memory to generate; this machine has {}",
+         s.total(), t.name, int(len_x), int(len_y), gigabytes(memory), gigabytes(double(ram)));
+  const double disk = total * (len_x + len_y) * 8 + 6 * 256.0;
+  const std::optional<uint64_t> free_bytes = free_disk_bytes(r.out_dir);
+  if (free_bytes && disk > double(*free_bytes))
+    fail("the dataset needs about {} of disk, but {} has {} free", gigabytes(disk), r.out_dir,
+         gigabytes(double(*free_bytes)));
+}
+
 GenerateResult generate_dataset(const GenerateRequest& r) {
   const auto start = std::chrono::steady_clock::now();
   const TaskOptions& t = r.task;
   const SplitSizes& s = r.sizes;
-  if (s.train < 0 || s.val < 0 || s.test < 0) fail("split sizes must not be negative");
-  if (s.total() < 1) fail("nothing to generate: train + val + test is 0");
-  const int64_t possible = max_unique_samples(t);
-  if (s.total() > possible)
-    fail("{} samples requested (train {} + val {} + test {}) but {} has only {} distinct samples", s.total(),
-         s.train, s.val, s.test, t.name, possible);
+  check_generate_sizes(r);
   prepare_out_dir(r.out_dir);
   const std::string meta_path = (fs::path(r.out_dir) / "meta.yaml").string();
   std::vector<std::string> targets = {meta_path};
@@ -126,37 +175,190 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
 
 // ---- reading ------------------------------------------------------------------------------
 
-static DatasetMeta meta_from_yaml(const std::string& dir, const std::string& path) {
-  DatasetMeta m;
-  try {
-    YAML::Node y = YAML::LoadFile(path);
-    m.task = y["task"].as<std::string>();
-    m.kind = y["kind"].as<std::string>();
-    m.file_prefix = y["file_prefix"].as<std::string>();
-    if (y["options"]["length"]) m.length = y["options"]["length"].as<int>();
-    if (y["options"]["symbols"]) m.symbols = y["options"]["symbols"].as<int>();
-    if (y["options"]["pairs"]) m.pairs = y["options"]["pairs"].as<int>();
-    YAML::Node vocab = y["vocab"];
-    m.vocab.resize(vocab.size());
-    for (size_t i = 0; i < vocab.size(); i++) m.vocab[i] = vocab[i].as<std::string>();
-    m.len_x = y["len_x"].as<int>();
-    m.len_y = y["len_y"].as<int>();
-    m.answer_size = y["answer_size"].as<int>();
-    m.stacked = y["stacked"].as<bool>();
-    if (y["seed"]) m.seed = y["seed"].as<int64_t>();
-    for (auto it : y["sha256"]) m.sha256.push_back({it.first.as<std::string>(), it.second.as<std::string>()});
-  } catch (const YAML::Exception& e) {
-    fail("{}: invalid meta.yaml: {}", path, e.what());
+namespace {
+
+const char* dtype_name(NpyDtype d) {
+  switch (d) {
+    case NpyDtype::int64: return "int64 (<i8)";
+    case NpyDtype::int32: return "int32 (<i4)";
+    case NpyDtype::uint8: return "uint8 (|u1)";
+    case NpyDtype::float32: return "float32 (<f4)";
   }
-  if (m.kind != "copy" && m.kind != "reverse" && m.kind != "retrieval" && m.kind != "sqeq")
-    fail("{}: unknown task kind '{}'", path, m.kind);
+  return "?";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); i++) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+// The header of an .npy file from its first bytes only (the data is never read here).
+NpyHeader read_header_only(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open {}", path);
+  std::string head(1 << 17, '\0');  // a version 1.0 header is at most 65545 bytes
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  return parse_npy_header(head, path);
+}
+
+// What a YAML node is, for messages.
+std::string yaml_what(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsScalar()) return fmt::format("'{}'", n.Scalar());
+  return n.IsSequence() ? "a list" : "a map";
+}
+
+// The entries of map `node` (`where` names it in messages: "" for the top level, "options." ...):
+// fails on a key not in `known`, a key given twice, or a key of `required` missing.
+std::map<std::string, YAML::Node> meta_map(const YAML::Node& node, const std::string& path, const std::string& where,
+                                           const std::vector<std::string>& known,
+                                           const std::vector<std::string>& required) {
+  if (!node.IsMap())
+    fail("{}: {} must be a map, got {}", path, where.empty() ? "the file" : where.substr(0, where.size() - 1),
+         yaml_what(node));
+  std::map<std::string, YAML::Node> entries;
+  for (auto it : node) {
+    const std::string key = it.first.IsScalar() ? it.first.Scalar() : yaml_what(it.first);
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail("{}: unknown key '{}{}' (known: {})", path, where, key, list.empty() ? "none" : list);
+    }
+    if (!entries.emplace(key, it.second).second) fail("{}: key '{}{}' appears twice", path, where, key);
+  }
+  for (const std::string& k : required)
+    if (!entries.count(k)) fail("{}: missing key '{}{}'", path, where, k);
+  return entries;
+}
+
+int64_t meta_int(const YAML::Node& n, const std::string& path, const std::string& key, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
+    fail("{}: '{}' must be an integer, got {}", path, key, yaml_what(n));
+  if (v < lo || v > hi) fail("{}: '{}' is {}, expected {}..{}", path, key, v, lo, hi);
+  return v;
+}
+
+std::string meta_string(const YAML::Node& n, const std::string& path, const std::string& key) {
+  if (!n.IsScalar()) fail("{}: '{}' must be a string, got {}", path, key, yaml_what(n));
+  return n.Scalar();
+}
+
+bool meta_bool(const YAML::Node& n, const std::string& path, const std::string& key) {
+  bool b = false;
+  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b))
+    fail("{}: '{}' must be true or false, got {}", path, key, yaml_what(n));
+  return b;
+}
+
+bool is_hex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+bool is_plain_name(const std::string& s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (char c : s)
+    if (c == '/' || c == '\\' || c == '\0') return false;
+  return true;
+}
+
+constexpr int kMaxLength = 100000;  // as resolve_task allows
+
+DatasetMeta meta_from_yaml(const std::string& path) {
+  YAML::Node y;
+  try {
+    y = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    fail("{}: not valid YAML: {}", path, e.what());
+  }
+  const std::vector<std::string> required = {"task", "kind", "file_prefix", "options", "vocab", "len_x", "len_y",
+                                             "input_length", "answer_size", "stacked", "counts", "sha256"};
+  std::vector<std::string> known = required;
+  for (const char* k : {"rmt_version", "seed", "prng"}) known.push_back(k);  // provenance only
+  auto e = meta_map(y, path, "", known, required);
+  DatasetMeta m;
   m.from_meta_yaml = true;
+  m.task = meta_string(e["task"], path, "task");
+  std::string tasks_known;
+  for (const std::string& n : task_names()) tasks_known += (tasks_known.empty() ? "" : ", ") + n;
+  const std::vector<std::string> names = task_names();
+  if (std::find(names.begin(), names.end(), m.task) == names.end())
+    fail("{}: unknown task '{}' (known: {})", path, m.task, tasks_known);
+  const TaskOptions preset = resolve_task(m.task);
+  const bool base = m.task == preset.kind;  // copy, reverse, retrieval, sqeq: options are free
+  m.kind = meta_string(e["kind"], path, "kind");
+  m.file_prefix = meta_string(e["file_prefix"], path, "file_prefix");
+  if (!is_plain_name(m.file_prefix))
+    fail("{}: 'file_prefix' must be a plain file name part, got '{}'", path, m.file_prefix);
+
+  // options: those of the task's kind, all present.
+  std::vector<std::string> option_keys;
+  if (preset.kind == "copy" || preset.kind == "reverse") option_keys = {"length", "symbols"};
+  if (preset.kind == "retrieval") option_keys = {"pairs"};
+  auto o = meta_map(e["options"], path, "options.", option_keys, option_keys);
+  m.length = preset.length;
+  m.symbols = preset.symbols;
+  m.pairs = preset.pairs;
+  // A base task's options define it and must be in range; a preset's are compared by the checker.
+  auto option = [&](const char* key, int lo, int hi) {
+    return int(meta_int(o[key], path, std::string("options.") + key, base ? lo : INT32_MIN, base ? hi : INT32_MAX));
+  };
+  if (o.count("length")) m.length = option("length", 1, kMaxLength);
+  if (o.count("symbols")) m.symbols = option("symbols", 1, 36);
+  if (o.count("pairs")) m.pairs = option("pairs", 1, 10);
+
+  // vocab: ids 0..n-1, each once, to symbols.
+  const YAML::Node& vocab = e["vocab"];
+  if (!vocab.IsMap() || vocab.size() == 0)
+    fail("{}: 'vocab' must be a map of ids 0, 1, ... to symbols, got {}", path, yaml_what(vocab));
+  m.vocab.assign(vocab.size(), "");
+  std::vector<bool> seen(vocab.size(), false);
+  for (auto it : vocab) {
+    int64_t id = -1;
+    if (!it.first.IsScalar() || !YAML::convert<int64_t>::decode(it.first, id) || id < 0 ||
+        id >= int64_t(vocab.size()) || seen[size_t(id)])
+      fail("{}: 'vocab' must map each id 0..{} once, found key {}", path, vocab.size() - 1, yaml_what(it.first));
+    seen[size_t(id)] = true;
+    m.vocab[size_t(id)] = meta_string(it.second, path, fmt::format("vocab.{}", id));
+  }
+  m.len_x = int(meta_int(e["len_x"], path, "len_x", INT32_MIN, INT32_MAX));
+  m.len_y = int(meta_int(e["len_y"], path, "len_y", INT32_MIN, INT32_MAX));
+  m.input_length = int(meta_int(e["input_length"], path, "input_length", INT32_MIN, INT32_MAX));
+  m.answer_size = int(meta_int(e["answer_size"], path, "answer_size", INT32_MIN, INT32_MAX));
+  m.stacked = meta_bool(e["stacked"], path, "stacked");
+  if (e.count("seed")) {
+    uint64_t seed = 0;
+    if (!e["seed"].IsScalar() || !YAML::convert<uint64_t>::decode(e["seed"], seed))
+      fail("{}: 'seed' must be an integer in 0..2^64-1, got {}", path, yaml_what(e["seed"]));
+    m.seed = seed;
+  }
+  if (e.count("rmt_version")) meta_string(e["rmt_version"], path, "rmt_version");
+  if (e.count("prng")) meta_string(e["prng"], path, "prng");
+  auto c = meta_map(e["counts"], path, "counts.", {"train", "val", "test"}, {"train", "val", "test"});
+  for (int k = 0; k < 3; k++)
+    m.counts[k] = meta_int(c[kSplits[k]], path, std::string("counts.") + kSplits[k], 0, INT64_MAX);
+  const YAML::Node& sums = e["sha256"];
+  if (!sums.IsMap()) fail("{}: 'sha256' must be a map of file names to sums, got {}", path, yaml_what(sums));
+  for (auto it : sums) {
+    const std::string name = meta_string(it.first, path, "sha256 file name");
+    const std::string hex = meta_string(it.second, path, "sha256." + name);
+    if (!is_hex64(hex)) fail("{}: 'sha256.{}' must be 64 lowercase hex digits, got '{}'", path, name, hex);
+    for (auto& [other, _] : m.sha256)
+      if (other == name) fail("{}: key 'sha256.{}' appears twice", path, name);
+    m.sha256.push_back({name, hex});
+  }
   return m;
 }
 
 // The authors' directories hold only {task}_{split}_{X|y}.npy: the prefix names the task
-// (copy, copy120, reverse120, retrieval, sqeq_cd ...) and the X/y headers give the shapes.
-static DatasetMeta meta_from_file_names(const std::string& dir) {
+// (copy, copy120, reverse120, retrieval, sqeq_cd ...) and, where the task leaves it open, the
+// X header gives the length (copy/reverse) or the number of pairs (retrieval).
+DatasetMeta meta_from_file_names(const std::string& dir) {
   std::set<std::string> prefixes;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -169,65 +371,247 @@ static DatasetMeta meta_from_file_names(const std::string& dir) {
   }
   if (ec) fail("cannot read dataset directory {}: {}", dir, ec.message());
   if (prefixes.empty()) fail("{}: no meta.yaml and no {{task}}_{{split}}_X.npy files", dir);
-  if (prefixes.size() > 1) fail("{}: no meta.yaml and files of several tasks ({}...)", dir, *prefixes.begin());
+  if (prefixes.size() > 1)
+    fail("{}: no meta.yaml and files of several tasks ('{}', '{}'...)", dir, *prefixes.begin(), *std::next(prefixes.begin()));
   DatasetMeta m;
   m.file_prefix = m.task = *prefixes.begin();
   const std::string& p = m.file_prefix;
   auto starts = [&](const char* s) { return p.rfind(s, 0) == 0; };
   m.kind = starts("copy") ? "copy" : starts("reverse") ? "reverse" : starts("retrieval") ? "retrieval"
          : starts("sqeq") ? "sqeq" : "";
-  if (m.kind.empty()) fail("{}: cannot infer the task from file prefix '{}' (expected copy*, reverse*, retrieval*, sqeq*)", dir, p);
-  std::string x_path, y_path;
-  for (const char* split : kSplits) {
-    if (fs::exists(dataset_file(dir, p, split, "X"))) {
-      x_path = dataset_file(dir, p, split, "X");
-      y_path = dataset_file(dir, p, split, "y");
-      break;
+  if (m.kind.empty())
+    fail("{}: cannot infer the task from file prefix '{}' (expected copy*, reverse*, retrieval*, sqeq*)", dir, p);
+  const std::vector<std::string> names = task_names();
+  const bool preset = std::find(names.begin(), names.end(), p) != names.end();
+  if (preset && p != m.kind) {
+    // copy120 ...: the preset fixes everything (docs/paper.md §1).
+    const TaskOptions t = resolve_task(p);
+    m.length = t.length;
+    m.symbols = t.symbols;
+  } else if (m.kind != "sqeq") {
+    std::string x_path;
+    for (const char* split : kSplits)
+      if (fs::exists(dataset_file(dir, p, split, "X"))) {
+        x_path = dataset_file(dir, p, split, "X");
+        break;
+      }
+    const NpyHeader hx = read_header_only(x_path);
+    if (hx.shape.size() != 2)
+      fail("{}: shape is {}, expected [N, columns] (2-D); the task's size is read from it", x_path, shape_text(hx.shape));
+    const int64_t cols = hx.shape[1];
+    if (m.kind == "retrieval") {
+      if (cols < 3 || cols > 21 || cols % 2 == 0)
+        fail("{}: {} columns, but retrieval X has 2 * pairs + 1 columns with 1..10 pairs (3, 5, ..., 21)", x_path, cols);
+      m.pairs = int(cols - 1) / 2;
+    } else {
+      if (cols < 1 || cols > kMaxLength)
+        fail("{}: {} columns, but {} X has 1..{} columns (one per symbol)", x_path, cols, m.kind, kMaxLength);
+      m.length = int(cols);
+      // docs/paper.md §1: the L=24 sets use 10 symbols (vocab 12), the long ones (copy120 ...) 8.
+      m.symbols = p == m.kind ? 10 : 8;
     }
   }
-  NpyHeader hx = read_npy_header(x_path), hy = read_npy_header(y_path);
-  if (hx.shape.size() != 2) fail("{}: expected a 2-D array", x_path);
-  if (hy.shape.size() != 2) fail("{}: expected a 2-D array", y_path);
-  m.len_x = int(hx.shape[1]);
-  m.len_y = int(hy.shape[1]);
-  if (m.kind == "copy" || m.kind == "reverse") {
-    m.length = m.len_x;
-    // FACTS §1: the L=24 sets use 10 symbols (vocab 12), the long ones (copy120 ...) 8 (vocab 10).
-    m.symbols = p == m.kind ? 10 : 8;
-  } else if (m.kind == "retrieval") {
-    m.pairs = (m.len_x - 1) / 2;
-  }
-  TaskOptions t{m.task, m.kind, m.length, m.symbols, m.pairs};
-  m.vocab = task_vocab(t);
-  m.answer_size = task_answer_size(t);
-  m.stacked = task_stacked(t);
   m.from_meta_yaml = false;
+  DatasetMeta implied = implied_meta(m);
+  implied.from_meta_yaml = false;
+  return implied;
+}
+
+}  // namespace
+
+TaskOptions task_of_meta(const DatasetMeta& meta) {
+  const std::vector<std::string> names = task_names();
+  if (std::find(names.begin(), names.end(), meta.task) == names.end())  // the authors' sqeq_cd ...
+    return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs};
+  TaskOptions t = resolve_task(meta.task);  // the kind is the task's, whatever meta.yaml says
+  if (t.name != t.kind) return t;           // a preset (copy120 ...): its own values
+  if (t.kind == "copy" || t.kind == "reverse") {
+    t.length = meta.length;
+    t.symbols = meta.symbols;
+  }
+  if (t.kind == "retrieval") t.pairs = meta.pairs;
+  return t;
+}
+
+DatasetMeta implied_meta(const DatasetMeta& raw) {
+  const TaskOptions t = task_of_meta(raw);
+  DatasetMeta m = raw;
+  m.kind = t.kind;
+  m.length = t.length;
+  m.symbols = t.symbols;
+  m.pairs = t.pairs;
+  m.vocab = task_vocab(t);
+  m.len_x = task_len_x(t);
+  m.len_y = task_len_y(t);
+  m.stacked = task_stacked(t);
+  m.input_length = m.stacked ? m.len_x + m.len_y - 1 : m.len_x;
+  m.answer_size = task_answer_size(t);
   return m;
 }
 
-DatasetMeta load_dataset_meta(const std::string& dir) {
-  if (!fs::is_directory(dir)) fail("dataset directory {} does not exist", dir);
+void check_meta_values(const std::string& dir, const DatasetMeta& raw, const DatasetMeta& implied, Violations& v) {
+  if (!raw.from_meta_yaml) return;
   const std::string path = (fs::path(dir) / "meta.yaml").string();
-  if (fs::exists(path)) return meta_from_yaml(dir, path);
+  auto differs = [&](const std::string& key, const std::string& got, const std::string& want) {
+    if (got != want) v.add(fmt::format("{}: {} is {}, but task {} implies {}", path, key, got, raw.task, want));
+  };
+  auto num = [](int64_t x) { return fmt::format("{}", x); };
+  auto str = [](const std::string& s) { return fmt::format("'{}'", s); };
+  differs("kind", str(raw.kind), str(implied.kind));
+  differs("file_prefix", str(raw.file_prefix), str(raw.task));
+  if (implied.kind == "copy" || implied.kind == "reverse") {
+    differs("options.length", num(raw.length), num(implied.length));
+    differs("options.symbols", num(raw.symbols), num(implied.symbols));
+  }
+  if (implied.kind == "retrieval") differs("options.pairs", num(raw.pairs), num(implied.pairs));
+  if (raw.vocab.size() != implied.vocab.size()) {
+    differs("the vocab size", num(int64_t(raw.vocab.size())), num(int64_t(implied.vocab.size())));
+  } else {
+    for (size_t i = 0; i < raw.vocab.size(); i++)
+      if (raw.vocab[i] != implied.vocab[i]) {
+        differs(fmt::format("vocab.{}", i), str(raw.vocab[i]), str(implied.vocab[i]));
+        break;  // one is enough to say the vocabularies disagree
+      }
+  }
+  differs("len_x", num(raw.len_x), num(implied.len_x));
+  differs("len_y", num(raw.len_y), num(implied.len_y));
+  differs("input_length", num(raw.input_length), num(implied.input_length));
+  differs("answer_size", num(raw.answer_size), num(implied.answer_size));
+  differs("stacked", raw.stacked ? "true" : "false", implied.stacked ? "true" : "false");
+  // sha256: one entry for each of the six files, no other.
+  std::vector<std::string> files;
+  for (const char* split : kSplits)
+    for (const char* which : {"X", "y"}) files.push_back(fs::path(dataset_file(dir, raw.file_prefix, split, which)).filename().string());
+  for (const std::string& f : files) {
+    bool found = false;
+    for (auto& [name, _] : raw.sha256) found = found || name == f;
+    if (!found) v.add(fmt::format("{}: sha256 has no entry for {}", path, f));
+  }
+  for (auto& [name, _] : raw.sha256)
+    if (std::find(files.begin(), files.end(), name) == files.end())
+      v.add(fmt::format("{}: sha256 names '{}', which is not a file of this dataset", path, name));
+}
+
+// The header of one [N, cols] int64 array; returns N or -1 after adding a violation.
+static int64_t check_matrix_header(const std::string& path, int cols, const std::string& task, Violations& v) {
+  NpyHeader h;
+  uint64_t file_size = 0;
+  try {
+    std::error_code ec;
+    file_size = fs::file_size(path, ec);
+    if (ec) fail("{}: cannot read its size: {}", path, ec.message());
+    h = read_header_only(path);
+  } catch (const Error& e) {
+    v.add(e.what());
+    return -1;
+  }
+  if (h.dtype != NpyDtype::int64) {
+    v.add(fmt::format("{}: dtype is {}, expected int64 (<i8)", path, dtype_name(h.dtype)));
+    return -1;
+  }
+  if (h.shape.size() != 2 || h.shape[1] != cols) {
+    v.add(fmt::format("{}: shape is {}, but task {} implies [N, {}]", path, shape_text(h.shape), task, cols));
+    return -1;
+  }
+  const int64_t n = h.shape[0];
+  if (n < 1) {
+    v.add(fmt::format("{}: shape is {}: no samples (every split needs at least 1)", path, shape_text(h.shape)));
+    return -1;
+  }
+  // n * cols * 8 + data_offset, without overflow: a shape may claim more than any file holds.
+  const uint64_t per_row = uint64_t(cols) * 8;
+  if (uint64_t(n) > (UINT64_MAX - h.data_offset) / per_row || uint64_t(n) * per_row + h.data_offset != file_size) {
+    const bool huge = uint64_t(n) > (UINT64_MAX - h.data_offset) / per_row;
+    v.add(fmt::format("{}: shape {} needs {} bytes of data, the file holds {}", path, shape_text(h.shape),
+                      huge ? std::string("more than 2^64") : fmt::format("{}", uint64_t(n) * per_row),
+                      file_size >= h.data_offset ? file_size - h.data_offset : 0));
+    return -1;
+  }
+  return n;
+}
+
+int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, const std::string& split, Violations& v) {
+  const std::string x_path = dataset_file(dir, meta.file_prefix, split, "X");
+  const std::string y_path = dataset_file(dir, meta.file_prefix, split, "y");
+  const bool has_x = fs::is_regular_file(x_path), has_y = fs::is_regular_file(y_path);
+  if (!has_x || !has_y) {
+    v.add(fmt::format("{}: missing {} split ({} not found)", dir, split,
+                      fs::path(has_x ? y_path : x_path).filename().string()));
+    return -1;
+  }
+  const int64_t nx = check_matrix_header(x_path, meta.len_x, meta.task, v);
+  const int64_t ny = check_matrix_header(y_path, meta.len_y, meta.task, v);
+  if (nx < 0 || ny < 0) return -1;
+  if (nx != ny) {
+    v.add(fmt::format("{} has {} rows but {} has {}", x_path, nx, y_path, ny));
+    return -1;
+  }
+  const int k = split == "train" ? 0 : split == "val" ? 1 : 2;
+  if (meta.from_meta_yaml && meta.counts[k] != nx) {
+    v.add(fmt::format("{}: counts.{} is {}, but {} has {} rows", (fs::path(dir) / "meta.yaml").string(), split,
+                      meta.counts[k], fs::path(x_path).filename().string(), nx));
+    return -1;
+  }
+  return nx;
+}
+
+DatasetMeta read_dataset_meta(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("dataset directory {} does not exist", dir);
+  const fs::path path = fs::path(dir) / "meta.yaml";
+  if (fs::exists(path, ec)) {
+    if (!fs::is_regular_file(path, ec)) fail("{} is not a regular file", path.string());
+    return meta_from_yaml(path.string());
+  }
   return meta_from_file_names(dir);
 }
 
-LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std::string& split) {
+DatasetMeta load_dataset_meta(const std::string& dir) {
+  const CheckResult r = check_dataset(dir);
+  if (!r.ok) fail("{}", invalid_dataset_message(dir, r.violations));
+  return implied_meta(read_dataset_meta(dir));
+}
+
+std::string invalid_dataset_message(const std::string& dir, const std::vector<std::string>& violations) {
+  std::string text = fmt::format("{} is not a valid dataset:", dir);
+  for (const std::string& v : violations) text += "\n  " + v;
+  return text;
+}
+
+// X and y of one split of a meta whose values are the task's: layout checked first (fails with the
+// invalid-dataset message), then read; nothing is indexed before both shapes are known to fit.
+static void read_split(const std::string& dir, const DatasetMeta& meta, const std::string& split,
+                       std::vector<int64_t>& X, std::vector<int64_t>& Y, int64_t& n) {
+  if (split != "train" && split != "val" && split != "test") fail("unknown split '{}' (train, val, test)", split);
+  Violations v;
+  n = check_split_layout(dir, meta, split, v);
+  if (n < 0) fail("{}", invalid_dataset_message(dir, v.list));
+  read_checked_matrix(dataset_file(dir, meta.file_prefix, split, "X"), n, meta.len_x, X);
+  read_checked_matrix(dataset_file(dir, meta.file_prefix, split, "y"), n, meta.len_y, Y);
+}
+
+LmSplit load_lm_split(const std::string& dir, const DatasetMeta& given, const std::string& split) {
+  const DatasetMeta meta = implied_meta(given);
+  std::vector<int64_t> X, Y;
+  int64_t nx = 0;
+  read_split(dir, meta, split, X, Y, nx);
+  const int64_t cx = meta.len_x, cy = meta.len_y;
   const std::string x_path = dataset_file(dir, meta.file_prefix, split, "X");
   const std::string y_path = dataset_file(dir, meta.file_prefix, split, "y");
-  int64_t nx, cx, ny, cy;
-  std::vector<int64_t> X = read_npy_int_matrix(x_path, nx, cx);
-  std::vector<int64_t> Y = read_npy_int_matrix(y_path, ny, cy);
-  if (cx != meta.len_x) fail("{}: {} columns, meta says len_x {}", x_path, cx, meta.len_x);
-  if (cy != meta.len_y) fail("{}: {} columns, meta says len_y {}", y_path, cy, meta.len_y);
-  if (nx != ny) fail("{} has {} rows but {} has {}", x_path, nx, y_path, ny);
+  // Every id that reaches the model is checked once, here.
   const int64_t vocab = int64_t(meta.vocab.size());
-  for (auto [ids, path] : {std::pair{&X, &x_path}, std::pair{&Y, &y_path}})
-    for (size_t i = 0; i < ids->size(); i++)
-      if ((*ids)[i] < 0 || (*ids)[i] >= vocab)
-        fail("{}: id {} at row {} is outside the vocabulary [0, {})", *path, (*ids)[i], int64_t(i) / (path == &x_path ? cx : cy), vocab);
+  int64_t max_id = -1;
+  for (auto [ids, path, cols] : {std::tuple{&X, &x_path, cx}, std::tuple{&Y, &y_path, cy}})
+    for (size_t i = 0; i < ids->size(); i++) {
+      const int64_t id = (*ids)[i];
+      if (id < 0 || id >= vocab)
+        fail("{}: id {} at row {} is outside the vocabulary [0, {}) of task {}", *path, id, int64_t(i) / cols, vocab,
+             meta.task);
+      max_id = std::max(max_id, id);
+    }
   LmSplit s;
   s.n = nx;
+  s.max_id = int32_t(max_id);
   if (meta.stacked) {
     // S = concat(X, y); input = S[:-1], target = S[1:].
     const int len_s = int(cx + cy);
@@ -244,43 +628,97 @@ LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std
       }
     }
   } else {
-    if (cx != cy) fail("{}: unstacked task needs X and y of equal width ({} vs {})", dir, cx, cy);
-    s.seq_len = int(cx);
+    s.seq_len = int(cx);  // the task makes cx == cy (sqeq)
     s.input.assign(X.begin(), X.end());
     s.target.assign(Y.begin(), Y.end());
   }
   return s;
 }
 
+namespace {
+
+// Streaming sha256 (OpenSSL EVP), for files too large to hold twice.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
+      EVP_MD_CTX_free(ctx_);
+      fail("sha256 failed");
+    }
+  }
+  ~Sha256() { EVP_MD_CTX_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, size_t n) {
+    if (n > 0 && EVP_DigestUpdate(ctx_, data, n) != 1) fail("sha256 failed");
+  }
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx_, digest, &len) != 1) fail("sha256 failed");
+    std::string out;
+    for (unsigned int i = 0; i < len; i++) out += fmt::format("{:02x}", digest[i]);
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+// Reads up to n bytes; fails on a read error.
+size_t read_some(std::ifstream& in, char* data, size_t n, const std::string& path) {
+  in.read(data, std::streamsize(n));
+  if (in.bad()) fail("cannot read {}", path);
+  return size_t(in.gcount());
+}
+
 // sha256 of a file, read in 1 MiB chunks (a split of copy360 is 750 MB).
-static std::string file_sha256_hex(const std::string& path) {
+std::string file_sha256_hex(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}", path);
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
-    EVP_MD_CTX_free(ctx);
-    fail("sha256 failed");
-  }
+  Sha256 sha;
   std::vector<char> buf(1 << 20);
-  bool ok = true;
-  while (ok && in) {
-    in.read(buf.data(), std::streamsize(buf.size()));
-    if (in.gcount() > 0) ok = EVP_DigestUpdate(ctx, buf.data(), size_t(in.gcount())) == 1;
+  while (size_t got = read_some(in, buf.data(), buf.size(), path)) sha.update(buf.data(), got);
+  return sha.hex();
+}
+
+}  // namespace
+
+std::string read_checked_matrix(const std::string& path, int64_t n, int cols, std::vector<int64_t>& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open {}", path);
+  std::string head(1 << 17, '\0');
+  head.resize(read_some(in, head.data(), head.size(), path));
+  const NpyHeader h = parse_npy_header(head, path);
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  // The file may have been replaced since check_split_layout read its header.
+  if (ec || h.dtype != NpyDtype::int64 || h.shape != std::vector<int64_t>{n, cols} ||
+      size != h.data_offset + uint64_t(n) * uint64_t(cols) * 8)
+    fail("{}: the file changed while it was read", path);
+  Sha256 sha;
+  sha.update(head.data(), h.data_offset);
+  out.resize(size_t(n) * size_t(cols));
+  char* dst = reinterpret_cast<char*>(out.data());
+  size_t done = 0;
+  const size_t total = out.size() * 8;
+  // The part of the data already in `head`, then the rest straight into `out`.
+  const size_t in_head = std::min(total, head.size() - h.data_offset);
+  std::memcpy(dst, head.data() + h.data_offset, in_head);
+  done = in_head;
+  while (done < total) {
+    const size_t got = read_some(in, dst + done, std::min<size_t>(total - done, 1 << 24), path);
+    if (got == 0) fail("{}: the file changed while it was read", path);
+    done += got;
   }
-  const bool read_error = in.bad();
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  ok = ok && EVP_DigestFinal_ex(ctx, digest, &len) == 1;
-  EVP_MD_CTX_free(ctx);
-  if (read_error) fail("cannot read {}", path);
-  if (!ok) fail("sha256 failed");
-  std::string hex;
-  for (unsigned int i = 0; i < len; i++) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  sha.update(dst, total);
+  char extra;
+  if (read_some(in, &extra, 1, path) != 0) fail("{}: the file changed while it was read", path);
+  return sha.hex();
 }
 
 std::string dataset_fingerprint(const std::string& dir) {
-  const DatasetMeta meta = load_dataset_meta(dir);
+  const DatasetMeta meta = read_dataset_meta(dir);
   std::string text = "rmt dataset fingerprint v1\n";
   for (const char* split : kSplits)
     for (const char* which : {"X", "y"}) {
@@ -315,11 +753,18 @@ static std::string sqeq_block(const DatasetMeta& meta, const int64_t* ids) {
 }
 
 std::vector<std::string> show_samples(const std::string& dir, const std::string& split, int n) {
-  DatasetMeta meta = load_dataset_meta(dir);
   if (split != "train" && split != "val" && split != "test") fail("unknown split '{}' (train, val, test)", split);
-  int64_t nx, cx, ny, cy;
-  std::vector<int64_t> X = read_npy_int_matrix(dataset_file(dir, meta.file_prefix, split, "X"), nx, cx);
-  std::vector<int64_t> Y = read_npy_int_matrix(dataset_file(dir, meta.file_prefix, split, "y"), ny, cy);
+  // meta.yaml must agree with the task (the header line and the decoding rely on it); rows are
+  // shown as they are, ids outside the vocabulary as <id?>, so a broken row can be looked at.
+  const DatasetMeta raw = read_dataset_meta(dir);
+  const DatasetMeta meta = implied_meta(raw);
+  Violations v;
+  check_meta_values(dir, raw, meta, v);
+  if (v.total > 0) fail("{}", invalid_dataset_message(dir, v.list));
+  std::vector<int64_t> X, Y;
+  int64_t nx = 0;
+  read_split(dir, meta, split, X, Y, nx);
+  const int64_t ny = nx, cx = meta.len_x, cy = meta.len_y;
   std::vector<std::string> lines;
   lines.push_back(fmt::format("{} {} split: {} samples, X [{}, {}], y [{}, {}]; answer = last {} target ids{}", meta.task,
                               split, nx, nx, cx, ny, cy, meta.answer_size,

@@ -1,7 +1,9 @@
 #pragma once
 // Reading a dataset directory written by `rmt generate` (or by the authors' generate_data.py)
 // and turning it into what the model trains on: input ids and next-token targets.
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,17 +15,28 @@ struct DatasetMeta {
   std::string file_prefix;          // the {task} part of {task}_{split}_X.npy
   std::vector<std::string> vocab;   // id -> symbol; vocab.size() is the model's n_token
   int len_x = 0, len_y = 0;         // columns of X and y
+  int input_length = 0;             // model input positions: len_x + len_y - 1 if stacked, else len_x
   int answer_size = 0;              // loss/accuracy positions at the end of the target
   bool stacked = true;              // input = concat(X,y)[:-1], target = concat(X,y)[1:]
   bool from_meta_yaml = false;      // false: inferred for a directory written by the authors' code
-  // Added by the data engineer: the resolved task options, for decoding and checking.
+  // The resolved task options, for decoding and checking.
   std::string kind;                 // copy | reverse | retrieval | sqeq
   int length = 0, symbols = 0, pairs = 0;
-  int64_t seed = -1;                // -1 when unknown (authors' data)
+  std::optional<uint64_t> seed;     // absent for the authors' data
+  std::array<int64_t, 3> counts = {-1, -1, -1};  // train/val/test rows in meta.yaml; -1: not recorded
   std::vector<std::pair<std::string, std::string>> sha256;  // file name -> hex, from meta.yaml
 };
 
-// Reads DIR/meta.yaml, or infers the meta from the file names when it is absent.
+// DIR/meta.yaml as written, read strictly: every key known, present once and of its type, a known
+// task with its options. Without meta.yaml, the meta is inferred from the file names and the
+// .npy headers (the authors' layout). The values may still contradict the task or the arrays:
+// only check_dataset (tasks/tasks.h) finds that. For inspection; whatever trains or scores uses
+// load_dataset_meta.
+DatasetMeta read_dataset_meta(const std::string& dir);
+
+// The meta of a dataset that passes `rmt data check` (the same check_dataset), with every value
+// as the task implies it. Fails with the message `rmt data check` gives otherwise. This reads and
+// checks every file (measured: about 0.3 s for `rmt generate copy`'s defaults, 2 s for copy120).
 DatasetMeta load_dataset_meta(const std::string& dir);
 
 // One split in the model's view. input and target are [n, seq_len] row-major.
@@ -31,7 +44,10 @@ struct LmSplit {
   int64_t n = 0;
   int seq_len = 0;
   std::vector<int32_t> input, target;
+  int32_t max_id = -1;  // the largest id in input and target (always < the dataset's vocab size)
 };
+// Checks the split's files (dtype int64, shapes [N, len_x] / [N, len_y], N >= 1 in both, every id
+// inside meta.vocab) before it builds the view; fails naming the file otherwise.
 LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std::string& split);
 
 // 64 hex digits identifying the data a run trains and is scored on: sha256 over the names and

@@ -33,11 +33,7 @@ void add_data_command(CLI::App& app) {
   check_cmd->callback([check_dir] {
     CheckResult r = check_dataset(*check_dir);
     for (const std::string& line : r.summary) fmt::print("{}\n", line);
-    if (!r.ok) {
-      std::string text;
-      for (const std::string& v : r.violations) text += "\n  " + v;
-      fail("{} is not a valid dataset:{}", *check_dir, text);
-    }
+    if (!r.ok) fail("{}", invalid_dataset_message(*check_dir, r.violations));
   });
 }
 
