@@ -105,22 +105,22 @@ static void check_generate_sizes(const GenerateRequest& r) {
   // Every split is needed: train trains on train, picks the best checkpoint on val, reports test.
   for (auto [flag, n] : {std::pair{"--train", s.train}, std::pair{"--val", s.val}, std::pair{"--test", s.test}})
     if (n < 1) fail("{} must be at least 1 (got {}): training needs all three splits", flag, n);
-  const int64_t possible = max_unique_samples(t);  // < 2^62, so a larger request fails without overflow
+  // Memory while generating: all X rows, the duplicate set (about 48 bytes a row), and the
+  // largest split's y plus the bytes of its two files. In double: the sizes may be absurd.
+  const double total = double(s.train) + double(s.val) + double(s.test), largest = double(std::max({s.train, s.val, s.test}));
+  const double len_x = task_len_x(t), len_y = task_len_y(t);
+  const double memory = total * len_x * 8 + total * 48 + largest * (len_y * 8 + (len_x + len_y) * 8);
+  const uint64_t ram = physical_memory_bytes();
+  if (ram > 0 && memory > double(ram))
+    fail("train {} + val {} + test {} samples of {} (X {} ids, y {} ids each) need about {} of memory to "
+         "generate; this machine has {}", s.train, s.val, s.test, t.name, int(len_x), int(len_y), gigabytes(memory), gigabytes(double(ram)));
+  const int64_t possible = max_unique_samples(t);  // <= 2^62: the sums below cannot overflow
   for (auto [flag, n] : {std::pair{"--train", s.train}, std::pair{"--val", s.val}, std::pair{"--test", s.test}})
     if (n > possible)
       fail("{} {} is more than {} has: only {} distinct samples", flag, n, t.name, possible);
   if (s.train > possible - s.val || s.train + s.val > possible - s.test)
     fail("{} samples requested (train {} + val {} + test {}) but {} has only {} distinct samples",
          uint64_t(s.train) + uint64_t(s.val) + uint64_t(s.test), s.train, s.val, s.test, t.name, possible);
-  // Memory while generating: all X rows, the duplicate set (about 48 bytes a row), and the
-  // largest split's y plus the bytes of its two files. In double: the sizes may be absurd.
-  const double total = double(s.total()), largest = double(std::max({s.train, s.val, s.test}));
-  const double len_x = task_len_x(t), len_y = task_len_y(t);
-  const double memory = total * len_x * 8 + total * 48 + largest * (len_y * 8 + (len_x + len_y) * 8);
-  const uint64_t ram = physical_memory_bytes();
-  if (ram > 0 && memory > double(ram))
-    fail("{} samples of {} (X {} ids, y {} ids each) need about {} of memory to generate; this machine has {}",
-         s.total(), t.name, int(len_x), int(len_y), gigabytes(memory), gigabytes(double(ram)));
   const double disk = total * (len_x + len_y) * 8 + 6 * 256.0;
   const std::optional<uint64_t> free_bytes = free_disk_bytes(r.out_dir);
   if (free_bytes && disk > double(*free_bytes))

@@ -274,3 +274,82 @@ TEST_CASE("dataset fingerprint: same data same value, with or without meta.yaml;
   fs::remove_all(a);
   fs::remove_all(b);
 }
+
+TEST_CASE("meta.yaml contradictions: every one a violation naming key, value and implied value; load refuses") {
+  std::string dir = tasks_tmp("contradict");
+  small_set("reverse", dir, 3, {30, 5, 5});
+  const std::string meta_path = (fs::path(dir) / "meta.yaml").string();
+  const std::string good = rmt::read_file(meta_path);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), to);
+    rmt::write_file_atomic(meta_path, text);
+  };
+  // Several at once: each is listed.
+  std::string text = good;
+  for (auto [from, to] : {std::pair{"answer_size: 24", "answer_size: 48"}, std::pair{"len_y: 25", "len_y: 49"},
+                          std::pair{"train: 30", "train: 31"}, std::pair{"stacked: true", "stacked: false"}})
+    text.replace(text.find(from), std::string(from).size(), to);
+  rmt::write_file_atomic(meta_path, text);
+  rmt::CheckResult c = rmt::check_dataset(dir);
+  CHECK(!c.ok);
+  std::string all;
+  for (auto& v : c.violations) all += v + "\n";
+  CAPTURE(all);
+  CHECK(all.find("meta.yaml: answer_size is 48, but task reverse implies 24") != std::string::npos);
+  CHECK(all.find("meta.yaml: len_y is 49, but task reverse implies 25") != std::string::npos);
+  CHECK(all.find("meta.yaml: stacked is false, but task reverse implies true") != std::string::npos);
+  CHECK(all.find("meta.yaml: counts.train is 31, but reverse_train_X.npy has 30 rows") != std::string::npos);
+  // The loader refuses with the message `rmt data check` gives, and fails before reading rows.
+  const std::string refused = error_of([&] { rmt::load_dataset_meta(dir); });
+  CHECK(refused == rmt::invalid_dataset_message(dir, c.violations));
+  // read_dataset_meta gives the values as written; implied values only after the check.
+  CHECK(rmt::read_dataset_meta(dir).answer_size == 48);
+  with("answer_size: 24", "answer_size: 24");
+  CHECK(rmt::check_dataset(dir).ok);
+  CHECK(rmt::load_dataset_meta(dir).answer_size == 24);
+  // Structure errors are thrown (one line, naming file and key).
+  with("len_x: 24", "len_x: [24]");
+  CHECK(error_of([&] { rmt::check_dataset(dir); }) == meta_path + ": 'len_x' must be an integer, got a list");
+  with("counts: {train: 30, val: 5, test: 5}", "counts: {train: 30, val: 5, test: 5, extra: 1}");
+  CHECK(error_of([&] { rmt::load_dataset_meta(dir); }).find("unknown key 'counts.extra'") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("readers check shapes and dtype before reading an element: float32, [N, 0], overflowing shapes") {
+  std::string dir = tasks_tmp("shapes");
+  small_set("copy", dir, 3, {30, 5, 5});
+  fs::remove(fs::path(dir) / "meta.yaml");
+  const std::string y_path = rmt::dataset_file(dir, "copy", "train", "y");
+  const std::string x_path = rmt::dataset_file(dir, "copy", "val", "X");
+  const std::string y_good = rmt::read_file(y_path), x_good = rmt::read_file(x_path);
+  rmt::DatasetMeta meta = rmt::load_dataset_meta(dir);
+  std::vector<int64_t> none;
+  rmt::write_npy_int64(y_path, {30, 0}, none.data());
+  CHECK(error_of([&] { rmt::load_lm_split(dir, meta, "train"); }).find("copy_train_y.npy: shape is [30, 0], but task copy implies [N, 49]") != std::string::npos);
+  CHECK(!rmt::check_dataset(dir).ok);
+  CHECK_THROWS_AS(rmt::show_samples(dir, "train", 3), rmt::Error);
+  rmt::write_file_atomic(y_path, y_good);
+  std::vector<float> f(5 * 24, 2.0f);
+  rmt::write_npy_float32(x_path, {5, 24}, f.data());
+  CHECK(error_of([&] { rmt::load_lm_split(dir, meta, "val"); }).find("copy_val_X.npy: dtype is float32") != std::string::npos);
+  CHECK_THROWS_AS(rmt::show_samples(dir, "val", 3), rmt::Error);
+  rmt::write_file_atomic(x_path, x_good);
+  CHECK(rmt::check_dataset(dir).ok);
+  rmt::LmSplit s = rmt::load_lm_split(dir, meta, "val");
+  CHECK(s.max_id >= 2);
+  CHECK(s.max_id < 12);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("generate: every split needs rows; seeds up to 2^64-1 round-trip through meta.yaml") {
+  std::string dir = tasks_tmp("gen_sizes");
+  for (rmt::SplitSizes s : {rmt::SplitSizes{0, 5, 5}, rmt::SplitSizes{5, 0, 5}, rmt::SplitSizes{5, 5, 0}}) {
+    CHECK(error_of([&] { small_set("copy", dir, 1, s); }).find("must be at least 1") != std::string::npos);
+    CHECK(!fs::exists(dir));
+  }
+  small_set("copy", dir, UINT64_MAX, {5, 2, 2});
+  CHECK(rmt::load_dataset_meta(dir).seed == UINT64_MAX);
+  fs::remove_all(dir);
+}

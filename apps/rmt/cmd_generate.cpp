@@ -1,4 +1,5 @@
 // `rmt generate TASK --out DIR ...`: parses options and prints a summary; the work is in tasks/.
+#include <charconv>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -14,11 +15,20 @@ namespace rmt::cli {
 namespace {
 struct GenerateArgs {
   std::string task, out;
-  uint64_t seed = 0;
+  std::string seed = "0";
   int64_t train = 0, val = 0, test = 0;
   int length = 0, symbols = 0, pairs = 0;
   bool force = false;
 };
+// 0..2^64-1, digits only: CLI11 would turn "-1" into 2^64-1.
+uint64_t parse_seed(const std::string& text) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    fail("--seed must be an integer in 0..18446744073709551615 (got '{}')", text);
+  return v;
+}
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
@@ -47,7 +57,7 @@ void add_generate_command(CLI::App& app) {
     if (train->count()) r.sizes.train = args->train;
     if (val->count()) r.sizes.val = args->val;
     if (test->count()) r.sizes.test = args->test;
-    r.seed = args->seed;
+    r.seed = parse_seed(args->seed);
     r.out_dir = args->out;
     r.force = args->force;
     GenerateResult res = generate_dataset(r);
