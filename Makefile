@@ -1,12 +1,24 @@
 # rmt: thin wrapper over CMake.  `make` builds, `make test` tests, `make run` demos.
+# `make SANITIZE=1 [test]`: the same with AddressSanitizer + UBSan, in build-san.
+SANITIZE ?=
+ifeq ($(strip $(SANITIZE)),1)
+BUILD   ?= build-san
+CMAKE_OPTIONS += -DRMT_SANITIZE=ON
+# Leak checking stays on; a report of any kind fails the test (UBSan: -fno-sanitize-recover).
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS ?= print_stacktrace=1
+else
 BUILD   ?= build
+endif
 NATIVE  ?= ON            # NATIVE=OFF for a portable binary (no -march=native)
 JOBS    ?= $(shell nproc)
 RMT     := $(BUILD)/rmt
+CTEST_ARGS ?=            # e.g. make test CTEST_ARGS='-R golden'
 
+# ccache: optional, used when CMAKE_CXX_COMPILER_LAUNCHER=ccache is exported (CI does).
 BUILD_PACKAGES := cmake g++ make libcli11-dev libeigen3-dev libfmt-dev doctest-dev \
                   libyaml-cpp-dev nlohmann-json3-dev libssl-dev libdnnl-dev \
-                  ocl-icd-opencl-dev
+                  ocl-icd-opencl-dev ccache
 TEST_PACKAGES  := python3-torch python3-numpy
 RUN_PACKAGES   := gnuplot-nox
 ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) $(RUN_PACKAGES)
@@ -34,13 +46,13 @@ _install:
 	fi
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE))
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE)) $(CMAKE_OPTIONS)
 
 build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: deps-test build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
 
 # The README's main job: generate data, run the quick_copy sweep (resumable: re-running skips
 # finished runs), print the table and write the plot. About 3 minutes on 2 cores.
