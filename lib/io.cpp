@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -17,6 +19,40 @@
 namespace rmt {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The kill-test hook (see kKillAtWriteEnv in io.h).
+struct KillAtWrite {
+  long long at = 0;   // the point to die at; 0: never
+  std::string match;  // count only files whose path contains this
+  long long seen = 0;
+};
+
+KillAtWrite read_kill_at_write() {
+  KillAtWrite k;
+  const char* value = std::getenv(kKillAtWriteEnv);
+  if (!value) return k;
+  std::string text = value;
+  size_t colon = text.find(':');
+  k.at = std::atoll(text.substr(0, colon).c_str());
+  if (colon != std::string::npos) k.match = text.substr(colon + 1);
+  ::unsetenv(kKillAtWriteEnv);
+  return k;
+}
+
+KillAtWrite g_kill_at_write = read_kill_at_write();
+
+bool kill_hook_armed(const fs::path& path) {
+  return g_kill_at_write.at > 0 &&
+         (g_kill_at_write.match.empty() || path.string().find(g_kill_at_write.match) != std::string::npos);
+}
+
+void kill_point() {
+  if (++g_kill_at_write.seen == g_kill_at_write.at) ::raise(SIGKILL);
+}
+
+}  // namespace
 
 static void write_all(int fd, std::string_view bytes, const fs::path& path) {
   const char* p = bytes.data();
@@ -37,7 +73,13 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
   tmp += fmt::format(".tmp.{}", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) fail("cannot write {}: {}", path.string(), std::strerror(errno));
+  const bool hooked = kill_hook_armed(path);
   try {
+    if (hooked) {
+      write_all(fd, bytes.substr(0, bytes.size() / 2), tmp);
+      kill_point();
+      bytes.remove_prefix(bytes.size() / 2);
+    }
     write_all(fd, bytes, tmp);
   } catch (...) {
     ::close(fd);
@@ -46,11 +88,13 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
   }
   ::fsync(fd);
   ::close(fd);
+  if (hooked) kill_point();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     fail("cannot rename {} to {}: {}", tmp.string(), path.string(), std::strerror(err));
   }
+  if (hooked) kill_point();
 }
 
 std::string read_file(const fs::path& path) {
@@ -66,14 +110,23 @@ void append_line(const fs::path& path, std::string_view line) {
   if (fd < 0) fail("cannot open {} for appending: {}", path.string(), std::strerror(errno));
   std::string buf(line);
   buf += '\n';
+  const bool hooked = kill_hook_armed(path);
   try {
-    write_all(fd, buf, path);
+    std::string_view rest = buf;
+    if (hooked) {
+      write_all(fd, rest.substr(0, rest.size() / 2), path);
+      kill_point();
+      rest.remove_prefix(rest.size() / 2);
+    }
+    write_all(fd, rest, path);
   } catch (...) {
     ::close(fd);
     throw;
   }
+  if (hooked) kill_point();
   ::fsync(fd);
   ::close(fd);
+  if (hooked) kill_point();
 }
 
 std::vector<fs::path> remove_stale_temp_files(const fs::path& dir,

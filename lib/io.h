@@ -38,4 +38,13 @@ class DirectoryLock {
 // sha256 of a byte string as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view bytes);
 
+// Kill tests only (tests/test_kill.cpp): with RMT_TEST_KILL_AT_WRITE=N or N:TEXT in its
+// environment, a process SIGKILLs itself at the Nth "write point" among the files whose path
+// contains TEXT (all files without it). Every write_file_atomic and append_line has three
+// points: (1) half the bytes written (a torn temp file or line), (2) all bytes written, not yet
+// committed (before the rename or the fsync), (3) committed. The variable is read once at startup
+// and removed from the environment, so it never reaches the processes this one starts (a
+// sweep's runs). Unset, it costs one comparison per file written.
+constexpr const char* kKillAtWriteEnv = "RMT_TEST_KILL_AT_WRITE";
+
 }  // namespace rmt

@@ -1,0 +1,464 @@
+// Kill tests: `rmt train` and `rmt sweep -j 2` SIGKILLed at every file-write point (the
+// RMT_TEST_KILL_AT_WRITE hook of lib/io.h: inside a write, between its temp file and the rename,
+// and just after) and at moments between writes, then resumed with the documented command.
+// The outcome must equal an uninterrupted run's: every file bit-identical except the fields that
+// measure time, no metrics line lost or duplicated, every sweep run once in results.csv, no temp
+// file left, and no lock left that blocks the next run.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "lib/io.h"
+#include "lib/results_table.h"
+#include "lib/safetensors.h"
+#include "lib/sweep.h"
+#include "tests/cli.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// ---- running rmt --------------------------------------------------------------------------------
+
+// Starts `rmt ARGS` with stdout and stderr appended to `log`; with kill_at set, the process
+// SIGKILLs itself at that write point (lib/io.h: "N" or "N:PATH_TEXT").
+pid_t start_rmt(const std::vector<std::string>& args, const fs::path& log, const std::string& kill_at = "") {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (!kill_at.empty()) setenv(rmt::kKillAtWriteEnv, kill_at.c_str(), 1);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    std::vector<char*> argv;
+    std::vector<std::string> copy = args;
+    argv.push_back(const_cast<char*>(RMT_BINARY));
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(RMT_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+struct Outcome {
+  bool killed = false;  // by SIGKILL
+  int status = -1;      // exit status otherwise
+};
+
+Outcome wait_rmt(pid_t pid) {
+  int ws = 0;
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+  Outcome o;
+  if (WIFSIGNALED(ws)) o.killed = WTERMSIG(ws) == SIGKILL;
+  else if (WIFEXITED(ws)) o.status = WEXITSTATUS(ws);
+  return o;
+}
+
+Outcome run_rmt(const std::vector<std::string>& args, const fs::path& log, const std::string& kill_at = "") {
+  return wait_rmt(start_rmt(args, log, kill_at));
+}
+
+std::string text_of(const fs::path& path) { return fs::exists(path) ? rmt::read_file(path) : ""; }
+
+// Files named like write_file_atomic's temp files (NAME.tmp.PID) anywhere under dir.
+std::vector<std::string> temp_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+// Waits until no process has `text` in its command line (the runs of a killed sweep die with it).
+bool no_process_mentions(const std::string& text) {
+  for (int attempt = 0; attempt < 250; ++attempt) {
+    bool found = false;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (cmdline.find(text) != std::string::npos) found = true;
+    }
+    if (!found) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// A fixed-seed generator for choosing kill points (the same choice every time).
+struct Lcg {
+  uint64_t state;
+  uint64_t below(uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  }
+};
+
+// ---- what must be identical ---------------------------------------------------------------------
+
+// metrics.jsonl without tokens_per_s (timing); a torn line shows up as "<torn>".
+std::string metrics_without_timing(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) return out + "<torn, no newline>\n";
+    json j = json::parse(text.substr(start, end - start), nullptr, false);
+    if (j.is_discarded()) {
+      out += "<torn>\n";
+    } else {
+      j.erase("tokens_per_s");
+      out += j.dump() + "\n";
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// state.safetensors without its wall_time_s metadata: tensors and the other counters.
+std::string state_without_timing(const fs::path& path) {
+  rmt::SafetensorsFile f = rmt::load_safetensors(path.string());
+  std::string out;
+  for (const auto& [key, value] : f.metadata)
+    if (key != "wall_time_s") out += key + "=" + value + "\n";
+  for (const auto& [name, t] : f.tensors) {
+    out += name + "\n";
+    out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
+  }
+  return out;
+}
+
+// A run directory's files as they must match: bytes, except the timing fields.
+std::map<std::string, std::string> run_files(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name == "train.log" || name == "sweep_error.txt") continue;  // a sweep's own notes
+    std::string bytes = rmt::read_file(e.path());
+    if (name == "metrics.jsonl") {
+      bytes = metrics_without_timing(bytes);
+    } else if (name == "results.json") {
+      json j = json::parse(bytes, nullptr, false);
+      if (!j.is_discarded()) j.erase("wall_time_s");
+      bytes = j.dump();
+    } else if (name == "state.safetensors") {
+      bytes = state_without_timing(e.path());
+    }
+    files[name] = bytes;
+  }
+  return files;
+}
+
+// Checks that run directory `got` holds exactly the files of `want`, with equal contents.
+void check_same_run(const fs::path& want, const fs::path& got, const std::string& context) {
+  CAPTURE(context);
+  auto a = run_files(want), b = run_files(got);
+  std::set<std::string> names;
+  for (const auto& [k, v] : a) names.insert(k);
+  for (const auto& [k, v] : b) names.insert(k);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    CHECK_MESSAGE(a.count(name), "unexpected file " << (got / name).string());
+    CHECK_MESSAGE(b.count(name), "missing file " << (got / name).string());
+    if (a.count(name) && b.count(name)) {
+      if (name == "metrics.jsonl") CHECK(a[name] == b[name]);  // prints both on failure
+      else CHECK_MESSAGE(a[name] == b[name], "differs from the uninterrupted run: " << name);
+    }
+  }
+}
+
+// ---- rmt train ----------------------------------------------------------------------------------
+
+// A tiny run: 8 steps, a log line every 2, an evaluation and checkpoint every 4 (so kills land
+// before the first checkpoint, between checkpoints and inside each checkpoint's three files).
+struct TinyTrain {
+  fs::path root, config, reference;
+  TinyTrain() {
+    root = fresh_tmp("rmt_test_kill", "train");
+    fs::create_directories(root);
+    const fs::path data = root / "data";
+    Run g = rmt_run("generate copy --length 5 --symbols 4 --train 300 --val 40 --test 40 --out " + data.string());
+    REQUIRE_MESSAGE(g.status == 0, g.output);
+    config = root / "tiny.yaml";
+    std::ofstream(config) << "data: " << data.string() << "\n"
+                          << "segments: 3\n"
+                          << "model: {kind: rmt, n_layer: 1, n_head: 2, d_head: 4, d_model: 8, "
+                             "d_inner: 16, dropout: 0.1, num_mem_tokens: 2}\n"
+                          << "train: {batch_size: 8, lr: 1.0e-3, max_steps: 8, eval_every: 4, "
+                             "log_every: 2, seed: 3, threads: 1}\n";
+    reference = root / "uninterrupted";
+    Outcome o = train(reference);
+    REQUIRE_MESSAGE(o.status == 0, text_of(root / "log"));
+  }
+  Outcome train(const fs::path& out, bool resume = false, const std::string& kill_at = "",
+                const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"train", "--config", config.string(), "--out", out.string()};
+    if (resume) args.push_back("--resume");
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_rmt(args, root / "log", kill_at);
+  }
+  // Resumes a killed run with the documented command and checks it against the reference.
+  void resume_and_check(const fs::path& out, const std::string& context) const {
+    fs::remove(root / "log");
+    Outcome o = train(out, true);
+    CAPTURE(context);
+    REQUIRE_MESSAGE(o.status == 0, "rmt train --resume failed: " << text_of(root / "log"));
+    CHECK_MESSAGE(temp_files(out).empty(), "temp files left: " << fmt::format("{}", fmt::join(temp_files(out), " ")));
+    check_same_run(reference, out, context);
+  }
+};
+
+const TinyTrain& tiny_train() {
+  static TinyTrain t;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("kill: rmt train killed at every write point resumes bit-identical") {
+  const TinyTrain& t = tiny_train();
+  const fs::path out = t.root / "killed";
+  // Point n of a fresh run: 1 inside config.yaml's write, ..., the last just after results.json.
+  int points = 0;
+  for (int n = 1;; ++n) {
+    fs::remove_all(out);
+    Outcome o = t.train(out, false, std::to_string(n));
+    if (!o.killed) {
+      REQUIRE_MESSAGE(o.status == 0, text_of(t.root / "log"));
+      break;  // n is past the last write point: the run finished
+    }
+    ++points;
+    t.resume_and_check(out, fmt::format("killed at write point {}", n));
+  }
+  // config.yaml, 4 log lines, 2 evaluation lines, 2 checkpoints of last/best/state (best only
+  // when it improves), results.json: three points each.
+  CHECK(points >= 3 * (1 + 4 + 2 + 2 * 2 + 1));
+  MESSAGE("rmt train: " << points << " kill points");
+}
+
+TEST_CASE("kill: rmt train killed between writes, and killed again while resuming") {
+  const TinyTrain& t = tiny_train();
+  const fs::path out = t.root / "twice";
+  // Between checkpoints: after steps that write nothing or only a log line, before the first
+  // checkpoint and after the last (before results.json).
+  for (int step : {1, 2, 3, 5, 6, 8}) {
+    fs::remove_all(out);
+    Outcome o = t.train(out, false, "", {"--abort-after-step", std::to_string(step)});
+    REQUIRE(o.status == 86);
+    t.resume_and_check(out, fmt::format("died after step {}", step));
+  }
+  // A resume killed inside its first rewrite of metrics.jsonl (the lines after the checkpoint
+  // are dropped), then resumed again.
+  for (int m = 1; m <= 3; ++m) {
+    fs::remove_all(out);
+    REQUIRE(t.train(out, false, "", {"--abort-after-step", "7"}).status == 86);
+    REQUIRE(t.train(out, true, fmt::format("{}:metrics.jsonl", m)).killed);
+    t.resume_and_check(out, fmt::format("resume killed at metrics.jsonl point {}", m));
+  }
+  // Pairs of kill points with a fixed seed: the run killed at one, its resume at another.
+  Lcg rng{20240};
+  int pairs = 0;
+  for (int i = 0; i < 8; ++i) {
+    const int first = 1 + int(rng.below(42)), second = 1 + int(rng.below(30));
+    fs::remove_all(out);
+    if (!t.train(out, false, std::to_string(first)).killed) continue;
+    t.train(out, true, std::to_string(second));  // killed, or finished if past its last point
+    ++pairs;
+    t.resume_and_check(out, fmt::format("killed at point {}, its resume at point {}", first, second));
+  }
+  CHECK(pairs >= 6);
+  MESSAGE("rmt train: 6 between-write kills, 3 + " << pairs << " double kills");
+}
+
+// ---- rmt sweep ----------------------------------------------------------------------------------
+
+namespace {
+
+// Four tiny runs (two kinds x two segment counts), run two at a time.
+const char* kKillSweep = R"(
+data: {task: copy, length: 4, symbols: 4, train: 200, val: 16, test: 16, seed: 0}
+base:
+  model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.1}
+  train: {batch_size: 8, lr: 1.0e-3, schedule: constant, max_steps: 8, eval_every: 4, log_every: 2}
+grid:
+  model.kind: [baseline, rmt]
+  segments: [1, 2]
+derive:
+  model.num_mem_tokens: segment_length / 2 + 1
+)";
+
+// results.csv without wall_time_s, one line per row; fails unless every run is there once, done.
+std::string csv_without_timing(const fs::path& path) {
+  rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(path), path.string());
+  const int wall = csv.column("wall_time_s"), id = csv.column("run_id"), status = csv.column("status");
+  REQUIRE(wall >= 0);
+  std::set<std::string> ids;
+  std::string out;
+  for (const auto& row : csv.rows) {
+    CHECK_MESSAGE(ids.insert(row[size_t(id)]).second, "run listed twice: " << row[size_t(id)]);
+    CHECK(row[size_t(status)] == "done");
+    for (size_t i = 0; i < row.size(); ++i)
+      if (int(i) != wall) out += row[i] + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+struct TinySweep {
+  fs::path root, file, runs, sweep_dir, reference;
+  TinySweep() {
+    root = fresh_tmp("rmt_test_kill", "sweep");
+    fs::create_directories(root);
+    file = root / "tiny.yaml";
+    rmt::write_file_atomic(file, kKillSweep);
+    // Every scenario uses the same runs directory, so RUN_IDs (which hash the dataset's path)
+    // and the saved configs equal the reference's.
+    runs = root / "runs";
+    sweep_dir = runs / "tiny";
+    Outcome o = sweep();
+    REQUIRE_MESSAGE(o.status == 0, text_of(root / "log"));
+    reference = root / "reference";
+    fs::copy(sweep_dir, reference, fs::copy_options::recursive);
+    REQUIRE(rmt::parse_csv(rmt::read_file(reference / "results.csv"), "results.csv").rows.size() == 4);
+  }
+  std::vector<std::string> args() const {
+    return {"sweep", file.string(), "-j", "2", "--runs-dir", runs.string()};
+  }
+  Outcome sweep(const std::string& kill_at = "") const { return run_rmt(args(), root / "log", kill_at); }
+  void clear() const {
+    fs::remove_all(runs);
+    fs::remove(root / "log");
+  }
+  // After a kill: the runs died with the sweep, and a plain re-run completes the sweep as if
+  // nothing had happened.
+  void rerun_and_check(const std::string& context) const {
+    CAPTURE(context);
+    CHECK_MESSAGE(no_process_mentions(runs.string()), "a run outlived its killed sweep");
+    fs::remove(root / "log");
+    Outcome o = sweep();
+    REQUIRE_MESSAGE(o.status == 0, "the re-run failed: " << text_of(root / "log"));
+    CHECK_MESSAGE(temp_files(sweep_dir).empty(),
+                  "temp files left: " << fmt::format("{}", fmt::join(temp_files(sweep_dir), " ")));
+    CHECK(csv_without_timing(sweep_dir / "results.csv") == csv_without_timing(reference / "results.csv"));
+    for (const auto& e : fs::directory_iterator(reference))
+      if (fs::exists(e.path() / "results.json"))
+        check_same_run(e.path(), sweep_dir / e.path().filename(), context + ", run " + e.path().filename().string());
+  }
+};
+
+const TinySweep& tiny_sweep() {
+  static TinySweep t;
+  return t;
+}
+
+// Polls `ready` every 5 ms for up to 60 s.
+template <typename Ready>
+bool wait_for(Ready ready) {
+  auto start = std::chrono::steady_clock::now();
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// How many run directories hold `name`.
+int runs_with(const fs::path& sweep_dir, const std::string& name) {
+  int n = 0;
+  if (fs::exists(sweep_dir))
+    for (const auto& e : fs::directory_iterator(sweep_dir)) n += fs::exists(e.path() / name);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("kill: rmt sweep -j 2 killed at write points resumes with every run once") {
+  const TinySweep& t = tiny_sweep();
+  // The sweep's own writes: results.csv is rebuilt once at the start and after each of the 4
+  // runs (points 1-3: the first rebuild, before any run; 4-6: after the first run, while
+  // another trains; 13-15: the last); a run's config file; a run's command line in train.log.
+  const std::vector<std::string> points = {"1:results.csv",  "2:results.csv", "3:results.csv",
+                                           "4:results.csv",  "5:results.csv", "9:results.csv",
+                                           "14:results.csv", "2:configs/",    "3:train.log"};
+  for (const auto& point : points) {
+    t.clear();
+    Outcome o = t.sweep(point);
+    CHECK_MESSAGE(o.killed, point << ": " << text_of(t.root / "log"));
+    t.rerun_and_check("sweep killed at " + point);
+  }
+  // Killed twice: inside a results.csv rebuild, then its re-run inside another.
+  t.clear();
+  CHECK(t.sweep("5:results.csv").killed);
+  CHECK(t.sweep("2:results.csv").killed);
+  t.rerun_and_check("killed at 5:results.csv, its re-run at 2:results.csv");
+  // The dataset generation killed inside a write (the sweep regenerates a dataset that has no
+  // meta.yaml).
+  t.clear();
+  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(kKillSweep, t.file.string()), t.runs.string(), 1);
+  REQUIRE(plan.datasets.size() == 1);
+  fs::create_directories(plan.datasets[0].dir);
+  CHECK(run_rmt(plan.datasets[0].generate_args, t.root / "log", "2").killed);
+  t.rerun_and_check("generate killed at write point 2");
+  MESSAGE("rmt sweep: " << points.size() + 2 << " write-point kills");
+}
+
+TEST_CASE("kill: rmt sweep -j 2 killed while runs train and between runs") {
+  const TinySweep& t = tiny_sweep();
+  const std::string lock_message = "another `rmt sweep` is running";
+  // While runs train (a run has logged but none has finished), and between runs (one has
+  // finished); the first also checks that the lock stops a second sweep while one runs.
+  for (const char* moment : {"training", "between runs"}) {
+    t.clear();
+    pid_t pid = start_rmt(t.args(), t.root / "log");
+    bool reached = wait_for([&] {
+      return std::string(moment) == "training" ? runs_with(t.sweep_dir, "metrics.jsonl") > 0
+                                               : runs_with(t.sweep_dir, "results.json") > 0;
+    });
+    if (std::string(moment) == "training") {
+      Run second = rmt_run("sweep " + t.file.string() + " -j 2 --runs-dir " + t.runs.string());
+      CHECK(second.status == 1);
+      CHECK_MESSAGE(second.output.find(lock_message) != std::string::npos, second.output);
+    }
+    kill(pid, SIGKILL);
+    wait_rmt(pid);
+    REQUIRE_MESSAGE(reached, moment);
+    CHECK(runs_with(t.sweep_dir, "results.json") < 4);  // killed mid-sweep
+    CHECK(fs::exists(t.sweep_dir / ".lock"));           // left behind, and must not block
+    t.rerun_and_check(std::string("sweep killed ") + moment);
+  }
+  // Killed at pseudo-random moments (fixed seed): 0-1.5 s after the start.
+  Lcg rng{7};
+  for (int i = 0; i < 3; ++i) {
+    t.clear();
+    const int ms = int(rng.below(1500));
+    pid_t pid = start_rmt(t.args(), t.root / "log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    kill(pid, SIGKILL);
+    wait_rmt(pid);
+    t.rerun_and_check(fmt::format("sweep killed after {} ms", ms));
+  }
+  MESSAGE("rmt sweep: 2 kills at chosen moments, 3 at random moments");
+}
