@@ -129,6 +129,19 @@ void append_line(const fs::path& path, std::string_view line) {
   if (hooked) kill_point();
 }
 
+// Whether pid names a running process. A zombie (killed, not yet reaped: e.g. a killed
+// sweep's run, until init reaps it) writes nothing more, so it counts as dead.
+static bool process_alive(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return true;  // no /proc: trust kill()
+  size_t paren = line.rfind(')');  // "PID (COMM) STATE ...": COMM may hold spaces and ')'
+  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
+  const char state = line[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
 std::vector<fs::path> remove_stale_temp_files(const fs::path& dir,
                                               const std::vector<std::string>& names) {
   std::vector<fs::path> removed;
@@ -142,7 +155,7 @@ std::vector<fs::path> remove_stale_temp_files(const fs::path& dir,
       if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
       const pid_t pid = pid_t(std::stol(digits));
       if (pid == ::getpid()) continue;  // our own write in progress (never, from the caller)
-      if (pid > 0 && !(::kill(pid, 0) != 0 && errno == ESRCH)) continue;  // a live process's
+      if (pid > 0 && process_alive(pid)) continue;  // a live process's
       std::error_code rm;
       if (fs::remove(it->path(), rm)) removed.push_back(it->path());
     }

@@ -462,9 +462,10 @@ static fs::path config_file(const SweepPlan& plan, const SweepRun& run) {
 }
 
 std::vector<std::string> train_args(const SweepPlan& plan, const SweepRun& run) {
-  // A run with a checkpoint resumes from its own saved config.yaml: that is the text train
-  // compares against, and it keeps the thread count the run started with.
-  if (fs::exists(run.dir / "state.safetensors") && fs::exists(run.dir / "config.yaml"))
+  // A run that has started (config.yaml is its first file) resumes from its own saved config:
+  // that is the text train compares against, and it keeps the thread count the run started
+  // with. Without a checkpoint yet, `train --resume` restarts it from step 0.
+  if (fs::exists(run.dir / "config.yaml"))
     return {"train", "--config", (run.dir / "config.yaml").string(), "--out", run.dir.string(), "--resume"};
   return {"train", "--config", config_file(plan, run).string(), "--out", run.dir.string()};
 }
@@ -485,6 +486,21 @@ static std::string command_line(const std::string& binary, const std::vector<std
   return line;
 }
 
+// Removes the temp files (NAME.tmp.PID) that writers killed mid-write left in dir, whatever
+// NAME is; a live process's temp file is left alone (remove_stale_temp_files).
+static void remove_stale_temps(const fs::path& dir, bool quiet) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string file = it->path().filename().string();
+    size_t tmp = file.rfind(".tmp.");
+    if (tmp != std::string::npos && tmp > 0) names.push_back(file.substr(0, tmp));
+  }
+  if (names.empty()) return;
+  for (const fs::path& p : remove_stale_temp_files(dir, names))
+    if (!quiet) fmt::print(stderr, "sweep: removed {}, left by a write that was killed mid-way\n", p.string());
+}
+
 // Runs `binary args...` to completion with output into log; returns the exit status.
 static int run_and_wait(const std::string& binary, const std::vector<std::string>& args, const fs::path& log);
 
@@ -495,6 +511,7 @@ void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
     std::vector<std::string> args = d.generate_args;
     args.push_back("--force");  // a directory without meta.yaml is an interrupted generation
     fs::create_directories(d.dir);
+    remove_stale_temps(d.dir, options.quiet);
     fs::path log = fs::path(d.dir) / "generate.log";
     if (run_and_wait(options.rmt_binary, args, log) != 0)
       fail("generating {} failed: {}", d.dir, last_line(log));
@@ -619,13 +636,36 @@ static std::string run_progress(const SweepRun& run) {
   return fmt::format("step {}/{} val {}", step, run.config.train.max_steps, val);
 }
 
+// `rmt train` holds its run directory's lock while it runs. A sweep killed a moment ago takes
+// its runs with it, but a run's SIGKILL may still be on its way: wait a few seconds for such a
+// run to die. A run that is still in use then (another train in that directory) fails with
+// train's own message, and the sweep records it.
+static void wait_for_run_directory(const fs::path& dir) {
+  auto start = std::chrono::steady_clock::now();
+  DirectoryLock lock;
+  while (!lock.try_lock(dir) && std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   fs::create_directories(plan.sweep_dir);
   // One sweep per directory at a time; the lock dies with the process (even on SIGKILL).
+  // A sweep killed with SIGKILL leaves the file but not the lock: the next sweep just takes it.
   fs::path lock_path = plan.sweep_dir / ".lock";
   int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
-    fail("{}: another `rmt sweep` is running in this directory", plan.sweep_dir.string());
+  if (lock_fd < 0) fail("cannot open the sweep's lock file {}: {}", lock_path.string(), std::strerror(errno));
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    close(lock_fd);
+    if (err == EWOULDBLOCK)
+      fail("{}: another `rmt sweep` is running in this directory (it holds {}); wait for it to "
+           "end, or stop it", plan.sweep_dir.string(), lock_path.string());
+    fail("cannot lock {}: {}", lock_path.string(), std::strerror(err));
+  }
+  // Holding the lock, this sweep owns the files only sweeps write: what a killed one left
+  // half-written goes (run directories are cleaned as their runs start).
+  remove_stale_temps(plan.sweep_dir, options.quiet);
+  remove_stale_temps(plan.sweep_dir / "configs", options.quiet);
 
   prepare_sweep_files(plan, options);
   std::vector<size_t> queue;  // runs still to do, in grid order
@@ -649,12 +689,9 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     while (next < queue.size() && int(running.size()) < options.jobs) {
       const SweepRun& run = plan.runs[queue[next++]];
       fs::create_directories(run.dir);
+      wait_for_run_directory(run.dir);
+      remove_stale_temps(run.dir, options.quiet);  // sweep_error.txt's (train cleans its own too)
       fs::remove(run.dir / "sweep_error.txt");
-      // Killed before its first checkpoint: nothing to resume, start it afresh.
-      if (!fs::exists(run.dir / "state.safetensors")) {
-        fs::remove(run.dir / "metrics.jsonl");
-        fs::remove(run.dir / "config.yaml");
-      }
       auto args = train_args(plan, run);
       append_line(run.dir / "train.log", "$ " + command_line("rmt", args));
       running[spawn(options.rmt_binary, args, run.dir / "train.log")] = size_t(&run - plan.runs.data());
@@ -688,7 +725,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
       if (tty) fmt::print(stderr, "\r\033[K{}", line);
       else fmt::print(stderr, "{}\n", line);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a finished run's slot refills soon
   }
   if (!options.quiet)
     fmt::print(stderr, "{}sweep {}: {} done, {} failed; results in {}\n", tty ? "\r\033[K" : "", plan.spec.name,

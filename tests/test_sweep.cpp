@@ -96,8 +96,12 @@ TEST_CASE("sweep: plan, derived memory, RUN_IDs") {
   CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::pending);
   CHECK(rmt::train_args(plan, plan.runs[0]).back() == plan.runs[0].dir.string());
   fs::create_directories(plan.runs[0].dir);
-  rmt::write_file_atomic(plan.runs[0].dir / "state.safetensors", "x");
+  // Started but killed before its first checkpoint: `train --resume` restarts it from step 0
+  // with its own saved config (the thread count it started with).
   rmt::write_file_atomic(plan.runs[0].dir / "config.yaml", "x");
+  CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::pending);
+  CHECK(rmt::train_args(plan, plan.runs[0]).back() == "--resume");
+  rmt::write_file_atomic(plan.runs[0].dir / "state.safetensors", "x");
   CHECK(rmt::run_state(plan.runs[0]) == rmt::RunState::resumable);
   std::vector<std::string> resume = rmt::train_args(plan, plan.runs[0]);
   CHECK(resume.back() == "--resume");
