@@ -701,19 +701,30 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     if (pid > 0 && running.count(pid)) {
       const SweepRun& run = plan.runs[running[pid]];
       running.erase(pid);
-      int code = exit_code(status);
-      if (code == 0 && fs::exists(run.dir / "results.json")) {
+      const int code = exit_code(status);
+      const bool ok = code == 0 && fs::exists(run.dir / "results.json");
+      std::string why;
+      if (ok) {
         ++done;
       } else {
         ++failed;
-        std::string why = last_line(run.dir / "train.log");
-        if (why.empty()) why = fmt::format("rmt train exited with status {}", code);
+        if (WIFSIGNALED(status)) {
+          // Killed from outside (OOM killer, kill -9): its log ends in a progress line, which
+          // would read as the reason.
+          why = fmt::format("rmt train was killed by signal {} ({}) at {}; the next sweep resumes it",
+                            WTERMSIG(status), strsignal(WTERMSIG(status)), run_progress(run));
+        } else if (code == 0) {
+          why = "rmt train exited without writing results.json";
+        } else {
+          why = last_line(run.dir / "train.log");
+          if (why.empty()) why = fmt::format("rmt train exited with status {}", code);
+        }
         write_file_atomic(run.dir / "sweep_error.txt", why + "\n");
       }
       write_results_csv(plan);
       if (!options.quiet)
         fmt::print(stderr, "{}sweep: {} {}{}\n", tty ? "\r\033[K" : "", run.run_id,
-                   code == 0 ? "done" : "FAILED: ", code == 0 ? "" : last_line(run.dir / "sweep_error.txt"));
+                   ok ? "done" : "FAILED: ", why);
       continue;
     }
     auto now = std::chrono::steady_clock::now();

@@ -117,6 +117,21 @@ fs::path kill_tmp(const std::string& name) {
   return dir;
 }
 
+// The pids of processes whose command line holds all of `words`.
+std::vector<pid_t> processes_with(const std::vector<std::string>& words) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bool all = !cmdline.empty();
+    for (const auto& w : words) all = all && cmdline.find(w) != std::string::npos;
+    if (all) out.push_back(pid_t(std::stol(name)));
+  }
+  return out;
+}
+
 // A fixed-seed generator for choosing kill points (the same choice every time).
 struct Lcg {
   uint64_t state;
@@ -471,4 +486,44 @@ TEST_CASE("kill: rmt sweep -j 2 killed while runs train and between runs") {
     t.rerun_and_check(fmt::format("sweep killed after {} ms", ms), false);
   }
   MESSAGE("rmt sweep: 2 kills at chosen moments, 3 at random moments");
+}
+
+TEST_CASE("kill: a run killed inside a running sweep is recorded as failed, then resumed") {
+  const TinySweep& t = tiny_sweep();
+  t.clear();
+  pid_t pid = start_rmt(t.args(), t.root / "log");
+  // Kill one `rmt train` of the sweep (as the OOM killer would) once it has logged a step.
+  std::string victim;
+  bool killed = wait_for([&] {
+    if (runs_with(t.sweep_dir, "metrics.jsonl") == 0) return false;
+    for (pid_t p : processes_with({"train", t.sweep_dir.string()})) {
+      std::ifstream in(fmt::format("/proc/{}/cmdline", p), std::ios::binary);
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (kill(p, SIGKILL) == 0) {
+        size_t out = cmdline.find(std::string("--out") + '\0');
+        if (out != std::string::npos) victim = fs::path(cmdline.c_str() + out + 6).filename().string();
+        return true;
+      }
+    }
+    return false;
+  });
+  Outcome o = wait_rmt(pid);
+  REQUIRE(killed);
+  REQUIRE(!victim.empty());
+  CAPTURE(victim);
+  // The sweep goes on with the others and reports the killed one as failed, saying why.
+  CHECK(o.status == 1);
+  CHECK(text_of(t.root / "log").find("1 of 4 runs failed") != std::string::npos);
+  rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(t.sweep_dir / "results.csv"), "results.csv");
+  REQUIRE(csv.rows.size() == 4);
+  int failed = 0;
+  for (const auto& row : csv.rows)
+    if (row[size_t(csv.column("status"))] == "failed") {
+      ++failed;
+      CHECK(row[size_t(csv.column("run_id"))] == victim);
+      CHECK(row[size_t(csv.column("error"))].find("killed by signal 9") != std::string::npos);
+    }
+  CHECK(failed == 1);
+  // The next sweep resumes it: every run once, as if never killed.
+  t.rerun_and_check("a run killed inside the sweep");
 }
