@@ -181,6 +181,11 @@ BenchResult run_bench(const std::string& kind, const BenchOptions& opt) {
   const BenchWorkload w = bench_workload(kind, opt.tiny);
   ModelConfig mc = w.model;
   resolve_kind(mc);
+  {  // refuse, before allocating, what does not fit in this machine's memory
+    Workload mw;
+    mw.batch = w.batch, mw.seg_len = segment_lengths(w.seq_len(), w.segments), mw.training = true;
+    check_memory_fits(estimate_memory(mc, mw), "rmt bench " + kind);
+  }
   Backend& be = cpu_backend();
   Model model(mc);
   model.init_weights(mix_seed(opt.seed, 0x1417));

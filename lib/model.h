@@ -70,6 +70,47 @@ struct Model {
 // double: a config with absurd sizes must not overflow before it is refused).
 double model_param_count(const ModelConfig& config);
 
+// ---- Resources a run needs, checked before anything large is allocated ----
+
+// What a workload keeps in memory besides the model: the batch, its segments, and whether it
+// trains (gradients, Adam moments, backward scratch) and how (bptt_recompute).
+struct Workload {
+  int batch = 1;
+  std::vector<int> seg_len;      // segment lengths of one input row
+  bool training = false;         // forward + backward + Adam (else: evaluation forwards)
+  bool recompute = false;        // bptt_recompute: one segment's activations at a time
+  bool decoding = false;         // greedy decoding too (evaluation)
+  double data_bytes = 0;         // dataset arrays held (and read) at the same time
+};
+// An estimate of a process's peak resident memory, in bytes, by part.
+struct MemoryEstimate {
+  double weights = 0;      // parameters and their gradients (allocated together)
+  double optimizer = 0;    // Adam's two moments
+  double activations = 0;  // saved activations, states, logits and backward scratch
+  double data = 0;         // the dataset
+  double runtime = 0;      // the program, its libraries and thread stacks
+  double total() const { return weights + optimizer + activations + data + runtime; }
+  std::string describe() const;  // "1.2 GB (weights 10 MB, Adam 20 MB, activations ...)"
+};
+MemoryEstimate estimate_memory(const ModelConfig& config, const Workload& workload);
+// The memory this process could still use: MemAvailable from /proc/meminfo, lowered by a
+// cgroup (v2 or v1) limit and by RLIMIT_AS / RLIMIT_DATA where they are set. `source` says
+// which bound it is.
+double available_memory_bytes(std::string* source = nullptr);
+// Fails, naming `what`, the estimate by part and what is available, when the estimate does
+// not fit; the hint says what to reduce.
+void check_memory_fits(const MemoryEstimate& estimate, const std::string& what);
+// This process's peak resident set size so far (getrusage).
+double peak_rss_bytes();
+// "1.5 GB", "320 MB"
+std::string format_bytes(double bytes);
+
+// Thread counts: 0 = all cores, else 1..kMaxThreads; fails naming `key` otherwise, and notes
+// on stderr when the count is above the machine's cores (allowed: results depend on the
+// thread count, so a run made on a bigger machine can be reproduced, only slower).
+constexpr int kMaxThreads = 1024;
+void check_threads(int threads, const std::string& key);
+
 // Splits T positions into n segments as evenly as possible, the longer ones first.
 std::vector<int> segment_lengths(int T, int n);
 // "24,24,24" or "25,25,24 (uneven)"

@@ -68,6 +68,34 @@ std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_le
   return j.dump();
 }
 
+double split_file_bytes(const RunSetup& run, const std::string& split) {
+  double bytes = 0;
+  for (const char* part : {"X", "y"}) {
+    std::error_code ec;
+    auto n = fs::file_size(fs::path(run.config.data) / fmt::format("{}_{}_{}.npy", run.meta.file_prefix, split, part), ec);
+    if (!ec) bytes += double(n);
+  }
+  return bytes;
+}
+
+Workload train_workload(const RunSetup& run) {
+  Workload w;
+  w.batch = run.config.train.batch_size;
+  w.seg_len = run.seg_len;
+  w.training = true;
+  w.recompute = run.config.bptt_recompute;
+  w.decoding = true;  // the final test evaluation decodes greedily
+  // The three splits as int32 (about their int64 files' size) and, while one is read, its
+  // int64 arrays as well.
+  double largest = 0;
+  for (const char* split : {"train", "val", "test"}) {
+    w.data_bytes += split_file_bytes(run, split);
+    largest = std::max(largest, split_file_bytes(run, split));
+  }
+  w.data_bytes += largest;
+  return w;
+}
+
 void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string& checkpoint_path,
                                const RunSetup& run, bool config_sets_n_token,
                                const std::string& config_path) {
@@ -128,6 +156,7 @@ struct TrainState {  // what --resume restores besides parameters and Adam momen
   double wall_time_s = 0;  // training wall time up to the checkpoint (summed over resumes)
   double best_val_loss = INFINITY;
   int64_t best_step = -1;
+  std::string dataset_fingerprint;  // dataset_fingerprint() of the data the run started on
 };
 
 void save_state(const std::string& path, const Model& model, const Adam& adam,
@@ -146,7 +175,8 @@ void save_state(const std::string& path, const Model& model, const Adam& adam,
                     {"plateau_lr", num(sched.plateau_lr)},
                     {"plateau_best", num(sched.best)},
                     {"plateau_bad_evals", std::to_string(sched.bad_evals)},
-                    {"plateau_has_best", sched.has_best ? "1" : "0"}});
+                    {"plateau_has_best", sched.has_best ? "1" : "0"},
+                    {"dataset_fingerprint", st.dataset_fingerprint}});
 }
 
 void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& sched, TrainState& st) {
@@ -183,6 +213,9 @@ void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& s
     sched.best = std::stod(md("plateau_best"));
     sched.bad_evals = std::stoi(md("plateau_bad_evals"));
     sched.has_best = md("plateau_has_best") == "1";
+    // absent from states written before fingerprints were recorded
+    auto fp = f.metadata.find("dataset_fingerprint");
+    st.dataset_fingerprint = fp == f.metadata.end() ? "" : fp->second;
   } catch (const std::logic_error&) {
     fail("{}: corrupt training state metadata", path);
   }
@@ -213,6 +246,12 @@ void train(const Config& config_in, const TrainOptions& opt) {
   RunSetup run = prepare_run(config_in);
   const Config& config = run.config;
   const TrainConfig& tc = config.train;
+  check_threads(tc.threads, "train.threads");
+  // Before anything large is allocated (or the run directory written): absurd sizes are
+  // refused here, not by std::bad_alloc gigabytes later.
+  check_memory_fits(estimate_memory(config.model, train_workload(run)),
+                    fmt::format("training ({} model, batch {}, {} segments)", config.model.kind,
+                                tc.batch_size, config.segments));
   set_num_threads(tc.threads);
   fs::path dir(opt.run_dir);
   std::error_code ec;
@@ -264,6 +303,8 @@ void train(const Config& config_in, const TrainOptions& opt) {
     write_file_atomic(config_path, config_text);
   }
 
+  // Identifies the data, so that --resume refuses a dataset regenerated in place.
+  const std::string fingerprint = dataset_fingerprint(config.data);
   const LmSplit train_split = load_lm_split(config.data, run.meta, "train");
   const LmSplit val_split = load_lm_split(config.data, run.meta, "val");
   Backend& be = cpu_backend();
@@ -272,8 +313,18 @@ void train(const Config& config_in, const TrainOptions& opt) {
   Adam adam(model.num_params());
   LrSchedule sched(tc);
   TrainState st;
+  st.dataset_fingerprint = fingerprint;
   if (resuming) {
     load_state(state_path.string(), model, adam, sched, st);
+    if (st.dataset_fingerprint.empty()) {
+      fmt::print(stderr, "note: {} records no dataset fingerprint (an older rmt wrote it); the "
+                 "dataset is not checked against the one the run started on\n", state_path.string());
+    } else if (st.dataset_fingerprint != fingerprint) {
+      fail("--resume: dataset {} changed since the run started: its fingerprint is now {}, the "
+           "run recorded {} in {}; resume on the original data, or train into a new directory",
+           config.data, fingerprint, st.dataset_fingerprint, state_path.string());
+    }
+    st.dataset_fingerprint = fingerprint;
     truncate_metrics(metrics_path, st.step);
   }
   Engine engine(model, be);
@@ -400,6 +451,10 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["rmt_version"] = RMT_VERSION;
   results["threads"] = num_threads();
   results["bptt"] = bptt_to_string(config.bptt);
+  results["dataset_fingerprint"] = fingerprint;
+  // The memory estimate the run was admitted with, beside what it used (tests keep them close).
+  results["memory_estimate_mb"] = std::round(estimate_memory(config.model, train_workload(run)).total() / 1e6);
+  results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);
   write_file_atomic(dir / "results.json", results.dump(2) + "\n");
 }
 

@@ -57,6 +57,11 @@ void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string&
                                const RunSetup& run, bool config_sets_n_token,
                                const std::string& config_path);
 
+// Bytes of a split's X and y files (0 where missing).
+double split_file_bytes(const RunSetup& run, const std::string& split);
+// What `rmt train` of this run keeps in memory (for estimate_memory).
+Workload train_workload(const RunSetup& run);
+
 void train(const Config& config, const TrainOptions& options);
 
 }  // namespace rmt

@@ -10,6 +10,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/backend.h"
 #include "lib/bench.h"
+#include "lib/model.h"
 
 namespace rmt::cli {
 
@@ -43,6 +44,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
 
   cmd->callback([args] {
+    check_threads(args->threads, "--threads");
     set_num_threads(args->threads);
     if (args->peak_only) {
       GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);

@@ -72,11 +72,13 @@ void add_train_command(CLI::App& app) {
     const bool tty = ::isatty(2);
     opt.on_progress = [tty](const TrainProgress& p) { print_progress(p, tty); };
     opt.on_start = [](const RunSetup& run, int64_t params, int64_t start) {
-      std::fprintf(stderr, "%s %s on %s: %d segments of %s, bptt %s, %lld parameters, %d threads%s\n",
+      std::fprintf(stderr, "%s %s on %s: %d segments of %s, bptt %s, %lld parameters, %d threads, "
+                   "about %s of memory%s\n",
                    start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
                    run.meta.task.c_str(), run.config.segments,
                    describe_segments(run.seg_len).c_str(), bptt_to_string(run.config.bptt).c_str(),
                    (long long)params, num_threads(),
+                   format_bytes(estimate_memory(run.config.model, train_workload(run)).total()).c_str(),
                    start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
     };
     train(config, opt);
@@ -111,13 +113,26 @@ void add_eval_command(CLI::App& app) {
     std::string ck = args->checkpoint;
     if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
     if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+    check_threads(args->threads, "--threads");
+    const int batch = args->batch_size > 0 ? args->batch_size : run.config.train.batch_size;
     auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
       check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+      Workload w;
+      w.batch = batch;
+      w.seg_len = run.seg_len;
+      w.decoding = true;
+      w.data_bytes = 2 * split_file_bytes(run, args->split);  // int32 arrays + int64 while read
+      check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
     });
     set_num_threads(args->threads);
     Engine engine(*model, cpu_backend());
     LmSplit split = load_lm_split(run.config.data, run.meta, args->split);
-    EvalResult r = evaluate(engine, split, eval_options(run, args->batch_size > 0 ? args->batch_size : run.config.train.batch_size, args->samples));
+    EvalResult r;
+    try {
+      r = evaluate(engine, split, eval_options(run, batch, args->samples));
+    } catch (const Error& e) {
+      fail("{} on the {} split: {}", ck, args->split, e.what());
+    }
     std::printf("%s\n", eval_result_json(r, run.seg_len).c_str());
   });
 }
@@ -143,14 +158,21 @@ void add_step_dump_command(CLI::App& app) {
   cmd->add_option("--clip", args->clip, "Gradient-norm clip")->capture_default_str();
   cmd->add_option("--out", args->out, "Output directory")->required();
   cmd->callback([args] {
-    auto model = load_checkpoint(args->checkpoint);
-    model->config.dropout = 0;  // deterministic: golden runs compare without dropout
     int64_t B = 0, T = 0, B2 = 0, T2 = 0;
     auto in64 = read_npy_int_matrix(args->input, B, T);
     auto tg64 = read_npy_int_matrix(args->target, B2, T2);
     if (B != B2 || T != T2) fail("--input is [{}, {}] but --target is [{}, {}]", B, T, B2, T2);
-    std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
     if (B <= 0 || T <= 0) fail("--input {} is empty ([{}, {}])", args->input, B, T);
+    if (B > 1000000 || T > 1000000) fail("--input {} is [{}, {}]: too large for one step", args->input, B, T);
+    auto model = load_checkpoint(args->checkpoint, [&](const ModelConfig& c) {
+      Workload w;
+      w.batch = int(B);
+      w.seg_len = segment_lengths(int(T), args->segments);
+      w.training = true;
+      check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", args->checkpoint, B));
+    });
+    model->config.dropout = 0;  // deterministic: golden runs compare without dropout
+    std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
     if (args->answer_size < 1 || args->answer_size > T)
       fail("--answer-size {} must be in 1..{} (the columns of --input)", args->answer_size, T);
     // Every id that reaches the kernels indexes the embedding or the logits: check them all here.
