@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -282,4 +284,69 @@ TEST_CASE("a checkpoint write that fails (file too large, as on a full disk) kee
   REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
   for (const char* f : {"last.safetensors", "best.safetensors"})  // state holds wall time
     CHECK(t.file("disk_ref", f) == t.file("disk", f));
+}
+
+TEST_CASE("the memory estimate stays close to the peak RSS it admits a run with") {
+  // Two activation-dominated workloads (the paper's copy model, 9 segments of 8, batch 8): all
+  // segments stored (about 220 MB) and bptt_recompute (about 75 MB). estimate_memory mirrors
+  // the engine's buffers; what it cannot know is allocator slack and the runtime's few MB, so
+  // the measured peak must be within 20% of it either way. A buffer that grows with the workload
+  // and is forgotten (or dropped from the engine) moves the ratio out of that band.
+  const std::string root = fresh_tmp("rmt_test_train", "memory");
+  fs::create_directories(root);
+  Run g = rmt_run("generate copy --train 64 --val 8 --test 8 --out " + root + "/data");
+  REQUIRE_MESSAGE(g.status == 0, g.output);
+  std::ofstream(root + "/paper.yaml")
+      << "data: " << root << "/data\nsegments: 9\n"
+      << "model: {kind: rmt, n_layer: 4, n_head: 4, d_head: 64, d_model: 128, d_inner: 256, "
+         "num_mem_tokens: 24}\n"
+      << "train: {batch_size: 8, max_steps: 1, eval_every: 1, log_every: 1, threads: 1}\n";
+  for (const char* extra : {"", "--set bptt_recompute=true"}) {
+    const std::string out = root + "/run" + std::to_string(std::strlen(extra));
+    Run r = rmt_run("train --config " + root + "/paper.yaml --out " + out + " " + extra);
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    json results = json::parse(rmt::read_file(out + "/results.json"));
+    const double estimate = results["memory_estimate_mb"], peak = results["peak_rss_mb"];
+    CAPTURE(extra);
+    CAPTURE(estimate);
+    CAPTURE(peak);
+    CHECK(peak > 0.8 * estimate);
+    CHECK(peak < 1.2 * estimate);
+    CHECK(r.output.find("about " + std::to_string(int(estimate)) + " MB of memory") != std::string::npos);
+  }
+  fs::remove_all(root);
+}
+
+TEST_CASE("two trainings into one run directory: the second is refused while the first runs") {
+  const TinyRun& t = tiny();
+  const std::string dir = t.root + "/locked";
+  fs::create_directories(dir);
+  // A child holds the directory's lock as a running `rmt train` would, until it is killed.
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(1);
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  std::ofstream(dir + "/state.safetensors.tmp.999999999") << "a write in progress?";
+  Run second = t.train("locked", "--resume");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  CHECK(second.status == 1);
+  CHECK(second.output.find("is in use by another rmt train") != std::string::npos);
+  CHECK(fs::exists(dir + "/state.safetensors.tmp.999999999"));  // not touched without the lock
+  CHECK_FALSE(fs::exists(dir + "/config.yaml"));
+  // Once the holder is gone the run starts and the stale temp file is cleaned.
+  Run after = t.train("locked", "--resume");
+  CHECK(after.status == 0);
+  CHECK_FALSE(fs::exists(dir + "/state.safetensors.tmp.999999999"));
 }

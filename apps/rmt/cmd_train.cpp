@@ -199,6 +199,9 @@ void add_step_dump_command(CLI::App& app) {
     Backend& be = cpu_backend();
     Engine engine(*model, be);
     double loss = engine.forward(input.data(), target.data(), int(B), int(T), seg_len, args->answer_size, false, 0);
+    if (!std::isfinite(loss))
+      fail("the loss of {} on this batch is {}: the model's outputs are not finite numbers",
+           args->checkpoint, loss);
     engine.backward(bptt);
     // logits [B, T, V], segments concatenated
     std::vector<float> logits(size_t(B * T * model->V));
