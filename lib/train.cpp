@@ -17,6 +17,7 @@
 #include "lib/optim.h"
 #include "lib/random.h"
 #include "lib/safetensors.h"
+#include "tasks/tasks.h"
 
 namespace rmt {
 
@@ -48,8 +49,7 @@ EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_sample
   o.answer_size = run.meta.answer_size;
   o.batch_size = batch_size;
   o.max_samples = max_samples;
-  // sqeq: solved when the answer block (the last 30 ids and the padding after it) is right
-  o.solve_positions = run.meta.task == "sqeq" ? 31 : 0;
+  o.solve_positions = task_solve_positions(run.meta.kind);  // the kind: the authors' sqeq_cd too
   return o;
 }
 

@@ -114,6 +114,8 @@ int task_answer_size(const TaskOptions& t) {
 
 bool task_stacked(const TaskOptions& t) { return t.kind != "sqeq"; }
 
+int task_solve_positions(const std::string& kind) { return kind == "sqeq" ? kSqeqBlock + 1 : 0; }
+
 std::vector<std::string> task_vocab(const TaskOptions& t) {
   std::vector<std::string> v;
   if (t.kind == "copy" || t.kind == "reverse") {

@@ -37,6 +37,9 @@ int task_len_x(const TaskOptions& task);
 int task_len_y(const TaskOptions& task);
 int task_answer_size(const TaskOptions& task);
 bool task_stacked(const TaskOptions& task);
+// The target positions that decide whether a sample is solved (sqeq's solve rate: the answer
+// block, its 30 ids and the slot before it that predicts its first id); 0 = no solve rate.
+int task_solve_positions(const std::string& kind);  // kind: copy | reverse | retrieval | sqeq
 std::vector<std::string> task_vocab(const TaskOptions& task);
 // How many distinct X rows the task can produce (saturates at 2^62).
 int64_t max_unique_samples(const TaskOptions& task);

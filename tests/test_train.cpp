@@ -350,3 +350,26 @@ TEST_CASE("two trainings into one run directory: the second is refused while the
   CHECK(after.status == 0);
   CHECK_FALSE(fs::exists(dir + "/state.safetensors.tmp.999999999"));
 }
+
+TEST_CASE("the solve rate follows the task's kind: the authors' sqeq_cd layout gets one too") {
+  std::string root = fresh_tmp("rmt_test_train", "sqeq_cd");
+  fs::create_directories(root);
+  Run g = rmt_run("generate sqeq --train 40 --val 8 --test 8 --out " + root + "/gen");
+  REQUIRE_MESSAGE(g.status == 0, g.output);
+  // The authors' layout: files named sqeq_cd_*, no meta.yaml; the task is inferred from the prefix.
+  fs::create_directories(root + "/data");
+  for (const char* split : {"train", "val", "test"})
+    for (const char* xy : {"X", "y"})
+      fs::copy_file(root + "/gen/sqeq_" + split + "_" + xy + ".npy",
+                    root + "/data/sqeq_cd_" + split + "_" + xy + ".npy");
+  std::ofstream(root + "/tiny.yaml")
+      << "data: " << root << "/data\nsegments: 2\n"
+      << "model: {kind: rmt, n_layer: 1, n_head: 2, d_head: 4, d_model: 8, d_inner: 16, "
+         "num_mem_tokens: 2}\n"
+      << "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n";
+  Run t = rmt_run("train --config " + root + "/tiny.yaml --out " + root + "/run");
+  REQUIRE_MESSAGE(t.status == 0, t.output);
+  json r = json::parse(rmt::read_file(root + "/run/results.json"));
+  CHECK(r["solve_rate"].is_number());
+  fs::remove_all(root);
+}
