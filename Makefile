@@ -76,3 +76,27 @@ bench: build
 
 clean:
 	rm -rf $(BUILD)
+
+# --- fuzzing (fuzz/README.md) ----------------------------------------------------------------
+# `make fuzz` builds the libFuzzer harnesses of the file readers (npy, safetensors, config and
+# --set, sweep files and derive:, results.csv and the paper YAML) with clang, ASan and UBSan in
+# FUZZ_BUILD, then runs each for FUZZ_SECONDS from its corpus in fuzz/corpus. A crash fails the
+# target and is copied to fuzz/regressions/NAME, which `make test` replays. `make fuzz-merge`
+# minimises the committed corpora together with what the runs found.
+FUZZ_BUILD     ?= build-fuzz
+FUZZ_SECONDS   ?= 60
+FUZZ_HARNESSES ?= npy safetensors config sweep results_csv
+FUZZ_CXX       ?= clang++-14
+FUZZ_PACKAGES  := clang-14 libclang-rt-14-dev
+ALL_PACKAGES   += $(FUZZ_PACKAGES)
+
+.PHONY: fuzz fuzz-build fuzz-merge deps-fuzz
+deps-fuzz:
+	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(BUILD_PACKAGES) $(FUZZ_PACKAGES))"
+fuzz-build: deps-fuzz
+	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || cmake -S fuzz -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=$(FUZZ_CXX)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+fuzz-merge: fuzz-build
+	FUZZ_MODE=merge fuzz/run.sh $(FUZZ_BUILD) 0 $(FUZZ_HARNESSES)

@@ -67,7 +67,8 @@ KeyDescriptor integer_key(std::string path, Access field, long long min) {
   using T = FieldType<Access>;
   KeyDescriptor key;
   key.path = std::move(path);
-  key.allowed = min == 0 ? "a non-negative integer" : fmt::format("an integer >= {}", min);
+  key.allowed = fmt::format("{} (at most {})", min == 0 ? "a non-negative integer" : fmt::format("an integer >= {}", min),
+                            std::numeric_limits<T>::max());
   key.parse = [field, min](Config& c, const YAML::Node& node) {
     T value{};
     if (!parse_integer(node, value) || !at_least(value, min)) return false;
@@ -384,7 +385,7 @@ Config parse_config(const std::string& yaml_text, const std::string& origin) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::Exception& e) {  // ParserException, and yaml-cpp's recursion limit
     fail("{}: malformed YAML at line {}, column {}: {}", origin, e.mark.line + 1,
          e.mark.column + 1, e.msg);
   }
@@ -406,10 +407,11 @@ void apply_override(Config& config, const std::string& assignment) {
   std::string path = assignment.substr(0, equals);
   path.erase(path.find_last_not_of(" \t") + 1);  // "model.kind = xl" is fine too
   path.erase(0, path.find_first_not_of(" \t"));
+  if (path.empty()) fail("{}: expected key=value, e.g. model.kind=xl", origin);
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(equals + 1));
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::Exception& e) {
     fail("{}: malformed value: {}", origin, e.msg);
   }
   set_key(config, path, value, origin);

@@ -1,5 +1,5 @@
 #pragma once
-// Minimal .npy reader/writer (NumPy format versions 1.0 and 2.0).
+// Minimal .npy reader/writer (NumPy format versions 1.0, 2.0 and 3.0).
 // Reads little-endian, C-order int64 / int32 / uint8 / float32 arrays; writes int64 and float32
 // in version 1.0 with the header padded to a multiple of 64 bytes, exactly as numpy.save does.
 // Every malformed file is reported as an rmt::Error naming the file, never a crash.
@@ -36,7 +36,10 @@ NpyHeader read_npy_header(const std::filesystem::path& path);
 // Parses a whole in-memory file; checks that the data length matches the shape exactly.
 NpyArray parse_npy(std::string_view bytes, const std::string& name);
 NpyArray read_npy(const std::filesystem::path& path);
-// Reads an integer array and fails unless it is 2-D; returns values widened to int64.
+// Reads an integer array and fails unless it is 2-D with at least one column; returns values
+// widened to int64. Header, dtype, shape and size are checked before any element is read.
+std::vector<int64_t> parse_npy_int_matrix(std::string_view bytes, const std::string& name, int64_t& rows,
+                                          int64_t& cols);
 std::vector<int64_t> read_npy_int_matrix(const std::filesystem::path& path, int64_t& rows, int64_t& cols);
 
 // The bytes of a .npy file; data.size() must equal the product of shape.

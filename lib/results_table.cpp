@@ -1,10 +1,13 @@
 #include "lib/results_table.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "lib/error.h"
@@ -18,42 +21,95 @@ int CsvTable::column(const std::string& name) const {
 
 CsvTable parse_csv(const std::string& text, const std::string& origin) {
   std::vector<std::vector<std::string>> records;
+  std::vector<int> record_lines;  // the line each record starts on (quoted fields may span lines)
   std::vector<std::string> record;
   std::string field;
-  bool quoted = false, any = false;
+  bool quoted = false, after_quote = false, any = false;
+  int line = 1, record_line = 1, quote_line = 1;
+  auto end_record = [&] {
+    record.push_back(field), field.clear();
+    records.push_back(record), record.clear();
+    record_lines.push_back(record_line);
+    any = after_quote = false;
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     char ch = text[i];
     if (quoted) {
       if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (ch == '"') quoted = false;
+      else if (ch == '"') quoted = false, after_quote = true;
       else field += ch;
-    } else if (ch == '"') {
-      quoted = true, any = true;
+      if (ch == '\n') ++line;
     } else if (ch == ',') {
-      record.push_back(field), field.clear(), any = true;
+      record.push_back(field), field.clear(), any = true, after_quote = false;
     } else if (ch == '\n') {
-      record.push_back(field), field.clear();
-      records.push_back(record), record.clear();
-      any = false;
-    } else if (ch != '\r') {
+      end_record();
+      record_line = ++line;
+    } else if (ch == '\r' && (i + 1 == text.size() || text[i + 1] == '\n')) {
+      // CRLF line ends
+    } else if (after_quote) {
+      fail("{}: line {}: unexpected '{}' after a closing quote (a quote inside a quoted field is written \"\")",
+           origin, line, ch);
+    } else if (ch == '"') {
+      if (!field.empty())
+        fail("{}: line {}: a quote in the middle of an unquoted field (quote the whole field)", origin, line);
+      quoted = true, any = true, quote_line = line;
+    } else {
       field += ch, any = true;
     }
   }
-  if (any || !field.empty()) record.push_back(field), records.push_back(record);
+  if (quoted) fail("{}: line {}: a quoted field is never closed", origin, quote_line);
+  if (any || !field.empty()) end_record();
   if (records.empty()) fail("{}: empty file (expected a results.csv header)", origin);
   CsvTable csv;
   csv.header = records[0];
+  for (size_t c = 0; c < csv.header.size(); ++c) {
+    if (csv.header[c].empty()) fail("{}: line 1: column {} of the header has no name", origin, c + 1);
+    for (size_t d = 0; d < c; ++d)
+      if (csv.header[d] == csv.header[c]) fail("{}: line 1: column '{}' appears twice in the header", origin, csv.header[c]);
+  }
   for (size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() != csv.header.size())
-      fail("{}: line {} has {} fields, the header has {}", origin, r + 1, records[r].size(), csv.header.size());
+      fail("{}: line {} has {} fields, the header has {}", origin, record_lines[r], records[r].size(),
+           csv.header.size());
     csv.rows.push_back(records[r]);
+    csv.row_lines.push_back(record_lines[r]);
   }
   return csv;
 }
 
 namespace {
 
-int to_int(const std::string& s) { return s.empty() ? 0 : std::stoi(s); }
+// A cell that must hold an integer in [min, max]; fails naming the file, line and column.
+int int_cell(const CsvTable& csv, size_t r, int c, int min, const std::string& source) {
+  const std::string& s = csv.rows[r][size_t(c)];
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < min)
+    fail("{}: line {}: {} '{}' is not an integer >= {}", source, csv.row_lines[r], csv.header[size_t(c)], s, min);
+  return v;
+}
+
+// A metric cell: a finite number; accuracies and rates lie in [0, 1], a loss is >= 0.
+double metric_cell(const CsvTable& csv, size_t r, int c, const std::string& source) {
+  const std::string& s = csv.rows[r][size_t(c)];
+  const std::string& metric = csv.header[size_t(c)];
+  double v = 0;
+  const char* begin = s.data();
+  if (!s.empty() && *begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
+    fail("{}: line {}: {} '{}' is not a finite number", source, csv.row_lines[r], metric, s);
+  const bool fraction = metric.rfind("acc", 0) == 0 || metric == "solve_rate";
+  if (fraction && (v < 0 || v > 1))
+    fail("{}: line {}: {} {} is outside [0, 1]", source, csv.row_lines[r], metric, s);
+  if (metric == "loss" && v < 0) fail("{}: line {}: loss {} is negative", source, csv.row_lines[r], s);
+  return v;
+}
+
+const std::vector<std::string>& model_kinds() {
+  static const std::vector<std::string> kinds = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
+  return kinds;
+}
 
 std::string memory_text(const std::string& what, int value, int segment_length, bool constant) {
   if (constant) return fmt::format("{} {}", what, value);
@@ -98,6 +154,24 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
 
   // Is the memory (and cache) of each kind the same in every run? Then rows say "mem 9";
   // otherwise it follows the segment length and rows say "mem = seg len".
+  // Every row's values are checked before any is used: a corrupt row is an error naming its line,
+  // never a silently wrong cell.
+  const auto& kinds = model_kinds();
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    const auto& row = csv.rows[r];
+    if (row[c_status] != "done" && row[c_status] != "failed")
+      fail("{}: line {}: status '{}' is neither done nor failed", source, csv.row_lines[r], row[c_status]);
+    if (std::find(kinds.begin(), kinds.end(), row[c_kind]) == kinds.end())
+      fail("{}: line {}: model.kind '{}' is not one of {}", source, csv.row_lines[r], row[c_kind],
+           fmt::join(kinds, ", "));
+    int_cell(csv, r, c_seg, 1, source);
+    int_cell(csv, r, c_mem, 0, source);
+    int_cell(csv, r, c_cache, 0, source);
+    if (row[c_status] == "done") {
+      if (c_seglen >= 0) int_cell(csv, r, c_seglen, 1, source);
+      if (!row[c_metric].empty()) metric_cell(csv, r, c_metric, source);
+    }
+  }
   std::map<std::string, std::set<std::string>> mem_values, cache_values;
   for (const auto& row : csv.rows) {
     mem_values[row[c_kind]].insert(row[c_mem]);
@@ -107,30 +181,30 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   std::map<std::string, std::map<int, std::vector<double>>> values;
   std::vector<std::string> order;
   std::set<int> segments;
-  for (const auto& row : csv.rows) {
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    const auto& row = csv.rows[r];
     if (row[c_status] != "done") {
       ++pivot.failed;
       continue;
     }
     const std::string& kind = row[c_kind];
-    const int seg = to_int(row[c_seg]);
-    const int seglen = c_seglen >= 0 ? to_int(row[c_seglen]) : 0;
+    const int seg = int_cell(csv, r, c_seg, 1, source);
+    const int seglen = c_seglen >= 0 ? int_cell(csv, r, c_seglen, 1, source) : 0;
     std::vector<std::string> parts;
     if (kind == "xl" || kind == "xl_rmt")
-      parts.push_back(memory_text("cache", to_int(row[c_cache]), seglen, cache_values[kind].size() == 1));
+      parts.push_back(memory_text("cache", int_cell(csv, r, c_cache, 0, source), seglen, cache_values[kind].size() == 1));
     if (kind == "rmt" || kind == "mt" || kind == "xl_rmt")
-      parts.push_back(memory_text("mem", to_int(row[c_mem]), seglen, mem_values[kind].size() == 1));
+      parts.push_back(memory_text("mem", int_cell(csv, r, c_mem, 0, source), seglen, mem_values[kind].size() == 1));
     for (size_t i = 0; i < by.size(); ++i) parts.push_back(by[i] + " " + row[c_by[i]]);
     std::string label = kind;
     if (!parts.empty()) label += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
     if (row[c_metric].empty()) continue;  // e.g. acc_free_running of a run that did not decode
     if (!values.count(label)) order.push_back(label);
-    values[label][seg].push_back(std::stod(row[c_metric]));
+    values[label][seg].push_back(metric_cell(csv, r, c_metric, source));
     segments.insert(seg);
     if (seglen > 0) pivot.segment_length[seg] = seglen;
   }
   // Rows in the paper's order of models, then by label.
-  const std::vector<std::string> kinds = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
   auto rank = [&](const std::string& label) {
     return std::find(kinds.begin(), kinds.end(), kind_of(label)) - kinds.begin();
   };
@@ -159,24 +233,76 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
 
 void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::string& origin,
                     const std::string& section) {
-  YAML::Node root = YAML::Load(yaml_text);
-  if (!root[section]) {
-    std::vector<std::string> names;
-    for (const auto& e : root) names.push_back(e.first.Scalar());
-    fail("{}: no section '{}' (sections: {}); pick one with --paper-section", origin, section, fmt::join(names, ", "));
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    fail("{}: malformed YAML at line {}, column {}: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
-  YAML::Node rows = root[section]["rows"];
-  if (!rows || !rows.IsMap()) fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", origin, section);
+  // "line N: " for a node, from yaml-cpp's mark (absent for nodes it made up).
+  auto at = [&](const YAML::Node& node) {
+    return node.Mark().is_null() ? origin : fmt::format("{}: line {}", origin, node.Mark().line + 1);
+  };
+  auto scalar_key = [&](const YAML::Node& key, const std::string& where) {
+    if (!key.IsScalar()) fail("{}: {}: keys must be plain text, got a list or a mapping", at(key), where);
+    return key.Scalar();
+  };
+  if (!root.IsMap())
+    fail("{}: expected a mapping of sections (sweep names) to {{rows: ...}}, e.g. quick_copy: {{rows: {{baseline: {{1: 1.0}}}}}}",
+         origin);
+  std::vector<std::string> names;
+  // optional: assigning to a YAML::Node that refers to a node would overwrite that node.
+  std::optional<YAML::Node> found;
+  for (const auto& e : root) {
+    std::string name = scalar_key(e.first, "section names");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      fail("{}: section '{}' is given twice", at(e.first), name);
+    names.push_back(name);
+    if (name == section) found.emplace(e.second);
+  }
+  if (!found) fail("{}: no section '{}' (sections: {}); pick one with --paper-section", origin, section, fmt::join(names, ", "));
+  const YAML::Node body = *found;
+  if (!body.IsMap()) fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", at(body), section);
+  std::optional<YAML::Node> rows_found;
+  for (const auto& e : body) {
+    std::string key = scalar_key(e.first, section);
+    if (key != "rows") fail("{}: {}: unknown key '{}' (a section holds only 'rows:')", at(e.first), section, key);
+    if (rows_found) fail("{}: {}: 'rows' is given twice", at(e.first), section);
+    rows_found.emplace(e.second);
+  }
+  if (!rows_found || !rows_found->IsMap()) fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", at(body), section);
+  const YAML::Node rows = *rows_found;
   std::vector<PivotRow> paper;
   for (const auto& entry : rows) {
     PivotRow row;
-    row.label = entry.first.Scalar();
+    row.label = scalar_key(entry.first, section + ".rows");
     row.paper = true;
+    const std::string where = fmt::format("{}.rows.{}", section, row.label);
+    for (const auto& other : paper)
+      if (other.label == row.label) fail("{}: {}: row '{}' is given twice", at(entry.first), section, row.label);
+    if (!entry.second.IsMap() || entry.second.size() == 0)
+      fail("{}: {}: expected a non-empty mapping {{segments: value}}, e.g. {{3: 0.95}}", at(entry.second), where);
     for (const auto& v : entry.second) {
+      std::string seg_text = scalar_key(v.first, where);
+      int seg = 0;
+      auto [ptr, ec] = std::from_chars(seg_text.data(), seg_text.data() + seg_text.size(), seg);
+      if (seg_text.empty() || ec != std::errc() || ptr != seg_text.data() + seg_text.size() || seg < 1)
+        fail("{}: {}: '{}' is not a number of segments (an integer >= 1)", at(v.first), where, seg_text);
+      if (row.cells.count(seg)) fail("{}: {}: {} segments is given twice", at(v.first), where, seg);
+      std::string value_text = v.second.IsScalar() ? v.second.Scalar() : "";
+      double value = 0;
+      const char* vb = value_text.data();
+      const char* ve = vb + value_text.size();
+      if (vb != ve && *vb == '+') ++vb;
+      auto [vptr, vec] = std::from_chars(vb, ve, value);
+      if (!v.second.IsScalar() || value_text.empty() || vec != std::errc() || vptr != ve || !std::isfinite(value) ||
+          value < 0 || value > 1)
+        fail("{}: {}: value {} for {} segments is not a number in [0, 1] (an accuracy or solve rate)", at(v.second),
+             where, v.second.IsScalar() ? "'" + value_text + "'" : std::string("(a list or mapping)"), seg);
       Cell c;
-      c.mean = v.second.as<double>();
+      c.mean = value;
       c.n = 1;
-      row.cells[v.first.as<int>()] = c;
+      row.cells[seg] = c;
     }
     paper.push_back(row);
   }

@@ -12,9 +12,12 @@ namespace rmt {
 struct CsvTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  std::vector<int> row_lines;  // the file line each row starts on, for error messages
   int column(const std::string& name) const;  // -1 when absent
 };
-// RFC-4180 style: fields may be quoted, "" is a quote inside a quoted field.
+// RFC-4180 style: fields may be quoted, "" is a quote inside a quoted field. Every row must have
+// the header's number of fields; header names must be non-empty and distinct; a quote left open
+// or text after a closing quote is an error naming the line.
 CsvTable parse_csv(const std::string& text, const std::string& origin);
 
 struct Cell {
@@ -38,7 +41,9 @@ struct Pivot {
 
 // Rows = model kind plus memory (memory tied to segment length is named as such), plus each of
 // `by` (extra dotted columns, e.g. bptt); columns = segments; cells over the remaining rows
-// (seeds). Only runs with status done count.
+// (seeds). Only runs with status done count. Every row is checked first (status done|failed, a
+// known model.kind, integer segments >= 1 and memory sizes >= 0, finite metrics, accuracies in
+// [0, 1]): a bad value is an error naming the file and line.
 Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
                     const std::string& source);
 

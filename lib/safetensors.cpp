@@ -126,8 +126,17 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
   write_file_atomic(path, file);
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
-  const std::string file = read_file(path);
+// A short description of a JSON value for error messages. Never recursive: a deeply nested
+// value in a corrupt header must not overflow the stack through dump().
+static std::string describe(const nlohmann::json& value) {
+  if (value.is_array()) return fmt::format("a list of {} items", value.size());
+  if (value.is_object()) return "an object";
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 60) + "...";
+  return text;
+}
+
+SafetensorsFile parse_safetensors(std::string_view file, const std::string& path) {
   if (file.size() < 8)
     fail("{}: not a safetensors file: {} bytes, shorter than the 8-byte header size", path, file.size());
   uint64_t header_size;
@@ -137,11 +146,25 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (header_size > file.size() - 8)
     fail("{}: corrupt safetensors file: header size {} is larger than the file ({} bytes)", path,
          header_size, file.size());
+  const std::string_view header_text = file.substr(8, header_size);
+  if (header_text.empty() || header_text[0] != '{')
+    fail("{}: corrupt safetensors file: header is not a JSON object (it does not start with '{{')", path);
 
-  nlohmann::json header = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + header_size,
-                                                nullptr, /*allow_exceptions=*/false);
+  // Duplicate tensor names would silently drop all but one tensor: refuse them. The callback
+  // sees every key as it is parsed; depth 1 is the top-level object.
+  std::string duplicate;
+  std::set<std::string> top_keys;
+  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+        !top_keys.insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json header = nlohmann::json::parse(header_text.begin(), header_text.end(), on_event,
+                                                /*allow_exceptions=*/false);
   if (header.is_discarded()) fail("{}: corrupt safetensors file: header is not valid JSON", path);
   if (!header.is_object()) fail("{}: corrupt safetensors file: header is not a JSON object", path);
+  if (!duplicate.empty()) fail("{}: corrupt safetensors file: '{}' appears twice in the header", path, duplicate);
 
   const char* data_section = file.data() + 8 + header_size;
   const uint64_t data_size = file.size() - 8 - header_size;
@@ -154,7 +177,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
       if (!entry.is_object()) fail("{}: __metadata__ must be an object of strings", path);
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string())
-          fail("{}: metadata value for '{}' is not a string: {}", path, key, value.dump());
+          fail("{}: metadata value for '{}' is not a string: {}", path, key, describe(value));
         result.metadata[key] = value.get<std::string>();
       }
       continue;
@@ -164,19 +187,21 @@ SafetensorsFile load_safetensors(const std::string& path) {
       if (!entry.contains(field)) fail("{}: tensor '{}': missing '{}'", path, name, field);
 
     const auto& dtype_json = entry["dtype"];
-    std::string dtype = dtype_json.is_string() ? dtype_json.get<std::string>() : dtype_json.dump();
+    std::string dtype = dtype_json.is_string() ? dtype_json.get<std::string>() : describe(dtype_json);
     size_t element_size = dtype_size(dtype);
     if (element_size == 0)
-      fail("{}: tensor '{}': unsupported dtype '{}' (rmt reads F32, F64, F16, BF16)", path, name, dtype);
+      fail("{}: tensor '{}': unsupported dtype '{}' (rmt reads F32, F64, F16, BF16)", path, name,
+           dtype.size() > 60 ? dtype.substr(0, 60) + "..." : dtype);
 
     const auto& shape_json = entry["shape"];
     if (!shape_json.is_array()) fail("{}: tensor '{}': shape is not a list", path, name);
     Tensor tensor;
-    for (const auto& dim : shape_json) {
+    for (const auto& dim : shape_json)
       if (!dim.is_number_integer())
-        fail("{}: tensor '{}': shape {} holds a non-integer", path, name, shape_json.dump());
+        fail("{}: tensor '{}': shape holds a non-integer ({})", path, name, describe(dim));
+    for (const auto& dim : shape_json) {  // all integers now, so dump() below is flat
       if (dim.is_number_unsigned() && dim.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-        fail("{}: tensor '{}': shape {} is too large", path, name, shape_json.dump());
+        fail("{}: tensor '{}': shape {} is too large", path, name, describe(shape_json));
       if (dim.get<int64_t>() < 0)
         fail("{}: tensor '{}': negative dimension in shape {}", path, name, shape_json.dump());
       tensor.shape.push_back(dim.get<int64_t>());
@@ -190,7 +215,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned())
       fail("{}: tensor '{}': data_offsets must be two non-negative integers, got {}", path, name,
-           offsets.dump());
+           offsets.is_array() && offsets.size() == 2 && offsets[0].is_primitive() && offsets[1].is_primitive()
+               ? offsets.dump() : describe(offsets));
     uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
     if (begin > end || end > data_size)
       fail("{}: tensor '{}': byte range [{}, {}) lies outside the data section ({} bytes)", path, name,
@@ -199,19 +225,33 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (end - begin != expected)
       fail("{}: tensor '{}': byte range [{}, {}) holds {} bytes but shape {} of {} needs {}", path,
            name, begin, end, end - begin, shape_text(tensor.shape), dtype, expected);
-    if (end > begin) ranges.push_back({begin, end, name});
+    ranges.push_back({begin, end, name});
 
     tensor.data = to_floats(dtype, data_section + begin, numel);
     result.tensors[name] = std::move(tensor);
   }
 
-  std::sort(ranges.begin(), ranges.end(),
-            [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].begin < ranges[i - 1].end)
+  // As the format requires, the tensors tile the data section: no overlap, no gap, nothing after
+  // the last one. Anything else means the offsets (or the file's length) are wrong.
+  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].begin < covered)
       fail("{}: corrupt safetensors file: tensors '{}' and '{}' overlap", path, ranges[i - 1].name,
            ranges[i].name);
+    if (ranges[i].begin > covered)
+      fail("{}: corrupt safetensors file: bytes [{}, {}) of the data section belong to no tensor (before '{}')",
+           path, covered, ranges[i].begin, ranges[i].name);
+    covered = ranges[i].end;
+  }
+  if (covered != data_size)
+    fail("{}: corrupt safetensors file: {} bytes after the last tensor's data (data section {} bytes, tensors "
+         "cover {})", path, data_size - covered, data_size, covered);
   return result;
 }
+
+SafetensorsFile load_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
 
 }  // namespace rmt

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rmt {
@@ -30,7 +31,11 @@ struct SafetensorsFile {
 void save_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
                       const std::map<std::string, std::string>& metadata);
 // Validates everything (header size, JSON, dtypes, shapes vs byte ranges, ranges inside the
-// file, no overlaps) and throws rmt::Error naming the file and the problem.
+// file, tensors tiling the data section with no overlap, gap or trailing bytes, no duplicate
+// names) and throws rmt::Error naming the file and the problem. NaN/Inf values are read as they
+// are (the checkpoint loader decides what to refuse).
 SafetensorsFile load_safetensors(const std::string& path);
+// The same on bytes already in memory; `path` names them in error messages.
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path);
 
 }  // namespace rmt

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -75,17 +77,18 @@ void check_data_option(const std::string& option, const std::string& value, cons
     fail("{}: unknown data option '{}' (did you mean '{}'?); options: {}", where, option,
          closest_of(option, kDataKeys), fmt::join(kDataKeys, ", "));
   if (option == "task") return;
+  // `rmt generate` takes these as int (the seed as a 64-bit integer).
+  const long long max = option == "seed" ? std::numeric_limits<long long>::max() : std::numeric_limits<int>::max();
   long long v = 0;
-  try {
-    size_t used = 0;
-    v = std::stoll(value, &used);
-    if (used != value.size()) throw std::invalid_argument("trailing");
-  } catch (const std::exception&) {
+  const char* begin = value.data();
+  const char* end = begin + value.size();
+  if (begin != end && *begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (value.empty() || ptr != end || ec == std::errc::invalid_argument)
     fail("{}: invalid value '{}' for data option '{}': expected an integer", where, value, option);
-  }
-  if (v < 0 || (v == 0 && option != "seed"))
-    fail("{}: invalid value '{}' for data option '{}': expected {}", where, value, option,
-         option == "seed" ? "an integer >= 0" : "an integer >= 1");
+  if (ec == std::errc::result_out_of_range || v > max || v < 0 || (v == 0 && option != "seed"))
+    fail("{}: invalid value '{}' for data option '{}': expected an integer in [{}, {}]", where, value, option,
+         option == "seed" ? 0 : 1, max);
 }
 
 // Resolves a data block to the task it generates (fails like `rmt generate` would).
@@ -93,7 +96,8 @@ TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, co
   auto get = [&](const char* k) -> std::optional<int> {
     auto it = data.find(k);
     if (it == data.end()) return std::nullopt;
-    return std::stoi(it->second);
+    check_data_option(k, it->second, where);  // so the conversion below cannot fail
+    return int(std::stoll(it->second));
   };
   auto task = data.find("task");
   if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy)", where);
@@ -108,38 +112,87 @@ int task_seq_len(const TaskOptions& t) {
   return task_stacked(t) ? task_len_x(t) + task_len_y(t) - 1 : task_len_x(t);
 }
 
+// A mapping key: plain text, not a list or a mapping.
+std::string key_of(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar())
+    fail("{}: keys must be plain names, got {}", where, key.IsSequence() ? "a list" : key.IsMap() ? "a mapping" : "nothing");
+  return key.Scalar();
+}
+
 std::string scalar_of(const YAML::Node& node, const std::string& where) {
   if (!node.IsScalar()) fail("{}: expected a single value, got {}", where, node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "nothing");
   return node.Scalar();
 }
 
 // ---- derive expressions: a tiny recursive-descent parser ------------------------------------
+// Integers are 64-bit and every operation is checked: an overflow or a division by zero is an
+// error naming the expression, never a wrapped value or a SIGFPE. Nesting (parentheses and unary
+// minus) is limited so that a hostile expression cannot overflow the stack.
+constexpr int kMaxExpressionDepth = 64;
+
 struct ExprParser {
   const std::string& s;
   const std::map<std::string, long long>& vars;
   const std::string& origin;
+  bool syntax_only = false;  // arithmetic errors are ignored (values are placeholders)
   size_t i = 0;
+  int depth = 0;
 
   void skip() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
-  [[noreturn]] void error(const std::string& what) {
-    fail("{}: {} in expression '{}' at column {}", origin, what, s, i + 1);
+  [[noreturn]] void error(const std::string& what, const std::string& context = "") {
+    std::string shown = s.size() > 80 ? s.substr(0, 80) + "..." : s;
+    fail("{}: {} in expression '{}' at column {}{}", origin, what, shown, i + 1, context);
+  }
+  // An arithmetic error at the operator that caused it; 0 when only the syntax is checked.
+  long long arithmetic_error(const std::string& what, size_t at) {
+    if (syntax_only) return 0;
+    i = at;
+    std::string values;
+    for (const auto& [k, v] : vars) values += fmt::format(", {} = {}", k, v);
+    error(what, " (with" + values.substr(1) + ")");
+  }
+  long long apply(char op, long long a, long long b, size_t at) {
+    long long r = 0;
+    switch (op) {
+      case '+':
+        if (__builtin_add_overflow(a, b, &r)) return arithmetic_error("integer overflow in '+'", at);
+        return r;
+      case '-':
+        if (__builtin_sub_overflow(a, b, &r)) return arithmetic_error("integer overflow in '-'", at);
+        return r;
+      case '*':
+        if (__builtin_mul_overflow(a, b, &r)) return arithmetic_error("integer overflow in '*'", at);
+        return r;
+      default:  // '/': integer division, truncating toward zero
+        if (b == 0) return arithmetic_error("division by zero", at);
+        if (a == std::numeric_limits<long long>::min() && b == -1)
+          return arithmetic_error("integer overflow in '/'", at);
+        return a / b;
+    }
+  }
+  void enter() {
+    if (++depth > kMaxExpressionDepth)
+      error(fmt::format("nesting deeper than {} levels", kMaxExpressionDepth));
   }
   long long expr() {
+    enter();
     long long v = term();
     for (skip(); i < s.size() && (s[i] == '+' || s[i] == '-'); skip()) {
+      size_t at = i;
       char op = s[i++];
       long long r = term();
-      v = op == '+' ? v + r : v - r;
+      v = apply(op, v, r, at);
     }
+    --depth;
     return v;
   }
   long long term() {
     long long v = factor();
     for (skip(); i < s.size() && (s[i] == '*' || s[i] == '/'); skip()) {
+      size_t at = i;
       char op = s[i++];
       long long r = factor();
-      if (op == '/' && r == 0) error("division by zero");
-      v = op == '*' ? v * r : v / r;
+      v = apply(op, v, r, at);
     }
     return v;
   }
@@ -154,10 +207,23 @@ struct ExprParser {
       ++i;
       return v;
     }
-    if (s[i] == '-') return ++i, -factor();
+    if (s[i] == '-') {
+      size_t at = i++;
+      enter();
+      long long v = factor();
+      --depth;
+      return apply('-', 0, v, at);
+    }
     if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+      size_t start = i;
       long long v = 0;
-      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) v = v * 10 + (s[i++] - '0');
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+        if (__builtin_mul_overflow(v, 10LL, &v) || __builtin_add_overflow(v, (long long)(s[i] - '0'), &v)) {
+          i = start;
+          error("integer literal too large (the limit is 9223372036854775807)");
+        }
+        ++i;
+      }
       return v;
     }
     if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
@@ -169,11 +235,23 @@ struct ExprParser {
         std::vector<std::string> names;
         for (const auto& [k, v] : vars) names.push_back(k);
         i = start;
+        if (name.size() > 40) name = name.substr(0, 40) + "...";
         error(fmt::format("unknown name '{}' (known: {})", name, fmt::join(names, ", ")));
       }
       return it->second;
     }
-    error(fmt::format("unexpected '{}'", s[i]));
+    if (std::isprint(static_cast<unsigned char>(s[i]))) error(fmt::format("unexpected '{}'", s[i]));
+    error(fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(s[i])));
+  }
+  long long parse_all() {
+    long long v = expr();
+    skip();
+    if (i != s.size()) {
+      if (s[i] == ')') error("unmatched ')'");
+      if (std::isprint(static_cast<unsigned char>(s[i]))) error(fmt::format("unexpected '{}'", s[i]));
+      error(fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(s[i])));
+    }
+    return v;
   }
 };
 
@@ -233,10 +311,15 @@ std::string json_number(const json& j, const char* key) {
 long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
                           const std::string& origin) {
   ExprParser p{expr, vars, origin};
-  long long v = p.expr();
-  p.skip();
-  if (p.i != expr.size()) p.error(fmt::format("unexpected '{}'", expr[p.i]));
-  return v;
+  return p.parse_all();
+}
+
+void check_expression(const std::string& expr, const std::vector<std::string>& names, const std::string& origin) {
+  std::map<std::string, long long> vars;
+  for (const auto& name : names) vars[name] = 1;
+  ExprParser p{expr, vars, origin};
+  p.syntax_only = true;
+  p.parse_all();
 }
 
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
@@ -251,18 +334,22 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
   }
   if (!root.IsMap()) fail("{}: expected a mapping with data:, base: and grid:", path);
   const std::vector<std::string> sections = {"data", "base", "grid", "derive"};
+  std::set<std::string> seen_sections;
   for (const auto& entry : root) {
-    std::string key = entry.first.Scalar();
+    std::string key = key_of(entry.first, path);
     if (std::find(sections.begin(), sections.end(), key) == sections.end())
       fail("{}: unknown section '{}' (did you mean '{}'?); sections: data, base, grid, derive", path,
            key, closest_of(key, sections));
+    // YAML readers keep one of two equal keys and drop the other without a word.
+    if (!seen_sections.insert(key).second) fail("{}: section '{}' is given twice", path, key);
   }
   // data: the `rmt generate` options
   if (!root["data"] || !root["data"].IsMap()) fail("{}: 'data:' (the dataset's `rmt generate` options, e.g. task: copy) is required", path);
   std::map<std::string, std::string> data;
   for (const auto& entry : root["data"]) {
-    std::string option = entry.first.Scalar();
+    std::string option = key_of(entry.first, path + ": data");
     std::string where = fmt::format("{}: data.{}", path, option);
+    if (data.count(option)) fail("{}: given twice", where);
     std::string value = scalar_of(entry.second, where);
     check_data_option(option, value, fmt::format("{}: data", path));
     spec.data.emplace_back(option, value);
@@ -296,8 +383,10 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
       fail("{}: {}: expected a non-empty mapping of dotted config keys to lists", path, gname);
     SweepSpec::Grid grid;
     for (const auto& entry : blocks[bi]) {
-      std::string key = entry.first.Scalar();
+      std::string key = key_of(entry.first, fmt::format("{}: {}", path, gname));
       std::string where = fmt::format("{}: {}.{}", path, gname, key);
+      for (const auto& [k, v] : grid)
+        if (k == key) fail("{}: given twice", where);
       if (!entry.second.IsSequence()) fail("{}: expected a list of values, e.g. [1, 2, 3]", where);
       if (entry.second.size() == 0) fail("{}: the list is empty; give at least one value", where);
       std::vector<std::string> values;
@@ -326,15 +415,17 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
   // derive: key -> expression, parsed now with placeholder values to catch typos
   if (root["derive"]) {
     if (!root["derive"].IsMap()) fail("{}: 'derive:' must map config keys to expressions", path);
-    const std::map<std::string, long long> probe_vars = {{"segment_length", 1}, {"seq_len", 1}, {"segments", 1}};
     for (const auto& entry : root["derive"]) {
-      std::string key = entry.first.Scalar();
+      std::string key = key_of(entry.first, path + ": derive");
       std::string where = fmt::format("{}: derive.{}", path, key);
       std::string expr = scalar_of(entry.second, where);
+      for (const auto& [k, e] : spec.derive)
+        if (k == key) fail("{}: given twice", where);
       if (grid_keys.count(key)) fail("{}: '{}' is also in grid:; a key is either listed or derived", where, key);
       Config probe = spec.base;
       apply_value(probe, key, "1", where);  // unknown keys fail here, with did-you-mean
-      eval_expression(expr, probe_vars, where);
+      // Syntax and names only: the values are known per grid point (plan_sweep evaluates them).
+      check_expression(expr, {"segment_length", "seq_len", "segments"}, where);
       spec.derive.emplace_back(key, expr);
     }
   }

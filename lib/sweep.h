@@ -39,10 +39,14 @@ struct SweepSpec {
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);
 SweepSpec load_sweep(const std::string& path);
 
-// Evaluates a derive expression: integers, + - * / (integer division) and parentheses over the
-// named variables. Fails naming `origin` on syntax errors or unknown names.
+// Evaluates a derive expression: 64-bit integers, + - * / (integer division, truncating),
+// unary minus and parentheses (at most 64 levels deep) over the named variables. Fails naming
+// `origin` on syntax errors, unknown names, integer overflow and division by zero.
 long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
                           const std::string& origin);
+// Checks only the syntax and the names of an expression (overflow and division by zero depend on
+// the values, so they are left to eval_expression).
+void check_expression(const std::string& expr, const std::vector<std::string>& names, const std::string& origin);
 
 struct SweepRun {
   std::string run_id;

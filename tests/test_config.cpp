@@ -251,6 +251,22 @@ TEST_CASE("apply_override sets one dotted key with the same checks") {
   CHECK(c.model.n_layer == 4);
 }
 
+TEST_CASE("config: yaml-cpp's own failures and huge values are rmt errors naming the file or --set") {
+  // Too deep for yaml-cpp: its recursion limit is reported as malformed YAML, not a crash.
+  std::string deep = "model: " + std::string(5000, '[') + std::string(5000, ']') + "\n";
+  CHECK(contains(error_of([&] { rmt::parse_config(deep, "deep.yaml"); }), "deep.yaml: malformed YAML"));
+  CHECK(contains(error_of([&] { rmt::parse_config("model: {n_layer: 99999999999}", "c.yaml"); }),
+                 "c.yaml: invalid value '99999999999' for 'model.n_layer': expected an integer >= 1 (at most 2147483647)"));
+  CHECK(contains(error_of([&] { rmt::parse_config("train: {seed: 18446744073709551616}", "c.yaml"); }),
+                 "expected a non-negative integer (at most 18446744073709551615)"));
+  CHECK(contains(error_of([&] { rmt::parse_config("train: {lr: 1e999}", "c.yaml"); }), "invalid value '1e999' for 'train.lr'"));
+  rmt::Config c;
+  CHECK(error_of([&] { rmt::apply_override(c, " =3"); }) == "--set  =3: expected key=value, e.g. model.kind=xl");
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "model.kind={"); }), "--set model.kind={: malformed value"));
+  CHECK(contains(error_of([&] { rmt::apply_override(c, "train.threads=" + std::string(5000, '[')); }),
+                 "malformed value"));
+}
+
 TEST_CASE("validate checks cross-field requirements") {
   rmt::Config c;
   CHECK_NOTHROW(rmt::validate(c));

@@ -261,3 +261,50 @@ assert sorted(header) == ['s', 'w']
   fs::remove(from_python);
   fs::remove(from_rmt);
 }
+
+TEST_CASE("load_safetensors: tensors must tile the data section; duplicates and deep JSON are refused") {
+  const std::string twelve = floats_as_bytes({1.0f, 2.0f, 3.0f});
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"gap between tensors",
+       raw_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+                R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", twelve),
+       "bytes [4, 8) of the data section belong to no tensor (before 'b')"},
+      {"data before the first tensor",
+       raw_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", twelve),
+       "bytes [0, 4) of the data section belong to no tensor"},
+      {"trailing bytes",
+       raw_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", twelve),
+       "4 bytes after the last tensor's data"},
+      {"duplicate tensor name",
+       raw_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+                R"( "a": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", twelve),
+       "'a' appears twice in the header"},
+      {"header not starting with {", raw_file(R"( [{"a": 1}])", ""), "header is not a JSON object (it does not start with '{')"},
+      {"deeply nested dtype",
+       raw_file(R"({"a": {"dtype": )" + std::string(50000, '[') + std::string(50000, ']') +
+                R"(, "shape": [1], "data_offsets": [0, 4]}})", twelve.substr(0, 4)),
+       "unsupported dtype 'a list of 1 items'"},
+      {"nested shape entry",
+       raw_file(R"({"a": {"dtype": "F32", "shape": [-1, [[[2]]]], "data_offsets": [0, 4]}})", twelve.substr(0, 4)),
+       "shape holds a non-integer (a list of 1 items)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    std::string message = load_error(c.bytes);
+    CAPTURE(message);
+    CHECK(message.find(c.expected) != std::string::npos);
+  }
+  // Empty tensors may sit anywhere the tiling allows; in-memory parsing names what it was given.
+  const std::string ok = raw_file(R"({"e": {"dtype": "F32", "shape": [0, 3], "data_offsets": [4, 4]},)"
+                                  R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", twelve.substr(0, 4));
+  rmt::SafetensorsFile file = rmt::parse_safetensors(ok, "memory");
+  CHECK(file.tensors.at("e").data.empty());
+  CHECK(file.tensors.at("a").data == std::vector<float>{1.0f});
+  CHECK_THROWS_WITH_AS(rmt::parse_safetensors("short", "memory"), doctest::Contains("memory: not a safetensors file"),
+                       rmt::Error);
+}

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -66,6 +67,56 @@ TEST_CASE("sweep: derive expressions") {
             .find("f.yaml: derive.m: unknown name 'segment_lenght'") != std::string::npos);
   CHECK(error_of([&] { rmt::eval_expression("24 /", vars, "x"); }).find("unexpected end") != std::string::npos);
   CHECK(error_of([&] { rmt::eval_expression("1 / 0", vars, "x"); }).find("division by zero") != std::string::npos);
+}
+
+TEST_CASE("sweep: derive arithmetic is checked: overflow, division by zero, depth") {
+  const std::map<std::string, long long> vars = {{"segment_length", 24}, {"seq_len", 72}, {"segments", 3}};
+  auto error = [&](const std::string& expr) { return error_of([&] { rmt::eval_expression(expr, vars, "f.yaml: derive.k"); }); };
+  // INT64_MIN / -1 raised SIGFPE; now it is an error naming the file, the key and the operator.
+  CHECK(error("(0 - 9223372036854775807 - 1) / (0 - 1)").find("f.yaml: derive.k: integer overflow in '/'") == 0);
+  CHECK(error("9223372036854775807 + 1").find("integer overflow in '+'") != std::string::npos);
+  CHECK(error("0 - 9223372036854775807 - 2").find("integer overflow in '-'") != std::string::npos);
+  CHECK(error("segment_length * 9223372036854775807").find("integer overflow in '*'") != std::string::npos);
+  CHECK(error("-(0 - 9223372036854775807 - 1)").find("integer overflow in '-'") != std::string::npos);
+  CHECK(error("9223372036854775808").find("integer literal too large") != std::string::npos);
+  CHECK(error("seq_len / (segments - 3)") ==
+        "f.yaml: derive.k: division by zero in expression 'seq_len / (segments - 3)' at column 9 "
+        "(with segment_length = 24, segments = 3, seq_len = 72)");
+  // Deep nesting is an error, not a stack overflow; 64 levels still work.
+  CHECK(error(std::string(100000, '(') + "1" + std::string(100000, ')')).find("nesting deeper than 64 levels") != std::string::npos);
+  CHECK(error(std::string(100000, '-') + "1").find("nesting deeper than 64 levels") != std::string::npos);
+  CHECK(rmt::eval_expression(std::string(63, '(') + "segments" + std::string(63, ')'), vars, "x") == 3);
+  CHECK(rmt::eval_expression("-(0 - 9223372036854775807)", vars, "x") == 9223372036854775807LL);
+  CHECK(rmt::eval_expression("-7 / 2", vars, "x") == -3);  // truncates toward zero, like C
+  CHECK(error("(1 + 2").find("missing ')'") != std::string::npos);
+  CHECK(error("1 + 2)").find("unmatched ')'") != std::string::npos);
+  CHECK(error(std::string("1 +\x01", 4)).find("unexpected byte 0x01") != std::string::npos);
+  // The sweep file's own check is about syntax and names: values that divide by zero only at some
+  // grid point are caught when that point is planned, naming the point.
+  const std::string data = "data: {task: copy, length: 4, symbols: 4}\n";
+  rmt::SweepSpec spec = rmt::parse_sweep(data + "grid: {segments: [1, 2]}\nderive: {train.batch_size: 8 / (segments - 1)}", "s.yaml");
+  std::string message = error_of([&] { rmt::plan_sweep(spec, "/tmp/unused", 1); });
+  CHECK(message.find("s.yaml: derive.train.batch_size: division by zero") == 0);
+}
+
+TEST_CASE("sweep: malformed sweep files: duplicate keys, non-scalar keys, out-of-range data options") {
+  auto error = [](const std::string& text) {
+    return error_of([&] { rmt::plan_sweep(rmt::parse_sweep(text, "bad.yaml"), "/tmp/unused", 1); });
+  };
+  const std::string data = "data: {task: copy, length: 4, symbols: 4}\n";
+  CHECK(error(data + "grid: {segments: [1]}\ngrid: {segments: [2]}") == "bad.yaml: section 'grid' is given twice");
+  CHECK(error("data: {task: copy, task: reverse}\ngrid: {segments: [1]}") == "bad.yaml: data.task: given twice");
+  CHECK(error(data + "grid: {segments: [1], segments: [2]}") == "bad.yaml: grid.segments: given twice");
+  CHECK(error(data + "grid: {segments: [1]}\nderive: {model.mem_len: segments, model.mem_len: seq_len}") ==
+        "bad.yaml: derive.model.mem_len: given twice");
+  CHECK(error(data + "grid: {[a, b]: [1]}") == "bad.yaml: grid: keys must be plain names, got a list");
+  CHECK(error("data: {task: copy, length: 99999999999}\ngrid: {segments: [1]}") ==
+        "bad.yaml: data: invalid value '99999999999' for data option 'length': expected an integer in [1, 2147483647]");
+  CHECK(error("data: {task: copy, length: 4x}\ngrid: {segments: [1]}").find("expected an integer") != std::string::npos);
+  CHECK(error(data + "grid: {data.length: [4, 99999999999], segments: [1]}").find("'99999999999' for data option 'length'") !=
+        std::string::npos);
+  CHECK(error("[1, 2]").find("bad.yaml: expected a mapping") == 0);
+  CHECK(error("data: {task: copy\n").find("bad.yaml: malformed YAML at line") == 0);
 }
 
 TEST_CASE("sweep: plan, derived memory, RUN_IDs") {

@@ -9,6 +9,7 @@
 #include "lib/error.h"
 #include "lib/io.h"
 #include "lib/results_table.h"
+#include "tests/cli.h"
 
 namespace fs = std::filesystem;
 
@@ -103,6 +104,77 @@ TEST_CASE("table: the paper's numbers side by side") {
   CHECK(md.find("9 x") == std::string::npos);       // only the measured segment counts
   CHECK_THROWS_WITH_AS(rmt::add_paper_rows(p, kPaper, "paper.yaml", "nope"),
                        doctest::Contains("no section 'nope' (sections: tiny)"), rmt::Error);
+}
+
+TEST_CASE("table: malformed results.csv is rejected naming the file and line") {
+  const std::string header =
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,segment_length,"
+      "acc_teacher_forced,acc_free_running,solve_rate,loss,run_id,status,steps,wall_time_s,git_commit,threads,error\n";
+  const std::string good = "baseline,1,0,0,all,1,36,1.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n";
+  auto error = [&](const std::string& rows, const std::string& metric = "acc_teacher_forced") {
+    return error_of([&] { rmt::pivot_results(rmt::parse_csv(header + rows, "r.csv"), metric, {}, "r.csv"); });
+  };
+  CHECK(error(good + "baseline,-3,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 3: segments '-3' is not an integer >= 1");
+  CHECK(error(good + "baseline,x,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 3: segments 'x' is not an integer >= 1");
+  CHECK(error(good + "baseline,99999999999,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 3: segments '99999999999' is not an integer >= 1");
+  CHECK(error("rmt,2,-1,0,all,2,18,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: model.num_mem_tokens '-1' is not an integer >= 0");
+  CHECK(error("baseline,1,0,0,all,2,0,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: segment_length '0' is not an integer >= 1");
+  CHECK(error("baseline,1,0,0,all,2,36,abc,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: acc_teacher_forced 'abc' is not a finite number");
+  CHECK(error("baseline,1,0,0,all,2,36,nan,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: acc_teacher_forced 'nan' is not a finite number");
+  CHECK(error("baseline,1,0,0,all,2,36,1.5,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: acc_teacher_forced 1.5 is outside [0, 1]");
+  CHECK(error("baseline,1,0,0,all,2,36,1.0,0.9,,-0.1,b2,done,10,1.0,abc,1,\n", "loss") ==
+        "r.csv: line 2: loss -0.1 is negative");
+  CHECK(error("baseline,1,0,0,all,2,36,1.0,0.9,,0.1,b2,running,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: status 'running' is neither done nor failed");
+  CHECK(error("transformer,1,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 2: model.kind 'transformer' is not one of baseline, mt, xl, rmt, xl_rmt");
+  // Lines are counted in the file, also across a quoted field that spans lines.
+  CHECK(error("baseline,2,0,0,all,2,18,,,,,b4,failed,,,,,\"two\nlines\"\nbaseline,1,0,0,all,1,36,2.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n") ==
+        "r.csv: line 4: acc_teacher_forced 2.0 is outside [0, 1]");
+  // CSV syntax.
+  CHECK(error(good + "baseline,1\n") == "r.csv: line 3 has 2 fields, the header has 18");
+  CHECK(error(good + "\n" + good) == "r.csv: line 3 has 1 fields, the header has 18");
+  CHECK(error("baseline,1,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\"never closed\n") ==
+        "r.csv: line 2: a quoted field is never closed");
+  CHECK(error("baseline,1,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\"x\"y\n") ==
+        "r.csv: line 2: unexpected 'y' after a closing quote (a quote inside a quoted field is written \"\")");
+  CHECK(error("baseline,1,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,x\"y\"\n") ==
+        "r.csv: line 2: a quote in the middle of an unquoted field (quote the whole field)");
+  CHECK(error_of([] { rmt::parse_csv("a,b,a\n1,2,3\n", "r.csv"); }) == "r.csv: line 1: column 'a' appears twice in the header");
+  CHECK(error_of([] { rmt::parse_csv("a,,b\n1,2,3\n", "r.csv"); }) == "r.csv: line 1: column 2 of the header has no name");
+  // CRLF files read like LF files.
+  rmt::CsvTable crlf = rmt::parse_csv("a,b\r\n1,\"2\"\r\n", "r.csv");
+  CHECK(crlf.rows == std::vector<std::vector<std::string>>{{"1", "2"}});
+}
+
+TEST_CASE("table: malformed paper YAML is rejected naming the file, line and key") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  auto error = [&](const std::string& yaml) {
+    return error_of([&] { rmt::add_paper_rows(p, yaml, "paper.yaml", "tiny"); });
+  };
+  CHECK(error("tiny: {rows: {baseline: {1: abc}}}") ==
+        "paper.yaml: line 1: tiny.rows.baseline: value 'abc' for 1 segments is not a number in [0, 1] (an accuracy or solve rate)");
+  CHECK(error("tiny:\n  rows:\n    baseline: {1: 1.5}\n").find("paper.yaml: line 3: tiny.rows.baseline: value '1.5'") == 0);
+  CHECK(error("tiny: {rows: {baseline: {1: [0.5]}}}").find("value (a list or mapping) for 1 segments") != std::string::npos);
+  CHECK(error("tiny: {rows: {baseline: {0: 0.5}}}").find("'0' is not a number of segments") != std::string::npos);
+  CHECK(error("tiny: {rows: {baseline: {x: 0.5}}}").find("'x' is not a number of segments") != std::string::npos);
+  CHECK(error("tiny: {rows: {baseline: {1: 0.5, 1: 0.6}}}").find("1 segments is given twice") != std::string::npos);
+  CHECK(error("tiny: {rows: {baseline: {1: 0.5}, baseline: {2: 0.6}}}").find("row 'baseline' is given twice") != std::string::npos);
+  CHECK(error("tiny: {rows: {baseline: 0.5}}").find("expected a non-empty mapping {segments: value}") != std::string::npos);
+  CHECK(error("tiny: {rows: {baseline: {1: 0.5}}, colour: red}").find("unknown key 'colour'") != std::string::npos);
+  CHECK(error("tiny: {rows: [1, 2]}").find("expected 'rows:' mapping") != std::string::npos);
+  CHECK(error("tiny: {rows: {}}\ntiny: {rows: {}}").find("section 'tiny' is given twice") != std::string::npos);
+  CHECK(error("[1, 2]").find("paper.yaml: expected a mapping of sections") == 0);
+  CHECK(error("tiny: {rows: {baseline: {1: 0.5}}").find("paper.yaml: malformed YAML at line 1") == 0);
+  CHECK(error("").find("paper.yaml: expected a mapping of sections") == 0);
 }
 
 TEST_CASE("plot: gnuplot script and rmt plot") {
