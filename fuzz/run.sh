@@ -27,8 +27,9 @@ for name in "$@"; do
   log="$build/fuzz-$name.log"
   echo "fuzz: $name for ${seconds}s (log: $log)"
   # -timeout: an input that takes 10 s is a hang; -rss_limit_mb: more than 2 GB is a runaway
-  # allocation. Both count as crashes.
-  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  # allocation. Both count as crashes. Inputs are kept under 4 KiB (FUZZ_MAX_LEN): the large
+  # regression inputs (deep nesting) would otherwise make every mutation slow.
+  "$bin" -max_total_time="$seconds" -max_len="${FUZZ_MAX_LEN:-4096}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$crashes/" "$new" "$corpus" "$regressions" >"$log" 2>&1
   rc=$?
   # The final stats: executions and their rate.
