@@ -7,6 +7,7 @@
 #   FUZZ_MODE=merge fuzz/run.sh BUILD 0 NAME...  minimises fuzz/corpus/NAME together with what the
 #   fuzzing runs found (BUILD/new-corpus/NAME), replacing fuzz/corpus/NAME.
 set -u
+mkdir -p "${FUZZ_LOG_DIR:-$1}"
 build=$1; seconds=$2; shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
@@ -24,7 +25,7 @@ for name in "$@"; do
     echo "fuzz: $name corpus minimised to $(ls "$corpus" | wc -l) inputs, $(du -sk "$corpus" | cut -f1) KiB"
     continue
   fi
-  log="$build/fuzz-$name.log"
+  log="${FUZZ_LOG_DIR:-$build}/fuzz-$name.log"
   echo "fuzz: $name for ${seconds}s (log: $log)"
   # -timeout: an input that takes 10 s is a hang; -rss_limit_mb: more than 2 GB is a runaway
   # allocation. Both count as crashes. Inputs are kept under 4 KiB (FUZZ_MAX_LEN): the large
