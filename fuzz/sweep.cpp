@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [key, values] : grid) n *= values.size();
     points += n;
   }
-  if (points > 64) return 0;
+  if (points > 16) return 0;
   rmt::SweepPlan plan;
   if (!accepts([&] { plan = rmt::plan_sweep(spec, "/nonexistent/rmt-fuzz-runs", 1); })) return 0;
   require(!plan.runs.empty(), "a sweep plan with no runs");
