@@ -52,3 +52,16 @@ TEST_CASE("catalogue of bad inputs: each is a clear error with the documented ex
   }
   MESSAGE("catalogue: " << cases.size() << " cases in " << per_category.size() << " categories");
 }
+
+TEST_CASE("the catalogue covers every file reader and subcommand") {
+  std::map<std::string, int> per_category;
+  for (const BadInput& c : bad_input_catalogue()) per_category[c.category]++;
+  std::string listed;
+  for (const auto& [category, n] : per_category) listed += category + " " + std::to_string(n) + ", ";
+  MESSAGE("catalogue categories: " << listed);
+  CHECK(bad_input_catalogue().size() >= 80);
+  // The readers and subcommands the README's reliability section names.
+  for (const char* category : {"npy", "safetensors", "config", "sweep", "results.csv", "meta.yaml",
+                               "train", "eval", "step-dump", "run-dir", "generate", "data check"})
+    CHECK_MESSAGE(per_category.count(category) == 1, category);
+}
