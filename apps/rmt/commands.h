@@ -14,5 +14,6 @@ void add_step_dump_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_report_commands(CLI::App& app);  // rmt table, rmt plot
 void add_bench_command(CLI::App& app);
+void add_attn_command(CLI::App& app);    // rmt attn (attention maps)
 
 }  // namespace rmt::cli

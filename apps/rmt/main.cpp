@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   rmt::cli::add_sweep_command(app);
   rmt::cli::add_report_commands(app);
   rmt::cli::add_bench_command(app);
+  rmt::cli::add_attn_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

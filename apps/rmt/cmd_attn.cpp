@@ -1,0 +1,137 @@
+// `rmt attn`: attention maps of a trained run as heat maps (docs/paper.md §4, Figures 6 and 8)
+// and as JSON numbers. The work is in lib/attention_map.cpp.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/rmt/commands.h"
+#include "lib/attention_map.h"
+#include "lib/error.h"
+#include "lib/io.h"
+
+namespace rmt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A flag's index must be in 0..count-1; `has` says what there is ("the model has 2 layers").
+void check_index(const char* flag, int value, int count, const std::string& has) {
+  if (value < 0 || value >= count)
+    fail("{} {} is out of range: {} (valid: {})", flag, value, has,
+         count == 1 ? std::string("0") : fmt::format("0..{}", count - 1));
+}
+
+std::vector<int> all_or(int count, bool given, int value) {
+  if (given) return {value};
+  std::vector<int> v(size_t(count), 0);
+  for (int i = 0; i < count; ++i) v[size_t(i)] = i;
+  return v;
+}
+
+// The directory of an output file must exist or be creatable; says which flag it is for.
+void prepare_output(const char* flag, const std::string& path) {
+  const fs::path p(path);
+  if (path.empty() || p.filename().empty()) fail("{} '{}': not a file name", flag, path);
+  if (fs::is_directory(p)) fail("{} {}: is a directory", flag, path);
+  if (!p.has_parent_path()) return;
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  if (ec || !fs::is_directory(p.parent_path()))
+    fail("{} {}: cannot create its directory {}: {}", flag, path, p.parent_path().string(),
+         ec ? ec.message() : "not a directory");
+}
+
+}  // namespace
+
+void add_attn_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "attn", "Draw a trained run's attention probabilities as heat maps (paper Figures 6 and 8)");
+  cmd->footer(
+      "One panel per layer, segment and head: layers as rows; segments, then heads, as columns. "
+      "Without --segment every segment is drawn side by side (the memory written at the end of "
+      "one segment is read at the start of the next); without --layer / --head every layer / "
+      "head. Rows are queries, columns keys; darkness is the probability, masked cells are grey, "
+      "red lines separate the blocks (cache, read memory, tokens, write memory). Ticks show the "
+      "input symbols, r<i> / w<i> for memory slot i of the read / write block. Indices are "
+      "0-based. The model runs in evaluation mode (no dropout) on one sample of the run's own "
+      "dataset (config.yaml's data).\n"
+      "Example: rmt attn --run runs/rmt_copy6 --sample 0 --out attn.png --dump attn.json");
+  struct Args {
+    std::string run, checkpoint = "best", split = "test", out, dump;
+    int sample = 0, segment = 0, layer = 0, head = 0, threads = 0;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("--run", args->run, "Run directory written by rmt train")->required();
+  cmd->add_option("--checkpoint", args->checkpoint, "best | last | a .safetensors file")->capture_default_str();
+  cmd->add_option("--split", args->split, "train | val | test")->capture_default_str()
+      ->check(CLI::IsMember({"train", "val", "test"}));
+  cmd->add_option("--sample", args->sample, "Sample index in the split")->capture_default_str();
+  auto* segment = cmd->add_option("--segment", args->segment, "Only this segment (default: all, side by side)");
+  auto* layer = cmd->add_option("--layer", args->layer, "Only this layer (default: all, as rows)");
+  auto* head = cmd->add_option("--head", args->head, "Only this head (default: all, as columns)");
+  cmd->add_option("--out", args->out, "Picture file, .png or .svg (needs gnuplot)");
+  cmd->add_option("--dump", args->dump,
+                  "Also write the probabilities, mask, blocks and labels as JSON ('-': stdout)");
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->callback([args, segment, layer, head] {
+    if (args->out.empty() && args->dump.empty())
+      throw CLI::RequiredError("--out FILE.png|FILE.svg or --dump FILE.json");
+    std::string format;
+    if (!args->out.empty()) {
+      const std::string ext = fs::path(args->out).extension().string();
+      if (ext != ".png" && ext != ".svg")
+        fail("--out {}: the picture file must end in .png or .svg", args->out);
+      format = ext.substr(1);
+      prepare_output("--out", args->out);
+    }
+    if (!args->dump.empty() && args->dump != "-") prepare_output("--dump", args->dump);
+
+    TrainedRun t = load_trained_run(args->run, args->checkpoint);
+    const Model& model = *t.model;
+    const int segments = int(t.run.seg_len.size());
+    if (layer->count())
+      check_index("--layer", args->layer, model.L, fmt::format("the model has {} layers", model.L));
+    if (head->count())
+      check_index("--head", args->head, model.H, fmt::format("the model has {} heads", model.H));
+    if (segment->count())
+      check_index("--segment", args->segment, segments,
+                  fmt::format("the run has {} segments ({})", segments, describe_segments(t.run.seg_len)));
+    set_num_threads(args->threads);
+    LmSplit split = load_lm_split(t.run.config.data, t.run.meta, args->split);
+    check_index("--sample", args->sample, int(std::min<int64_t>(split.n, INT32_MAX)),
+                fmt::format("the {} split of {} has {} samples", args->split, t.run.config.data, split.n));
+
+    AttentionMaps maps = compute_attention_maps(*t.model, t.run.meta.vocab,
+                                                split.input.data() + int64_t(args->sample) * split.seq_len,
+                                                split.seq_len, t.run.seg_len);
+    AttentionSelection sel{all_or(segments, segment->count() > 0, args->segment),
+                           all_or(model.L, layer->count() > 0, args->layer),
+                           all_or(model.H, head->count() > 0, args->head)};
+    // The numbers first: they are written even where gnuplot is missing or fails.
+    if (!args->dump.empty()) {
+      nlohmann::json about{{"run", args->run}, {"checkpoint", t.checkpoint_path},
+                           {"split", args->split}, {"sample", args->sample},
+                           {"task", t.run.meta.task}};
+      const std::string text = attention_maps_json(maps, sel, about.dump());
+      if (args->dump == "-") {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+      } else {
+        write_file_atomic(args->dump, text);
+        std::fprintf(stderr, "wrote %s\n", args->dump.c_str());
+      }
+    }
+    if (!args->out.empty()) {
+      const std::string title = fmt::format(
+          "{}: {} on {}, {} sample {}, checkpoint {}", args->run, model.config.kind,
+          t.run.meta.task, args->split, args->sample, fs::path(t.checkpoint_path).filename().string());
+      write_file_atomic(args->out, run_gnuplot(attention_gnuplot_script(maps, sel, format, title)));
+      std::fprintf(stderr, "wrote %s\n", args->out.c_str());
+    }
+  });
+}
+
+}  // namespace rmt::cli

@@ -1,0 +1,68 @@
+// Catalogue of bad inputs (tests/catalogue.h) for `rmt attn`. Each case builds a run directory
+// in {dir}/run as `rmt train` leaves it (config.yaml, best.safetensors) without training: a tiny
+// copy dataset (20 / 5 / 5 samples) and a freshly initialised tiny rmt model (2 layers, 2 heads,
+// 3 segments), so a case runs in well under a second.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lib/checkpoint.h"
+#include "lib/config.h"
+#include "lib/io.h"
+#include "lib/model.h"
+#include "lib/train.h"
+#include "tasks/tasks.h"
+#include "tests/catalogue.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// {dir}/d: copy L 4, 4 symbols; {dir}/run/config.yaml; with `checkpoint`, {dir}/run/best.safetensors.
+void tiny_run(const std::string& dir, bool checkpoint = true) {
+  rmt::GenerateRequest g;
+  g.task = rmt::resolve_task("copy", 4, 4);
+  g.sizes = {20, 5, 5};
+  g.seed = 1;
+  g.out_dir = dir + "/d";
+  rmt::generate_dataset(g);
+  rmt::Config c;
+  c.data = g.out_dir;
+  c.segments = 3;
+  c.model.kind = "rmt";
+  c.model.n_layer = 2, c.model.n_head = 2, c.model.d_head = 4, c.model.d_model = 8;
+  c.model.d_inner = 16, c.model.num_mem_tokens = 2;
+  rmt::RunSetup run = rmt::prepare_run(c);
+  fs::create_directories(dir + "/run");
+  rmt::write_file_atomic(dir + "/run/config.yaml", rmt::to_yaml(run.config));
+  if (!checkpoint) return;
+  rmt::Model model(run.config.model);
+  model.init_weights(1);
+  rmt::save_checkpoint(dir + "/run/best.safetensors", model, model.params);
+}
+
+}  // namespace
+
+RMT_CATALOGUE({
+    {"attn", "run without a checkpoint", [](const std::string& d) { tiny_run(d, false); },
+     "attn --run {dir}/run --dump {dir}/a.json", 1,
+     "best.safetensors does not exist: the run has no checkpoint yet"},
+    {"attn", "layer out of range", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --layer 2 --dump {dir}/a.json", 1,
+     "--layer 2 is out of range: the model has 2 layers (valid: 0..1)"},
+    {"attn", "segment out of range", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --segment 3 --dump {dir}/a.json", 1,
+     "--segment 3 is out of range: the run has 3 segments (4,4,4) (valid: 0..2)"},
+    {"attn", "sample past the split", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --split val --sample 5 --dump {dir}/a.json", 1,
+     "has 5 samples (valid: 0..4)"},
+    {"attn", "picture of an unknown format", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --out {dir}/a.jpg", 1,
+     "/a.jpg: the picture file must end in .png or .svg"},
+    {"attn", "picture under a regular file", [](const std::string& d) {
+       tiny_run(d);
+       rmt::write_file_atomic(d + "/file", "x");
+     },
+     "attn --run {dir}/run --out {dir}/file/a.png", 1,
+     "/file/a.png: cannot create its directory"},
+});
