@@ -54,7 +54,7 @@ void add_attn_command(CLI::App& app) {
       "One panel per layer, segment and head: layers as rows; segments, then heads, as columns. "
       "Without --segment every segment is drawn side by side (the memory written at the end of "
       "one segment is read at the start of the next); without --layer / --head every layer / "
-      "head. Rows are queries, columns keys; darkness is the probability, masked cells are grey, "
+      "head. Rows are queries, columns keys; darkness is the probability, masked cells blue-hatched, "
       "red lines separate the blocks (cache, read memory, tokens, write memory). Ticks show the "
       "input symbols, r<i> / w<i> for memory slot i of the read / write block. Indices are "
       "0-based. The model runs in evaluation mode (no dropout) on one sample of the run's own "
@@ -75,7 +75,7 @@ void add_attn_command(CLI::App& app) {
   auto* head = cmd->add_option("--head", args->head, "Only this head (default: all, as columns)");
   cmd->add_option("--out", args->out, "Picture file, .png or .svg (needs gnuplot)");
   cmd->add_option("--dump", args->dump,
-                  "Also write the probabilities, mask, blocks and labels as JSON ('-': stdout)");
+                  "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
   cmd->callback([args, segment, layer, head] {
     if (args->out.empty() && args->dump.empty())
