@@ -360,7 +360,12 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
       for (const auto& [seg, c] : r.cells) {
         if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) == pivot.segments.end()) continue;
         int len = pivot.segment_length.count(seg) ? pivot.segment_length.at(seg) : 0;
-        std::string label = r.label.find(',') != std::string::npos ? "\"" + r.label + "\"" : r.label;
+        std::string label = r.label;
+        if (label.find_first_of(",\"\n\r") != std::string::npos) {  // RFC 4180 quoting
+          std::string quoted = "\"";
+          for (char ch : label) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+          label = quoted + "\"";
+        }
         out += fmt::format("{},{},{},{},{:.6g},{:.6g},{}\n", label, r.paper ? "paper" : "measured", seg, len,
                            c.mean, c.std, r.paper ? 0 : c.n);
       }

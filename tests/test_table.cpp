@@ -150,6 +150,12 @@ TEST_CASE("table: malformed results.csv is rejected naming the file and line") {
         "r.csv: line 2: a quote in the middle of an unquoted field (quote the whole field)");
   CHECK(error_of([] { rmt::parse_csv("a,b,a\n1,2,3\n", "r.csv"); }) == "r.csv: line 1: column 'a' appears twice in the header");
   CHECK(error_of([] { rmt::parse_csv("a,,b\n1,2,3\n", "r.csv"); }) == "r.csv: line 1: column 2 of the header has no name");
+  // A --by value with a quote or a comma is quoted properly in `--format csv` (and reads back).
+  const std::string quoted_by = header + "baseline,1,0,0,\"a \"\"b\"\", c\",1,36,1.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n";
+  rmt::Pivot by = rmt::pivot_results(rmt::parse_csv(quoted_by, "r.csv"), "acc_teacher_forced", {"bptt"}, "r.csv");
+  rmt::CsvTable back = rmt::parse_csv(rmt::format_pivot(by, "csv"), "out.csv");
+  REQUIRE(back.rows.size() == 1);
+  CHECK(back.rows[0][0] == "baseline (bptt a \"b\", c)");
   // CRLF files read like LF files.
   rmt::CsvTable crlf = rmt::parse_csv("a,b\r\n1,\"2\"\r\n", "r.csv");
   CHECK(crlf.rows == std::vector<std::vector<std::string>>{{"1", "2"}});
