@@ -98,11 +98,30 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
 }
 
 std::string read_file(const fs::path& path) {
+  std::error_code ec;
+  // An ifstream opens a directory and then reads nothing: say so rather than return "".
+  if (fs::is_directory(path, ec)) fail("cannot read {}: it is a directory, expected a file", path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}: {}", path.string(), std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) fail("cannot read {}: {}", path.string(), std::strerror(errno));
   return ss.str();
+}
+
+void create_directories_or_fail(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  // The part of the path that exists must be a directory; name it when it is a file.
+  for (fs::path p = dir; !p.empty() && p.has_relative_path(); p = p.parent_path()) {
+    if (fs::exists(fs::symlink_status(p, ec)) && !fs::is_directory(p, ec)) {
+      if (p == dir) fail("cannot create directory {}: it exists and is not a directory", dir.string());
+      fail("cannot create directory {}: {} is not a directory", dir.string(), p.string());
+    }
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create directory {}: {}", dir.string(), ec.message());
 }
 
 void append_line(const fs::path& path, std::string_view line) {

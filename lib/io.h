@@ -35,6 +35,10 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
+// Creates `dir` and its missing parents, like std::filesystem::create_directories, but fails with
+// an rmt::Error naming the path and the OS's reason ("... is not a directory", "Permission
+// denied") instead of throwing std::filesystem_error.
+void create_directories_or_fail(const std::filesystem::path& dir);
 // sha256 of a byte string as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view bytes);
 

@@ -1,4 +1,5 @@
 // rmt bench: training-step throughput, FLOPs, MFU and memory of the paper's copy models.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/backend.h"
 #include "lib/bench.h"
@@ -28,17 +30,19 @@ void add_bench_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("--model", args->model, "baseline | xl | rmt | all")
-      ->check(CLI::IsMember({"baseline", "xl", "rmt", "all"}))->capture_default_str();
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->capture_default_str();
+      ->check(one_of({"baseline", "xl", "rmt", "all"}))->capture_default_str();
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
+      ->transform(int_range(0, kMaxThreads))->capture_default_str();
   cmd->add_option("--reps", args->reps, "Timed training steps (min and median reported)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->transform(int_range(1, 100000))->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed steps first")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->transform(int_range(0, 100000))->capture_default_str();
   cmd->add_flag("--json", args->json, "One JSON object per model, one per line");
   cmd->add_option("--peak-gflops", args->peak_gflops,
-                  "fp32 peak for the MFU (default: measure a GEMM through our matmul)");
+                  "fp32 peak for the MFU (default: measure a GEMM through our matmul)")
+      ->check(number_range(0, HUGE_VAL, true));
   cmd->add_option("--gemm-size", args->gemm_size, "Largest n of the n x n x n peak GEMM (n/2, n/4 also tried)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->transform(int_range(16, 16384))->capture_default_str();  // 3 n^2 floats: 3.2 GB at most
   cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");

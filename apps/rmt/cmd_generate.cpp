@@ -1,11 +1,13 @@
 // `rmt generate TASK --out DIR ...`: parses options and prints a summary; the work is in tasks/.
 #include <charconv>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/error.h"
 #include "tasks/tasks.h"
@@ -41,12 +43,18 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("task", args->task, "Task or preset name")->required();
   cmd->add_option("--out", args->out, "Output directory (created if missing)")->required();
   cmd->add_option("--seed", args->seed, "PRNG seed; the same seed gives byte-identical files (default 0)");
-  auto* train = cmd->add_option("--train", args->train, "Training samples (default: the paper's size for the task)");
-  auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)");
-  auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)");
-  auto* length = cmd->add_option("--length", args->length, "copy/reverse: symbols per sample L (default 24)");
-  auto* symbols = cmd->add_option("--symbols", args->symbols, "copy/reverse: alphabet size V, ids 2..V+1 (default 10)");
-  auto* pairs = cmd->add_option("--pairs", args->pairs, "retrieval: key-value pairs K, 1..10 (default 4)");
+  // The tasks check the ranges (tasks/); these only refuse what is not an integer of the type.
+  auto* train = cmd->add_option("--train", args->train, "Training samples (default: the paper's size for the task)")
+      ->transform(int_range(0));
+  auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)")->transform(int_range(0));
+  auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)")->transform(int_range(0));
+  const int int_max = std::numeric_limits<int>::max();
+  auto* length = cmd->add_option("--length", args->length, "copy/reverse: symbols per sample L (default 24)")
+      ->transform(int_range(1, int_max));
+  auto* symbols = cmd->add_option("--symbols", args->symbols, "copy/reverse: alphabet size V, ids 2..V+1 (default 10)")
+      ->transform(int_range(1, int_max));
+  auto* pairs = cmd->add_option("--pairs", args->pairs, "retrieval: key-value pairs K, 1..10 (default 4)")
+      ->transform(int_range(1, int_max));
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };

@@ -7,7 +7,9 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/error.h"
 #include "lib/io.h"
@@ -30,10 +32,34 @@ std::string sweep_name(const std::string& csv) {
 
 Pivot load_pivot(const ReportArgs& a) {
   if (!fs::exists(a.csv)) fail("{} does not exist (run `rmt sweep` first)", a.csv);
-  Pivot pivot = pivot_results(parse_csv(read_file(a.csv), a.csv), a.metric, a.by, a.csv);
+  if (fs::is_directory(a.csv)) fail("{} is a directory; give its results.csv", a.csv);
+  CsvTable csv = parse_csv(read_file(a.csv), a.csv);
+  // The options name columns of the file: say which option is wrong and what the file has.
+  auto need_column = [&](const char* option, const std::string& name) {
+    if (csv.column(name) < 0)
+      fail("{} {}: {} has no such column (columns: {})", option, name, a.csv, fmt::join(csv.header, ", "));
+  };
+  need_column("--metric", a.metric);
+  for (const auto& b : a.by) need_column("--by", b);
+  // The metric is averaged: every value it has must be a number (run_id or status are not).
+  const int c_metric = csv.column(a.metric);
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    const std::string& v = csv.rows[r][size_t(c_metric)];
+    char* end = nullptr;
+    if (!v.empty()) std::strtod(v.c_str(), &end);
+    if (!v.empty() && end != v.c_str() + v.size())
+      fail("--metric {}: not a numeric column of {} (line {} has '{}'); use acc_teacher_forced, "
+           "acc_free_running, solve_rate or loss", a.metric, a.csv, r + 2, v);
+  }
+  Pivot pivot = pivot_results(csv, a.metric, a.by, a.csv);
   if (!a.paper.empty()) {
     if (!fs::exists(a.paper)) fail("--paper {} does not exist", a.paper);
-    add_paper_rows(pivot, read_file(a.paper), a.paper, a.paper_section.empty() ? sweep_name(a.csv) : a.paper_section);
+    if (fs::is_directory(a.paper)) fail("--paper {} is a directory, expected a YAML file", a.paper);
+    try {
+      add_paper_rows(pivot, read_file(a.paper), a.paper, a.paper_section.empty() ? sweep_name(a.csv) : a.paper_section);
+    } catch (const YAML::Exception& e) {  // malformed YAML, or a value of the wrong type
+      fail("--paper {}: {} (expected sections of rows: model label -> {{segments: value}})", a.paper, e.what());
+    }
   }
   return pivot;
 }
@@ -53,7 +79,7 @@ void add_report_commands(CLI::App& app) {
   auto* table = app.add_subcommand("table", "Print a sweep's results as model x segments (mean ± std over seeds)");
   add_common(table, *targs);
   table->add_option("--format", targs->format, "md | csv | latex")->capture_default_str()
-      ->check(CLI::IsMember({"md", "csv", "latex"}));
+      ->check(one_of({"md", "csv", "latex"}));
   table->callback([targs] { fmt::print("{}", format_pivot(load_pivot(*targs), targs->format)); });
 
   auto pargs = std::make_shared<ReportArgs>();
@@ -61,13 +87,14 @@ void add_report_commands(CLI::App& app) {
   add_common(plot, *pargs);
   plot->add_option("--out", pargs->out, "Figure file, .svg or .png")->required();
   plot->callback([pargs] {
+    check_output_file("--out", pargs->out);
     Pivot pivot = load_pivot(*pargs);
     std::string script = gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv));
     if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
       fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make deps`), "
            "or use `rmt table` for the numbers");
     fs::path script_path = fs::path(pargs->out).concat(".gp");
-    if (script_path.has_parent_path()) fs::create_directories(script_path.parent_path());
+    if (script_path.has_parent_path()) create_directories_or_fail(script_path.parent_path());
     write_file_atomic(script_path, script);
     std::string cmd = "gnuplot " + script_path.string() + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");

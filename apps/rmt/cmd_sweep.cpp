@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/error.h"
 #include "lib/io.h"
@@ -28,14 +29,15 @@ void add_sweep_command(CLI::App& app) {
     bool dry_run = false;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("file", args->file, "Sweep file")->required();
+  cmd->add_option("file", args->file, "Sweep file")->required()->check(existing_file());
   cmd->add_option("-j,--jobs", args->jobs, "Runs at a time; the cores are split between them")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->transform(int_range(1, kMaxThreads));
   cmd->add_flag("--dry-run", args->dry_run, "List the runs and their state; run nothing");
   cmd->add_option("--emit", args->emit, "Print one command per pending run (commands) or write a "
-                  "SLURM job-array script (slurm) instead of running")->check(CLI::IsMember({"commands", "slurm"}));
+                  "SLURM job-array script (slurm) instead of running")->check(one_of({"commands", "slurm"}));
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs go")->capture_default_str();
   cmd->callback([args] {
+    if (!args->dry_run) check_output_dir("--runs-dir", args->runs_dir);
     SweepSpec spec = load_sweep(args->file);
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     // -j N splits the cores; emitted commands run elsewhere, so they take all cores there.

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/checkpoint.h"
 #include "lib/engine.h"
@@ -57,12 +59,14 @@ void add_train_command(CLI::App& app) {
     int64_t abort_after_step = 0;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("--abort-after-step", args->abort_after_step, "tests: die after this step")->group("");
-  cmd->add_option("--config", args->config, "YAML config file")->check(CLI::ExistingFile);
+  cmd->add_option("--abort-after-step", args->abort_after_step, "tests: die after this step")->group("")
+      ->transform(int_range(0));
+  cmd->add_option("--config", args->config, "YAML config file")->check(existing_file());
   cmd->add_option("--set", args->sets, "Override a config key: --set model.kind=xl (repeatable)");
   cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
   cmd->add_flag("--resume", args->resume, "Continue the run in --out from its last checkpoint");
   cmd->callback([args] {
+    check_output_dir("--out", args->out);
     Config config = args->config.empty() ? Config{} : load_config(args->config);
     for (const auto& s : args->sets) apply_override(config, s);
     TrainOptions opt;
@@ -94,14 +98,18 @@ void add_eval_command(CLI::App& app) {
     int64_t samples = 0;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("--run", args->run, "Run directory written by rmt train")->required()->check(CLI::ExistingDirectory);
+  const int int_max = std::numeric_limits<int>::max();
+  cmd->add_option("--run", args->run, "Run directory written by rmt train")->required()->check(existing_dir());
   cmd->add_option("--split", args->split, "train | val | test")->capture_default_str()
-      ->check(CLI::IsMember({"train", "val", "test"}));
-  cmd->add_option("--segments", args->segments, "Number of segments (default: as trained)")->check(CLI::PositiveNumber);
+      ->check(one_of({"train", "val", "test"}));
+  cmd->add_option("--segments", args->segments, "Number of segments (default: as trained)")
+      ->transform(int_range(1, int_max));
   cmd->add_option("--checkpoint", args->checkpoint, "best | last | a .safetensors file")->capture_default_str();
-  cmd->add_option("--batch-size", args->batch_size, "Evaluation batch (default: the training batch)")->check(CLI::PositiveNumber);
-  cmd->add_option("--samples", args->samples, "Evaluate only the first N samples (default: all)")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--batch-size", args->batch_size, "Evaluation batch (default: the training batch)")
+      ->transform(int_range(1, int_max));
+  cmd->add_option("--samples", args->samples, "Evaluate only the first N samples (default: all)")
+      ->transform(int_range(1));
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(int_range(0, kMaxThreads));
   cmd->callback([args] {
     fs::path run_dir(args->run);
     if (!fs::exists(run_dir / "config.yaml")) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
@@ -147,17 +155,28 @@ void add_step_dump_command(CLI::App& app) {
     double lr = 1e-3, clip = 0.25;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("--checkpoint", args->checkpoint, "Model checkpoint (.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--input", args->input, "int64 .npy [B, T] input ids")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", args->target, "int64 .npy [B, T] target ids")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--segments", args->segments, "Number of segments")->check(CLI::PositiveNumber);
-  cmd->add_option("--bptt", args->bptt, "all | 0 | k")->capture_default_str();
-  cmd->add_option("--answer-size", args->answer_size, "Scored positions at the end of each row")->required();
-  cmd->add_option("--adam-steps", args->adam_steps, "Also take this many Adam steps on the batch");
-  cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str();
-  cmd->add_option("--clip", args->clip, "Gradient-norm clip")->capture_default_str();
+  const int int_max = std::numeric_limits<int>::max();
+  cmd->add_option("--checkpoint", args->checkpoint, "Model checkpoint (.safetensors)")->required()->check(existing_file());
+  cmd->add_option("--input", args->input, "int64 .npy [B, T] input ids")->required()->check(existing_file());
+  cmd->add_option("--target", args->target, "int64 .npy [B, T] target ids")->required()->check(existing_file());
+  cmd->add_option("--segments", args->segments, "Number of segments")->transform(int_range(1, int_max));
+  cmd->add_option("--bptt", args->bptt, "all | 0 | k")->capture_default_str()
+      ->check(CLI::Validator(
+          [k = int_range(0, int_max)](std::string& s) -> std::string {
+            if (s == "all" || k(s).empty()) return "";
+            return "must be 'all' or an integer, at least 0 (got '" + s + "')";
+          },
+          "all|k"));
+  cmd->add_option("--answer-size", args->answer_size, "Scored positions at the end of each row")->required()
+      ->transform(int_range(1, int_max));
+  cmd->add_option("--adam-steps", args->adam_steps, "Also take this many Adam steps on the batch")
+      ->transform(int_range(0, 1000000));
+  cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str()->check(number_range(0, HUGE_VAL, true));
+  cmd->add_option("--clip", args->clip, "Gradient-norm clip (0: none)")->capture_default_str()
+      ->check(number_range(0, HUGE_VAL));
   cmd->add_option("--out", args->out, "Output directory")->required();
   cmd->callback([args] {
+    check_output_dir("--out", args->out);
     int64_t B = 0, T = 0, B2 = 0, T2 = 0;
     auto in64 = read_npy_int_matrix(args->input, B, T);
     auto tg64 = read_npy_int_matrix(args->target, B2, T2);
@@ -185,16 +204,9 @@ void add_step_dump_command(CLI::App& app) {
         fail("{}: target id {} at row {} (a scored position) is outside the checkpoint's "
              "vocabulary 0..{}", args->target, tg64[i], int64_t(i) / T, model->V - 1);
     int bptt = -1;
-    if (args->bptt != "all") {
-      try {
-        bptt = std::stoi(args->bptt);
-      } catch (...) {
-        bptt = -2;
-      }
-      if (bptt < 0) fail("--bptt must be 'all' or a non-negative integer, got '{}'", args->bptt);
-    }
+    if (args->bptt != "all") bptt = std::stoi(args->bptt);  // checked by its validator
     auto seg_len = segment_lengths(int(T), args->segments);
-    fs::create_directories(args->out);
+    create_directories_or_fail(args->out);
     fs::path out(args->out);
     Backend& be = cpu_backend();
     Engine engine(*model, be);

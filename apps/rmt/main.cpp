@@ -3,11 +3,15 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <new>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "build_info.h"
 #include "lib/backend.h"
@@ -33,6 +37,149 @@ static std::string version_text() {
   );
 }
 
+namespace {
+
+// A command line rmt cannot make sense of (exit 2); `command` is where to look for help.
+struct UsageError {
+  std::string message, command;
+};
+
+std::vector<std::string> subcommand_names(CLI::App* app) {
+  std::vector<std::string> names;
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
+}
+
+std::vector<std::string> option_names(CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app->get_options()) {
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : o->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+bool looks_like_number(const std::string& t) {
+  char* end = nullptr;
+  std::strtod(t.c_str(), &end);
+  return end == t.c_str() + t.size();
+}
+
+std::string unknown_option_message(const std::string& name, CLI::App* app) {
+  std::string near = rmt::cli::closest_match(name, option_names(app));
+  return fmt::format("unknown option {}{}", name, near.empty() ? "" : fmt::format(" (did you mean {}?)", near));
+}
+
+// Before CLI11 parses: find the subcommand (naming an unknown one, with the closest valid name
+// and the list) and, inside it, any option it does not have. CLI11 would report these late or
+// not at all: a required option missing is reported before an unknown one, and an unknown
+// subcommand reads as "A subcommand is required".
+void check_command_line(CLI::App& app, int argc, char** argv) {
+  CLI::App* cur = &app;
+  std::string path = "rmt";
+  int i = 1;
+  auto is_help = [](const std::string& t) { return t == "-h" || t == "--help"; };
+  while (!cur->get_subcommands([](CLI::App*) { return true; }).empty()) {
+    const std::vector<std::string> names = subcommand_names(cur);
+    const std::string list = fmt::format("{}", fmt::join(names, ", "));
+    if (i >= argc) throw UsageError{fmt::format("'{}' needs a subcommand: {}", path, list), path};
+    const std::string t = argv[i++];
+    if (is_help(t) || (cur == &app && t == "--version")) return;  // CLI11 prints them
+    if (!t.empty() && t[0] == '-') throw UsageError{unknown_option_message(t.substr(0, t.find('=')), cur), path};
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : cur->get_subcommands([](CLI::App*) { return true; }))
+      if (sub->get_name() == t) next = sub;
+    if (!next) {
+      std::string near = rmt::cli::closest_match(t, names);
+      throw UsageError{near.empty() ? fmt::format("unknown subcommand '{}' ({} has: {})", t, path, list)
+                                    : fmt::format("unknown subcommand '{}' (did you mean '{}'?)", t, near),
+                       path};
+    }
+    cur = next;
+    path += " " + t;
+  }
+  // Inside the subcommand: every "-x" / "--name[=value]" must be one of its options.
+  for (int j = i; j < argc; ++j)
+    if (is_help(argv[j])) return;
+  for (; i < argc; ++i) {
+    const std::string t = argv[i];
+    if (t == "--") break;
+    if (t.size() < 2 || t[0] != '-' || looks_like_number(t)) continue;
+    std::string name = t.substr(0, t.find('='));
+    if (name[1] != '-') name = name.substr(0, 2);  // -n5 is -n with 5
+    if (!cur->get_option_no_throw(name)) throw UsageError{unknown_option_message(name, cur), path};
+  }
+}
+
+// "rmt data show": the subcommands CLI11 had entered when it failed.
+std::string command_path(CLI::App& app) {
+  std::string path = "rmt";
+  CLI::App* cur = &app;
+  while (!cur->get_subcommands().empty()) {
+    cur = cur->get_subcommands().front();
+    path += " " + cur->get_name();
+  }
+  return path;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// CLI11's message, reworded for a user; `value_error` is set for a wrong value (exit 1) as
+// opposed to a command line of the wrong shape (exit 2).
+std::string parse_error_message(const CLI::ParseError& e, CLI::App& app, bool& value_error) {
+  std::string m = e.what();
+  value_error = false;
+  if (dynamic_cast<const CLI::ValidationError*>(&e) || dynamic_cast<const CLI::ConversionError*>(&e)) {
+    value_error = true;
+    // Our validators: "--samples: must be at least 1 (got 0)" -> "--samples must be ...".
+    size_t colon = m.find(": ");
+    if (colon != std::string::npos && !starts_with(m, "Could not convert")) return m.substr(0, colon) + " " + m.substr(colon + 2);
+    const std::string conv = "Could not convert: ";
+    if (starts_with(m, conv)) {
+      std::string rest = m.substr(conv.size());
+      size_t eq = rest.find(" = ");
+      if (eq != std::string::npos)
+        return fmt::format("{}: cannot use '{}' (wrong type or out of range)", rest.substr(0, eq), rest.substr(eq + 3));
+    }
+    return m;
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e)) {
+    const std::string suffix = " is required";
+    if (m.size() > suffix.size() && m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::string name = m.substr(0, m.size() - suffix.size());
+      if (!name.empty() && name[0] == '-') return fmt::format("missing required option {}", name);
+      // A positional argument: say what it is.
+      CLI::App* cur = &app;
+      while (!cur->get_subcommands().empty()) cur = cur->get_subcommands().front();
+      const CLI::Option* o = cur->get_option_no_throw(name);
+      return o ? fmt::format("missing argument {} ({})", name, o->get_description())
+               : fmt::format("missing argument {}", name);
+    }
+    return m;
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    size_t colon = m.find(": ");
+    if (colon != std::string::npos) return "unexpected argument " + m.substr(colon + 2);
+    return m;
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
+    size_t colon = m.find(": ");
+    if (colon != std::string::npos) {
+      std::string name = m.substr(0, colon), rest = m.substr(colon + 2);
+      if (rest.size() > 8 && rest.compare(rest.size() - 8, 8, " missing") == 0) return name + " needs a value";
+      const std::string at_most = "At Most 1 required but received ";
+      if (starts_with(rest, at_most)) return fmt::format("{} given {} times; give it once", name, rest.substr(at_most.size()));
+    }
+    return m;
+  }
+  return m;
+}
+
+}  // namespace
+
+// Exit status: 0 success (and --help, --version); 1 a wrong value or input (a file, a config,
+// an option's value); 2 a command line of the wrong shape (unknown subcommand or option, a
+// missing or extra argument); 3 an internal error (a bug). Errors are one line on stderr.
 int main(int argc, char** argv) {
   CLI::App app{"rmt: train and evaluate memory-augmented transformers (Transformer-XL, RMT)\n"
                "on algorithmic tasks, and reproduce the RMT paper's results."};
@@ -48,11 +195,47 @@ int main(int argc, char** argv) {
   rmt::cli::add_bench_command(app);
   rmt::cli::add_attn_command(app);
   try {
+    check_command_line(app, argc, argv);
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "rmt: error: %s; see '%s --help'\n", e.message.c_str(), e.command.c_str());
+    return 2;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    bool value_error = false;
+    std::string message = parse_error_message(e, app, value_error);
+    if (value_error) {
+      std::fprintf(stderr, "rmt: error: %s\n", message.c_str());
+      return 1;
+    }
+    std::string path = command_path(app);
+    std::fprintf(stderr, "rmt: error: %s; see '%s --help'\n", message.c_str(), path.c_str());
+    return 2;
   } catch (const rmt::Error& e) {
     std::fprintf(stderr, "rmt: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be created or read (a directory where a file should be,
+    // no permission, a full disk): their input or their machine, not a bug. Callers wrap what
+    // they can with more context; this keeps the rest from reading as an internal error.
+    // "filesystem error: cannot create directories: Permission denied [/a/b]" ->
+    // "cannot create directories /a/b: Permission denied"
+    std::string what = e.what(), reason = e.code().message();
+    const std::string prefix = "filesystem error: ";
+    if (starts_with(what, prefix)) what = what.substr(prefix.size());
+    size_t cut = what.find(": " + reason);
+    if (cut != std::string::npos && !e.path1().empty()) {
+      what = what.substr(0, cut) + " " + e.path1().string();
+      if (!e.path2().empty()) what += " and " + e.path2().string();
+      what += ": " + reason;
+    }
+    std::fprintf(stderr, "rmt: error: %s\n", what.c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "rmt: error: out of memory; a size in the options or the config is too large for "
+                         "this machine (physical memory %s)\n",
+                 rmt::cli::bytes_text(double(rmt::cli::physical_memory_bytes())).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rmt: internal error: %s\n", e.what());

@@ -1,0 +1,197 @@
+#include "apps/rmt/cli_checks.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "lib/error.h"
+
+namespace rmt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Parses a whole base-10 integer (optional sign); false on anything else. `overflow` is set when
+// it is an integer too large for int64 (or uint64 when `as_unsigned`).
+bool parse_integer(const std::string& s, bool as_unsigned, int64_t& v, uint64_t& u, bool& overflow) {
+  overflow = false;
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) i++;
+  if (i == s.size()) return false;
+  for (size_t j = i; j < s.size(); j++)
+    if (s[j] < '0' || s[j] > '9') return false;
+  errno = 0;
+  if (as_unsigned && s[0] != '-') {
+    u = std::strtoull(s.c_str(), nullptr, 10);
+  } else {
+    v = std::strtoll(s.c_str(), nullptr, 10);
+  }
+  overflow = errno == ERANGE;
+  return true;
+}
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+CLI::Validator int_range(int64_t lo, int64_t hi) {
+  // An upper bound that is only the type's limit is not worth a "from 1 to 2147483647".
+  const bool unbounded = hi == std::numeric_limits<int64_t>::max() || hi == std::numeric_limits<int>::max();
+  const std::string bounds = unbounded ? fmt::format("at least {}", lo) : fmt::format("from {} to {}", lo, hi);
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        int64_t v = 0;
+        uint64_t u = 0;
+        bool overflow = false;
+        if (!parse_integer(s, false, v, u, overflow))
+          return fmt::format("must be an integer{} {} (got {})", unbounded ? "," : "", bounds, in_quotes(s));
+        if ((overflow && s[0] != '-') || (v > hi && unbounded)) return fmt::format("must be at most {} (got {})", hi, s);
+        if (overflow || v < lo || v > hi) return fmt::format("must be {} (got {})", bounds, s);
+        s = std::to_string(v);
+        return "";
+      },
+      unbounded ? fmt::format(">={}", lo) : fmt::format("{}..{}", lo, hi));
+}
+
+CLI::Validator any_uint64() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        int64_t v = 0;
+        uint64_t u = 0;
+        bool overflow = false;
+        if (!parse_integer(s, true, v, u, overflow) || s[0] == '-' || overflow)
+          return fmt::format("must be an integer from 0 to {} (got {})", std::numeric_limits<uint64_t>::max(),
+                             in_quotes(s));
+        s = std::to_string(u);
+        return "";
+      },
+      fmt::format("0..{}", std::numeric_limits<uint64_t>::max()));
+}
+
+CLI::Validator number_range(double lo, double hi, bool lo_open) {
+  std::string bounds = std::isinf(hi) ? fmt::format("{} {}", lo_open ? "greater than" : "at least", lo)
+                                      : fmt::format("{} {} and at most {}", lo_open ? "greater than" : "at least", lo, hi);
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || errno == ERANGE)
+          return fmt::format("must be a finite number {} (got {})", bounds, in_quotes(s));
+        if (v < lo || (lo_open && v == lo) || v > hi) return fmt::format("must be {} (got {})", bounds, s);
+        return "";
+      },
+      std::isinf(hi) ? fmt::format("{}{}", lo_open ? ">" : ">=", lo) : fmt::format("{}..{}", lo, hi));
+}
+
+CLI::Validator one_of(std::vector<std::string> choices) {
+  std::string list = fmt::format("{}", fmt::join(choices, ", "));
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        if (std::find(choices.begin(), choices.end(), s) != choices.end()) return "";
+        std::string near = closest_match(s, choices);
+        return fmt::format("must be one of {} (got {}{})", list, in_quotes(s),
+                           near.empty() ? "" : fmt::format("; did you mean {}?", in_quotes(near)));
+      },
+      "{" + fmt::format("{}", fmt::join(choices, ",")) + "}");
+}
+
+CLI::Validator existing_file() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        std::error_code ec;
+        auto st = fs::status(s, ec);
+        if (ec || !fs::exists(st)) return fmt::format("{}: no such file", s);
+        if (fs::is_directory(st)) return fmt::format("{}: is a directory, expected a file", s);
+        if (::access(s.c_str(), R_OK) != 0) return fmt::format("{}: cannot read: {}", s, std::strerror(errno));
+        return "";
+      },
+      "FILE");
+}
+
+CLI::Validator existing_dir() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        std::error_code ec;
+        auto st = fs::status(s, ec);
+        if (ec || !fs::exists(st)) return fmt::format("{}: no such directory", s);
+        if (!fs::is_directory(st)) return fmt::format("{}: is not a directory", s);
+        return "";
+      },
+      "DIR");
+}
+
+// `shown` is what the user gave (a directory, or a file inside `dir`).
+static void check_writable_dir(const std::string& option, const std::string& shown, const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  std::error_code ec;
+  // The nearest part of the path that exists must be a directory we may create files in.
+  while (!fs::exists(fs::symlink_status(p, ec)) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
+  if (!fs::exists(fs::symlink_status(p, ec))) p = ".";
+  if (!fs::is_directory(p, ec)) {
+    if (p.string() == shown) fail("{} {}: exists and is not a directory", option, shown);
+    fail("{} {}: {} is not a directory", option, shown, p.string());
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0)
+    fail("{} {}: cannot write in {}: {}", option, shown, p.string(), std::strerror(errno));
+}
+
+void check_output_dir(const std::string& option, const std::string& dir) {
+  if (dir.empty()) fail("{} is empty; give a directory", option);
+  check_writable_dir(option, dir, dir);
+}
+
+void check_output_file(const std::string& option, const std::string& file) {
+  if (file.empty()) fail("{} is empty; give a file name", option);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) fail("{} {}: is a directory, expected a file name", option, file);
+  fs::path parent = fs::path(file).parent_path();
+  check_writable_dir(option, file, parent.empty() ? "." : parent.string());
+}
+
+uint64_t physical_memory_bytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+std::string bytes_text(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 6) bytes /= 1000, u++;
+  return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 1, units[u]);
+}
+
+int edit_distance(const std::string& a, const std::string& b) {
+  // Optimal string alignment: insertions, deletions, substitutions and swaps of neighbours
+  // ("trian" is one typo away from "train", not two).
+  std::vector<std::vector<int>> d(a.size() + 1, std::vector<int>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); i++) d[i][0] = int(i);
+  for (size_t j = 0; j <= b.size(); j++) d[0][j] = int(j);
+  for (size_t i = 1; i <= a.size(); i++)
+    for (size_t j = 1; j <= b.size(); j++) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  int best_d = 1 << 30;
+  for (const auto& c : candidates) {
+    int d = edit_distance(word, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  // A typo: at most a third of the word changed (and at least one edit allowed).
+  return best_d <= std::max<int>(1, int(word.size()) / 3) ? best : "";
+}
+
+}  // namespace rmt::cli

@@ -1,0 +1,49 @@
+#pragma once
+// Checks on command-line values, shared by the subcommands. Each validator gives a message a
+// user can act on ("--samples must be at least 1 (got 0)"), never CLI11's raw range text, and
+// each integer option has an upper bound, so that no value wraps (`--seed -1` as 2^64-1) or
+// overflows silently. main.cpp turns a failed check into `rmt: error: ...` and exit 1.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace rmt::cli {
+
+// The most CPU threads an option may ask for: beyond the cores they only slow a run down, and
+// far beyond (100000) they exhaust the process's stacks.
+constexpr int kMaxThreads = 1024;
+
+// A base-10 integer in [lo, hi] (no hex, no octal, no exponent); the value is rewritten in
+// canonical form so CLI11's own conversion (base 0: "010" would be octal) reads the same number.
+CLI::Validator int_range(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
+// Any uint64 (seeds): rejects negatives instead of wrapping them.
+CLI::Validator any_uint64();
+// A finite number in [lo, hi]; `lo_open` makes the lower bound exclusive ("greater than 0").
+CLI::Validator number_range(double lo, double hi, bool lo_open = false);
+// One of `choices` (exact, case-sensitive); the message lists them.
+CLI::Validator one_of(std::vector<std::string> choices);
+// An existing regular file / directory (exit 1 with the path and the OS's reason otherwise).
+CLI::Validator existing_file();
+CLI::Validator existing_dir();
+
+// Checks, before any work starts and without creating anything, that the output directory `dir`
+// can be written: it is a directory, or its nearest existing ancestor is one, and files can be
+// created there. Fails (rmt::Error) naming `option`, the path and the OS's reason.
+void check_output_dir(const std::string& option, const std::string& dir);
+// The same for an output file: its directory is checked, and the file must not be a directory.
+void check_output_file(const std::string& option, const std::string& file);
+
+// Physical memory of this machine in bytes (0 if unknown).
+uint64_t physical_memory_bytes();
+// "1.5 GB"-style size.
+std::string bytes_text(double bytes);
+
+// Edit distance (for "did you mean ...?").
+int edit_distance(const std::string& a, const std::string& b);
+// The candidate closest to `word` when it is close enough to be a likely typo, else "".
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace rmt::cli
