@@ -44,6 +44,8 @@ struct UsageError {
   std::string message, command;
 };
 
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
 std::vector<std::string> subcommand_names(CLI::App* app) {
   std::vector<std::string> names;
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
@@ -66,7 +68,11 @@ bool looks_like_number(const std::string& t) {
 }
 
 std::string unknown_option_message(const std::string& name, CLI::App* app) {
-  std::string near = rmt::cli::closest_match(name, option_names(app));
+  // Only long names: one letter away from "-k" is every other short option.
+  std::vector<std::string> long_names;
+  for (const auto& o : option_names(app))
+    if (starts_with(o, "--")) long_names.push_back(o);
+  std::string near = starts_with(name, "--") ? rmt::cli::closest_match(name, long_names) : "";
   return fmt::format("unknown option {}{}", name, near.empty() ? "" : fmt::format(" (did you mean {}?)", near));
 }
 
@@ -121,8 +127,6 @@ std::string command_path(CLI::App& app) {
   }
   return path;
 }
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 // CLI11's message, reworded for a user; `value_error` is set for a wrong value (exit 1) as
 // opposed to a command line of the wrong shape (exit 2).
@@ -205,6 +209,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     bool value_error = false;
     std::string message = parse_error_message(e, app, value_error);
+    // CLI11 checks values before it checks that the required options are there; report the
+    // command line's shape first, as its usage error.
+    if (value_error) {
+      CLI::App* leaf = &app;
+      while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+      for (const CLI::Option* o : leaf->get_options())
+        if (o->get_required() && o->count() == 0) {
+          message = parse_error_message(CLI::RequiredError(o->get_name()), app, value_error);
+          break;
+        }
+    }
     if (value_error) {
       std::fprintf(stderr, "rmt: error: %s\n", message.c_str());
       return 1;
