@@ -43,11 +43,11 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("task", args->task, "Task or preset name")->required();
   cmd->add_option("--out", args->out, "Output directory (created if missing)")->required();
   cmd->add_option("--seed", args->seed, "PRNG seed; the same seed gives byte-identical files (default 0)");
-  // The tasks check the ranges (tasks/); these only refuse what is not an integer of the type.
+  // tasks/ checks the sizes against the task, the memory and the disk; here only the type.
   auto* train = cmd->add_option("--train", args->train, "Training samples (default: the paper's size for the task)")
-      ->transform(int_range(0));
-  auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)")->transform(int_range(0));
-  auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)")->transform(int_range(0));
+      ->transform(int_range(1));
+  auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)")->transform(int_range(1));
+  auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)")->transform(int_range(1));
   const int int_max = std::numeric_limits<int>::max();
   auto* length = cmd->add_option("--length", args->length, "copy/reverse: symbols per sample L (default 24)")
       ->transform(int_range(1, int_max));
