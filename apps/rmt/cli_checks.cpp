@@ -61,6 +61,22 @@ CLI::Validator int_range(int64_t lo, int64_t hi) {
       unbounded ? fmt::format(">={}", lo) : fmt::format("{}..{}", lo, hi));
 }
 
+CLI::Validator an_int() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        int64_t v = 0;
+        uint64_t u = 0;
+        bool overflow = false;
+        if (!parse_integer(s, false, v, u, overflow)) return fmt::format("must be an integer (got {})", in_quotes(s));
+        if (overflow || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+          return fmt::format("must be an integer from {} to {} (got {})", std::numeric_limits<int>::min(),
+                             std::numeric_limits<int>::max(), s);
+        s = std::to_string(v);
+        return "";
+      },
+      "");
+}
+
 CLI::Validator any_uint64() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

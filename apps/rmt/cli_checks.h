@@ -12,13 +12,12 @@
 
 namespace rmt::cli {
 
-// The most CPU threads an option may ask for: beyond the cores they only slow a run down, and
-// far beyond (100000) they exhaust the process's stacks.
-constexpr int kMaxThreads = 1024;
-
 // A base-10 integer in [lo, hi] (no hex, no octal, no exponent); the value is rewritten in
 // canonical form so CLI11's own conversion (base 0: "010" would be octal) reads the same number.
 CLI::Validator int_range(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
+// Any int: only the type is checked here; the command checks the range where it knows it (the
+// columns of --input for --answer-size, check_threads for --threads).
+CLI::Validator an_int();
 // Any uint64 (seeds): rejects negatives instead of wrapping them.
 CLI::Validator any_uint64();
 // A finite number in [lo, hi]; `lo_open` makes the lower bound exclusive ("greater than 0").

@@ -10,6 +10,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/error.h"
 #include "lib/io.h"
+#include "lib/model.h"
 #include "lib/sweep.h"
 
 namespace rmt::cli {

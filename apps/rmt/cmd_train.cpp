@@ -109,7 +109,7 @@ void add_eval_command(CLI::App& app) {
       ->transform(int_range(1, int_max));
   cmd->add_option("--samples", args->samples, "Evaluate only the first N samples (default: all)")
       ->transform(int_range(1));
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(int_range(0, kMaxThreads));
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
   cmd->callback([args] {
     fs::path run_dir(args->run);
     if (!fs::exists(run_dir / "config.yaml")) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
@@ -168,7 +168,7 @@ void add_step_dump_command(CLI::App& app) {
           },
           "all|k"));
   cmd->add_option("--answer-size", args->answer_size, "Scored positions at the end of each row")->required()
-      ->transform(int_range(1, int_max));
+      ->transform(an_int());
   cmd->add_option("--adam-steps", args->adam_steps, "Also take this many Adam steps on the batch")
       ->transform(int_range(0, 1000000));
   cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str()->check(number_range(0, HUGE_VAL, true));
