@@ -58,7 +58,7 @@ void sweep_file(const std::string& dir) {
 RMT_CATALOGUE({
     // ---- cli-usage: exit 2 ----------------------------------------------------------------
     {"cli-usage", "no subcommand", nullptr, "", 2,
-     "'rmt' needs a subcommand: generate, data, train, eval, step-dump, sweep, table, plot, bench; see 'rmt --help'"},
+     "'rmt' needs a subcommand: generate, data, train, eval, step-dump, sweep, table, plot, bench, attn; see 'rmt --help'"},
     {"cli-usage", "unknown subcommand lists the valid ones", nullptr, "frobnicate", 2,
      "unknown subcommand 'frobnicate' (rmt has: generate, data, train"},
     {"cli-usage", "misspelt subcommand names the closest", nullptr, "trian --out x", 2,
@@ -90,6 +90,10 @@ RMT_CATALOGUE({
      "unknown option --formt (did you mean --format?); see 'rmt table --help'"},
     {"cli-usage", "plot: --out missing", results_csv, "plot {dir}/results.csv", 2,
      "missing required option --out; see 'rmt plot --help'"},
+    {"cli-usage", "attn: misspelt option", nullptr, "attn --run {dir} --layr 1 --dump {dir}/a.json", 2,
+     "unknown option --layr (did you mean --layer?); see 'rmt attn --help'"},
+    {"cli-usage", "attn: neither --out nor --dump", nullptr, "attn --run {dir}", 2,
+     "missing required option --out FILE.png|FILE.svg or --dump FILE.json; see 'rmt attn --help'"},
     {"cli-usage", "bench: misspelt option", nullptr, "bench --rep 3", 2,
      "unknown option --rep (did you mean --reps?); see 'rmt bench --help'"},
 
@@ -155,6 +159,12 @@ RMT_CATALOGUE({
      "file/fig.svg: "},
     {"cli-value", "plot: --out a directory", results_csv, "plot {dir}/results.csv --out {dir}", 1,
      "is a directory, expected a file name"},
+    {"cli-value", "attn: --threads huge", nullptr, "attn --run {dir} --threads 100000 --dump {dir}/a.json", 1,
+     "--threads 100000 is outside 0..1024"},
+    {"cli-value", "attn: --layer not a number", nullptr, "attn --run {dir} --layer first --dump {dir}/a.json", 1,
+     "--layer must be an integer (got 'first')"},
+    {"cli-value", "attn: unknown split", nullptr, "attn --run {dir} --split dev --dump {dir}/a.json", 1,
+     "--split must be one of train, val, test (got 'dev')"},
     {"cli-value", "bench: --reps 0", nullptr, "bench --reps 0", 1, "--reps must be from 1 to 100000 (got 0)"},
     {"cli-value", "bench: --warmup negative", nullptr, "bench --warmup -1", 1, "--warmup must be from 0 to 100000 (got -1)"},
     {"cli-value", "bench: --threads negative", nullptr, "bench --threads -1", 1, "--threads -1 is outside 0..1024"},
@@ -168,7 +178,7 @@ RMT_CATALOGUE({
 
 TEST_CASE("cli: --help of every subcommand and --version exit 0 and print to stdout") {
   for (const char* cmd : {"", "generate", "data", "data show", "data check", "train", "eval", "step-dump", "sweep",
-                          "table", "plot", "bench"}) {
+                          "table", "plot", "bench", "attn"}) {
     for (const char* flag : {"--help", "-h"}) {
       Run r = rmt_run(std::string(cmd) + " " + flag, /*stdout_only=*/true);
       CAPTURE(cmd);

@@ -7,10 +7,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/attention_map.h"
 #include "lib/error.h"
 #include "lib/io.h"
+#include "lib/model.h"
 
 namespace rmt::cli {
 
@@ -68,15 +70,17 @@ void add_attn_command(CLI::App& app) {
   cmd->add_option("--run", args->run, "Run directory written by rmt train")->required();
   cmd->add_option("--checkpoint", args->checkpoint, "best | last | a .safetensors file")->capture_default_str();
   cmd->add_option("--split", args->split, "train | val | test")->capture_default_str()
-      ->check(CLI::IsMember({"train", "val", "test"}));
-  cmd->add_option("--sample", args->sample, "Sample index in the split")->capture_default_str();
-  auto* segment = cmd->add_option("--segment", args->segment, "Only this segment (default: all, side by side)");
-  auto* layer = cmd->add_option("--layer", args->layer, "Only this layer (default: all, as rows)");
-  auto* head = cmd->add_option("--head", args->head, "Only this head (default: all, as columns)");
+      ->check(one_of({"train", "val", "test"}));
+  // Indices: only the type here; check_index names the valid range once the run is loaded.
+  cmd->add_option("--sample", args->sample, "Sample index in the split")->capture_default_str()->transform(an_int());
+  auto* segment = cmd->add_option("--segment", args->segment, "Only this segment (default: all, side by side)")
+      ->transform(an_int());
+  auto* layer = cmd->add_option("--layer", args->layer, "Only this layer (default: all, as rows)")->transform(an_int());
+  auto* head = cmd->add_option("--head", args->head, "Only this head (default: all, as columns)")->transform(an_int());
   cmd->add_option("--out", args->out, "Picture file, .png or .svg (needs gnuplot)");
   cmd->add_option("--dump", args->dump,
                   "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
   cmd->callback([args, segment, layer, head] {
     if (args->out.empty() && args->dump.empty())
       throw CLI::RequiredError("--out FILE.png|FILE.svg or --dump FILE.json");
@@ -89,6 +93,7 @@ void add_attn_command(CLI::App& app) {
       prepare_output("--out", args->out);
     }
     if (!args->dump.empty() && args->dump != "-") prepare_output("--dump", args->dump);
+    check_threads(args->threads, "--threads");
 
     TrainedRun t = load_trained_run(args->run, args->checkpoint);
     const Model& model = *t.model;
