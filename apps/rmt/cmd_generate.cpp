@@ -58,6 +58,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
+    if (args->out.empty()) fail("--out is empty; give a directory");
     GenerateRequest r;
     r.task = resolve_task(args->task, given(length, args->length), given(symbols, args->symbols),
                           given(pairs, args->pairs));

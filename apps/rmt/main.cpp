@@ -135,9 +135,11 @@ std::string parse_error_message(const CLI::ParseError& e, CLI::App& app, bool& v
   value_error = false;
   if (dynamic_cast<const CLI::ValidationError*>(&e) || dynamic_cast<const CLI::ConversionError*>(&e)) {
     value_error = true;
-    // Our validators: "--samples: must be at least 1 (got 0)" -> "--samples must be ...".
+    // Our validators: "--samples: must be at least 1 (got 0)" -> "--samples must be ...";
+    // a positional's name is dropped ("file: /tmp: is a directory" -> "/tmp: is a directory").
     size_t colon = m.find(": ");
-    if (colon != std::string::npos && !starts_with(m, "Could not convert")) return m.substr(0, colon) + " " + m.substr(colon + 2);
+    if (colon != std::string::npos && !starts_with(m, "Could not convert"))
+      return starts_with(m, "-") ? m.substr(0, colon) + " " + m.substr(colon + 2) : m.substr(colon + 2);
     const std::string conv = "Could not convert: ";
     if (starts_with(m, conv)) {
       std::string rest = m.substr(conv.size());
