@@ -286,6 +286,18 @@ TEST_CASE("a checkpoint write that fails (file too large, as on a full disk) kee
     CHECK(t.file("disk_ref", f) == t.file("disk", f));
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST_CASE("the memory estimate stays close to the peak RSS it admits a run with") {
   // Two activation-dominated workloads (the paper's copy model, 9 segments of 8, batch 8): all
   // segments stored (about 220 MB) and bptt_recompute (about 75 MB). estimate_memory mirrors
@@ -311,7 +323,9 @@ TEST_CASE("the memory estimate stays close to the peak RSS it admits a run with"
     CAPTURE(estimate);
     CAPTURE(peak);
     CHECK(peak > 0.8 * estimate);
-    CHECK(peak < 1.2 * estimate);
+    // Under AddressSanitizer (make SANITIZE=1) the process also holds shadow memory and a
+    // quarantine of freed blocks (hundreds of MB): only the lower bound means anything there.
+    if (!kAddressSanitizer) CHECK(peak < 1.2 * estimate);
     CHECK(r.output.find("about " + std::to_string(int(estimate)) + " MB of memory") != std::string::npos);
   }
   fs::remove_all(root);
