@@ -32,7 +32,7 @@ double median(std::vector<double> x) {
 }
 
 // A batch of the copy task: X uniform over the symbols 2..V-1, S = X ++ [1] ++ X ++ X,
-// input = S[:-1], target = S[1:] (FACTS.md section 1, "stacked").
+// input = S[:-1], target = S[1:] (docs/paper.md §1, "stacked").
 void copy_batch(SplitMixRng& rng, int B, int L, int V, std::vector<int32_t>& input,
                 std::vector<int32_t>& target) {
   const int T = 3 * L;

@@ -22,7 +22,7 @@ struct BenchWorkload {
   int answer_size() const { return 2 * copy_length; }
 };
 
-// The paper's copy config (FACTS.md section 3) for kind baseline | xl | rmt: 4 layers, 4 heads
+// The paper's copy config (docs/paper.md §3) for kind baseline | xl | rmt: 4 layers, 4 heads
 // x 64, d_model 128, d_inner 256, vocab 12, batch 32, 72 positions in 3 segments of 24, xl
 // mem_len 24, rmt 24 memory tokens, dropout 0.1. tiny: a few-ms stand-in with the same
 // structure (1 layer, 2 heads x 8, d_model 16, batch 4, 18 positions), for tests.

@@ -1,6 +1,6 @@
 #pragma once
 // The run configuration of `rmt train`: a YAML file, overridden by `--set key=value` with dotted
-// paths (`--set model.kind=xl`). Defaults are the paper's recipe (FACTS.md section 3).
+// paths (`--set model.kind=xl`). Defaults are the paper's recipe (docs/paper.md §3).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -25,7 +25,7 @@ void transpose(T* dst, const T* src, int n, int m, int width = 1) {
       std::copy_n(src + (int64_t(i) * m + j) * width, width, dst + (int64_t(j) * n + i) * width);
 }
 
-// The attention mask of FACTS.md section 2 (1 = blocked), keys [cache | read | tokens | write].
+// The attention mask of docs/paper.md §2 (1 = blocked), keys [cache | read | tokens | write].
 void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool read_from_cache) {
   const int klen = q + mlen;
   for (int i = 0; i < q; ++i)
@@ -65,7 +65,7 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   const Weights& W = M.W;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
   if (m == 0) need.memory = false;
-  // No other row attends to the write block (FACTS.md mask): it only makes the memory passed
+  // No other row attends to the write block (docs/paper.md mask): it only makes the memory passed
   // on. A training segment whose memory nothing reads (the last) runs without it.
   const int m_write = M.write_block && (need.memory || !training) ? m : 0;
   const int q = m + T + m_write, mlen = state.mlen, klen = q + mlen;

@@ -1,6 +1,6 @@
 #pragma once
 // The model: one Transformer-XL backbone (relative positions, post-LayerNorm, tied output
-// embedding) used five ways (FACTS.md section 2):
+// embedding) used five ways (docs/paper.md §2):
 //   baseline  segments processed independently
 //   xl        + a detached cache of each layer's last mem_len input rows (Transformer-XL)
 //   rmt       + m memory tokens: input [read m; tokens; write m]; the write rows' output is the

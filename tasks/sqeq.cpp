@@ -1,4 +1,4 @@
-// Quadratic-equation samples: the six text blocks and their id encoding (FACTS §1, sqeq).
+// Quadratic-equation samples: the six text blocks and their id encoding (docs/paper.md §1, sqeq).
 #include <cstdlib>
 #include <string>
 

@@ -87,7 +87,7 @@ TaskOptions resolve_task(const std::string& name, std::optional<int> length, std
 }
 
 SplitSizes default_split_sizes(const TaskOptions& t) {
-  // FACTS §1: copy/reverse (L=24) and retrieval 100000/5000/10000; long copy/reverse and sqeq
+  // docs/paper.md §1: copy/reverse (L=24) and retrieval 100000/5000/10000; long copy/reverse and sqeq
   // 100000/10000/20000.
   if (t.kind == "sqeq" || !is_base_name(t.name)) return {100000, 10000, 20000};
   return {100000, 5000, 10000};

@@ -1,6 +1,6 @@
 #pragma once
 // The algorithmic tasks of the RMT paper: copy, reverse, associative retrieval and quadratic
-// equations (sqeq). Generation, decoding and validation of the on-disk datasets (FACTS.md §1).
+// equations (sqeq). Generation, decoding and validation of the on-disk datasets (docs/paper.md §1).
 #include <array>
 #include <cstdint>
 #include <optional>

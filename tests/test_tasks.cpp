@@ -29,7 +29,7 @@ static rmt::GenerateResult small_set(const std::string& task, const std::string&
   return rmt::generate_dataset(r);
 }
 
-TEST_CASE("the paper's sqeq example formats exactly as FACTS gives it") {
+TEST_CASE("the paper's sqeq example formats exactly as docs/paper.md gives it") {
   rmt::SqeqText t = rmt::sqeq_text_with_roots(6, 92, -4);
   CHECK(t[0] == "-4*x^2+392*x-2208=0");
   CHECK(t[1] == "x^2-98*x+552=0");
@@ -72,7 +72,7 @@ TEST_CASE("sqeq encoding: blocks of 30, target shifted left by one") {
   CHECK(y[179] == 0);
 }
 
-TEST_CASE("every task: generated sets pass the checker, shapes and answer sizes as FACTS") {
+TEST_CASE("every task: generated sets pass the checker, shapes and answer sizes as docs/paper.md") {
   struct Want { const char* task; int len_x, len_y, vocab, answer, input; };
   for (Want w : {Want{"copy", 24, 49, 12, 48, 72}, Want{"reverse", 24, 25, 12, 24, 48},
                  Want{"retrieval", 9, 2, 37, 1, 10}, Want{"sqeq", 180, 180, 24, 150, 180},

@@ -1,4 +1,4 @@
-"""Independent PyTorch reference of rmt's models (FACTS.md sections 2-3).
+"""Independent PyTorch reference of rmt's models (docs/paper.md §2-§3).
 
 Backbone: Transformer-XL decoder, post-LayerNorm, relative positional attention
 (attn_type 0). Model kinds: baseline, xl, rmt, mt, xl_rmt.
@@ -198,7 +198,7 @@ class RMTReference(nn.Module):
     @torch.no_grad()
     def init_params(self, gen=None, w_std=0.02, ln_w_std=0.02, bias_std=0.0,
                     uv_std=0.02, mem_std=1.0):
-        """FACTS init with the defaults: weights N(0, .02), biases 0, LayerNorm
+        """docs/paper.md §2 init with the defaults: weights N(0, .02), biases 0, LayerNorm
         weight N(1, .02), bias 0, u, v N(0, .02). The golden driver passes
         larger stds so that the comparison is sensitive."""
         def normal(t, mean, std):

@@ -69,7 +69,7 @@ def _closed_form_shift(x):
 
 
 def _rule_mask(qlen, mlen, m, has_write, rfc):
-    """Per-element statement of FACTS's mask (True = blocked)."""
+    """Per-element statement of docs/paper.md's mask (True = blocked)."""
     L = qlen - m - (m if has_write else 0)
     klen = mlen + qlen
     out = torch.zeros(qlen, klen, dtype=torch.bool)
@@ -190,7 +190,7 @@ def self_test():
         a = R.build_mask(qlen, mlen, m, hw, rfc)
         b = _rule_mask(qlen, mlen, m, hw, rfc)
         ok = ok and bool(torch.equal(a, b))
-    check("mask == FACTS per-element rule", ok)
+    check("mask == docs/paper.md per-element rule", ok)
 
     # 3. state_dict names and shapes
     mdl = _small_model("xl_rmt", 1, mem_len=3, m=2)
