@@ -15,17 +15,23 @@ int argmax(const float* x, int n) {
 
 }  // namespace
 
-// Greedy decoding of one batch: segments before the answer run on the true input; inside the
-// answer each prediction becomes the next input. Writes the predictions at every answer position
-// into pred [B, T]. Two ways to produce an answer segment's tokens:
+// Greedy decoding of one batch: inputs up to the answer's start are the true ones; from there on
+// the prediction at answer position p becomes the input at p+1 (the answer may start anywhere,
+// mid-segment included). Writes the predictions at every answer position into pred [B, T].
+// Two ways to produce a segment's answer predictions:
 //  * kv_cache: one forward of the segment fills every layer's keys and values (the read block's
-//    included), then each token row runs alone through the layers against them
-//    (Engine::decode_token_row), and a last forward with the final inputs hands on the state;
-//  * re-running: the whole segment runs again for every token (the reference, kept for tests and
-//    for stating the speed-up). Token rows are causal, so both give the same predictions.
+//    included) and gives the logits of every row whose input is already final (up to the answer
+//    start, and the segment's first row); each later token row then runs alone through the
+//    layers against them (Engine::decode_token_row), and a last forward with the final inputs
+//    hands on the state;
+//  * re-running: the whole segment runs again for every predicted token (the reference, kept for
+//    tests and for stating the speed-up). Token rows are causal, so both give the same
+//    predictions.
 void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
                    const std::vector<int>& seg_len, int answer_size, bool kv_cache,
                    std::vector<int32_t>& pred) {
+  if (answer_size < 1 || answer_size > T)
+    fail("decode_greedy: answer size {} must be in 1..{} (the sequence length)", answer_size, T);
   std::vector<int32_t> inp(input, input + int64_t(B) * T);
   pred.assign(size_t(B) * T, -1);
   RecurrentState state, next;
@@ -54,13 +60,16 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   };
   for (int Ts : seg_len) {
     if (t0 + Ts > answer_start) {
+      const int first = std::max(0, answer_start - t0);  // the segment's first answer row
       if (kv_cache) {
         full_forward(Ts);
         const int V = int(a.logits.size() / (size_t(B) * Ts));
         row_logits.resize(size_t(B) * V);
-        for (int j = 0; j < Ts; ++j) {
-          if (j == 0) {  // the first token's input was known before the segment started
-            emit(a.logits.data(), int64_t(Ts) * V, V, t0);
+        for (int j = first; j < Ts; ++j) {
+          // Row j's input was final before this segment's forward when it is the segment's first
+          // row or the answer's first row (whose input is the true one): take the forward's logits.
+          if (j == 0 || t0 + j <= answer_start) {
+            emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
             continue;
           }
           for (int b = 0; b < B; ++b) ids[size_t(b)] = inp[size_t(b) * T + t0 + j];
@@ -68,7 +77,7 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
           emit(row_logits.data(), V, V, t0 + j);
         }
       } else {
-        for (int j = 0; j < Ts; ++j) {
+        for (int j = first; j < Ts; ++j) {
           full_forward(Ts);
           const int V = int(a.logits.size() / (size_t(B) * Ts));
           emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
@@ -81,23 +90,12 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   }
 }
 
-bool answer_spans_whole_segments(const std::vector<int>& seg_len, int answer_size) {
-  int total = 0;
-  for (int len : seg_len) total += len;
-  int start = total - answer_size, t = 0;
-  for (int len : seg_len) {
-    if (t == start) return true;
-    t += len;
-  }
-  return false;
-}
-
 EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt) {
   const int T = split.seq_len, A = opt.answer_size;
   int64_t n = split.n;
   if (opt.max_samples > 0) n = std::min(n, opt.max_samples);
   if (n <= 0) fail("cannot evaluate an empty split");
-  const bool fr = opt.free_running && answer_spans_whole_segments(opt.seg_len, A);
+  const bool fr = opt.free_running;
   double loss_sum = 0;
   int64_t correct_tf = 0, correct_fr = 0, solved = 0, positions = 0;
   std::vector<int32_t> pred;
@@ -137,7 +135,7 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
     }
     for (uint8_t ok : sample_ok) solved += ok;
   }
-  // The solve rate uses greedy decoding where it runs, teacher forcing otherwise.
+  // The solve rate uses greedy decoding when it runs, teacher forcing otherwise.
   EvalResult r;
   r.samples = n;
   r.loss = loss_sum / double(n);

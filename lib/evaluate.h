@@ -14,7 +14,7 @@ struct EvalOptions {
   int answer_size = 0;
   int batch_size = 32;
   int64_t max_samples = 0;    // 0 = the whole split
-  bool free_running = true;   // also decode greedily where the answer spans whole segments
+  bool free_running = true;   // also decode greedily (wherever the answer starts)
   bool kv_cache_decoding = true;  // false: re-run each segment per generated token (slower)
   // sqeq: a sample is solved when its last solve_positions predictions are all right (the
   // answer block); 0 = no solve rate.
@@ -24,18 +24,15 @@ struct EvalOptions {
 struct EvalResult {
   double loss = 0;                      // mean cross-entropy over answer positions
   double acc_teacher_forced = 0;        // per-token accuracy over answer positions
-  std::optional<double> acc_free_running;
+  std::optional<double> acc_free_running;  // set when options.free_running
   std::optional<double> solve_rate;
   int64_t samples = 0;
 };
 
-// True when the answer starts at a segment border, so greedy decoding can feed its own
-// predictions through whole segments.
-bool answer_spans_whole_segments(const std::vector<int>& seg_len, int answer_size);
-
 EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& options);
 
-// Greedy free-running decoding of one batch input [B, T]: from the answer's start on, each
+// Greedy free-running decoding of one batch input [B, T]: inputs up to the answer's start
+// (T - answer_size, at a segment border or inside a segment) are the true ones; from there on each
 // prediction is the next input. pred [B, T] gets the predictions at the answer positions (-1
 // elsewhere). kv_cache: decode token rows incrementally against cached keys and values instead
 // of re-running the segment for every token (same predictions, several times faster).

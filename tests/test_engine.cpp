@@ -2,6 +2,7 @@
 // for every model kind and BPTT setting, BPTT identities, and bit-for-bit determinism.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -166,22 +167,45 @@ TEST_CASE("segment_lengths splits evenly, longer segments first, and rejects imp
 }
 
 TEST_CASE("greedy decoding with cached keys/values equals re-running every segment") {
+  // The answer starting at a segment border, inside a segment (at its first, a middle and its
+  // last row), at position 0, and one token long; even, uneven and single segments.
+  struct Layout {
+    std::vector<int> seg_len;
+    int A;
+  };
+  const std::vector<Layout> layouts = {
+      {{4, 3, 3}, 6},  {{4, 3, 3}, 5},  {{4, 3, 3}, 7},  {{4, 3, 3}, 8}, {{4, 3, 3}, 9},
+      {{4, 3, 3}, 10}, {{4, 3, 3}, 1},  {{4, 3, 3}, 2},  {{3, 3, 2, 2}, 5},
+      {{3, 3, 2, 2}, 3}, {{10}, 4},     {{5, 5}, 7}};
   for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"}) {
     ModelConfig c = tiny_config(kind);
     c.num_mem_tokens = c.num_mem_tokens > 0 ? 3 : 0;  // 3 rows: the read block's wrap-around matters
     Model model(c);
     randomize(model, 21);
     Problem pb(model.V, 8);
-    pb.seg_len = {4, 3, 3};  // the answer (last 6) starts at the border of segment 2
     Engine engine(model, cpu_backend());
-    std::vector<int32_t> with_cache, rerun;
-    decode_greedy(engine, pb.input.data(), pb.B, pb.T, pb.seg_len, pb.A, true, with_cache);
-    decode_greedy(engine, pb.input.data(), pb.B, pb.T, pb.seg_len, pb.A, false, rerun);
-    CAPTURE(kind);
-    CHECK(with_cache == rerun);
-    int decoded = 0;
-    for (int32_t p : rerun) decoded += p >= 0;
-    CHECK(decoded == pb.B * pb.A);
+    for (const Layout& l : layouts) {
+      std::vector<int32_t> with_cache, rerun;
+      decode_greedy(engine, pb.input.data(), pb.B, pb.T, l.seg_len, l.A, true, with_cache);
+      decode_greedy(engine, pb.input.data(), pb.B, pb.T, l.seg_len, l.A, false, rerun);
+      CAPTURE(kind);
+      CAPTURE(describe_segments(l.seg_len));
+      CAPTURE(l.A);
+      CHECK(with_cache == rerun);
+      for (int b = 0; b < pb.B; ++b)
+        for (int p = 0; p < pb.T; ++p) CHECK((rerun[size_t(b * pb.T + p)] >= 0) == (p >= pb.T - l.A));
+      // The first answer token follows the true inputs only: it is the teacher-forced prediction.
+      engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, l.seg_len, l.A, false, 0);
+      const int p0 = pb.T - l.A;
+      int s = 0, t0 = 0;
+      while (t0 + engine.segment_length(s) <= p0) t0 += engine.segment_length(s++);
+      const std::vector<float>& logits = engine.logits(s);
+      const int Ts = engine.segment_length(s);
+      for (int b = 0; b < pb.B; ++b) {
+        const float* row = logits.data() + (int64_t(b) * Ts + (p0 - t0)) * model.V;
+        CHECK(rerun[size_t(b * pb.T + p0)] == int(std::max_element(row, row + model.V) - row));
+      }
+    }
   }
 }
 
