@@ -1,5 +1,6 @@
 #include "lib/train.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -24,11 +25,12 @@ namespace rmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-RunSetup prepare_run(Config config) {
-  validate(config);
-  if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
+namespace {
+
+// prepare_run with the dataset's meta already loaded (load_dataset_meta).
+RunSetup prepare_run_with_meta(Config config, DatasetMeta meta) {
   RunSetup run;
-  run.meta = load_dataset_meta(config.data);
+  run.meta = std::move(meta);
   const int vocab = int(run.meta.vocab.size());
   if (config.model.n_token == 0) config.model.n_token = vocab;
   if (config.model.n_token < vocab)
@@ -41,6 +43,15 @@ RunSetup prepare_run(Config config) {
   run.seg_len = segment_lengths(run.seq_len, config.segments);
   run.config = config;
   return run;
+}
+
+}  // namespace
+
+RunSetup prepare_run(Config config) {
+  validate(config);
+  if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
+  DatasetMeta meta = load_dataset_meta(config.data);
+  return prepare_run_with_meta(std::move(config), std::move(meta));
 }
 
 EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples) {
@@ -456,6 +467,114 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["memory_estimate_mb"] = std::round(estimate_memory(config.model, train_workload(run)).total() / 1e6);
   results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);
   write_file_atomic(dir / "results.json", results.dump(2) + "\n");
+}
+
+namespace {
+
+// Refuses a dataset that is not of the task a run was trained on: another task kind, or another
+// vocabulary (other symbols: the ids would mean other things to the model). Lengths, pairs and
+// sizes may differ: that is what evaluating on it is for.
+void check_same_task(const std::string& run_dir, const std::string& trained_dir,
+                     const DatasetMeta& trained, const std::string& other_dir,
+                     const DatasetMeta& other) {
+  // "copy", or "copy120 (a copy task)" for a preset
+  auto task = [](const DatasetMeta& m) {
+    return m.task == m.kind ? m.task : fmt::format("{} (a {} task)", m.task, m.kind);
+  };
+  const std::string trained_on =
+      fmt::format("run {} was trained on {} (dataset {})", run_dir, task(trained), trained_dir);
+  if (other.kind != trained.kind)
+    fail("dataset {} is task {}, but {}: evaluate on a dataset of the run's task", other_dir,
+         task(other), trained_on);
+  const auto& a = trained.vocab;
+  const auto& b = other.vocab;
+  if (a.size() != b.size())
+    fail("dataset {} has a vocabulary of {} ids, but {} with {}: it was generated with other "
+         "options (--symbols?); evaluate on data of the same symbols", other_dir, b.size(),
+         trained_on, a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      fail("dataset {}: id {} is '{}', but '{}' in dataset {} that run {} was trained on: "
+           "evaluate on data of the same symbols", other_dir, i, b[i], a[i], trained_dir, run_dir);
+}
+
+}  // namespace
+
+EvalRunResult evaluate_run(const EvalRunRequest& req) {
+  const fs::path run_dir(req.run_dir);
+  if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
+  if (!fs::exists(run_dir / "config.yaml"))
+    fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
+  if (req.split != "train" && req.split != "val" && req.split != "test")
+    fail("split '{}' is not one of train, val, test", req.split);
+  if (req.segments < 0 || req.batch_size < 0 || req.samples < 0)
+    fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
+         req.segments, req.batch_size, req.samples);
+  const std::string config_path = (run_dir / "config.yaml").string();
+  Config config = load_config(config_path);
+  const bool config_sets_n_token = config.model.n_token != 0;
+  RunSetup run;
+  if (req.data_dir.empty()) {
+    if (req.segments > 0) config.segments = req.segments;
+    run = prepare_run(config);
+  } else {
+    // The trained shape (segment length) and task come from the run's own dataset.
+    validate(config);
+    if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+    DatasetMeta trained;
+    try {
+      trained = load_dataset_meta(config.data);
+    } catch (const Error& e) {
+      fail("{} (the dataset of run {}, which evaluating on other data compares with): {}",
+           config.data, run_dir.string(), e.what());
+    }
+    const RunSetup trained_run = prepare_run_with_meta(config, trained);
+    DatasetMeta other = load_dataset_meta(req.data_dir);
+    check_same_task(run_dir.string(), config.data, trained, req.data_dir, other);
+    const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
+    const int seq_len = other.input_length;
+    config.data = req.data_dir;
+    config.segments = req.segments > 0 ? req.segments : (seq_len + longest - 1) / longest;
+    run = prepare_run_with_meta(config, std::move(other));
+  }
+  std::string ck = req.checkpoint;
+  if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
+  if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+  check_threads(req.threads, "--threads");
+  const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
+  auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+    check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+    Workload w;
+    w.batch = batch;
+    w.seg_len = run.seg_len;
+    w.decoding = true;
+    w.data_bytes = 2 * split_file_bytes(run, req.split);  // int32 arrays + int64 while read
+    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
+  });
+  set_num_threads(req.threads);
+  Engine engine(*model, cpu_backend());
+  LmSplit split = load_lm_split(run.config.data, run.meta, req.split);
+  EvalRunResult out;
+  try {
+    out.result = evaluate(engine, split, eval_options(run, batch, req.samples));
+  } catch (const Error& e) {
+    fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
+  }
+  out.data_dir = run.config.data;
+  out.checkpoint = ck;
+  out.split = req.split;
+  out.seq_len = run.seq_len;
+  out.seg_len = run.seg_len;
+  return out;
+}
+
+std::string eval_run_json(const EvalRunResult& r) {
+  json j = json::parse(eval_result_json(r.result, r.seg_len));
+  j["data"] = r.data_dir;
+  j["seq_len"] = r.seq_len;
+  j["split"] = r.split;
+  j["checkpoint"] = r.checkpoint;
+  return j.dump();
 }
 
 }  // namespace rmt

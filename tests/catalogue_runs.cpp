@@ -22,9 +22,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void tiny_data(const std::string& out, int symbols = 4, uint64_t seed = 1) {
+void tiny_data(const std::string& out, int symbols = 4, uint64_t seed = 1,
+               const std::string& task = "copy", int length = 5) {
   rmt::GenerateRequest r;
-  r.task = rmt::resolve_task("copy", 5, symbols);
+  r.task = rmt::resolve_task(task, length, symbols);
   r.sizes = {40, 8, 8};
   r.seed = seed;
   r.out_dir = out;
@@ -270,6 +271,67 @@ RMT_CATALOGUE({
      "of memory but"},
     {"eval", "checkpoint file missing", tiny_run, "eval --run {dir}/run --checkpoint {dir}/none.safetensors",
      1, "none.safetensors does not exist"},
+
+    // ---- eval --data: another dataset of the run's task ---------------------------------
+    {"eval-data", "another task (reverse)",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/r", 4, 1, "reverse", 10);
+     },
+     "eval --run {dir}/run --data {dir}/r", 1, "/r is task reverse, but run "},
+    {"eval-data", "another vocabulary (--symbols 8)",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d8", 8, 1, "copy", 10);
+     },
+     "eval --run {dir}/run --data {dir}/d8", 1,
+     "/d8 has a vocabulary of 10 ids, but run "},
+    {"eval-data", "the directory does not exist", tiny_run, "eval --run {dir}/run --data {dir}/nope", 1,
+     "/nope: no such directory"},
+    {"eval-data", "a file, not a directory",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       std::ofstream(dir + "/f") << "x";
+     },
+     "eval --run {dir}/run --data {dir}/f", 1, "/f: is not a directory"},
+    {"eval-data", "meta.yaml is not YAML",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d10", 4, 1, "copy", 10);
+       rmt::write_file_atomic(dir + "/d10/meta.yaml", "task: [copy\n");
+     },
+     "eval --run {dir}/run --data {dir}/d10", 1, "d10/meta.yaml: not valid YAML"},
+    {"eval-data", "meta.yaml contradicts the task",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d10", 4, 1, "copy", 10);
+       std::string meta = rmt::read_file(dir + "/d10/meta.yaml");
+       const size_t at = meta.find("answer_size: 20");
+       REQUIRE(at != std::string::npos);
+       meta.replace(at, 15, "answer_size: 21");
+       rmt::write_file_atomic(dir + "/d10/meta.yaml", meta);
+     },
+     "eval --run {dir}/run --data {dir}/d10", 1, "answer_size is 21, but task copy implies 20"},
+    {"eval-data", "--segments more than the positions",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d10", 4, 1, "copy", 10);
+     },
+     "eval --run {dir}/run --data {dir}/d10 --segments 31", 1,
+     "segments: 31 is more than the 30 input positions of task copy"},
+    {"eval-data", "the run's own dataset is gone",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d10", 4, 1, "copy", 10);
+       fs::remove_all(dir + "/d");
+     },
+     "eval --run {dir}/run --data {dir}/d10", 1, "(the dataset of run "},
+    {"eval-data", "a batch of 10^9 on the longer data",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d10", 4, 1, "copy", 10);
+     },
+     "eval --run {dir}/run --data {dir}/d10 --batch-size 1000000000", 1, "of memory but"},
 
     // ---- step-dump ------------------------------------------------------------------------
     {"step-dump", "target id past the vocabulary",

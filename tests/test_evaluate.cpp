@@ -1,15 +1,23 @@
 // Evaluation: teacher-forced against free-running accuracy on a trained model whose answer starts
-// inside a segment.
+// inside a segment; evaluate_run (`rmt eval`) on the run's own data and on longer data of its task.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lib/backend.h"
 #include "lib/engine.h"
 #include "lib/evaluate.h"
 #include "lib/optim.h"
+#include "lib/io.h"
 #include "lib/random.h"
+#include "lib/train.h"
+#include "tasks/tasks.h"
+#include "tests/cli.h"
 
 using namespace rmt;
 
@@ -105,4 +113,108 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
     // teacher-forced, the solve rate asks for y0 right as well: chance
     CHECK(*tf_only.solve_rate < chance + 0.06);
   }
+}
+
+namespace {
+
+void generate(const std::string& task, int length, int64_t train, int64_t test, const std::string& out) {
+  GenerateRequest r;
+  r.task = resolve_task(task, length, 4);
+  r.sizes = {train, 8, test};
+  r.seed = 5;
+  r.out_dir = out;
+  r.force = true;
+  generate_dataset(r);
+}
+
+// A run of `kind` on `data`, a few dozen steps of a tiny model.
+std::string tiny_run(const std::string& root, const std::string& kind, const std::string& data,
+                     int segments) {
+  Config c;
+  c.data = data;
+  c.segments = segments;
+  c.model.kind = kind;
+  c.model.n_layer = 1;
+  c.model.n_head = 2;
+  c.model.d_head = 4;
+  c.model.d_model = 8;
+  c.model.d_inner = 16;
+  c.model.dropout = 0;
+  c.model.mem_len = (kind == "xl" || kind == "xl_rmt") ? 4 : 0;
+  c.model.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? 2 : 0;
+  c.train.batch_size = 8;
+  c.train.lr = 3e-3;
+  c.train.schedule = "constant";
+  c.train.max_steps = 30;
+  c.train.eval_every = 30;
+  c.train.log_every = 30;
+  c.train.threads = 1;
+  TrainOptions opt;
+  opt.run_dir = root + "/" + kind + std::to_string(segments);
+  train(c, opt);
+  return opt.run_dir;
+}
+
+}  // namespace
+
+TEST_CASE("evaluate_run: a run trained on copy 4 evaluates on copy 8 in segments of the trained length") {
+  OneThread one_thread;
+  const std::string root = fresh_tmp("rmt_test_evaluate", "length");
+  generate("copy", 4, 160, 16, root + "/copy4");   // 12 input positions: 3 x 4
+  generate("copy", 8, 8, 24, root + "/copy8");     // 24 input positions
+  generate("reverse", 8, 8, 8, root + "/reverse8");
+  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) {
+    CAPTURE(kind);
+    const std::string run = tiny_run(root, kind, root + "/copy4", 3);
+    EvalRunRequest req;
+    req.run_dir = run;
+    req.threads = 1;
+    // On its own data: rmt train's final test metrics (the same checkpoint, batch and threads).
+    EvalRunResult own = evaluate_run(req);
+    const nlohmann::json results = nlohmann::json::parse(read_file(run + "/results.json"));
+    CHECK(own.result.loss == results["loss"].get<double>());
+    CHECK(own.result.acc_teacher_forced == results["acc_teacher_forced"].get<double>());
+    CHECK(own.seg_len == std::vector<int>{4, 4, 4});
+    CHECK(own.seq_len == 12);
+    // On longer data: as many segments as keep the trained length.
+    req.data_dir = root + "/copy8";
+    EvalRunResult longer = evaluate_run(req);
+    CHECK(longer.seg_len == std::vector<int>(6, 4));
+    CHECK(longer.seq_len == 24);
+    CHECK(longer.data_dir == root + "/copy8");
+    CHECK(longer.result.samples == 24);
+    CHECK(std::isfinite(longer.result.loss));
+    for (double acc : {longer.result.acc_teacher_forced, longer.result.acc_free_running.value_or(-1)}) {
+      CHECK(acc >= 0);
+      CHECK(acc <= 1);
+    }
+    const nlohmann::json j = nlohmann::json::parse(eval_run_json(longer));
+    CHECK(j["segment_lengths"] == nlohmann::json::array({4, 4, 4, 4, 4, 4}));
+    CHECK(j["seq_len"] == 24);
+    CHECK(j["data"] == root + "/copy8");
+    // `rmt eval --data` prints the same object
+    Run cli = rmt_run("eval --threads 1 --run " + run + " --data " + root + "/copy8", true);
+    REQUIRE_MESSAGE(cli.status == 0, cli.output);
+    CHECK(nlohmann::json::parse(cli.output) == j);
+    // --segments as given, on the other data
+    req.segments = 4;
+    CHECK(evaluate_run(req).seg_len == std::vector<int>(4, 6));
+    req.segments = 0;
+    // Another task is refused, naming both datasets.
+    req.data_dir = root + "/reverse8";
+    const std::string wrong = error_of([&] { evaluate_run(req); });
+    CHECK(wrong.find("dataset " + root + "/reverse8 is task reverse, but run " + run +
+                     " was trained on copy (dataset " + root + "/copy4)") != std::string::npos);
+  }
+  // Uneven trained segments (3,3,2,2,2): the longest one sets the length on the other data.
+  EvalRunRequest req;
+  req.run_dir = tiny_run(root, "rmt", root + "/copy4", 5);  // 12 = 3,3,2,2,2
+  req.data_dir = root + "/copy8";
+  req.threads = 1;
+  EvalRunResult r = evaluate_run(req);
+  CHECK(r.seg_len == std::vector<int>(8, 3));
+  // The run's own dataset is gone: nothing to compare the task with.
+  std::filesystem::rename(root + "/copy4", root + "/moved");
+  CHECK(error_of([&] { evaluate_run(req); }).find("the dataset of run " + req.run_dir) != std::string::npos);
+  std::filesystem::remove_all(root);
 }

@@ -92,57 +92,30 @@ void add_train_command(CLI::App& app) {
 
 void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a split (prints one JSON object)");
-  struct Args {
-    std::string run, split = "test", checkpoint = "best";
-    int segments = 0, batch_size = 0, threads = 0;
-    int64_t samples = 0;
-  };
-  auto args = std::make_shared<Args>();
+  cmd->footer("Length generalisation: --data DIR evaluates on another dataset of the run's task "
+              "(same task kind and symbols, e.g. longer sequences); without --segments its "
+              "samples are split into ceil(seq_len / the trained longest segment length) "
+              "segments, so the segments keep the trained length.\n"
+              "Example: rmt eval --run runs/copy6 --data runs/data/copy24");
+  auto req = std::make_shared<EvalRunRequest>();
   const int int_max = std::numeric_limits<int>::max();
-  cmd->add_option("--run", args->run, "Run directory written by rmt train")->required()->check(existing_dir());
-  cmd->add_option("--split", args->split, "train | val | test")->capture_default_str()
+  cmd->add_option("--run", req->run_dir, "Run directory written by rmt train")->required()->check(existing_dir());
+  cmd->add_option("--split", req->split, "train | val | test")->capture_default_str()
       ->check(one_of({"train", "val", "test"}));
-  cmd->add_option("--segments", args->segments, "Number of segments (default: as trained)")
+  cmd->add_option("--data", req->data_dir,
+                  "Evaluate on this dataset of the run's task instead of the run's own (default: the run's)")
+      ->check(existing_dir());
+  cmd->add_option("--segments", req->segments,
+                  "Number of segments (default: as trained; with --data, as many as keep the trained "
+                  "segment length)")
       ->transform(int_range(1, int_max));
-  cmd->add_option("--checkpoint", args->checkpoint, "best | last | a .safetensors file")->capture_default_str();
-  cmd->add_option("--batch-size", args->batch_size, "Evaluation batch (default: the training batch)")
+  cmd->add_option("--checkpoint", req->checkpoint, "best | last | a .safetensors file")->capture_default_str();
+  cmd->add_option("--batch-size", req->batch_size, "Evaluation batch (default: the training batch)")
       ->transform(int_range(1, int_max));
-  cmd->add_option("--samples", args->samples, "Evaluate only the first N samples (default: all)")
+  cmd->add_option("--samples", req->samples, "Evaluate only the first N samples (default: all)")
       ->transform(int_range(1));
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
-  cmd->callback([args] {
-    fs::path run_dir(args->run);
-    if (!fs::exists(run_dir / "config.yaml")) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
-    const std::string config_path = (run_dir / "config.yaml").string();
-    Config config = load_config(config_path);
-    const bool config_sets_n_token = config.model.n_token != 0;
-    if (args->segments > 0) config.segments = args->segments;
-    RunSetup run = prepare_run(config);
-    std::string ck = args->checkpoint;
-    if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
-    if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
-    check_threads(args->threads, "--threads");
-    const int batch = args->batch_size > 0 ? args->batch_size : run.config.train.batch_size;
-    auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
-      check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
-      Workload w;
-      w.batch = batch;
-      w.seg_len = run.seg_len;
-      w.decoding = true;
-      w.data_bytes = 2 * split_file_bytes(run, args->split);  // int32 arrays + int64 while read
-      check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
-    });
-    set_num_threads(args->threads);
-    Engine engine(*model, cpu_backend());
-    LmSplit split = load_lm_split(run.config.data, run.meta, args->split);
-    EvalResult r;
-    try {
-      r = evaluate(engine, split, eval_options(run, batch, args->samples));
-    } catch (const Error& e) {
-      fail("{} on the {} split: {}", ck, args->split, e.what());
-    }
-    std::printf("%s\n", eval_result_json(r, run.seg_len).c_str());
-  });
+  cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(an_int());
+  cmd->callback([req] { std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str()); });
 }
 
 void add_step_dump_command(CLI::App& app) {
