@@ -55,6 +55,13 @@ build: deps-build $(BUILD)/CMakeCache.txt
 test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
 
+# A real SLURM on this machine: Debian's slurm-wlm and munge (installed when missing; needs root
+# or sudo), one node, state in a temp directory, runs an `rmt sweep --emit slurm` job array of a
+# tiny sweep and checks that results.csv collects every run once (tests/slurm/run_slurm_test.sh).
+.PHONY: test-slurm
+test-slurm: build
+	tests/slurm/run_slurm_test.sh $(RMT)
+
 # The README's main job: generate data, run the quick_copy sweep (resumable: re-running skips
 # finished runs), print the table and write the plot. About 3 minutes on 2 cores.
 run: deps-run build

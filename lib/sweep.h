@@ -95,10 +95,31 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options);
 void write_results_csv(const SweepPlan& plan);
 std::string results_csv_text(const SweepPlan& plan);
 
-// One shell line per run that is not done.
-std::vector<std::string> pending_commands(const SweepPlan& plan, const SweepOptions& options);
-// A SLURM job-array script running those commands, one array task each.
-std::string slurm_script(const SweepPlan& plan, const std::vector<std::string>& commands);
+// One shell line per run that is not done. A run that has not started gets
+// `--set train.threads=THREADS`, with `threads` inserted unquoted: a number, or
+// `$SLURM_CPUS_PER_TASK` in the SLURM script (whose eval expands it). A started run resumes with
+// its own saved config, thread count included: `rmt train --resume` refuses a different config,
+// and the same thread count keeps the run bit-reproducible.
+std::vector<std::string> pending_commands(const SweepPlan& plan, const SweepOptions& options,
+                                          const std::string& threads);
+
+// The resources `rmt sweep --emit slurm` requests per array task. Empty strings are not written.
+inline constexpr const char* kDefaultSlurmTime = "24:00:00";
+struct SlurmOptions {
+  std::string partition, account;
+  std::string mem;                      // sbatch --mem: 4000, 4000M, 4G (megabytes without a suffix)
+  std::string time = kDefaultSlurmTime;  // sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+  std::string gpus;                     // sbatch --gpus: N or TYPE:N
+  int cpus_per_task = 1;                // every run's train.threads
+};
+// Checks each value as sbatch would read it (and that none can break out of its #SBATCH line);
+// fails naming the option, the value and the forms it takes.
+void check_slurm_options(const SlurmOptions& slurm);
+// A SLURM job-array script with one array task per pending run (pending_commands), each run
+// taking as many threads as its task's cores (SLURM_CPUS_PER_TASK). A task whose run fails
+// leaves RUN/sweep_error.txt (its log's last line), so `rmt sweep FILE --collect` lists it as
+// failed. Checks `slurm` first.
+std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, const SlurmOptions& slurm);
 
 // Quotes a word for POSIX sh when it needs it.
 std::string shell_quote(const std::string& word);

@@ -229,7 +229,8 @@ TEST_CASE("sweep: --emit commands and --emit slurm") {
   std::string script = rmt::read_file(dir / "runs" / "tiny" / "sweep.slurm");
   CHECK(script.rfind("#!/bin/bash\n", 0) == 0);
   CHECK(script.find("#SBATCH --array=0-2\n") != std::string::npos);
-  CHECK(script.find("${COMMANDS[$SLURM_ARRAY_TASK_ID]}") != std::string::npos);
+  CHECK(script.find("eval \"${COMMANDS[$task]}\"") != std::string::npos);
+  CHECK(script.find("task=$SLURM_ARRAY_TASK_ID\n") != std::string::npos);
   CHECK(script.find("rmt-seg2-mem") != std::string::npos);
   CHECK(std::system(("bash -n " + (dir / "runs" / "tiny" / "sweep.slurm").string()).c_str()) == 0);
 }

@@ -5,11 +5,13 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/error.h"
 #include "lib/io.h"
+#include "lib/config.h"
 #include "lib/model.h"
 #include "lib/sweep.h"
 
@@ -17,31 +19,89 @@ namespace rmt::cli {
 
 namespace fs = std::filesystem;
 
+// A resumed run keeps the thread count it started with (it is part of its saved config); say so
+// where that differs from what this emit gives new runs.
+static void note_resumed_threads(const SweepPlan& plan, int threads, const std::string& what) {
+  for (const auto& run : plan.runs) {
+    if (run_state(run) == RunState::done || !fs::exists(run.dir / "config.yaml")) continue;
+    int saved = 0;
+    try {
+      saved = load_config((run.dir / "config.yaml").string()).train.threads;
+    } catch (const Error&) {
+      continue;  // `rmt train --resume` reports a broken saved config itself
+    }
+    if (saved != threads)
+      fmt::print(stderr, "sweep: note: {} resumes with the thread count it started with ({}), not {}: a "
+                 "run's thread count is part of its saved config and keeps it bit-reproducible\n", run.run_id,
+                 saved == 0 ? std::string("all cores") : std::to_string(saved), what);
+  }
+}
+
 void add_sweep_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("sweep", "Run a grid of trainings from a sweep file (experiments/*.yaml)");
-  cmd->footer(
+  cmd->footer(fmt::format(
       "A sweep file has data: (rmt generate options), base: (an rmt train config), grid: (dotted\n"
       "keys -> lists) and optionally derive: (keys -> expressions over segment_length, seq_len,\n"
       "segments). Runs go to RUNS/NAME/RUN_ID; finished runs are skipped, interrupted ones resumed.\n"
-      "Results: RUNS/NAME/results.csv. Example: rmt sweep experiments/quick_copy.yaml -j 2");
+      "Results: RUNS/NAME/results.csv. Example: rmt sweep experiments/quick_copy.yaml -j 2\n"
+      "\n"
+      "Elsewhere: --emit commands prints one `rmt train` line per pending run, each with\n"
+      "--threads-per-run threads (default 1), e.g. `rmt sweep F --emit commands | parallel -j 8`.\n"
+      "--emit slurm writes RUNS/NAME/sweep.slurm, a job array with one task per pending run; each\n"
+      "run trains with its task's --cpus-per-task threads (default 1); --time defaults to {};\n"
+      "--partition, --account, --mem and --gpus are written only when given. Afterwards\n"
+      "`rmt sweep F --collect` writes results.csv from the run directories (each finished run once)\n"
+      "and names the runs not finished; emitting again covers exactly those (a run cut off by\n"
+      "--time resumes from its last checkpoint).",
+      kDefaultSlurmTime));
   struct Args {
     std::string file, emit, runs_dir = "runs";
-    int jobs = 1;
-    bool dry_run = false;
+    int jobs = 1, threads_per_run = 1;
+    bool dry_run = false, collect = false;
+    SlurmOptions slurm;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("file", args->file, "Sweep file")->required()->check(existing_file());
   cmd->add_option("-j,--jobs", args->jobs, "Runs at a time; the cores are split between them")
       ->capture_default_str()->transform(int_range(1, kMaxThreads));
-  cmd->add_flag("--dry-run", args->dry_run, "List the runs and their state; run nothing");
-  cmd->add_option("--emit", args->emit, "Print one command per pending run (commands) or write a "
+  auto* dry_run = cmd->add_flag("--dry-run", args->dry_run, "List the runs and their state; run nothing");
+  auto* emit = cmd->add_option("--emit", args->emit, "Print one command per pending run (commands) or write a "
                   "SLURM job-array script (slurm) instead of running")->check(one_of({"commands", "slurm"}));
+  cmd->add_flag("--collect", args->collect, "Write results.csv from the run directories (after runs "
+                "started by --emit finished); run nothing")->excludes(dry_run)->excludes(emit);
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs go")->capture_default_str();
-  cmd->callback([args] {
+  const std::string commands_group = "--emit commands", slurm_group = "--emit slurm (sbatch resources per run)";
+  cmd->add_option("--threads-per-run", args->threads_per_run, "Threads of each emitted command")
+      ->capture_default_str()->transform(int_range(1, kMaxThreads))->group(commands_group);
+  cmd->add_option("--cpus-per-task", args->slurm.cpus_per_task, "Cores per run; its train.threads")
+      ->capture_default_str()->transform(int_range(1, kMaxThreads))->group(slurm_group);
+  cmd->add_option("--time", args->slurm.time, "Time limit per run: MM, HH:MM:SS or D-HH:MM:SS")
+      ->capture_default_str()->group(slurm_group);
+  cmd->add_option("--mem", args->slurm.mem, "Memory per run, e.g. 4G or 4000M")->group(slurm_group);
+  cmd->add_option("--partition", args->slurm.partition, "Partition(s)")->group(slurm_group);
+  cmd->add_option("--account", args->slurm.account, "Account to charge")->group(slurm_group);
+  cmd->add_option("--gpus", args->slurm.gpus, "GPUs per run: N or TYPE:N (rmt trains on the CPU; this "
+                  "only requests them)")->group(slurm_group);
+  cmd->callback([args, cmd] {
+    // Options of one output mode given with another: a command line of the wrong shape (exit 2).
+    for (const char* name : {"--cpus-per-task", "--time", "--mem", "--partition", "--account", "--gpus"})
+      if (cmd->count(name) > 0 && args->emit != "slurm")
+        throw CLI::RequiresError(fmt::format("{} is for --emit slurm only{}", name,
+                                             std::string(name) == "--cpus-per-task"
+                                                 ? " (--emit commands takes --threads-per-run; -j N splits this machine's cores)"
+                                                 : ""),
+                                 CLI::ExitCodes::RequiresError);
+    if (cmd->count("--threads-per-run") > 0 && args->emit != "commands")
+      throw CLI::RequiresError(args->emit == "slurm"
+                                   ? "--threads-per-run is for --emit commands only (under SLURM each run takes "
+                                     "its task's cores: --cpus-per-task)"
+                                   : "--threads-per-run is for --emit commands only (-j N splits this machine's cores)",
+                               CLI::ExitCodes::RequiresError);
+    if (args->emit == "slurm") check_slurm_options(args->slurm);  // before any file is written
     if (!args->dry_run) check_output_dir("--runs-dir", args->runs_dir);
     SweepSpec spec = load_sweep(args->file);
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    // -j N splits the cores; emitted commands run elsewhere, so they take all cores there.
+    // -j N splits the cores; emitted commands set their thread count on their command line.
     int threads = args->emit.empty() ? std::max(1, cores / args->jobs) : 0;
     SweepPlan plan = plan_sweep(spec, args->runs_dir, threads);
     SweepOptions opt;
@@ -53,16 +113,47 @@ void add_sweep_command(CLI::App& app) {
         fmt::print("  {:<9} {}\n", run_state_name(run_state(run)), run.run_id);
       return;
     }
-    if (!args->emit.empty()) {
-      prepare_sweep_files(plan, opt);  // the commands need the data and the config files
-      auto commands = pending_commands(plan, opt);
-      if (args->emit == "commands") {
-        for (const auto& c : commands) fmt::print("{}\n", c);
-      } else {
-        fs::path path = plan.sweep_dir / "sweep.slurm";
-        write_file_atomic(path, slurm_script(plan, commands));
-        fmt::print("wrote {} ({} array tasks); submit with: sbatch {}\n", path.string(), commands.size(), path.string());
+    if (args->collect) {
+      // Runs started elsewhere (an emitted array or commands) each finished into their own
+      // directory; results.csv is rebuilt from those, so each run is in it once.
+      write_results_csv(plan);
+      std::vector<std::string> unfinished;
+      for (const auto& run : plan.runs)
+        if (RunState s = run_state(run); s != RunState::done)
+          unfinished.push_back(fmt::format("{} ({})", run.run_id, run_state_name(s)));
+      fs::path csv = plan.sweep_dir / "results.csv";
+      fmt::print("sweep {}: {} of {} runs done; wrote {}\n", spec.name, plan.runs.size() - unfinished.size(),
+                 plan.runs.size(), csv.string());
+      if (!unfinished.empty()) {
+        const size_t shown = std::min<size_t>(unfinished.size(), 10);
+        std::string names = fmt::format("{}", fmt::join(unfinished.begin(), unfinished.begin() + long(shown), ", "));
+        if (shown < unfinished.size()) names += fmt::format(" and {} more", unfinished.size() - shown);
+        fail("{} of {} runs are not done: {}; failed ones have their error in {} (emit again to run them)",
+             unfinished.size(), plan.runs.size(), names, csv.string());
       }
+      return;
+    }
+    if (!args->emit.empty()) {
+      const bool slurm = args->emit == "slurm";
+      const int run_threads = slurm ? args->slurm.cpus_per_task : args->threads_per_run;
+      prepare_sweep_files(plan, opt);  // the commands need the data and the config files
+      note_resumed_threads(plan, run_threads, slurm ? fmt::format("--cpus-per-task {}", run_threads)
+                                                    : fmt::format("--threads-per-run {}", run_threads));
+      if (!slurm) {
+        for (const auto& c : pending_commands(plan, opt, std::to_string(run_threads))) fmt::print("{}\n", c);
+        return;
+      }
+      size_t pending = 0;
+      for (const auto& run : plan.runs) pending += run_state(run) != RunState::done;
+      if (pending == 0) {
+        fmt::print("sweep {}: all {} runs are done; nothing to submit. `rmt sweep {} --collect` writes "
+                   "results.csv\n", spec.name, plan.runs.size(), args->file);
+        return;
+      }
+      fs::path path = plan.sweep_dir / "sweep.slurm";
+      write_file_atomic(path, slurm_script(plan, opt, args->slurm));
+      fmt::print("wrote {} ({} array task{}, {} core{} each); submit with: sbatch {}\n", path.string(), pending,
+                 pending == 1 ? "" : "s", run_threads, run_threads == 1 ? "" : "s", path.string());
       return;
     }
     int failed = run_sweep(plan, opt);
