@@ -134,6 +134,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 SchedulerType=sched/backfill
 SlurmdParameters=config_overrides
+MailProg=/bin/true
 ReturnToService=2
 MinJobAge=600
 KillWait=5
