@@ -83,7 +83,12 @@ bool sqeq_block_text(const int64_t* ids, const std::vector<std::string>& vocab, 
 }
 
 // The expected six blocks for a row, from its shown and canonical equations; empty string = ok.
-std::string check_sqeq_row(const int64_t* x, const std::vector<std::string>& vocab, bool strict) {
+// strict (a dataset with meta.yaml, so rmt's own): no-root rows have D < 0, and roots and
+// coefficients lie in the range meta.yaml records (max_root R, max_alpha A; tasks/tasks.cpp
+// draw_sqeq): roots -R..R-1, no-root b in 0..2R-1 and c up to R^2-1, multiplier ±1..A. The
+// authors' data (no meta.yaml) is held to the multiplier range only, as before.
+std::string check_sqeq_row(const int64_t* x, const std::vector<std::string>& vocab, bool strict, int max_root,
+                           int max_alpha) {
   SqeqText got;
   for (int j = 0; j < kSqeqBlocks; j++) {
     std::string why;
@@ -94,7 +99,8 @@ std::string check_sqeq_row(const int64_t* x, const std::vector<std::string>& voc
   if (!parse_polynomial(got[1], canon) || canon[0] != 1)
     return fmt::format("block 2 '{}' is not a canonical equation x^2+b*x+c=0", got[1]);
   const int64_t alpha = shown[0], b = canon[1], c = canon[2];
-  if (alpha == 0 || alpha < -10 || alpha > 10) return fmt::format("multiplier {} is not in ±1..10", alpha);
+  if (alpha == 0 || alpha < -max_alpha || alpha > max_alpha)
+    return fmt::format("multiplier {} is not in ±1..{}{}", alpha, max_alpha, strict ? " (meta.yaml options.max_alpha)" : "");
   if (shown[1] != alpha * b || shown[2] != alpha * c)
     return fmt::format("shown equation '{}' is not {} times '{}'", got[0], alpha, got[1]);
   const int64_t d = b * b - 4 * c;
@@ -102,6 +108,13 @@ std::string check_sqeq_row(const int64_t* x, const std::vector<std::string>& voc
   const bool no_roots = got[3].empty() && got[4].empty() && got[5].empty();
   if (no_roots) {
     if (strict && d >= 0) return fmt::format("no root lines but D = {} >= 0", d);
+    const int64_t R = max_root;
+    if (strict && (b < 0 || b > 2 * R - 1))
+      return fmt::format("'{}' has b = {}, outside 0..{} (no-root equations' b for meta.yaml options.max_root {})",
+                         got[1], b, 2 * R - 1, R);
+    if (strict && c > R * R - 1)
+      return fmt::format("'{}' has c = {}, above {} (no-root equations' c for meta.yaml options.max_root {})", got[1], c,
+                         R * R - 1, R);
     if (std::abs(b) > 100000 || std::abs(c) > 1000000000) return "coefficients out of range";
     want = sqeq_text_no_roots(int(b), int(c), int(alpha));
   } else {
@@ -111,6 +124,9 @@ std::string check_sqeq_row(const int64_t* x, const std::vector<std::string>& voc
     if ((-b - s) % 2 != 0) return fmt::format("roots of '{}' are not integers", got[1]);
     const int64_t x1 = (-b - s) / 2, x2 = (-b + s) / 2;
     if (x1 * x1 + b * x1 + c != 0 || x2 * x2 + b * x2 + c != 0) return "roots do not solve the equation";
+    if (strict && (x1 < -max_root || x2 > max_root - 1))
+      return fmt::format("root {} of '{}' is outside {}..{} (meta.yaml options.max_root {})", x1 < -max_root ? x1 : x2,
+                         got[1], -max_root, max_root - 1, max_root);
     want = sqeq_text_with_roots(int(x1), int(x2), int(alpha));
   }
   for (int j = 0; j < kSqeqBlocks; j++)
@@ -139,7 +155,7 @@ std::string check_row(const Checker& ck, const int64_t* x, const int64_t* y, std
     const int64_t q = x[2 * t.pairs];
     if (q < 11 || q > 36 || !key_used[q]) return fmt::format("query X[{}] = {} is not one of the keys", 2 * t.pairs, q);
   } else {
-    std::string why = check_sqeq_row(x, ck.meta.vocab, ck.meta.from_meta_yaml);
+    std::string why = check_sqeq_row(x, ck.meta.vocab, ck.meta.from_meta_yaml, t.max_root, t.max_alpha);
     if (!why.empty()) return why;
   }
   target_from_x(t, x, want.data());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <chrono>
+#include <cmath>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,9 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
   if (t.kind == "copy" || t.kind == "reverse")
     out << YAML::Key << "length" << YAML::Value << t.length << YAML::Key << "symbols" << YAML::Value << t.symbols;
   if (t.kind == "retrieval") out << YAML::Key << "pairs" << YAML::Value << t.pairs;
+  if (t.kind == "sqeq")
+    out << YAML::Key << "max_root" << YAML::Value << t.max_root << YAML::Key << "max_alpha" << YAML::Value
+        << t.max_alpha;
   out << YAML::EndMap;
   out << YAML::Key << "vocab" << YAML::Comment("id -> symbol") << YAML::Value << YAML::Flow << YAML::BeginMap;
   std::vector<std::string> vocab = task_vocab(t);
@@ -115,12 +119,16 @@ static void check_generate_sizes(const GenerateRequest& r) {
     fail("train {} + val {} + test {} samples of {} (X {} ids, y {} ids each) need about {} of memory to "
          "generate; this machine has {}", s.train, s.val, s.test, t.name, int(len_x), int(len_y), gigabytes(memory), gigabytes(double(ram)));
   const int64_t possible = max_unique_samples(t);  // <= 2^62: the sums below cannot overflow
+  // A sqeq range is part of what limits the count: name it.
+  const std::string what = t.kind == "sqeq" && (t.max_root != kSqeqDefaultMaxRoot || t.max_alpha != kSqeqDefaultMaxAlpha)
+                               ? fmt::format("{} --max-root {} --max-alpha {}", t.name, t.max_root, t.max_alpha)
+                               : t.name;
   for (auto [flag, n] : {std::pair{"--train", s.train}, std::pair{"--val", s.val}, std::pair{"--test", s.test}})
     if (n > possible)
-      fail("{} {} is more than {} has: only {} distinct samples", flag, n, t.name, possible);
+      fail("{} {} is more than {} has: only {} distinct samples", flag, n, what, possible);
   if (s.train > possible - s.val || s.train + s.val > possible - s.test)
     fail("{} samples requested (train {} + val {} + test {}) but {} has only {} distinct samples",
-         uint64_t(s.train) + uint64_t(s.val) + uint64_t(s.test), s.train, s.val, s.test, t.name, possible);
+         uint64_t(s.train) + uint64_t(s.val) + uint64_t(s.test), s.train, s.val, s.test, what, possible);
   const double disk = total * (len_x + len_y) * 8 + 6 * 256.0;
   const std::optional<uint64_t> free_bytes = free_disk_bytes(r.out_dir);
   if (free_bytes && disk > double(*free_bytes))
@@ -147,8 +155,21 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
 
   const int len_x = task_len_x(t), len_y = task_len_y(t);
   std::vector<int64_t> X = generate_unique_x(t, s.total(), r.seed);
-
   GenerateResult result;
+  if (t.kind == "sqeq") {
+    // De-duplication keeps the paper's 20% of samples without real roots only while the rooted
+    // equations are plentiful; a small range runs out of them first. Say so.
+    int64_t none = 0;
+    for (int64_t i = 0; i < s.total(); i++) none += X[size_t(i * len_x + (kSqeqBlocks - 1) * kSqeqBlock)] == 0;
+    const double share = double(none) / double(s.total());
+    const int64_t values = 2 * int64_t(t.max_root) - 1;
+    if (std::abs(share - 0.2) > std::max(0.05, 4 * std::sqrt(0.16 / double(s.total()))))
+      result.notes.push_back(fmt::format(
+          "{:.1f}% of the {} samples have no real roots (the paper's mix: 20%): --max-root {} --max-alpha {} has "
+          "only {} distinct equations with real roots", 100 * share, s.total(), t.max_root, t.max_alpha,
+          values * (values + 1) / 2 * 2 * t.max_alpha));
+  }
+
   std::vector<std::pair<std::string, std::string>> hashes;
   const int64_t counts[3] = {s.train, s.val, s.test};
   int64_t row0 = 0;
@@ -296,11 +317,14 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   if (!is_plain_name(m.file_prefix))
     fail("{}: 'file_prefix' must be a plain file name part, got '{}'", path, m.file_prefix);
 
-  // options: those of the task's kind, all present.
-  std::vector<std::string> option_keys;
+  // options: those of the task's kind, all present (sqeq's range may be absent: meta.yaml written
+  // before it existed, the paper's range).
+  std::vector<std::string> option_keys, required_options;
   if (preset.kind == "copy" || preset.kind == "reverse") option_keys = {"length", "symbols"};
   if (preset.kind == "retrieval") option_keys = {"pairs"};
-  auto o = meta_map(e["options"], path, "options.", option_keys, option_keys);
+  if (preset.kind != "sqeq") required_options = option_keys;
+  else option_keys = {"max_root", "max_alpha"};
+  auto o = meta_map(e["options"], path, "options.", option_keys, required_options);
   m.length = preset.length;
   m.symbols = preset.symbols;
   m.pairs = preset.pairs;
@@ -311,6 +335,15 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   if (o.count("length")) m.length = option("length", 1, kMaxLength);
   if (o.count("symbols")) m.symbols = option("symbols", 1, 36);
   if (o.count("pairs")) m.pairs = option("pairs", 1, 10);
+  if (preset.kind == "sqeq") {
+    m.max_root = o.count("max_root") ? option("max_root", INT32_MIN, INT32_MAX) : kSqeqDefaultMaxRoot;
+    m.max_alpha = o.count("max_alpha") ? option("max_alpha", INT32_MIN, INT32_MAX) : kSqeqDefaultMaxAlpha;
+    try {
+      check_sqeq_range(m.max_root, m.max_alpha, "options.max_root", "options.max_alpha");
+    } catch (const Error& err) {
+      fail("{}: {}", path, err.what());
+    }
+  }
 
   // vocab: ids 0..n-1, each once, to symbols.
   const YAML::Node& vocab = e["vocab"];
@@ -411,6 +444,7 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
       m.symbols = p == m.kind ? 10 : 8;
     }
   }
+  if (m.kind == "sqeq") m.max_root = kSqeqDefaultMaxRoot, m.max_alpha = kSqeqDefaultMaxAlpha;  // the paper's
   m.from_meta_yaml = false;
   DatasetMeta implied = implied_meta(m);
   implied.from_meta_yaml = false;
@@ -422,7 +456,7 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
 TaskOptions task_of_meta(const DatasetMeta& meta) {
   const std::vector<std::string> names = task_names();
   if (std::find(names.begin(), names.end(), meta.task) == names.end())  // the authors' sqeq_cd ...
-    return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs};
+    return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs, meta.max_root, meta.max_alpha};
   TaskOptions t = resolve_task(meta.task);  // the kind is the task's, whatever meta.yaml says
   if (t.name != t.kind) return t;           // a preset (copy120 ...): its own values
   if (t.kind == "copy" || t.kind == "reverse") {
@@ -430,6 +464,7 @@ TaskOptions task_of_meta(const DatasetMeta& meta) {
     t.symbols = meta.symbols;
   }
   if (t.kind == "retrieval") t.pairs = meta.pairs;
+  if (t.kind == "sqeq") t.max_root = meta.max_root, t.max_alpha = meta.max_alpha;
   return t;
 }
 
@@ -440,6 +475,8 @@ DatasetMeta implied_meta(const DatasetMeta& raw) {
   m.length = t.length;
   m.symbols = t.symbols;
   m.pairs = t.pairs;
+  m.max_root = t.max_root;
+  m.max_alpha = t.max_alpha;
   m.vocab = task_vocab(t);
   m.len_x = task_len_x(t);
   m.len_y = task_len_y(t);

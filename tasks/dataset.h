@@ -22,6 +22,7 @@ struct DatasetMeta {
   // The resolved task options, for decoding and checking.
   std::string kind;                 // copy | reverse | retrieval | sqeq
   int length = 0, symbols = 0, pairs = 0;
+  int max_root = 0, max_alpha = 0;  // sqeq's range (meta.yaml options; absent = the paper's 100, 10)
   std::optional<uint64_t> seed;     // absent for the authors' data
   std::array<int64_t, 3> counts = {-1, -1, -1};  // train/val/test rows in meta.yaml; -1: not recorded
   std::vector<std::pair<std::string, std::string>> sha256;  // file name -> hex, from meta.yaml

@@ -1,5 +1,6 @@
 // Quadratic-equation samples: the six text blocks and their id encoding (docs/paper.md §1, sqeq).
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -80,6 +81,37 @@ void sqeq_encode(const SqeqText& text, int64_t* x, int64_t* y) {
   // Target: the next id over the whole row.
   for (int i = 0; i + 1 < n; i++) y[i] = x[i + 1];
   y[n - 1] = 0;
+}
+
+int sqeq_max_alpha(int max_root) {
+  // The shown equation of the double root -R times -A is the longest: |A*b| = 2AR and |A*c| = AR^2
+  // are the largest coefficients, every term present. Its length grows with A: bisect.
+  auto fits = [&](int64_t a) {
+    return sqeq_text_with_roots(-max_root, -max_root, -int(a))[0].size() <= size_t(kSqeqBlock);
+  };
+  int64_t lo = 1, hi = std::numeric_limits<int>::max();  // fits(lo) for every root range allowed
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return int(lo);
+}
+
+void check_sqeq_range(int max_root, int max_alpha, const std::string& root_key, const std::string& alpha_key) {
+  if (max_root < 2)
+    fail("{} must be at least 2 (got {}): roots are int(uniform(-R, R)), so R = 1 gives only the root 0", root_key,
+         max_root);
+  if (max_root > kSqeqMaxRoot)
+    fail("{} {} is too large: a sample must fit blocks of {} ids, and from {} on some do not (roots -{} and 108: "
+         "\"D=101^2-4*1*-22572=100489=317^2\", 31 ids); at most {}",
+         root_key, max_root, kSqeqBlock, kSqeqMaxRoot + 1, kSqeqMaxRoot + 1, kSqeqMaxRoot);
+  if (max_alpha < 1) fail("{} must be at least 1 (got {}): the multiplier is ±round(uniform(1, A))", alpha_key, max_alpha);
+  const int limit = sqeq_max_alpha(max_root);
+  if (max_alpha > limit)
+    fail("{} {} is too large for {} {}: the shown equation {} needs {} ids, a block holds {}; at most {}", alpha_key,
+         max_alpha, root_key, max_root, sqeq_text_with_roots(-max_root, -max_root, -max_alpha)[0],
+         sqeq_text_with_roots(-max_root, -max_root, -max_alpha)[0].size(), kSqeqBlock, limit);
 }
 
 }  // namespace rmt

@@ -50,7 +50,7 @@ std::vector<std::string> task_names() {
 }
 
 TaskOptions resolve_task(const std::string& name, std::optional<int> length, std::optional<int> symbols,
-                         std::optional<int> pairs) {
+                         std::optional<int> pairs, std::optional<int> max_root, std::optional<int> max_alpha) {
   const Preset* preset = nullptr;
   for (const Preset& p : kPresets)
     if (name == p.name) preset = &p;
@@ -64,6 +64,8 @@ TaskOptions resolve_task(const std::string& name, std::optional<int> length, std
   if ((length || symbols) && !seq_task)
     fail("--{} is not an option of task {}", length ? "length" : "symbols", name);
   if (pairs && t.kind != "retrieval") fail("--pairs is not an option of task {}", name);
+  if ((max_root || max_alpha) && t.kind != "sqeq")
+    fail("--{} is not an option of task {}", max_root ? "max-root" : "max-alpha", name);
   if ((length || symbols) && !is_base_name(name))
     fail("{} fixes length {} and {} symbols; use `{} --length N --symbols V` for other sizes", name, t.length,
          t.symbols, t.kind);
@@ -82,6 +84,11 @@ TaskOptions resolve_task(const std::string& name, std::optional<int> length, std
       fail("--pairs {} is too many: keys are distinct letters (26) and values distinct digits (10), so at most 10",
            *pairs);
     t.pairs = *pairs;
+  }
+  if (t.kind == "sqeq") {
+    t.max_root = max_root.value_or(kSqeqDefaultMaxRoot);
+    t.max_alpha = max_alpha.value_or(kSqeqDefaultMaxAlpha);
+    check_sqeq_range(t.max_root, t.max_alpha, "--max-root", "--max-alpha");
   }
   return t;
 }
@@ -142,10 +149,12 @@ int64_t max_unique_samples(const TaskOptions& t) {
     for (int i = 0; i < t.pairs; i++) n = sat_mul(sat_mul(n, 26 - i), 10 - i);
     return n;
   }
-  // sqeq: X is fixed by the shown equation. With roots: unordered root pairs from -99..99
-  // (199*200/2) times 20 multipliers; without: every (b, c) with c > b^2/4, times 20.
-  int64_t n = 199 * 200 / 2 * 20;
-  for (int64_t b = 0; b < 200; b++) n += (9999 - b * b / 4) * 20;
+  // sqeq: X is fixed by the shown equation. With roots: unordered root pairs from -(R-1)..R-1
+  // (-R itself has probability 2^-53), times 2A multipliers; without: every (b, c) of draw_sqeq,
+  // 0 <= b < 2R and b^2/4 < c < R^2, times 2A. The paper's R 100, A 10: 199*200/2*20 + ...
+  const int64_t R = t.max_root, multipliers = 2 * int64_t(t.max_alpha), values = 2 * R - 1;
+  int64_t n = sat_mul(values * (values + 1) / 2, multipliers);
+  for (int64_t b = 0; b < 2 * R; b++) n = std::min(n + sat_mul(R * R - 1 - b * b / 4, multipliers), int64_t(1) << 62);
   return n;
 }
 
@@ -180,21 +189,27 @@ static void draw_distinct(TaskRng& rng, int n, int k, int* out) {
   }
 }
 
-static void draw_sqeq(TaskRng& rng, int64_t* x, int64_t* y) {
+// docs/paper.md §1 with R = max_root, A = max_alpha (the paper's 100 and 10 give the same draws,
+// byte for byte, as before these options existed). The no-root samples scale with R so that their
+// coefficients span the rooted ones' range (|b| <= 2R, |c| <= R^2): b in 0..2R-1 and c up to
+// R^2-1, the paper's 0..199 and 9999 at R = 100.
+static void draw_sqeq(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) {
+  const int R = t.max_root;
+  const double alpha_span = double(t.max_alpha - 1);
   SqeqText text;
   if (rng.unit() < 0.2) {
     // No real roots: x^2 + b*x + c with c > b^2/4, so D = b^2 - 4c < 0.
-    int b = int(rng.below(200));
-    int c = int(rng.between(b * b / 4 + 1, 9999));
+    int b = int(rng.below(uint64_t(2 * R)));
+    int c = int(rng.between(b * b / 4 + 1, int64_t(R) * R - 1));
     int sign = rng.below(2) ? 1 : -1;
-    int alpha = sign * int(std::floor(1.0 + 9.0 * rng.unit() + 0.5));
+    int alpha = sign * int(std::floor(1.0 + alpha_span * rng.unit() + 0.5));
     text = sqeq_text_no_roots(b, c, alpha);
   } else {
-    // int(uniform(-100, 100)) truncates toward zero, as the original does.
-    int x1 = int(-100.0 + 200.0 * rng.unit());
-    int x2 = int(-100.0 + 200.0 * rng.unit());
+    // int(uniform(-R, R)) truncates toward zero, as the original does.
+    int x1 = int(-double(R) + 2.0 * double(R) * rng.unit());
+    int x2 = int(-double(R) + 2.0 * double(R) * rng.unit());
     int sign = rng.below(2) ? 1 : -1;
-    int alpha = sign * int(std::floor(1.0 + 9.0 * rng.unit() + 0.5));
+    int alpha = sign * int(std::floor(1.0 + alpha_span * rng.unit() + 0.5));
     text = sqeq_text_with_roots(x1, x2, alpha);
   }
   sqeq_encode(text, x, y);
@@ -215,7 +230,7 @@ void draw_sample(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) {
     x[2 * t.pairs] = 11 + keys[rng.below(uint64_t(t.pairs))];
     target_from_x(t, x, y);
   } else {
-    draw_sqeq(rng, x, y);
+    draw_sqeq(t, rng, x, y);
   }
 }
 

@@ -19,6 +19,9 @@ struct TaskOptions {
   int length = 0;   // copy/reverse: symbols per sample
   int symbols = 0;  // copy/reverse: alphabet size (ids 2 .. symbols+1)
   int pairs = 0;    // retrieval: key-value pairs
+  // sqeq: roots int(uniform(-max_root, max_root)), multiplier ±round(uniform(1, max_alpha));
+  // the paper's 100 and 10 by default (docs/paper.md §1). 0 for the other tasks.
+  int max_root = 0, max_alpha = 0;
 };
 
 struct SplitSizes {
@@ -30,7 +33,8 @@ std::vector<std::string> task_names();  // copy reverse retrieval sqeq copy120 .
 // Resolves a task name and the user's explicit options; fails for unknown tasks, options that do
 // not belong to the task, and out-of-range values.
 TaskOptions resolve_task(const std::string& name, std::optional<int> length = {},
-                         std::optional<int> symbols = {}, std::optional<int> pairs = {});
+                         std::optional<int> symbols = {}, std::optional<int> pairs = {},
+                         std::optional<int> max_root = {}, std::optional<int> max_alpha = {});
 SplitSizes default_split_sizes(const TaskOptions& task);
 
 int task_len_x(const TaskOptions& task);
@@ -54,6 +58,19 @@ std::vector<int64_t> generate_unique_x(const TaskOptions& task, int64_t count, u
 
 // ---- quadratic equations ------------------------------------------------------------------
 constexpr int kSqeqBlock = 30, kSqeqBlocks = 6;
+// The paper's range (docs/paper.md §1): roots int(uniform(-100, 100)), alpha ±round(uniform(1, 10)).
+constexpr int kSqeqDefaultMaxRoot = 100, kSqeqDefaultMaxAlpha = 10;
+// The largest root range whose samples all fit the 30-id blocks. Roots lie in -R..R-1 (-R when
+// uniform() returns exactly -R); at R = 209 the discriminant line of roots -209 and 108,
+// "D=101^2-4*1*-22572=100489=317^2", needs 31 ids. Found by enumerating every sample
+// (tests/test_sqeq_range.cpp checks 208 and 209).
+constexpr int kSqeqMaxRoot = 208;
+// The largest multiplier range whose shown equations fit a block for roots in -max_root..max_root-1
+// (the longest is the one of the double root -max_root times -max_alpha).
+int sqeq_max_alpha(int max_root);
+// Fails unless 2 <= max_root <= kSqeqMaxRoot and 1 <= max_alpha <= sqeq_max_alpha(max_root);
+// root_key / alpha_key name the values in the message ("--max-root", "options.max_root").
+void check_sqeq_range(int max_root, int max_alpha, const std::string& root_key, const std::string& alpha_key);
 using SqeqText = std::array<std::string, kSqeqBlocks>;
 // The six block strings for roots x1, x2 and multiplier alpha of the shown equation.
 // Paper example: (6, 92, -4) -> "-4*x^2+392*x-2208=0", "x^2-98*x+552=0",
@@ -78,6 +95,7 @@ struct GenerateRequest {
 struct GenerateResult {
   std::vector<std::string> files;  // written, meta.yaml last
   double seconds = 0;
+  std::vector<std::string> notes;  // for stderr: e.g. a small sqeq range that skews the no-root share
 };
 GenerateResult generate_dataset(const GenerateRequest& request);
 

@@ -31,6 +31,17 @@ void tiny_copy(const std::string& dir, const std::string& task = "copy") {
   rmt::generate_dataset(r);
 }
 
+// {dir}/d: sqeq with roots in -10..9 and multipliers ±1..3 (meta.yaml records the range),
+// train 40, val 10, test 10, seed 1.
+void tiny_sqeq(const std::string& dir) {
+  rmt::GenerateRequest r;
+  r.task = rmt::resolve_task("sqeq", {}, {}, {}, 10, 3);
+  r.sizes = {40, 10, 10};
+  r.seed = 1;
+  r.out_dir = data_dir(dir);
+  rmt::generate_dataset(r);
+}
+
 // The same, in the authors' layout (no meta.yaml).
 void tiny_copy_authors(const std::string& dir, const std::string& task = "copy") {
   tiny_copy(dir, task);
@@ -396,6 +407,67 @@ RMT_CATALOGUE({
      "270 samples requested (train 200 + val 50 + test 20) but retrieval has only 260 distinct samples"},
     {"generate", "negative seed", nullptr, "generate copy --seed -1 --train 5 --val 1 --test 1 --out {dir}/d", 1,
      "--seed must be an integer in 0..18446744073709551615 (got '-1')"},
+
+    // ---- rmt generate sqeq --max-root R --max-alpha A -------------------------------------------
+    {"generate", "sqeq --max-root 0", nullptr, "generate sqeq --max-root 0 --out {dir}/d", 1,
+     "--max-root must be at least 1 (got 0)"},
+    {"generate", "sqeq negative --max-root", nullptr, "generate sqeq --max-root -10 --out {dir}/d", 1,
+     "--max-root must be at least 1 (got -10)"},
+    {"generate", "sqeq --max-root 1 (only the root 0)", nullptr, "generate sqeq --max-root 1 --out {dir}/d", 1,
+     "--max-root must be at least 2 (got 1): roots are int(uniform(-R, R)), so R = 1 gives only the root 0"},
+    {"generate", "sqeq --max-root too large for a 30-id block", nullptr, "generate sqeq --max-root 209 --out {dir}/d", 1,
+     "--max-root 209 is too large: a sample must fit blocks of 30 ids"},
+    {"generate", "sqeq --max-alpha 0", nullptr, "generate sqeq --max-alpha 0 --out {dir}/d", 1,
+     "--max-alpha must be at least 1 (got 0)"},
+    {"generate", "sqeq --max-alpha too large for the shown equation", nullptr,
+     "generate sqeq --max-alpha 10000 --out {dir}/d", 1,
+     "--max-alpha 10000 is too large for --max-root 100: the shown equation -10000*x^2-2000000*x-100000000=0 needs "
+     "32 ids, a block holds 30; at most 9999"},
+    {"generate", "sqeq --max-alpha too large for --max-root 208", nullptr,
+     "generate sqeq --max-root 208 --max-alpha 3000 --out {dir}/d", 1,
+     "--max-alpha 3000 is too large for --max-root 208: the shown equation -3000*x^2-1248000*x-129792000=0 needs 31 "
+     "ids, a block holds 30; at most 2403"},
+    {"generate", "sqeq range too small for the requested split", nullptr,
+     "generate sqeq --max-root 10 --max-alpha 3 --train 20000 --val 1000 --test 2000 --out {dir}/d", 1,
+     "--train 20000 is more than sqeq --max-root 10 --max-alpha 3 has: only 9330 distinct samples"},
+    {"generate", "--max-root for a task without roots", nullptr, "generate copy --max-root 10 --out {dir}/d", 1,
+     "--max-root is not an option of task copy"},
+    {"meta.yaml", "sqeq options.max_root too large",
+     [](const std::string& d) {
+       tiny_sqeq(d);
+       edit_meta(d, "max_root: 10", "max_root: 300");
+     },
+     "data check {dir}/d", 1, "meta.yaml: options.max_root 300 is too large: a sample must fit blocks of 30 ids"},
+    {"meta.yaml", "sqeq options.max_alpha not a number",
+     [](const std::string& d) {
+       tiny_sqeq(d);
+       edit_meta(d, "max_alpha: 3", "max_alpha: three");
+     },
+     "data check {dir}/d", 1, "meta.yaml: 'options.max_alpha' must be an integer, got 'three'"},
+    {"meta.yaml", "sqeq options.max_alpha 0",
+     [](const std::string& d) {
+       tiny_sqeq(d);
+       edit_meta(d, "max_alpha: 3", "max_alpha: 0");
+     },
+     "data show {dir}/d", 1, "meta.yaml: options.max_alpha must be at least 1 (got 0)"},
+    {"meta.yaml", "sqeq unknown option",
+     [](const std::string& d) {
+       tiny_sqeq(d);
+       edit_meta(d, "max_root: 10", "max_roots: 10");
+     },
+     "data check {dir}/d", 1, "meta.yaml: unknown key 'options.max_roots' (known: max_root, max_alpha)"},
+    {"data check", "sqeq roots outside the range meta.yaml records",
+     [](const std::string& d) {
+       tiny_sqeq(d);
+       edit_meta(d, "max_root: 10", "max_root: 4");
+     },
+     "data check {dir}/d", 1, "(meta.yaml options.max_root 4)"},
+    {"data check", "sqeq multiplier outside the range meta.yaml records",
+     [](const std::string& d) {
+       tiny_sqeq(d);
+       edit_meta(d, "max_alpha: 3", "max_alpha: 1");
+     },
+     "data check {dir}/d", 1, "is not in ±1..1 (meta.yaml options.max_alpha)"},
 
     // ---- the training loader refuses what data check rejects -------------------------------
     {"train-data", "meta.yaml answer_size contradicting the task",

@@ -19,7 +19,7 @@ struct GenerateArgs {
   std::string task, out;
   std::string seed = "0";
   int64_t train = 0, val = 0, test = 0;
-  int length = 0, symbols = 0, pairs = 0;
+  int length = 0, symbols = 0, pairs = 0, max_root = 0, max_alpha = 0;
   bool force = false;
 };
 // 0..2^64-1, digits only: CLI11 would turn "-1" into 2^64-1.
@@ -55,13 +55,22 @@ void add_generate_command(CLI::App& app) {
       ->transform(int_range(1, int_max));
   auto* pairs = cmd->add_option("--pairs", args->pairs, "retrieval: key-value pairs K, 1..10 (default 4)")
       ->transform(int_range(1, int_max));
+  // The underscore spellings let a sweep's data block say max_root: / max_alpha:.
+  auto* max_root = cmd->add_option("--max-root,--max_root", args->max_root,
+                                   "sqeq: roots int(uniform(-R, R)), R in 2..208 (default: the paper's 100); "
+                                   "samples without real roots scale with R: b in 0..2R-1, c up to R^2-1")
+      ->transform(int_range(1, int_max));
+  auto* max_alpha = cmd->add_option("--max-alpha,--max_alpha", args->max_alpha,
+                                    "sqeq: multiplier ±round(uniform(1, A)) (default: the paper's 10; at most 9999 "
+                                    "for R 100, so that the shown equation fits its 30 ids)")
+      ->transform(int_range(1, int_max));
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
     if (args->out.empty()) fail("--out is empty; give a directory");
     GenerateRequest r;
     r.task = resolve_task(args->task, given(length, args->length), given(symbols, args->symbols),
-                          given(pairs, args->pairs));
+                          given(pairs, args->pairs), given(max_root, args->max_root), given(max_alpha, args->max_alpha));
     r.sizes = default_split_sizes(r.task);
     if (train->count()) r.sizes.train = args->train;
     if (val->count()) r.sizes.val = args->val;
@@ -70,8 +79,13 @@ void add_generate_command(CLI::App& app) {
     r.out_dir = args->out;
     r.force = args->force;
     GenerateResult res = generate_dataset(r);
-    fmt::print("generated {} (seed {}): train {}, val {}, test {} samples in {:.2f} s\n", r.task.name, r.seed,
+    const std::string range =
+        r.task.kind == "sqeq" ? fmt::format(", roots -{}..{}, multiplier ±1..{}", r.task.max_root, r.task.max_root - 1,
+                                            r.task.max_alpha)
+                              : "";
+    fmt::print("generated {} (seed {}{}): train {}, val {}, test {} samples in {:.2f} s\n", r.task.name, r.seed, range,
                r.sizes.train, r.sizes.val, r.sizes.test, res.seconds);
+    for (const std::string& note : res.notes) fmt::print(stderr, "note: {}\n", note);
     for (const std::string& f : res.files) fmt::print("  {}\n", f);
   });
 }
