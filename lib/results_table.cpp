@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -111,21 +112,88 @@ const std::vector<std::string>& model_kinds() {
   return kinds;
 }
 
-std::string memory_text(const std::string& what, int value, int segment_length, bool constant) {
-  if (constant) return fmt::format("{} {}", what, value);
-  if (value == segment_length) return what + " = seg len";
-  if (2 * value == segment_length) return what + " = seg len/2";
-  return fmt::format("{} {}", what, value);
+// How a memory (or cache) size relates to the longest segment, over all runs of a model kind:
+// (value, segment length) pairs. "" when no one description holds for all of them.
+std::string memory_setting(const std::string& what, const std::vector<std::pair<int, int>>& runs) {
+  if (runs.empty()) return "";
+  bool constant = true;
+  for (const auto& [value, len] : runs) constant = constant && value == runs[0].first;
+  if (constant) return fmt::format("{} {}", what, runs[0].first);
+  // One ratio for all runs: value = k x len, or value = len / k as derive's integer division gives.
+  for (int k = 1; k <= 64; ++k) {
+    bool times = true, divided = k > 1;
+    for (const auto& [value, len] : runs) {
+      times = times && len > 0 && int64_t(value) == int64_t(k) * len;
+      divided = divided && len > 0 && value == len / k;
+    }
+    if (times) return k == 1 ? what + " = seg len" : fmt::format("{} = {} x seg len", what, k);
+    if (divided) return fmt::format("{} = seg len/{}", what, k);
+  }
+  return "";
 }
 
-std::string kind_of(const std::string& label) { return label.substr(0, label.find(' ')); }
+// One run's memory when its kind's runs share no description.
+std::string memory_text(const std::string& what, int value, int segment_length) {
+  if (segment_length > 0 && value == segment_length) return what + " = seg len";
+  if (segment_length > 0 && value == segment_length / 2) return what + " = seg len/2";
+  return fmt::format("{} {}", what, value);
+}
 
 std::string cell_text(const Cell& c) {
   if (c.n == 0) return "";
   return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
 }
 
-std::string paper_text(const Cell& c) { return c.n == 0 ? "" : fmt::format("{:.2f}", c.mean); }
+std::string paper_text(const Cell& c) { return fmt::format("{:.2f}", c.mean); }
+
+// "3 x 24, 6 x 12" for the segment counts in `segments` that `lengths` has.
+std::string lengths_text(const std::vector<int>& segments, const std::map<int, int>& lengths) {
+  std::vector<std::string> parts;
+  for (int s : segments)
+    if (auto it = lengths.find(s); it != lengths.end()) parts.push_back(fmt::format("{} x {}", s, it->second));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The columns where a paper row has a value: their paper segment lengths differ from the measured
+// ones (or the measured ones are unknown)? Then columns are named by segments only.
+std::vector<int> paper_columns(const Pivot& pivot) {
+  std::vector<int> out;
+  for (int s : pivot.segments) {
+    bool any = false;
+    for (const auto& r : pivot.rows) any = any || (r.paper && r.cells.count(s));
+    if (any) out.push_back(s);
+  }
+  return out;
+}
+bool paper_lengths_differ(const Pivot& pivot) {
+  for (int s : paper_columns(pivot)) {
+    auto m = pivot.segment_length.find(s);
+    auto p = pivot.paper_segment_length.find(s);
+    if (m == pivot.segment_length.end() || p == pivot.paper_segment_length.end() || m->second != p->second) return true;
+  }
+  return false;
+}
+
+// {{"measured", "1 x 18, 3 x 6"}, {"paper (copy 24, 72 positions)", "1 x 72, 3 x 24"}}, or {}
+// when the paper's segment lengths are the measured ones.
+std::vector<std::pair<std::string, std::string>> lengths_parts(const Pivot& pivot) {
+  if (!paper_lengths_differ(pivot)) return {};
+  std::vector<std::string> about;
+  if (!pivot.paper_task.empty()) about.push_back(pivot.paper_task);
+  if (pivot.paper_seq_len > 0) about.push_back(fmt::format("{} positions", pivot.paper_seq_len));
+  const std::string measured = lengths_text(pivot.segments, pivot.segment_length);
+  return {{"measured", measured.empty() ? std::string("(not recorded)") : measured},
+          {about.empty() ? std::string("paper") : fmt::format("paper ({})", fmt::join(about, ", ")),
+           lengths_text(paper_columns(pivot), pivot.paper_segment_length)}};
+}
+
+// "Segment lengths: measured 1 x 18, 3 x 6; paper (copy 24, 72 positions) 1 x 72, 3 x 24." or "".
+std::string lengths_note(const Pivot& pivot) {
+  const auto parts = lengths_parts(pivot);
+  if (parts.empty()) return "";
+  return fmt::format("Segment lengths: {} {}; {} {}.", parts[0].first, parts[0].second, parts[1].first,
+                     parts[1].second);
+}
 
 std::string metric_caption(const std::string& metric) {
   if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
@@ -172,13 +240,21 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
       if (!row[c_metric].empty()) metric_cell(csv, r, c_metric, source);
     }
   }
-  std::map<std::string, std::set<std::string>> mem_values, cache_values;
-  for (const auto& row : csv.rows) {
-    mem_values[row[c_kind]].insert(row[c_mem]);
-    cache_values[row[c_kind]].insert(row[c_cache]);
+  // Each kind's memory and cache, over its finished runs: one description if one holds for all.
+  std::map<std::string, std::vector<std::pair<int, int>>> mem_runs, cache_runs;
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    const auto& row = csv.rows[r];
+    if (row[c_status] != "done") continue;
+    const int seglen = c_seglen >= 0 ? int_cell(csv, r, c_seglen, 1, source) : 0;
+    mem_runs[row[c_kind]].push_back({int_cell(csv, r, c_mem, 0, source), seglen});
+    cache_runs[row[c_kind]].push_back({int_cell(csv, r, c_cache, 0, source), seglen});
   }
+  std::map<std::string, std::string> mem_setting, cache_setting;
+  for (const auto& [kind, runs] : mem_runs) mem_setting[kind] = memory_setting("mem", runs);
+  for (const auto& [kind, runs] : cache_runs) cache_setting[kind] = memory_setting("cache", runs);
 
   std::map<std::string, std::map<int, std::vector<double>>> values;
+  std::map<std::string, std::string> kind_of_label;
   std::vector<std::string> order;
   std::set<int> segments;
   for (size_t r = 0; r < csv.rows.size(); ++r) {
@@ -192,21 +268,23 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
     const int seglen = c_seglen >= 0 ? int_cell(csv, r, c_seglen, 1, source) : 0;
     std::vector<std::string> parts;
     if (kind == "xl" || kind == "xl_rmt")
-      parts.push_back(memory_text("cache", int_cell(csv, r, c_cache, 0, source), seglen, cache_values[kind].size() == 1));
+      parts.push_back(!cache_setting[kind].empty() ? cache_setting[kind]
+                                                   : memory_text("cache", int_cell(csv, r, c_cache, 0, source), seglen));
     if (kind == "rmt" || kind == "mt" || kind == "xl_rmt")
-      parts.push_back(memory_text("mem", int_cell(csv, r, c_mem, 0, source), seglen, mem_values[kind].size() == 1));
+      parts.push_back(!mem_setting[kind].empty() ? mem_setting[kind]
+                                                 : memory_text("mem", int_cell(csv, r, c_mem, 0, source), seglen));
     for (size_t i = 0; i < by.size(); ++i) parts.push_back(by[i] + " " + row[c_by[i]]);
     std::string label = kind;
     if (!parts.empty()) label += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
     if (row[c_metric].empty()) continue;  // e.g. acc_free_running of a run that did not decode
-    if (!values.count(label)) order.push_back(label);
+    if (!values.count(label)) order.push_back(label), kind_of_label[label] = kind;
     values[label][seg].push_back(metric_cell(csv, r, c_metric, source));
     segments.insert(seg);
     if (seglen > 0) pivot.segment_length[seg] = seglen;
   }
   // Rows in the paper's order of models, then by label.
   auto rank = [&](const std::string& label) {
-    return std::find(kinds.begin(), kinds.end(), kind_of(label)) - kinds.begin();
+    return std::find(kinds.begin(), kinds.end(), kind_of_label[label]) - kinds.begin();
   };
   std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
     return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
@@ -214,6 +292,7 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   for (const auto& label : order) {
     PivotRow row;
     row.label = label;
+    row.kind = kind_of_label[label];
     for (const auto& [seg, xs] : values[label]) {
       Cell c;
       c.n = int(xs.size());
@@ -247,9 +326,18 @@ void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::strin
     if (!key.IsScalar()) fail("{}: {}: keys must be plain text, got a list or a mapping", at(key), where);
     return key.Scalar();
   };
-  if (!root.IsMap())
-    fail("{}: expected a mapping of sections (sweep names) to {{rows: ...}}, e.g. quick_copy: {{rows: {{baseline: {{1: 1.0}}}}}}",
-         origin);
+  // An integer >= 1 (a number of segments, positions or a length).
+  auto positive = [&](const YAML::Node& node, const std::string& where, const std::string& what) {
+    const std::string text = node.IsScalar() ? node.Scalar() : "";
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (!node.IsScalar() || text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 1)
+      fail("{}: {}: {} is not {} (an integer >= 1)", at(node), where,
+           node.IsScalar() ? "'" + text + "'" : std::string("a list or mapping"), what);
+    return v;
+  };
+  const std::string example = "e.g. quick_copy: {seq_len: 72, rows: {baseline: {1: 1.0}}}";
+  if (!root.IsMap()) fail("{}: expected a mapping of sections (sweep names) to {{seq_len: ..., rows: ...}}, {}", origin, example);
   std::vector<std::string> names;
   // optional: assigning to a YAML::Node that refers to a node would overwrite that node.
   std::optional<YAML::Node> found;
@@ -262,24 +350,58 @@ void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::strin
   }
   if (!found) fail("{}: no section '{}' (sections: {}); pick one with --paper-section", origin, section, fmt::join(names, ", "));
   const YAML::Node body = *found;
-  if (!body.IsMap()) fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", at(body), section);
-  std::optional<YAML::Node> rows_found;
+  if (!body.IsMap()) fail("{}: {}: expected a mapping with 'rows:' (and 'seq_len:' or 'segment_lengths:'), {}", at(body), section, example);
+  const std::vector<std::string> known = {"task", "seq_len", "segment_lengths", "rows"};
+  std::map<std::string, YAML::Node> keys;
   for (const auto& e : body) {
     std::string key = scalar_key(e.first, section);
-    if (key != "rows") fail("{}: {}: unknown key '{}' (a section holds only 'rows:')", at(e.first), section, key);
-    if (rows_found) fail("{}: {}: 'rows' is given twice", at(e.first), section);
-    rows_found.emplace(e.second);
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      fail("{}: {}: unknown key '{}' (a section holds {})", at(e.first), section, key, fmt::join(known, ", "));
+    if (keys.count(key)) fail("{}: {}: '{}' is given twice", at(e.first), section, key);
+    keys.emplace(key, e.second);
   }
-  if (!rows_found || !rows_found->IsMap()) fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", at(body), section);
-  const YAML::Node rows = *rows_found;
+  if (!keys.count("rows") || !keys.at("rows").IsMap())
+    fail("{}: {}: expected 'rows:' mapping model labels to {{segments: value}}", at(keys.count("rows") ? keys.at("rows") : body), section);
+  std::string task;
+  if (keys.count("task")) {
+    const YAML::Node& t = keys.at("task");
+    if (!t.IsScalar() || t.Scalar().empty())
+      fail("{}: {}.task: expected the paper's task as text, e.g. task: copy 24", at(t), section);
+    task = t.Scalar();
+  }
+  int seq_len = 0;
+  if (keys.count("seq_len")) seq_len = positive(keys.at("seq_len"), section + ".seq_len", "a number of input positions");
+  std::map<int, int> lengths;  // explicit ones
+  if (keys.count("segment_lengths")) {
+    const YAML::Node& m = keys.at("segment_lengths");
+    const std::string where = section + ".segment_lengths";
+    if (!m.IsMap() || m.size() == 0)
+      fail("{}: {}: expected a non-empty mapping {{segments: segment length}}, e.g. {{3: 24, 6: 12}}", at(m), where);
+    for (const auto& v : m) {
+      scalar_key(v.first, where);
+      const int seg = positive(v.first, where, "a number of segments");
+      if (lengths.count(seg)) fail("{}: {}: {} segments is given twice", at(v.first), where, seg);
+      lengths[seg] = positive(v.second, where, fmt::format("a segment length for {} segments", seg));
+    }
+  }
+  const YAML::Node rows = keys.at("rows");
+  const auto& kinds = model_kinds();
   std::vector<PivotRow> paper;
+  std::vector<std::tuple<int, YAML::Node, std::string>> counts;  // each cell's segments, where it is
   for (const auto& entry : rows) {
     PivotRow row;
     row.label = scalar_key(entry.first, section + ".rows");
+    row.kind = row.label.substr(0, row.label.find(' '));
     row.paper = true;
     const std::string where = fmt::format("{}.rows.{}", section, row.label);
     for (const auto& other : paper)
       if (other.label == row.label) fail("{}: {}: row '{}' is given twice", at(entry.first), section, row.label);
+    // The kind decides which measured rows it sits with; the rest says which memory it had.
+    if (std::find(kinds.begin(), kinds.end(), row.kind) == kinds.end() ||
+        (row.label.size() > row.kind.size() &&
+         (row.label.compare(row.kind.size(), 2, " (") != 0 || row.label.back() != ')')))
+      fail("{}: {}: a row label is a model kind ({}), then its memory in parentheses, e.g. \"rmt (mem = seg len)\"",
+           at(entry.first), where, fmt::join(kinds, ", "));
     if (!entry.second.IsMap() || entry.second.size() == 0)
       fail("{}: {}: expected a non-empty mapping {{segments: value}}, e.g. {{3: 0.95}}", at(entry.second), where);
     for (const auto& v : entry.second) {
@@ -299,48 +421,66 @@ void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::strin
           value < 0 || value > 1)
         fail("{}: {}: value {} for {} segments is not a number in [0, 1] (an accuracy or solve rate)", at(v.second),
              where, v.second.IsScalar() ? "'" + value_text + "'" : std::string("(a list or mapping)"), seg);
+      counts.push_back({seg, v.first, where});
       Cell c;
       c.mean = value;
-      c.n = 1;
+      c.n = 0;  // the paper's value only: no std, no seed count
       row.cells[seg] = c;
     }
     paper.push_back(row);
   }
-  // Each measured row is followed by its paper row: the same label, else the same kind.
-  std::vector<bool> used(paper.size(), false);
-  std::vector<PivotRow> merged;
-  for (const auto& row : pivot.rows) {
-    merged.push_back(row);
-    int match = -1;
-    for (size_t i = 0; i < paper.size() && match < 0; ++i)
-      if (!used[i] && paper[i].label == row.label) match = int(i);
-    for (size_t i = 0; i < paper.size() && match < 0; ++i)
-      if (!used[i] && kind_of(paper[i].label) == kind_of(row.label)) match = int(i);
-    if (match >= 0) used[size_t(match)] = true, merged.push_back(paper[size_t(match)]);
+  // The paper's own segment length of every count in the rows: given, or split from seq_len as
+  // rmt splits (lib/model.h segment_lengths: the longest segment is ceil(seq_len / segments)).
+  for (const auto& [seg, node, where] : counts) {
+    if (lengths.count(seg)) continue;
+    if (seq_len == 0)
+      fail("{}: {}: {} segments has no segment length: give the section's seq_len (the paper's input "
+           "positions) or segment_lengths: {{{}: LENGTH}}", at(node), where, seg, seg);
+    if (seg > seq_len)
+      fail("{}: {}: {} segments of the paper's {} input positions (seq_len) leave empty segments", at(node), where, seg,
+           seq_len);
+    lengths[seg] = (seq_len + seg - 1) / seg;
   }
-  for (size_t i = 0; i < paper.size(); ++i)
-    if (!used[i]) merged.push_back(paper[i]);
+  pivot.paper_task = task;
+  pivot.paper_seq_len = seq_len;
+  pivot.paper_segment_length = lengths;
+  // The paper rows of a kind follow the measured rows of that kind, whatever memory either has
+  // (the labels say which); kinds in the paper's order of models.
+  std::vector<PivotRow> merged;
+  for (const auto& kind : kinds) {
+    for (const auto& row : pivot.rows)
+      if (!row.paper && row.kind == kind) merged.push_back(row);
+    for (const auto& row : paper)
+      if (row.kind == kind) merged.push_back(row);
+  }
   pivot.rows = merged;
   // Only the measured segment counts are columns: the paper's other ones are not comparable.
 }
 
 std::string format_pivot(const Pivot& pivot, const std::string& format) {
   std::string out;
+  // The paper ran other segment lengths than the measured runs: name columns by segments only,
+  // and say both in a note.
+  const std::string note = lengths_note(pivot);
   auto column_name = [&](int seg) {
     auto it = pivot.segment_length.find(seg);
-    return it == pivot.segment_length.end() ? fmt::format("{} seg", seg)
-                                            : fmt::format("{} x {}", seg, it->second);
+    return it == pivot.segment_length.end() || !note.empty() ? fmt::format("{} seg", seg)
+                                                              : fmt::format("{} x {}", seg, it->second);
   };
+  bool any_paper = false;
+  for (const auto& r : pivot.rows) any_paper = any_paper || r.paper;
   auto label_of = [](const PivotRow& r) { return r.paper ? "paper: " + r.label : r.label; };
   auto cell_of = [](const PivotRow& r, int seg) {
     auto it = r.cells.find(seg);
     if (it == r.cells.end()) return std::string();
     return r.paper ? paper_text(it->second) : cell_text(it->second);
   };
-  const std::string caption =
-      fmt::format("{}: mean ± std over seeds (n); columns: segments x longest segment length",
-                  metric_caption(pivot.metric));
+  const std::string caption = fmt::format(
+      "{}: mean ± std over seeds (n){}; columns: {}", metric_caption(pivot.metric),
+      any_paper ? ", paper rows: the paper's value" : "",
+      note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
   std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
+  if (!note.empty()) footnote = note + (footnote.empty() ? "" : " " + footnote);
   if (format == "md") {
     out += "**" + caption + "** (" + pivot.metric + ", from " + pivot.source + ")\n\n";
     out += "| model |";
@@ -355,19 +495,23 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
     }
     if (!footnote.empty()) out += "\n" + footnote + "\n";
   } else if (format == "csv") {
+    // One line per cell; a paper cell has the paper's segment length and no std or n.
     out += "model,source,segments,segment_length,mean,std,n\n";
     for (const auto& r : pivot.rows)
       for (const auto& [seg, c] : r.cells) {
         if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) == pivot.segments.end()) continue;
-        int len = pivot.segment_length.count(seg) ? pivot.segment_length.at(seg) : 0;
+        const auto& lengths = r.paper ? pivot.paper_segment_length : pivot.segment_length;
+        const std::string len = lengths.count(seg) ? std::to_string(lengths.at(seg)) : "";
         std::string label = r.label;
         if (label.find_first_of(",\"\n\r") != std::string::npos) {  // RFC 4180 quoting
           std::string quoted = "\"";
           for (char ch : label) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
           label = quoted + "\"";
         }
-        out += fmt::format("{},{},{},{},{:.6g},{:.6g},{}\n", label, r.paper ? "paper" : "measured", seg, len,
-                           c.mean, c.std, r.paper ? 0 : c.n);
+        if (r.paper)
+          out += fmt::format("{},paper,{},{},{:.6g},,\n", label, seg, len, c.mean);
+        else
+          out += fmt::format("{},measured,{},{},{:.6g},{:.6g},{}\n", label, seg, len, c.mean, c.std, c.n);
       }
   } else if (format == "latex") {
     auto esc = [](std::string s) {
@@ -390,7 +534,7 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
       }
       out += " \\\\\n";
     }
-    out += "\\hline\n\\end{tabular}\n\\caption{" + esc(caption) + (footnote.empty() ? "" : " " + footnote) +
+    out += "\\hline\n\\end{tabular}\n\\caption{" + esc(caption) + (footnote.empty() ? "" : ". " + esc(footnote)) +
            "}\n\\end{table}\n";
   } else {
     fail("unknown table format '{}' (md, csv or latex)", format);
@@ -412,7 +556,11 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   std::string s;
   s += "set terminal " + terminal + "\n";
   s += "set output " + quote(out) + "\n";
-  s += "set title " + quote(title) + " noenhanced\n";
+  // Where the paper ran other segment lengths, the title says so (as the table's note does).
+  std::string quoted_title = quote(title);
+  for (const auto& [who, lengths] : lengths_parts(pivot))  // a line each: the plot is narrower than a table
+    quoted_title = quoted_title.substr(0, quoted_title.size() - 1) + "\\n" + quote(who + ": " + lengths).substr(1);
+  s += "set title " + quoted_title + " noenhanced\n";
   s += "set xlabel 'number of segments'\n";
   s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
   s += "set yrange [0:1.05]\nset grid\nset key outside right top noenhanced\n";
@@ -425,20 +573,22 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   std::vector<std::string> plots;
   std::string data;
   int color = 1;
+  std::map<std::string, int> kind_color;  // a paper row takes the colour of its kind's measured rows
   for (size_t i = 0; i < pivot.rows.size(); ++i) {
     const PivotRow& r = pivot.rows[i];
     std::string block = fmt::format("$row{}", i);
     data += block + " << EOD\n";
     for (const auto& [seg, c] : r.cells)
       if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) != pivot.segments.end())
-        data += fmt::format("{} {:.6g} {:.6g}\n", seg, c.mean, c.std);
+        data += r.paper ? fmt::format("{} {:.6g}\n", seg, c.mean) : fmt::format("{} {:.6g} {:.6g}\n", seg, c.mean, c.std);
     data += "EOD\n";
     if (r.paper)
       plots.push_back(fmt::format("{} using 1:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}",
-                                  block, color - 1, quote("paper: " + r.label)));
+                                  block, kind_color.emplace(r.kind, color).second ? color++ : kind_color[r.kind],
+                                  quote("paper: " + r.label)));
     else
       plots.push_back(fmt::format("{} using 1:2:3 with yerrorlines linewidth 2 pointtype 7 linecolor {} title {}",
-                                  block, color++, quote(r.label)));
+                                  block, kind_color[r.kind] = color++, quote(r.label)));
   }
   if (plots.empty()) fail("nothing to plot: no finished runs with a value for {}", pivot.metric);
   s += data;

@@ -22,11 +22,12 @@ CsvTable parse_csv(const std::string& text, const std::string& origin);
 
 struct Cell {
   double mean = 0, std = 0;  // std: sample standard deviation (n-1), 0 for one seed
-  int n = 0;
+  int n = 0;                 // seeds; 0 in a paper row (the paper's value only: no std, no n)
 };
 
 struct PivotRow {
   std::string label;  // "rmt (mem = seg len)", "xl (cache 12)", "baseline"
+  std::string kind;   // the model kind (baseline, mt, xl, rmt, xl_rmt): what paper rows match
   bool paper = false; // a row of the paper's numbers
   std::map<int, Cell> cells;  // segments -> cell
 };
@@ -37,22 +38,40 @@ struct Pivot {
   std::map<int, int> segment_length;  // segments -> longest segment (from the measured runs)
   std::vector<PivotRow> rows;
   int failed = 0;                     // runs with status failed (left out)
+  // The paper's own setup, from the paper YAML section: its task ("copy 24"), input positions
+  // (0 if not given) and segments -> segment length.
+  std::string paper_task;
+  int paper_seq_len = 0;
+  std::map<int, int> paper_segment_length;
 };
 
-// Rows = model kind plus memory (memory tied to segment length is named as such), plus each of
-// `by` (extra dotted columns, e.g. bptt); columns = segments; cells over the remaining rows
-// (seeds). Only runs with status done count. Every row is checked first (status done|failed, a
-// known model.kind, integer segments >= 1 and memory sizes >= 0, finite metrics, accuracies in
-// [0, 1]): a bad value is an error naming the file and line.
+// Rows = model kind plus memory, plus each of `by` (extra dotted columns, e.g. bptt); columns =
+// segments; cells over the remaining rows (seeds). The memory (rmt, mt: num_mem_tokens) and the
+// cache (xl: mem_len) are named from the runs of each kind: "mem 6" when the same in all of them,
+// "mem = seg len" / "mem = 2 x seg len" / "mem = seg len/2" (integer division, as derive:
+// computes it) when one ratio to the longest segment holds for all of them, else per run.
+// Only runs with status done count. Every row is checked first (status done|failed, a known
+// model.kind, integer segments >= 1 and memory sizes >= 0, finite metrics, accuracies in [0, 1]):
+// a bad value is an error naming the file and line.
 Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
                     const std::string& source);
 
-// Adds the paper's rows from a paper_results.yaml section: each measured row is followed by the
-// paper row of the same label (or, failing that, the same model kind).
+// Adds the paper's rows from a paper_results.yaml section:
+//   SECTION:
+//     task: copy 24                 # optional: the paper's task, for the note on segment lengths
+//     seq_len: 72                   # the paper's input positions, split as rmt splits them
+//     segment_lengths: {4: 3}       # and/or explicit segments -> longest segment length
+//     rows: {"rmt (mem = seg len)": {3: 1.00, 6: 1.00}}
+// Every segment count of the rows needs a length (from segment_lengths or seq_len). Row labels
+// start with the model kind; the paper rows of a kind follow the measured rows of that kind,
+// whatever memory either has. Unknown keys, bad values and missing lengths are errors naming
+// the file, line and key.
 void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::string& origin,
                     const std::string& section);
 
-// md | csv | latex
+// md | csv | latex. Paper rows show the paper's value only. Columns are "segments x length" while
+// the paper's segment lengths equal the measured ones; otherwise "N seg", and a note under the
+// table gives both ("measured 3 x 6, 6 x 3; paper (copy 24, 72 positions) 3 x 24, 6 x 12").
 std::string format_pivot(const Pivot& pivot, const std::string& format);
 
 // A gnuplot script drawing metric against segments, one line with error bars per measured row

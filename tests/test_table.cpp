@@ -4,7 +4,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
+
+#include <yaml-cpp/yaml.h>
 
 #include "lib/error.h"
 #include "lib/io.h"
@@ -29,12 +32,16 @@ const char* kResults =
     "xl,2,0,9,all,1,18,0.5,0.5,,1.0,x1,done,10,1.0,abc,1,\n"
     "xl,4,0,9,all,1,9,0.25,0.25,,1.5,x2,done,10,1.0,abc,1,\n";
 
+// The paper ran the same task at twice the length: 72 positions, so 1 x 72, 2 x 36, 4 x 18.
 const char* kPaper = R"Y(
 tiny:
+  task: copy 24
+  seq_len: 72
   rows:
     baseline: {1: 1.00, 2: 0.12}
     "rmt (mem = seg len)": {2: 1.00, 4: 1.00, 9: 1.00}
-    mt: {2: 0.12}
+    "mt (mem = seg len)": {2: 0.12}
+    "xl (cache = seg len/2)": {2: 0.83, 4: 0.54}
 )Y";
 
 }  // namespace
@@ -94,16 +101,109 @@ TEST_CASE("table: pivot rows = model (+ memory), columns = segments, mean ± std
 TEST_CASE("table: the paper's numbers side by side") {
   rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
   rmt::add_paper_rows(p, kPaper, "paper.yaml", "tiny");
-  REQUIRE(p.rows.size() == 6);
-  CHECK(p.rows[1].paper);
-  CHECK(p.rows[1].label == "baseline");
-  CHECK(p.rows[4].label == "rmt (mem = seg len)");  // matched by label, right after the measured row
-  CHECK(p.rows[5].label == "mt");                   // unmatched paper rows come last
-  std::string md = rmt::format_pivot(p, "md");
-  CHECK(md.find("| paper: baseline | 1.00 | 0.12 |  |") != std::string::npos);
-  CHECK(md.find("9 x") == std::string::npos);       // only the measured segment counts
+  REQUIRE(p.rows.size() == 7);
+  // The paper rows of a kind follow the measured rows of that kind, whatever memory either has;
+  // a kind not measured (mt) keeps its place in the order of models.
+  std::vector<std::string> labels;
+  for (const auto& r : p.rows) labels.push_back((r.paper ? "paper: " : "") + r.label);
+  CHECK(labels == std::vector<std::string>{"baseline", "paper: baseline", "paper: mt (mem = seg len)", "xl (cache 9)",
+                                           "paper: xl (cache = seg len/2)", "rmt (mem = seg len)",
+                                           "paper: rmt (mem = seg len)"});
+  CHECK(p.paper_segment_length == std::map<int, int>{{1, 72}, {2, 36}, {4, 18}, {9, 8}});
+  // Paper rows: the value only (no std, no n); columns by number of segments, both lengths noted.
+  CHECK(rmt::format_pivot(p, "md") ==
+        "**test answer accuracy, teacher-forced: mean ± std over seeds (n), paper rows: the paper's value; "
+        "columns: number of segments (segment lengths in the note)** (acc_teacher_forced, from r.csv)\n"
+        "\n"
+        "| model | 1 seg | 2 seg | 4 seg |\n"
+        "|---|---|---|---|\n"
+        "| baseline | 0.900 ± 0.141 (2) | 0.100 ± 0.000 (1) |  |\n"
+        "| paper: baseline | 1.00 | 0.12 |  |\n"
+        "| paper: mt (mem = seg len) |  | 0.12 |  |\n"
+        "| xl (cache 9) |  | 0.500 ± 0.000 (1) | 0.250 ± 0.000 (1) |\n"
+        "| paper: xl (cache = seg len/2) |  | 0.83 | 0.54 |\n"
+        "| rmt (mem = seg len) |  | 0.800 ± 0.141 (2) | 1.000 ± 0.000 (1) |\n"
+        "| paper: rmt (mem = seg len) |  | 1.00 | 1.00 |\n"
+        "\n"
+        "Segment lengths: measured 1 x 36, 2 x 18, 4 x 9; paper (copy 24, 72 positions) 1 x 72, 2 x 36, 4 x 18. "
+        "1 failed run(s) left out.\n");
+  CHECK(rmt::format_pivot(p, "csv") ==
+        "model,source,segments,segment_length,mean,std,n\n"
+        "baseline,measured,1,36,0.9,0.141421,2\n"
+        "baseline,measured,2,18,0.1,0,1\n"
+        "baseline,paper,1,72,1,,\n"
+        "baseline,paper,2,36,0.12,,\n"
+        "mt (mem = seg len),paper,2,36,0.12,,\n"
+        "xl (cache 9),measured,2,18,0.5,0,1\n"
+        "xl (cache 9),measured,4,9,0.25,0,1\n"
+        "xl (cache = seg len/2),paper,2,36,0.83,,\n"
+        "xl (cache = seg len/2),paper,4,18,0.54,,\n"
+        "rmt (mem = seg len),measured,2,18,0.8,0.141421,2\n"
+        "rmt (mem = seg len),measured,4,9,1,0,1\n"
+        "rmt (mem = seg len),paper,2,36,1,,\n"
+        "rmt (mem = seg len),paper,4,18,1,,\n");
+  std::string tex = rmt::format_pivot(p, "latex");
+  CHECK(tex.find("model & 1 seg & 2 seg & 4 seg \\\\\n") != std::string::npos);
+  CHECK(tex.find("paper: baseline & 1.00 & 0.12 &  \\\\\n") != std::string::npos);
+  CHECK(tex.find("paper (copy 24, 72 positions) 1 x 72, 2 x 36, 4 x 18.") != std::string::npos);
+  // The plot draws paper rows dashed, without error bars.
+  std::string gp = rmt::gnuplot_script(p, "fig.svg", "tiny");
+  CHECK(gp.find("$row1 << EOD\n1 1\n2 0.12\nEOD\n") != std::string::npos);
+  CHECK(gp.find("dashtype 2 pointtype 6 linecolor 1 title \"paper: baseline\"") != std::string::npos);
+  CHECK(gp.find("dashtype 2 pointtype 6 linecolor 2 title \"paper: mt (mem = seg len)\"") != std::string::npos);
+  CHECK(gp.find("linecolor 3 title \"xl (cache 9)\"") != std::string::npos);
+  CHECK(gp.find("dashtype 2 pointtype 6 linecolor 3 title \"paper: xl (cache = seg len/2)\"") != std::string::npos);
+  CHECK(gp.find("set title \"tiny\\nmeasured: 1 x 36, 2 x 18, 4 x 9\\npaper (copy 24, 72 positions): 1 x 72, 2 x 36, "
+                "4 x 18\" noenhanced\n") != std::string::npos);
   CHECK_THROWS_WITH_AS(rmt::add_paper_rows(p, kPaper, "paper.yaml", "nope"),
                        doctest::Contains("no section 'nope' (sections: tiny)"), rmt::Error);
+
+  // Where the paper's segment lengths are the measured ones, columns keep "segments x length" and
+  // there is no note; explicit segment_lengths override what seq_len gives.
+  rmt::Pivot same = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  rmt::add_paper_rows(same, "tiny: {seq_len: 36, segment_lengths: {4: 9}, rows: {rmt: {2: 1.0, 4: 0.9}}}\n",
+                      "paper.yaml", "tiny");
+  std::string md = rmt::format_pivot(same, "md");
+  CHECK(md.find("| model | 1 x 36 | 2 x 18 | 4 x 9 |\n") != std::string::npos);
+  CHECK(md.find("| paper: rmt |  | 1.00 | 0.90 |\n") != std::string::npos);
+  CHECK(md.find("Segment lengths") == std::string::npos);
+  // The paper's lengths given per segment count only (one task per count, as Figure 5b).
+  rmt::Pivot per = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  rmt::add_paper_rows(per, "tiny: {task: copy120 / copy240, segment_lengths: {2: 120, 4: 120}, rows: {\"xl (cache 60)\": {2: 0.78, 4: 0.125}}}\n",
+                      "paper.yaml", "tiny");
+  CHECK(rmt::format_pivot(per, "md").find("Segment lengths: measured 1 x 36, 2 x 18, 4 x 9; paper (copy120 / copy240) "
+                                          "2 x 120, 4 x 120.") != std::string::npos);
+}
+
+TEST_CASE("table: row labels name each kind's memory and cache from the measured runs") {
+  const std::string header = "model.kind,segments,model.num_mem_tokens,model.mem_len,segment_length,acc_teacher_forced,status\n";
+  auto labels = [&](const std::string& rows) {
+    rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(header + rows, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+    std::vector<std::string> out;
+    for (const auto& r : p.rows) out.push_back(r.label);
+    return out;
+  };
+  // Cache twice the segment, memory half of it (derive's integer division: 5 / 2 = 2).
+  CHECK(labels("xl,2,0,36,18,1,done\nxl,4,0,18,9,1,done\nrmt,2,9,0,18,1,done\nrmt,4,4,0,9,1,done\nrmt,7,2,0,5,1,done\n") ==
+        std::vector<std::string>{"xl (cache = 2 x seg len)", "rmt (mem = seg len/2)"});
+  // One size in every run; a third of the segment.
+  CHECK(labels("rmt,2,6,0,18,1,done\nrmt,4,6,0,9,1,done\nxl,2,0,6,18,1,done\nxl,4,0,3,9,1,done\n") ==
+        std::vector<std::string>{"xl (cache = seg len/3)", "rmt (mem 6)"});
+  // No one description: each run says its own.
+  CHECK(labels("rmt,2,18,0,18,1,done\nrmt,4,4,0,9,1,done\nrmt,3,5,0,12,1,done\n") ==
+        std::vector<std::string>{"rmt (mem 5)", "rmt (mem = seg len)", "rmt (mem = seg len/2)"});
+  // Failed runs do not count towards the description.
+  CHECK(labels("rmt,2,18,0,18,1,done\nrmt,4,9,0,9,1,done\nrmt,6,1,0,6,,failed\n") ==
+        std::vector<std::string>{"rmt (mem = seg len)"});
+  // A measured memory unlike the paper's still sits with the paper's row of the same kind.
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(header + "xl,2,0,36,18,1,done\nxl,4,0,18,9,1,done\nrmt,2,6,0,18,1,done\n", "r.csv"),
+                                    "acc_teacher_forced", {}, "r.csv");
+  rmt::add_paper_rows(p, "s: {seq_len: 36, rows: {\"rmt (mem = seg len)\": {2: 1.0}, \"xl (cache = seg len)\": {2: 0.9}}}",
+                      "paper.yaml", "s");
+  std::vector<std::string> got;
+  for (const auto& r : p.rows) got.push_back((r.paper ? "paper: " : "") + r.label);
+  CHECK(got == std::vector<std::string>{"xl (cache = 2 x seg len)", "paper: xl (cache = seg len)", "rmt (mem 6)",
+                                        "paper: rmt (mem = seg len)"});
 }
 
 TEST_CASE("table: malformed results.csv is rejected naming the file and line") {
@@ -181,6 +281,41 @@ TEST_CASE("table: malformed paper YAML is rejected naming the file, line and key
   CHECK(error("[1, 2]").find("paper.yaml: expected a mapping of sections") == 0);
   CHECK(error("tiny: {rows: {baseline: {1: 0.5}}").find("paper.yaml: malformed YAML at line 1") == 0);
   CHECK(error("").find("paper.yaml: expected a mapping of sections") == 0);
+  // The section's own keys: task, seq_len, segment_lengths; every segment count needs a length.
+  CHECK(error("tiny: {seq_len: 36, colour: red, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny: unknown key 'colour' (a section holds task, seq_len, segment_lengths, rows)");
+  CHECK(error("tiny: {seq_len: 36, seq_len: 72, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny: 'seq_len' is given twice");
+  CHECK(error("tiny:\n  rows:\n    baseline: {1: 0.5, 3: 0.1}\n") ==
+        "paper.yaml: line 3: tiny.rows.baseline: 1 segments has no segment length: give the section's seq_len (the "
+        "paper's input positions) or segment_lengths: {1: LENGTH}");
+  CHECK(error("tiny: {segment_lengths: {1: 36}, rows: {baseline: {1: 0.5, 3: 0.1}}}").find(
+            "tiny.rows.baseline: 3 segments has no segment length") != std::string::npos);
+  CHECK(error("tiny: {seq_len: 4, rows: {baseline: {1: 0.5, 6: 0.1}}}") ==
+        "paper.yaml: line 1: tiny.rows.baseline: 6 segments of the paper's 4 input positions (seq_len) leave empty segments");
+  CHECK(error("tiny: {seq_len: 0, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.seq_len: '0' is not a number of input positions (an integer >= 1)");
+  CHECK(error("tiny: {seq_len: [72], rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.seq_len: a list or mapping is not a number of input positions (an integer >= 1)");
+  CHECK(error("tiny: {seq_len: 7.5, rows: {baseline: {1: 0.5}}}").find("'7.5' is not a number of input positions") !=
+        std::string::npos);
+  CHECK(error("tiny: {segment_lengths: {x: 24}, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.segment_lengths: 'x' is not a number of segments (an integer >= 1)");
+  CHECK(error("tiny: {segment_lengths: {3: -24}, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.segment_lengths: '-24' is not a segment length for 3 segments (an integer >= 1)");
+  CHECK(error("tiny: {segment_lengths: {3: 24, 3: 12}, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.segment_lengths: 3 segments is given twice");
+  CHECK(error("tiny: {segment_lengths: [24, 12], rows: {baseline: {1: 0.5}}}").find(
+            "tiny.segment_lengths: expected a non-empty mapping {segments: segment length}") != std::string::npos);
+  CHECK(error("tiny: {task: [copy], seq_len: 36, rows: {baseline: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.task: expected the paper's task as text, e.g. task: copy 24");
+  CHECK(error("tiny: {seq_len: 36}").find("tiny: expected 'rows:' mapping model labels") != std::string::npos);
+  // Row labels: a model kind, then its memory in parentheses.
+  CHECK(error("tiny: {seq_len: 36, rows: {transformer: {1: 0.5}}}") ==
+        "paper.yaml: line 1: tiny.rows.transformer: a row label is a model kind (baseline, mt, xl, rmt, xl_rmt), then "
+        "its memory in parentheses, e.g. \"rmt (mem = seg len)\"");
+  CHECK(error("tiny: {seq_len: 36, rows: {\"rmt mem 6\": {1: 0.5}}}").find("a row label is a model kind") != std::string::npos);
+  CHECK(error("tiny: {seq_len: 36, rows: {\"rmt(mem 6)\": {1: 0.5}}}").find("a row label is a model kind") != std::string::npos);
 }
 
 TEST_CASE("plot: gnuplot script and rmt plot") {
@@ -207,4 +342,26 @@ TEST_CASE("plot: gnuplot script and rmt plot") {
   std::string nogp = "PATH=/nonexistent " + std::string(RMT_BINARY) + " plot " + (dir / "tiny" / "results.csv").string() +
                      " --out " + svg + " 2>&1 | grep -q 'apt-get install gnuplot-nox'";
   CHECK(std::system(("sh -c \"" + nogp + "\"").c_str()) == 0);
+}
+
+TEST_CASE("table: every section of experiments/paper_results.yaml reads, with the paper's segment lengths") {
+  const std::string text = rmt::read_file(std::string(RMT_SOURCE_DIR) + "/experiments/paper_results.yaml");
+  const std::map<std::string, std::map<int, int>> lengths = {
+      {"fig4_copy", {{1, 72}, {3, 24}, {6, 12}, {9, 8}}},
+      {"fig4_reverse", {{1, 48}, {2, 24}, {4, 12}, {6, 8}}},
+      {"fig4_retrieval", {{1, 10}, {2, 5}, {4, 3}, {5, 2}}},
+      {"fig5a_copy360_segments", {{3, 120}, {6, 60}, {9, 40}}},
+      {"fig5b_copy_lengths", {{3, 120}, {6, 120}, {9, 120}}},
+      {"fig7_small_memory", {{3, 24}, {6, 12}}},
+      {"table1_sqeq", {{1, 180}, {6, 30}}},
+      {"quick_copy", {{1, 72}, {3, 24}, {6, 12}}}};
+  for (const auto& entry : YAML::Load(text)) CHECK_MESSAGE(lengths.count(entry.first.Scalar()), entry.first.Scalar());
+  for (const auto& [section, want] : lengths) {
+    CAPTURE(section);
+    rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+    rmt::add_paper_rows(p, text, "paper_results.yaml", section);
+    CHECK(p.paper_segment_length == want);
+    for (const auto& r : p.rows)
+      if (r.paper && r.kind != "baseline") CHECK(r.label.find(" (") != std::string::npos);  // says its memory
+  }
 }

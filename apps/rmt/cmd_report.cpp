@@ -53,7 +53,10 @@ void add_common(CLI::App* cmd, ReportArgs& a) {
   cmd->add_option("results", a.csv, "results.csv written by rmt sweep")->required();
   cmd->add_option("--metric", a.metric, "acc_teacher_forced | acc_free_running | solve_rate | loss")
       ->capture_default_str();
-  cmd->add_option("--paper", a.paper, "Show the paper's numbers too (experiments/paper_results.yaml)");
+  cmd->add_option("--paper", a.paper,
+                  "Show the paper's numbers too (experiments/paper_results.yaml): its value only, at its own "
+                  "segment lengths (noted under the table where they differ), beside the measured rows of the same "
+                  "model kind");
   cmd->add_option("--paper-section", a.paper_section, "Section of the --paper file (default: the sweep's name)");
   cmd->add_option("--by", a.by, "Also split rows by this column (e.g. bptt); repeatable");
 }
