@@ -27,7 +27,7 @@ ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) $(RUN_PACKAGES)
 missing = $(shell for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-build deps-run deps-test test run bench clean
+.PHONY: all build deps deps-build deps-run deps-test test run reproduce bench clean
 
 all: build
 
@@ -70,6 +70,15 @@ run: deps-run build
 	$(RMT) table runs/quick_copy/results.csv --metric acc_free_running
 	$(RMT) plot runs/quick_copy/results.csv --out runs/quick_copy/quick_copy.svg
 	@echo "plot: runs/quick_copy/quick_copy.svg"
+
+# The paper's algorithmic results at CPU scale (experiments/reproduce/reproduce.yaml) into
+# experiments/results/REPORT.md. Resumable: re-running skips finished runs. REPRODUCE=NAME runs one
+# item (rmt reproduce --list names them). About an hour on 2 cores from scratch.
+REPRODUCE ?=
+REPRODUCE_JOBS ?= $(shell nproc)
+reproduce: deps-run build
+	$(RMT) reproduce $(REPRODUCE) -j $(REPRODUCE_JOBS)
+	@echo "report: experiments/results/REPORT.md"
 
 # Benchmark against PyTorch (bench/README.md). PyTorch comes from bench/.venv, made by
 # bench/setup_venv.sh on first use; if that cannot be made, Debian's python3-torch is used.

@@ -15,5 +15,6 @@ void add_sweep_command(CLI::App& app);
 void add_report_commands(CLI::App& app);  // rmt table, rmt plot
 void add_bench_command(CLI::App& app);
 void add_attn_command(CLI::App& app);    // rmt attn (attention maps)
+void add_reproduce_command(CLI::App& app);  // rmt reproduce (REPORT.md)
 
 }  // namespace rmt::cli

@@ -1,0 +1,61 @@
+// `rmt reproduce [NAME...]`: parses options and prints; the reproduction is in lib/reproduce.cpp.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "apps/rmt/cli_checks.h"
+#include "apps/rmt/commands.h"
+#include "lib/error.h"
+#include "lib/model.h"
+#include "lib/reproduce.h"
+
+namespace rmt::cli {
+
+namespace fs = std::filesystem;
+
+void add_reproduce_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "reproduce", "Reproduce the paper's algorithmic results at CPU scale into one report (REPORT.md)");
+  cmd->footer(
+      "Runs the items of the manifest (experiments/reproduce/reproduce.yaml): sweeps of Figures 4, 5\n"
+      "and 7 and Table 1, attention maps (Figures 6 and 8) and length generalisation, then writes\n"
+      "OUT/REPORT.md with each item's tables beside the paper's numbers, plots, configs, commands,\n"
+      "wall times and whether the paper's pattern holds. Resumable: finished runs are skipped,\n"
+      "interrupted ones resumed. With NAMEs, runs only those (and the sweeps they read from);\n"
+      "the report always covers every item that has results.\n"
+      "Example: rmt reproduce -j 2          rmt reproduce fig4_reverse --list");
+  struct Args {
+    std::vector<std::string> names;
+    std::string manifest = "experiments/reproduce/reproduce.yaml", runs_dir = "runs/reproduce",
+                out_dir = "experiments/results";
+    int jobs = 1;
+    bool list = false;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("names", args->names, "Items to run (default: all)");
+  cmd->add_option("-j,--jobs", args->jobs, "Runs at a time; the cores are split between them")
+      ->capture_default_str()->transform(int_range(1, kMaxThreads));
+  cmd->add_option("--manifest", args->manifest, "The list of reproductions")->capture_default_str();
+  cmd->add_option("--runs-dir", args->runs_dir, "Where the runs go")->capture_default_str();
+  cmd->add_option("--out", args->out_dir, "Where REPORT.md, tables and plots go")->capture_default_str();
+  cmd->add_flag("--list", args->list, "List the items and what each reproduces; run nothing");
+  cmd->callback([args] {
+    if (!fs::is_regular_file(args->manifest)) fail("--manifest {}: no such file", args->manifest);
+    ReproManifest manifest = load_manifest(args->manifest);
+    if (args->list) {
+      for (const auto& it : manifest.items) fmt::print("{:<22} {:<9} {}\n", it.name, it.kind, it.title);
+      return;
+    }
+    check_output_dir("--runs-dir", args->runs_dir);
+    check_output_dir("--out", args->out_dir);
+    ReproOptions opt;
+    opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
+    opt.runs_dir = args->runs_dir;
+    opt.out_dir = args->out_dir;
+    opt.jobs = args->jobs;
+    const int failed = reproduce(manifest, args->names, opt);
+    if (failed > 0) fail("{} runs failed (see status and error in the results.csv files under {})", failed, args->runs_dir);
+  });
+}
+
+}  // namespace rmt::cli

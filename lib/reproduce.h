@@ -1,0 +1,84 @@
+#pragma once
+// `rmt reproduce`: the paper's algorithmic results at CPU scale, from one manifest
+// (experiments/reproduce/reproduce.yaml), into one report (experiments/results/REPORT.md).
+//
+// The manifest is a map of items, run in file order. Each item is one of:
+//   sweep:     a sweep file (experiments/reproduce/*.yaml) run like `rmt sweep`, then tabulated
+//              per metric beside the paper's numbers (experiments/paper_results.yaml), plotted,
+//              and checked against the paper's pattern, written as claims:
+//                {text, model, segments, min | max}      the model's mean is >= min / <= max
+//                {text, model, segments, above: MODEL}   its mean is above the other model's
+//   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen runs of a sweep item.
+//   length:    runs of a sweep item evaluated on longer datasets of the same task at the trained
+//              segment length (length generalisation), tabulated and plotted.
+// Everything is resumable: sweeps skip finished runs and resume interrupted ones; tables, plots,
+// maps and the report are rewritten (atomically) from what is on disk, so a killed reproduction
+// loses nothing and a re-run only does what is missing.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rmt {
+
+struct Claim {
+  std::string text, model;       // model: a model kind (baseline, mt, xl, rmt, xl_rmt)
+  std::vector<int> segments;     // where it is checked (each one)
+  std::optional<double> min, max;
+  std::string above;             // another model kind
+};
+
+struct RunPick {                 // one run of a sweep item
+  std::string model;             // model kind
+  int segments = 0;
+  int seed = 1;
+  int sample = 0, segment = -1;  // attention: which test sample, which segment (-1: all)
+};
+
+struct ReproItem {
+  std::string name, kind;        // kind: sweep | attention | length
+  std::string title, paper_says; // the figure or table, and the paper's finding in one line
+  // sweep
+  std::string sweep;             // the sweep file
+  std::string paper_section;     // section of the paper file ("" = none)
+  std::vector<std::string> metrics;  // first = the one the claims and the plot use
+  std::vector<Claim> claims;
+  std::string scale_note;        // what the scaled-down setting keeps of the paper's ratios
+  // attention and length
+  std::string from;              // the sweep item whose runs are used
+  std::vector<RunPick> runs;
+  std::vector<int> lengths;      // length: the copy/reverse lengths L to evaluate on
+};
+
+struct ReproManifest {
+  std::string path, paper_file;  // paper_file: experiments/paper_results.yaml
+  std::vector<ReproItem> items;
+  const ReproItem* find(const std::string& name) const;
+};
+
+// Reads and checks the manifest: unknown keys, unknown item kinds, claims without a bound,
+// items that refer to a missing or later sweep item are errors naming the file and item.
+ReproManifest load_manifest(const std::string& path);
+
+struct ReproOptions {
+  std::string rmt_binary;          // the executable the sweeps run (the CLI passes /proc/self/exe)
+  std::string runs_dir = "runs/reproduce";
+  std::string out_dir = "experiments/results";
+  int jobs = 1;
+  bool quiet = false;
+};
+
+// Runs the named items (all when empty; an item's `from` item runs first), then writes every
+// item's outputs that have results and the whole report. Returns the number of failed runs.
+int reproduce(const ReproManifest& manifest, const std::vector<std::string>& names,
+              const ReproOptions& options);
+
+// Claim check on a pivoted table: "holds" / "fails" / "no data" and the numbers it used.
+struct ClaimResult {
+  enum State { holds, fails, no_data } state = no_data;
+  std::string detail;
+};
+struct Pivot;
+ClaimResult check_claim(const Claim& claim, const Pivot& pivot);
+
+}  // namespace rmt
