@@ -1,0 +1,173 @@
+// rmt reproduce: the manifest reader, the claim check, and a whole tiny reproduction through the
+// CLI (sweep, attention maps, length generalisation, REPORT.md, resume).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lib/io.h"
+#include "lib/reproduce.h"
+#include "lib/results_table.h"
+#include "tests/cli.h"
+
+namespace fs = std::filesystem;
+using namespace rmt;
+
+namespace {
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A tiny sweep (copy of 4 symbols, one layer of d_model 16, 30 steps) and a manifest over it.
+const char* kTinySweep = R"(data: {task: copy, length: 4, symbols: 10, train: 200, val: 50, test: 50, seed: 0}
+base:
+  bptt: all
+  model: {n_layer: 1, n_head: 2, d_head: 8, d_model: 16, d_inner: 32, dropout: 0.0, mem_init: normal}
+  train: {batch_size: 16, lr: 1.0e-3, schedule: constant, warmup_steps: 0, clip: 1.0, max_steps: 30,
+          eval_every: 15, log_every: 15}
+grid:
+  - {model.kind: [baseline], segments: [1, 3], train.seed: [1]}
+  - {model.kind: [xl, rmt], segments: [3], train.seed: [1, 2]}
+derive: {model.num_mem_tokens: segment_length, model.mem_len: segment_length}
+)";
+
+const char* kPaper = R"(tiny:
+  rows:
+    baseline: {1: 1.00, 3: 0.12}
+    "rmt (mem = seg len)": {3: 1.00}
+)";
+
+std::string manifest_text(const std::string& extra_item = "") {
+  return std::string(R"(paper: paper.yaml
+items:
+  tiny:
+    kind: sweep
+    title: "a tiny copy"
+    paper_says: "RMT solves copy"
+    sweep: tiny.yaml
+    paper_section: tiny
+    metrics: [acc_teacher_forced, acc_free_running]
+    claims:
+      - {text: "the baseline is below 2", model: baseline, segments: [1, 3], max: 2}
+      - {text: "RMT is at 1.5 or more", model: rmt, segments: [3], min: 1.5}
+  maps:
+    kind: attention
+    title: "attention"
+    paper_says: "RMT writes into memory"
+    from: tiny
+    runs: [{model: rmt, segments: 3, seed: 1}]
+  longer:
+    kind: length
+    title: "length"
+    paper_says: "none"
+    from: tiny
+    runs: [{model: rmt, segments: 3, seed: 1}, {model: xl, segments: 3, seed: 2}]
+    lengths: [4, 8]
+)") + extra_item;
+}
+
+fs::path tiny_project(const std::string& name, const std::string& manifest) {
+  fs::path dir = fresh_tmp("rmt_reproduce", name);
+  write(dir / "tiny.yaml", kTinySweep);
+  write(dir / "paper.yaml", kPaper);
+  write(dir / "m.yaml", manifest);
+  return dir;
+}
+
+Pivot pivot_of(const std::string& csv) { return pivot_results(parse_csv(csv, "t.csv"), "acc_teacher_forced", {}, "t.csv"); }
+
+}  // namespace
+
+TEST_CASE("reproduce: claims are checked on the measured means") {
+  Pivot p = pivot_of(
+      "model.kind,segments,train.seed,acc_teacher_forced,status\n"
+      "rmt,3,1,0.98,done\nrmt,3,2,0.96,done\nrmt,6,1,0.5,done\n"
+      "xl,3,1,0.99,done\nxl,6,1,0.3,done\n");
+  Claim c{"rmt solves", "rmt", {3}, 0.9, std::nullopt, ""};
+  CHECK(check_claim(c, p).state == ClaimResult::holds);
+  c.segments = {3, 6};
+  ClaimResult r = check_claim(c, p);
+  CHECK(r.state == ClaimResult::fails);
+  CHECK(r.detail.find("rmt at 6: 0.50") != std::string::npos);
+  Claim above{"rmt ahead", "rmt", {6}, std::nullopt, std::nullopt, "xl"};
+  CHECK(check_claim(above, p).state == ClaimResult::holds);
+  above.segments = {3};  // 0.97 is not above 0.99
+  CHECK(check_claim(above, p).state == ClaimResult::fails);
+  Claim upper{"xl degrades", "xl", {6}, std::nullopt, 0.6, ""};
+  CHECK(check_claim(upper, p).state == ClaimResult::holds);
+  Claim missing{"mt", "mt", {3}, 0.1, std::nullopt, ""};
+  CHECK(check_claim(missing, p).state == ClaimResult::no_data);
+  Claim missing_seg{"rmt at 9", "rmt", {9}, 0.1, std::nullopt, ""};
+  CHECK(check_claim(missing_seg, p).state == ClaimResult::no_data);
+}
+
+TEST_CASE("reproduce: bad manifests are refused naming the file, the item and the reason") {
+  auto error_for = [](const std::string& text) {
+    fs::path dir = tiny_project("bad_manifest", text);
+    return error_of([&] { load_manifest((dir / "m.yaml").string()); });
+  };
+  CHECK(error_for(manifest_text()).empty());
+  CHECK(error_for("paper: paper.yaml\nitems: {}\n").find("non-empty map of items") != std::string::npos);
+  CHECK(error_for("paper: nope.yaml\nitems: {a: {kind: sweep}}\n").find("nope.yaml is not a file") != std::string::npos);
+  CHECK(error_for(manifest_text() + "    colour: red\n").find("unknown key 'colour'") != std::string::npos);
+  std::string text = manifest_text();
+  std::string bad_kind = text;
+  bad_kind.replace(bad_kind.find("kind: attention"), 15, "kind: heatmap");
+  CHECK(error_for(bad_kind).find("unknown kind 'heatmap'") != std::string::npos);
+  std::string no_bound = text;
+  no_bound.replace(no_bound.find(", max: 2"), 8, "");
+  CHECK(error_for(no_bound).find("a claim needs min, max or above") != std::string::npos);
+  std::string bad_model = text;
+  bad_model.replace(bad_model.find("model: rmt, segments: [3], min"), 10, "model: rnn");
+  CHECK(error_for(bad_model).find("unknown model kind 'rnn'") != std::string::npos);
+  std::string bad_from = text;
+  bad_from.replace(bad_from.find("from: tiny"), 10, "from: maps");
+  CHECK(error_for(bad_from).find("'maps' is not a sweep item given before this one") != std::string::npos);
+  std::string bad_metric = text;
+  bad_metric.replace(bad_metric.find("acc_free_running]"), 16, "accuracy");
+  CHECK(error_for(bad_metric).find("unknown metric 'accuracy'") != std::string::npos);
+  std::string no_sweep = text;
+  no_sweep.replace(no_sweep.find("sweep: tiny.yaml"), 16, "sweep: gone.yaml");
+  CHECK(error_for(no_sweep).find("gone.yaml is not a file") != std::string::npos);
+}
+
+TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run that trains nothing") {
+  fs::path dir = tiny_project("cli", manifest_text());
+  const std::string base = "reproduce --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                           (dir / "runs").string() + " --out " + (dir / "out").string();
+  Run r = rmt_run(base + " --list");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("longer") != std::string::npos);
+  expect_error(base + " nosuch", "unknown reproduction 'nosuch'");
+
+  r = rmt_run(base + " -j 2");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  const fs::path out = dir / "out";
+  for (const char* f : {"REPORT.md", "tiny/results.csv", "tiny/table.md", "tiny/tiny.png", "tiny/timing.json",
+                        "maps/maps.md", "maps/rmt_3seg_seed1.png", "longer/results.csv", "longer/table.md",
+                        "longer/longer.png"})
+    CHECK_MESSAGE(fs::exists(out / f), f);
+  const std::string report = read_file(out / "REPORT.md");
+  // The claims: the first holds on any accuracy, the second can not (accuracies are <= 1).
+  CHECK(report.find("holds: the baseline is below 2") != std::string::npos);
+  CHECK(report.find("FAILS: RMT is at 1.5 or more") != std::string::npos);
+  CHECK(report.find("1 of 2 checks hold") != std::string::npos);
+  CHECK(report.find("paper: baseline") != std::string::npos);
+  CHECK(report.find("![tiny](tiny/tiny.png)") != std::string::npos);
+  CHECK(report.find("rmt_3seg_seed1.png") != std::string::npos);
+  // Length generalisation: each run at 4 and 8 symbols (12 and 24 positions, 3 and 6 segments of 4).
+  const std::string longer = read_file(out / "longer/results.csv");
+  CHECK(longer.find("rmt,3,4,0,1,4,4,3,") != std::string::npos);
+  CHECK(longer.find("rmt,6,4,0,1,4,8,3,") != std::string::npos);
+  CHECK(longer.find("xl,6,0,4,2,4,8,3,") != std::string::npos);
+
+  // A second call finds every run done: nothing is trained again, the results are the same.
+  const std::string csv = read_file(dir / "runs/tiny/results.csv");
+  r = rmt_run(base + " tiny -j 2");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("all 6 runs done") != std::string::npos);
+  CHECK(read_file(dir / "runs/tiny/results.csv") == csv);
+}
