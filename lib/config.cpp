@@ -258,6 +258,7 @@ const std::vector<KeyDescriptor>& key_table() {
       integer_key("train.eval_samples", FIELD(train.eval_samples), 0),
       integer_key("train.seed", FIELD(train.seed), 0),
       integer_key("train.threads", FIELD(train.threads), 0),
+      integer_key("train.curriculum", FIELD(train.curriculum), 1),
   };
   return table;
 }

@@ -35,6 +35,10 @@ struct TrainConfig {
   int64_t log_every = 100;
   int64_t eval_samples = 0;  // 0 = the whole validation split at every evaluation
   uint64_t seed = 1;
+  // Curriculum over the number of segments: max_steps in `curriculum` equal stages, stage i of N
+  // (1-based) training on ceil(segments * i / N) segments of the same input, so the last stage
+  // trains on `segments`; validation and test always use `segments`. 1 = no curriculum.
+  int curriculum = 1;
   int threads = 0;           // 0 = all cores
 };
 

@@ -488,21 +488,17 @@ void Reproduction::run_length(const ReproItem& it) {
         if (std::system(cmd.c_str()) != 0)
           fail("generating {} failed: {}", data_dir.string(), read_file(log_file));
       }
-#if 0  // LEAD-TMP: needs evaluate_run from the eval helper
       EvalRunRequest req;
       req.run_dir = run->dir.string();
       req.data_dir = data_dir.string();
       req.split = "test";
+      req.threads = 1;  // the same numbers on every machine and re-run
       EvalRunResult r = evaluate_run(req);
-#endif
-      fail("LEAD-TMP");
-#if 0
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},done\n", p.model, r.seg_len.size(),
                          run->config.model.num_mem_tokens, run->config.model.mem_len, p.seed,
                          *std::max_element(r.seg_len.begin(), r.seg_len.end()), L, p.segments,
                          r.result.acc_teacher_forced,
                          r.result.acc_free_running ? fmt::format("{}", *r.result.acc_free_running) : "");
-#endif
     }
   }
   write_file_atomic(dir / "results.csv", csv);

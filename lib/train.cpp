@@ -89,6 +89,24 @@ double split_file_bytes(const RunSetup& run, const std::string& split) {
   return bytes;
 }
 
+int curriculum_segments(const Config& config, int64_t step) {
+  const int64_t stages = config.train.curriculum;
+  const int64_t stage = std::min(stages - 1, step * stages / config.train.max_steps);  // 0-based
+  return int((int64_t(config.segments) * (stage + 1) + stages - 1) / stages);
+}
+
+MemoryEstimate train_memory_estimate(const RunSetup& run) {
+  MemoryEstimate largest;
+  for (int64_t stage = 0; stage < run.config.train.curriculum; ++stage) {
+    const int64_t step = stage * run.config.train.max_steps / run.config.train.curriculum;
+    Workload w = train_workload(run);
+    w.seg_len = segment_lengths(run.seq_len, curriculum_segments(run.config, step));
+    MemoryEstimate e = estimate_memory(run.config.model, w);
+    if (e.total() > largest.total()) largest = e;
+  }
+  return largest;
+}
+
 Workload train_workload(const RunSetup& run) {
   Workload w;
   w.batch = run.config.train.batch_size;
@@ -260,7 +278,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   check_threads(tc.threads, "train.threads");
   // Before anything large is allocated (or the run directory written): absurd sizes are
   // refused here, not by std::bad_alloc gigabytes later.
-  check_memory_fits(estimate_memory(config.model, train_workload(run)),
+  check_memory_fits(train_memory_estimate(run),
                     fmt::format("training ({} model, batch {}, {} segments)", config.model.kind,
                                 tc.batch_size, config.segments));
   set_num_threads(tc.threads);
@@ -384,13 +402,16 @@ void train(const Config& config_in, const TrainOptions& opt) {
     checkpoint_step = st.step;
   };
 
+  std::vector<int> step_seg_len = run.seg_len;  // this curriculum stage's segments
   while (st.step < tc.max_steps) {
+    const int step_segments = curriculum_segments(config, st.step);
+    if (int(step_seg_len.size()) != step_segments) step_seg_len = segment_lengths(T, step_segments);
     for (int b = 0; b < B; ++b) {
       int64_t row = order.at(st.step * B + b);
       std::copy_n(train_split.input.begin() + row * T, T, input.begin() + int64_t(b) * T);
       std::copy_n(train_split.target.begin() + row * T, T, target.begin() + int64_t(b) * T);
     }
-    double loss = engine.forward(input.data(), target.data(), B, T, run.seg_len, A, true,
+    double loss = engine.forward(input.data(), target.data(), B, T, step_seg_len, A, true,
                                  mix_seed(tc.seed, 0xD80, uint64_t(st.step)));
     engine.backward(config.bptt);
     double grad_norm = clip_grad_norm(be, model.grads, tc.clip);
@@ -464,7 +485,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["bptt"] = bptt_to_string(config.bptt);
   results["dataset_fingerprint"] = fingerprint;
   // The memory estimate the run was admitted with, beside what it used (tests keep them close).
-  results["memory_estimate_mb"] = std::round(estimate_memory(config.model, train_workload(run)).total() / 1e6);
+  results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / 1e6);
   results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);
   write_file_atomic(dir / "results.json", results.dump(2) + "\n");
 }

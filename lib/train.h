@@ -16,6 +16,7 @@
 
 #include "lib/config.h"
 #include "lib/evaluate.h"
+#include "lib/model.h"
 #include "tasks/dataset.h"
 
 namespace rmt {
@@ -62,6 +63,10 @@ void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string&
 double split_file_bytes(const RunSetup& run, const std::string& split);
 // What `rmt train` of this run keeps in memory (for estimate_memory).
 Workload train_workload(const RunSetup& run);
+// The number of segments that training step `step` (0-based) uses under train.curriculum.
+int curriculum_segments(const Config& config, int64_t step);
+// The largest estimate over the curriculum's stages (earlier stages have fewer, longer segments).
+MemoryEstimate train_memory_estimate(const RunSetup& run);
 
 void train(const Config& config, const TrainOptions& options);
 

@@ -82,7 +82,7 @@ void add_train_command(CLI::App& app) {
                    run.meta.task.c_str(), run.config.segments,
                    describe_segments(run.seg_len).c_str(), bptt_to_string(run.config.bptt).c_str(),
                    (long long)params, num_threads(),
-                   format_bytes(estimate_memory(run.config.model, train_workload(run)).total()).c_str(),
+                   format_bytes(train_memory_estimate(run).total()).c_str(),
                    start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
     };
     train(config, opt);
