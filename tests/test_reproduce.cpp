@@ -21,7 +21,7 @@ void write(const fs::path& path, const std::string& text) {
 }
 
 // A tiny sweep (copy of 4 symbols, one layer of d_model 16, 30 steps) and a manifest over it.
-const char* kTinySweep = R"(data: {task: copy, length: 4, symbols: 10, train: 200, val: 50, test: 50, seed: 0}
+const char* kTinySweep = R"Y(data: {task: copy, length: 4, symbols: 10, train: 200, val: 50, test: 50, seed: 0}
 base:
   bptt: all
   model: {n_layer: 1, n_head: 2, d_head: 8, d_model: 16, d_inner: 32, dropout: 0.0, mem_init: normal}
@@ -31,16 +31,16 @@ grid:
   - {model.kind: [baseline], segments: [1, 3], train.seed: [1]}
   - {model.kind: [xl, rmt], segments: [3], train.seed: [1, 2]}
 derive: {model.num_mem_tokens: segment_length, model.mem_len: segment_length}
-)";
+)Y";
 
-const char* kPaper = R"(tiny:
+const char* kPaper = R"Y(tiny:
   rows:
     baseline: {1: 1.00, 3: 0.12}
     "rmt (mem = seg len)": {3: 1.00}
-)";
+)Y";
 
 std::string manifest_text(const std::string& extra_item = "") {
-  return std::string(R"(paper: paper.yaml
+  return std::string(R"Y(paper: paper.yaml
 items:
   tiny:
     kind: sweep
@@ -65,7 +65,7 @@ items:
     from: tiny
     runs: [{model: rmt, segments: 3, seed: 1}, {model: xl, segments: 3, seed: 2}]
     lengths: [4, 8]
-)") + extra_item;
+)Y") + extra_item;
 }
 
 fs::path tiny_project(const std::string& name, const std::string& manifest) {
@@ -82,9 +82,9 @@ Pivot pivot_of(const std::string& csv) { return pivot_results(parse_csv(csv, "t.
 
 TEST_CASE("reproduce: claims are checked on the measured means") {
   Pivot p = pivot_of(
-      "model.kind,segments,train.seed,acc_teacher_forced,status\n"
-      "rmt,3,1,0.98,done\nrmt,3,2,0.96,done\nrmt,6,1,0.5,done\n"
-      "xl,3,1,0.99,done\nxl,6,1,0.3,done\n");
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,acc_teacher_forced,status\n"
+      "rmt,3,4,0,1,0.98,done\nrmt,3,4,0,2,0.96,done\nrmt,6,4,0,1,0.5,done\n"
+      "xl,3,0,4,1,0.99,done\nxl,6,0,4,1,0.3,done\n");
   Claim c{"rmt solves", "rmt", {3}, 0.9, std::nullopt, ""};
   CHECK(check_claim(c, p).state == ClaimResult::holds);
   c.segments = {3, 6};
