@@ -97,7 +97,7 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
   if (n <= 0) fail("cannot evaluate an empty split");
   const bool fr = opt.free_running;
   double loss_sum = 0;
-  int64_t correct_tf = 0, correct_fr = 0, solved = 0, positions = 0;
+  int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, positions = 0;
   std::vector<int32_t> pred;
   for (int64_t start = 0; start < n; start += opt.batch_size) {
     const int B = int(std::min<int64_t>(opt.batch_size, n - start));
@@ -123,6 +123,7 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
       t0 += Ts;
     }
     positions += int64_t(B) * A;
+    for (uint8_t ok : sample_ok) solved_tf += ok;
     if (fr) {
       decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
       std::fill(sample_ok.begin(), sample_ok.end(), 1);
@@ -143,7 +144,10 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
     fail("the loss over {} samples is {}: the model's outputs are not finite numbers", n, r.loss);
   r.acc_teacher_forced = double(correct_tf) / double(positions);
   if (fr) r.acc_free_running = double(correct_fr) / double(positions);
-  if (opt.solve_positions > 0) r.solve_rate = double(solved) / double(n);
+  if (opt.solve_positions > 0) {
+    r.solve_rate = double(solved) / double(n);
+    r.solve_rate_teacher_forced = double(solved_tf) / double(n);
+  }
   return r;
 }
 

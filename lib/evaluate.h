@@ -25,7 +25,10 @@ struct EvalResult {
   double loss = 0;                      // mean cross-entropy over answer positions
   double acc_teacher_forced = 0;        // per-token accuracy over answer positions
   std::optional<double> acc_free_running;  // set when options.free_running
-  std::optional<double> solve_rate;
+  std::optional<double> solve_rate;     // greedy decoding (whole answer block right)
+  // The same with teacher forcing: the answer block right given the true text before it (for
+  // sqeq: the roots carried from earlier segments, without the arithmetic that produces them).
+  std::optional<double> solve_rate_teacher_forced;
   int64_t samples = 0;
 };
 

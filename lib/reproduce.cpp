@@ -86,7 +86,7 @@ struct ManifestReader {
 };
 
 Claim read_claim(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
-  r.only_keys(node, where, {"text", "model", "segments", "min", "max", "above"});
+  r.only_keys(node, where, {"text", "model", "segments", "min", "max", "above", "metric"});
   Claim c;
   c.text = r.text(node["text"], where + ".text");
   c.model = r.kind(node["model"], where + ".model");
@@ -94,6 +94,7 @@ Claim read_claim(const ManifestReader& r, const YAML::Node& node, const std::str
   if (node["min"]) c.min = r.number(node["min"], where + ".min");
   if (node["max"]) c.max = r.number(node["max"], where + ".max");
   if (node["above"]) c.above = r.kind(node["above"], where + ".above");
+  if (node["metric"]) c.metric = r.text(node["metric"], where + ".metric");
   if (!c.min && !c.max && c.above.empty()) r.bad(where, "a claim needs min, max or above");
   return c;
 }
@@ -224,10 +225,11 @@ ReproManifest load_manifest(const std::string& path) {
       it.sweep = r.file(n["sweep"], w + ".sweep");
       if (n["paper_section"]) it.paper_section = r.text(n["paper_section"], w + ".paper_section");
       if (!n["metrics"] || !n["metrics"].IsSequence() || n["metrics"].size() == 0)
-        r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, solve_rate, loss)");
+        r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, solve_rate, solve_rate_teacher_forced, loss)");
       for (size_t i = 0; i < n["metrics"].size(); ++i) {
         std::string metric = r.text(n["metrics"][i], fmt::format("{}.metrics[{}]", w, i));
-        static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "solve_rate", "loss"};
+        static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "solve_rate",
+                                                     "solve_rate_teacher_forced", "loss"};
         if (std::find(ok.begin(), ok.end(), metric) == ok.end())
           r.bad(w + ".metrics", fmt::format("unknown metric '{}' (metrics: {})", metric, fmt::join(ok, ", ")));
         it.metrics.push_back(metric);
@@ -238,6 +240,12 @@ ReproManifest load_manifest(const std::string& path) {
           it.claims.push_back(read_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
       }
       if (n["scale"]) it.scale_note = r.text(n["scale"], w + ".scale");
+      for (auto& claim : it.claims) {
+        if (claim.metric.empty()) claim.metric = it.metrics.front();
+        if (std::find(it.metrics.begin(), it.metrics.end(), claim.metric) == it.metrics.end())
+          r.bad(w + ".claims", fmt::format("claim '{}' uses metric {}, which is not in the item's metrics", claim.text,
+                                           claim.metric));
+      }
     } else if (it.kind == "attention" || it.kind == "length") {
       std::vector<std::string> keys = {"kind", "title", "paper_says", "from", "runs"};
       if (it.kind == "length") keys.push_back("lengths");
@@ -380,13 +388,15 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
   CsvTable csv = parse_csv(text, csv_path);
   const std::string paper_text = it.paper_section.empty() ? "" : read_file(m_.paper_file);
   std::string tables_md;
+  std::vector<ClaimResult> claim_results(it.claims.size());
   for (const auto& metric : it.metrics) {
     if (csv.column(metric) < 0) fail("{}: {} has no column {}", it.name, csv_path, metric);
     Pivot pivot = pivot_results(csv, metric, {}, (dir / "results.csv").string());
     if (pivot.rows.empty()) continue;
     // The claims and the plot use the measured numbers; the tables show the paper's beside them.
+    for (size_t c = 0; c < it.claims.size(); ++c)
+      if (it.claims[c].metric == metric) claim_results[c] = check_claim(it.claims[c], pivot);
     if (metric == it.metrics.front()) {
-      for (const auto& claim : it.claims) out.claims.push_back(check_claim(claim, pivot));
       Pivot plotted = pivot;
       if (!paper_text.empty()) add_paper_rows(plotted, paper_text, m_.paper_file, it.paper_section);
       const fs::path png = dir / (it.name + ".png");
@@ -400,6 +410,7 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
     out.tables.emplace_back(metric, std::move(pivot));
     out.has_results = true;
   }
+  out.claims = claim_results;
   out.failed = 0;
   const int c_status = csv.column("status");
   for (const auto& row : csv.rows)
@@ -479,7 +490,7 @@ void Reproduction::run_length(const ReproItem& it) {
         std::vector<std::string> args = {o_.rmt_binary, "generate", task, "--out", data_dir.string(), "--force",
                                          "--length", std::to_string(L), "--train", "1", "--val", "1"};
         for (const auto& [k, v] : data)
-          if (k != "task" && k != "length" && k != "train" && k != "val") args.insert(args.end(), {"--" + k, v});
+          if (k != "task" && k != "length" && k != "train" && k != "val") args.insert(args.end(), {generate_flag(k), v});
         create_directories_or_fail(data_dir);
         std::string cmd;
         for (const auto& a : args) cmd += shell_quote(a) + " ";
@@ -564,11 +575,11 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
     std::string verdict = holds == n ? "**The paper's pattern holds**"
                           : holds == 0 ? "**The paper's pattern does not appear**"
                                        : "**The paper's pattern holds in part**";
-    s += fmt::format("{} ({} of {} checks; metric {}):\n\n", verdict, holds, n, it.metrics.front());
+    s += fmt::format("{} ({} of {} checks):\n\n", verdict, holds, n);
     for (size_t i = 0; i < out.claims.size(); ++i) {
       const auto& r = out.claims[i];
       const char* mark = r.state == ClaimResult::holds ? "holds" : r.state == ClaimResult::fails ? "FAILS" : "no data";
-      s += fmt::format("- {}: {} ({})\n", mark, it.claims[i].text, r.detail);
+      s += fmt::format("- {}: {} ({}; {})\n", mark, it.claims[i].text, it.claims[i].metric, r.detail);
     }
     s += "\n";
   }

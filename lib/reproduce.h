@@ -8,6 +8,7 @@
 //              and checked against the paper's pattern, written as claims:
 //                {text, model, segments, min | max}      the model's mean is >= min / <= max
 //                {text, model, segments, above: MODEL}   its mean is above the other model's
+//              each on the item's first metric unless the claim names its own (metric: ...)
 //   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen runs of a sweep item.
 //   length:    runs of a sweep item evaluated on longer datasets of the same task at the trained
 //              segment length (length generalisation), tabulated and plotted.
@@ -26,6 +27,7 @@ struct Claim {
   std::vector<int> segments;     // where it is checked (each one)
   std::optional<double> min, max;
   std::string above;             // another model kind
+  std::string metric;            // "" = the item's first metric
 };
 
 struct RunPick {                 // one run of a sweep item

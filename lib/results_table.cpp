@@ -100,7 +100,7 @@ double metric_cell(const CsvTable& csv, size_t r, int c, const std::string& sour
   auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
     fail("{}: line {}: {} '{}' is not a finite number", source, csv.row_lines[r], metric, s);
-  const bool fraction = metric.rfind("acc", 0) == 0 || metric == "solve_rate";
+  const bool fraction = metric.rfind("acc", 0) == 0 || metric.rfind("solve_rate", 0) == 0;
   if (fraction && (v < 0 || v > 1))
     fail("{}: line {}: {} {} is outside [0, 1]", source, csv.row_lines[r], metric, s);
   if (metric == "loss" && v < 0) fail("{}: line {}: loss {} is negative", source, csv.row_lines[r], s);
@@ -198,7 +198,8 @@ std::string lengths_note(const Pivot& pivot) {
 std::string metric_caption(const std::string& metric) {
   if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
   if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
-  if (metric == "solve_rate") return "test solve rate (whole answer right)";
+  if (metric == "solve_rate") return "test solve rate (whole answer right, greedy decoding)";
+  if (metric == "solve_rate_teacher_forced") return "test solve rate, teacher-forced (answer right given the true text before it)";
   return "test " + metric;
 }
 

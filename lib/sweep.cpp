@@ -37,8 +37,8 @@ using json = nlohmann::json;
 namespace {
 
 // The `rmt generate` options a `data:` block may hold.
-const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs",
-                                            "train", "val", "test", "seed"};
+const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "max_root",
+                                            "max_alpha", "train", "val", "test", "seed"};
 
 std::string closest_of(const std::string& word, const std::vector<std::string>& choices) {
   // Fewest differing characters at the same position plus the length difference: crude but
@@ -308,6 +308,12 @@ std::string json_number(const json& j, const char* key) {
 
 }  // namespace
 
+std::string generate_flag(const std::string& data_option) {
+  std::string flag = "--" + data_option;  // max_root -> --max-root
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
 long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
                           const std::string& origin) {
   ExprParser p{expr, vars, origin};
@@ -476,7 +482,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
       }
       dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
       for (const auto& [k, v] : data)
-        if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {"--" + k, v});
+        if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
       config.data = dataset.dir;
       const int seq_len = task_seq_len(task);
       if (config.segments > seq_len)
@@ -621,7 +627,7 @@ std::string results_csv_text(const SweepPlan& plan) {
   for (const char* k : {"model.kind", "segments", "model.num_mem_tokens", "model.mem_len", "bptt", "train.seed"})
     if (std::find(config_cols.begin(), config_cols.end(), k) == config_cols.end()) config_cols.push_back(k);
   const std::vector<std::string> tail = {"segment_length", "acc_teacher_forced", "acc_free_running",
-                                         "solve_rate", "loss", "run_id", "status", "steps",
+                                         "solve_rate", "solve_rate_teacher_forced", "loss", "run_id", "status", "steps",
                                          "wall_time_s", "git_commit", "threads", "error"};
   std::vector<std::string> header = config_cols;
   header.insert(header.end(), tail.begin(), tail.end());
@@ -646,7 +652,8 @@ std::string results_csv_text(const SweepPlan& plan) {
       while (!error.empty() && (error.back() == '\n' || error.back() == '\r')) error.pop_back();
     }
     row.push_back(std::to_string(run.segment_length));
-    for (const char* k : {"acc_teacher_forced", "acc_free_running", "solve_rate", "loss"}) row.push_back(json_number(r, k));
+    for (const char* k : {"acc_teacher_forced", "acc_free_running", "solve_rate", "solve_rate_teacher_forced", "loss"})
+      row.push_back(json_number(r, k));
     row.push_back(run.run_id);
     row.push_back(state == RunState::done ? "done" : "failed");
     row.push_back(json_number(r, "steps"));

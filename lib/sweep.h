@@ -121,6 +121,9 @@ void check_slurm_options(const SlurmOptions& slurm);
 // failed. Checks `slurm` first.
 std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, const SlurmOptions& slurm);
 
+// The `rmt generate` flag of a sweep's data option (max_root -> --max-root).
+std::string generate_flag(const std::string& data_option);
+
 // Quotes a word for POSIX sh when it needs it.
 std::string shell_quote(const std::string& word);
 

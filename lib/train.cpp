@@ -66,13 +66,15 @@ EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_sample
 
 std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len) {
   // JSON has no NaN: nlohmann would print null, a number that silently went missing.
-  for (double x : {r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0)})
+  for (double x : {r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
+                   r.solve_rate_teacher_forced.value_or(0.0)})
     if (!std::isfinite(x)) fail("a non-finite evaluation metric ({}); no result is reported", x);
   json j;
   j["loss"] = r.loss;
   j["acc_teacher_forced"] = r.acc_teacher_forced;
   j["acc_free_running"] = r.acc_free_running ? json(*r.acc_free_running) : json(nullptr);
   j["solve_rate"] = r.solve_rate ? json(*r.solve_rate) : json(nullptr);
+  j["solve_rate_teacher_forced"] = r.solve_rate_teacher_forced ? json(*r.solve_rate_teacher_forced) : json(nullptr);
   j["segments"] = int(seg_len.size());
   j["segment_lengths"] = seg_len;
   j["samples"] = r.samples;

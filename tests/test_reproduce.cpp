@@ -34,6 +34,8 @@ derive: {model.num_mem_tokens: segment_length, model.mem_len: segment_length}
 )Y";
 
 const char* kPaper = R"Y(tiny:
+  task: copy 4
+  seq_len: 12
   rows:
     baseline: {1: 1.00, 3: 0.12}
     "rmt (mem = seg len)": {3: 1.00}

@@ -51,7 +51,7 @@ Pivot load_pivot(const ReportArgs& a) {
 
 void add_common(CLI::App* cmd, ReportArgs& a) {
   cmd->add_option("results", a.csv, "results.csv written by rmt sweep")->required();
-  cmd->add_option("--metric", a.metric, "acc_teacher_forced | acc_free_running | solve_rate | loss")
+  cmd->add_option("--metric", a.metric, "acc_teacher_forced | acc_free_running | solve_rate | solve_rate_teacher_forced | loss")
       ->capture_default_str();
   cmd->add_option("--paper", a.paper,
                   "Show the paper's numbers too (experiments/paper_results.yaml): its value only, at its own "
