@@ -17,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/config.h"
 #include "lib/io.h"
+#include "lib/train.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;
@@ -386,4 +388,36 @@ TEST_CASE("the solve rate follows the task's kind: the authors' sqeq_cd layout g
   json r = json::parse(rmt::read_file(root + "/run/results.json"));
   CHECK(r["solve_rate"].is_number());
   fs::remove_all(root);
+}
+
+TEST_CASE("train.curriculum: stages over the number of segments, resumable across a stage") {
+  rmt::Config c;
+  c.segments = 9;
+  c.train.max_steps = 30;
+  c.train.curriculum = 3;
+  std::vector<int> seen;
+  for (int64_t step : {0, 9, 10, 19, 20, 29}) seen.push_back(rmt::curriculum_segments(c, step));
+  CHECK(seen == std::vector<int>{3, 3, 6, 6, 9, 9});
+  c.segments = 2;  // ceil(2 / 3) = 1, ceil(4 / 3) = 2
+  CHECK(rmt::curriculum_segments(c, 0) == 1);
+  CHECK(rmt::curriculum_segments(c, 10) == 2);
+  c.train.curriculum = 1;
+  CHECK(rmt::curriculum_segments(c, 0) == 2);
+
+  // The tiny run (3 segments) with 3 stages: 1, 2, 3 segments. It differs from the plain run,
+  // says its stages, and a kill in the second stage resumes bit-identical.
+  const TinyRun& t = tiny();
+  REQUIRE(t.train("plain").status == 0);
+  Run staged = t.train("staged", "--set train.curriculum=3");
+  REQUIRE_MESSAGE(staged.status == 0, staged.output);
+  CHECK(staged.output.find("curriculum: 1, 2, 3 segments") != std::string::npos);
+  CHECK(t.file("plain", "last.safetensors") != t.file("staged", "last.safetensors"));
+  json r = json::parse(t.file("staged", "results.json"));
+  CHECK(r["segments"] == 3);  // tested on the run's own segments
+  Run killed = t.train("staged_resumed", "--set train.curriculum=3 --abort-after-step 15");
+  CHECK(killed.status == 86);
+  REQUIRE(t.train("staged_resumed", "--set train.curriculum=3 --resume").status == 0);
+  CHECK(t.file("staged", "last.safetensors") == t.file("staged_resumed", "last.safetensors"));
+  CHECK(metrics_without_timing(t.file("staged", "metrics.jsonl")) ==
+        metrics_without_timing(t.file("staged_resumed", "metrics.jsonl")));
 }

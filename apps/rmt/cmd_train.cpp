@@ -76,11 +76,17 @@ void add_train_command(CLI::App& app) {
     const bool tty = ::isatty(2);
     opt.on_progress = [tty](const TrainProgress& p) { print_progress(p, tty); };
     opt.on_start = [](const RunSetup& run, int64_t params, int64_t start) {
-      std::fprintf(stderr, "%s %s on %s: %d segments of %s, bptt %s, %lld parameters, %d threads, "
+      std::string stages;  // "; curriculum: 3, 6, 9 segments"
+      const TrainConfig& tc = run.config.train;
+      for (int s = 0; tc.curriculum > 1 && s < tc.curriculum; ++s)
+        stages += fmt::format("{}{}", s ? ", " : "; curriculum: ",
+                              curriculum_segments(run.config, s * tc.max_steps / tc.curriculum));
+      if (!stages.empty()) stages += " segments";
+      std::fprintf(stderr, "%s %s on %s: %d segments of %s%s, bptt %s, %lld parameters, %d threads, "
                    "about %s of memory%s\n",
                    start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
                    run.meta.task.c_str(), run.config.segments,
-                   describe_segments(run.seg_len).c_str(), bptt_to_string(run.config.bptt).c_str(),
+                   describe_segments(run.seg_len).c_str(), stages.c_str(), bptt_to_string(run.config.bptt).c_str(),
                    (long long)params, num_threads(),
                    format_bytes(train_memory_estimate(run).total()).c_str(),
                    start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
