@@ -237,10 +237,11 @@ ReproManifest load_manifest(const std::string& path) {
   } catch (const YAML::Exception& e) {
     fail("{}: not valid YAML: {}", path, e.what());
   }
-  r.only_keys(root, "top level", {"paper", "items"});
+  r.only_keys(root, "top level", {"paper", "notes", "items"});
   ReproManifest m;
   m.path = path;
   m.paper_file = r.file(root["paper"], "paper");
+  if (root["notes"]) m.notes = r.text(root["notes"], "notes");
   const YAML::Node items = root["items"];
   if (!items || !items.IsMap() || items.size() == 0) r.bad("items", "expected a non-empty map of items");
   for (const auto& kv : items) {
@@ -253,8 +254,9 @@ ReproManifest load_manifest(const std::string& path) {
     it.kind = r.text(n["kind"], w + ".kind");
     it.title = r.text(n["title"], w + ".title");
     it.paper_says = r.text(n["paper_says"], w + ".paper_says");
+    if (n["notes"]) it.notes = r.text(n["notes"], w + ".notes");
     if (it.kind == "sweep") {
-      r.only_keys(n, w, {"kind", "title", "paper_says", "sweep", "paper_section", "metrics", "claims", "scale"});
+      r.only_keys(n, w, {"kind", "title", "paper_says", "notes", "sweep", "paper_section", "metrics", "claims"});
       it.sweep = r.file(n["sweep"], w + ".sweep");
       if (n["paper_section"]) it.paper_section = r.text(n["paper_section"], w + ".paper_section");
       if (!n["metrics"] || !n["metrics"].IsSequence() || n["metrics"].size() == 0)
@@ -272,7 +274,6 @@ ReproManifest load_manifest(const std::string& path) {
         for (size_t i = 0; i < n["claims"].size(); ++i)
           it.claims.push_back(read_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
       }
-      if (n["scale"]) it.scale_note = r.text(n["scale"], w + ".scale");
       for (auto& claim : it.claims) {
         if (claim.metric.empty()) claim.metric = it.metrics.front();
         if (std::find(it.metrics.begin(), it.metrics.end(), claim.metric) == it.metrics.end())
@@ -280,7 +281,7 @@ ReproManifest load_manifest(const std::string& path) {
                                            claim.metric));
       }
     } else if (it.kind == "attention" || it.kind == "length") {
-      std::vector<std::string> keys = {"kind", "title", "paper_says", "from", "runs"};
+      std::vector<std::string> keys = {"kind", "title", "paper_says", "notes", "from", "runs"};
       if (it.kind == "length") keys.push_back("lengths");
       r.only_keys(n, w, keys);
       it.from = r.text(n["from"], w + ".from");
@@ -599,7 +600,7 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
                    fs::relative(it.sweep, o_.out_dir).string());
   s += fmt::format("Command: `{}` (= `rmt sweep {} -j {} --runs-dir {}`, then `rmt table` and `rmt plot` of its "
                    "results.csv).\n\n", cmd, it.sweep, o_.jobs, o_.runs_dir);
-  if (!it.scale_note.empty()) s += "Scale: " + it.scale_note + "\n\n";
+  s += "The config's comment says which of the paper's ratios the scaled-down setting keeps.\n\n";
   if (!out.has_results) return s + fmt::format("*Not run yet: `{}`.*\n\n", cmd);
   for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
   s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);
@@ -654,11 +655,13 @@ void Reproduction::write_report() const {
   s += fmt::format("Total wall time of the items: {} (each item's time is summed over the "
                    "`rmt reproduce` calls that worked on it).\n\n", seconds_text(total));
   s += "| item | paper | pattern | wall time |\n|---|---|---|---|\n" + rows + "\n";
+  if (!m_.notes.empty()) s += m_.notes + "\n\n";
   for (const auto& it : m_.items) {
     s += fmt::format("## {}\n\n**{}.** The paper: {}\n\n", it.name, it.title, it.paper_says);
     ItemTiming t = read_timing(out_dir(it) / "timing.json");
+    const std::string notes = it.notes.empty() ? "" : "**Reading.** " + it.notes + "\n\n";
     if (it.kind == "sweep") {
-      s += sweep_section(it);
+      s += sweep_section(it) + notes;
       if (t.runs > 0)
         s += fmt::format("Wall time: {} ({} runs, {} at a time; training time summed over runs {}).\n\n",
                          seconds_text(t.wall_s), t.runs, t.jobs, seconds_text(t.train_s));
@@ -668,6 +671,7 @@ void Reproduction::write_report() const {
     s += fmt::format("From the runs of [{}](#{}). ", it.from, it.from);
     s += fmt::format("Command: `rmt reproduce {}`.\n\n", it.name);
     s += fs::exists(md) ? read_file(md) + "\n" : fmt::format("*Not run yet: `rmt reproduce {}`.*\n\n", it.name);
+    s += notes;
     if (t.wall_s > 0) s += fmt::format("Wall time: {}.\n\n", seconds_text(t.wall_s));
   }
   create_directories_or_fail(o_.out_dir);

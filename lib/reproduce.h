@@ -40,12 +40,12 @@ struct RunPick {                 // one run of a sweep item
 struct ReproItem {
   std::string name, kind;        // kind: sweep | attention | length
   std::string title, paper_says; // the figure or table, and the paper's finding in one line
+  std::string notes;             // the researcher's reading of the results (printed after them)
   // sweep
   std::string sweep;             // the sweep file
   std::string paper_section;     // section of the paper file ("" = none)
   std::vector<std::string> metrics;  // first = the one the claims and the plot use
   std::vector<Claim> claims;
-  std::string scale_note;        // what the scaled-down setting keeps of the paper's ratios
   // attention and length
   std::string from;              // the sweep item whose runs are used
   std::vector<RunPick> runs;
@@ -54,6 +54,7 @@ struct ReproItem {
 
 struct ReproManifest {
   std::string path, paper_file;  // paper_file: experiments/paper_results.yaml
+  std::string notes;             // printed under the report's summary table
   std::vector<ReproItem> items;
   const ReproItem* find(const std::string& name) const;
 };

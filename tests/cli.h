@@ -46,6 +46,27 @@ inline std::string fresh_tmp(const std::string& group, const std::string& name) 
   return dir.string();
 }
 
+// fresh_tmp, created.
+inline std::filesystem::path fresh_dir(const std::string& group, const std::string& name) {
+  std::filesystem::path dir = fresh_tmp(group, name);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// A tiny sweep for the sweep and SLURM tests: copy of 4 symbols, a 1-layer model of width 8,
+// 5 steps a run; 4 runs (two kinds x two segment counts).
+inline const char* kTinySweep = R"(
+data: {task: copy, length: 4, symbols: 4, train: 200, val: 16, test: 16, seed: 0}
+base:
+  model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.0}
+  train: {batch_size: 8, lr: 1.0e-3, schedule: constant, max_steps: 5, eval_every: 5, log_every: 5}
+grid:
+  model.kind: [baseline, rmt]
+  segments: [1, 2]
+derive:
+  model.num_mem_tokens: segment_length / 2 + 1
+)";
+
 // Expects `rmt ARGS` to fail with a message containing `message`.
 inline void expect_error(const std::string& args, const std::string& message) {
   Run r = rmt_run(args);

@@ -21,7 +21,7 @@ void write(const fs::path& path, const std::string& text) {
 }
 
 // A tiny sweep (copy of 4 symbols, one layer of d_model 16, 30 steps) and a manifest over it.
-const char* kTinySweep = R"Y(data: {task: copy, length: 4, symbols: 10, train: 200, val: 50, test: 50, seed: 0}
+const char* kReproSweep = R"Y(data: {task: copy, length: 4, symbols: 10, train: 200, val: 50, test: 50, seed: 0}
 base:
   bptt: all
   model: {n_layer: 1, n_head: 2, d_head: 8, d_model: 16, d_inner: 32, dropout: 0.0, mem_init: normal}
@@ -72,7 +72,7 @@ items:
 
 fs::path tiny_project(const std::string& name, const std::string& manifest) {
   fs::path dir = fresh_tmp("rmt_reproduce", name);
-  write(dir / "tiny.yaml", kTinySweep);
+  write(dir / "tiny.yaml", kReproSweep);
   write(dir / "paper.yaml", kPaper);
   write(dir / "m.yaml", manifest);
   return dir;

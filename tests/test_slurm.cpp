@@ -24,29 +24,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path slurm_tmp(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / "rmt_test_slurm" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path slurm_tmp(const std::string& name) { return fresh_dir("rmt_test_slurm", name); }
 
-// 4 runs of a 1-layer width-8 model, 5 steps each.
-const char* kTiny = R"(
-data: {task: copy, length: 4, symbols: 4, train: 200, val: 16, test: 16, seed: 0}
-base:
-  model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.0}
-  train: {batch_size: 8, lr: 1.0e-3, schedule: constant, max_steps: 5, eval_every: 5, log_every: 5}
-grid:
-  model.kind: [baseline, rmt]
-  segments: [1, 2]
-derive:
-  model.num_mem_tokens: segment_length / 2 + 1
-)";
 
 std::string write_sweep(const fs::path& dir) {
   fs::path path = dir / "tiny.yaml";
-  rmt::write_file_atomic(path, kTiny);
+  rmt::write_file_atomic(path, kTinySweep);
   return path.string();
 }
 
@@ -94,7 +77,7 @@ void break_run(const rmt::SweepRun& run) {
 TEST_CASE("slurm script: resources as #SBATCH lines, omitted ones left out, threads from the allocation") {
   fs::path dir = slurm_tmp("text");
   std::string file = write_sweep(dir);
-  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(kTiny, file), (dir / "runs").string(), 0);
+  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(kTinySweep, file), (dir / "runs").string(), 0);
   REQUIRE(plan.runs.size() == 4);
   rmt::SweepOptions opt;
   opt.rmt_binary = "/opt/rmt bin/rmt";  // a space: the commands quote it
@@ -191,7 +174,7 @@ TEST_CASE("slurm array tasks run as sbatch runs them: allocation threads, failur
   std::string file = write_sweep(dir);
   std::string runs = (dir / "runs").string();
   fs::path sweep_dir = dir / "runs" / "tiny", script = sweep_dir / "sweep.slurm";
-  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(kTiny, file), runs, 0);
+  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(kTinySweep, file), runs, 0);
   REQUIRE(plan.runs.size() == 4);
   break_run(plan.runs[1]);
 

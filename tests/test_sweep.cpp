@@ -23,25 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path sweep_tmp(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / "rmt_test_sweep" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path sweep_tmp(const std::string& name) { return fresh_dir("rmt_test_sweep", name); }
 
-// A tiny sweep: copy of 4 symbols, a 1-layer model of width 8, a few steps per run.
-const char* kTinySweep = R"(
-data: {task: copy, length: 4, symbols: 4, train: 200, val: 16, test: 16, seed: 0}
-base:
-  model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.0}
-  train: {batch_size: 8, lr: 1.0e-3, schedule: constant, max_steps: 5, eval_every: 5, log_every: 5}
-grid:
-  model.kind: [baseline, rmt]
-  segments: [1, 2]
-derive:
-  model.num_mem_tokens: segment_length / 2 + 1
-)";
 
 std::string write_sweep(const fs::path& dir, const std::string& name, const std::string& text) {
   fs::path path = dir / (name + ".yaml");
