@@ -113,8 +113,9 @@ RunPick read_pick(const ManifestReader& r, const YAML::Node& node, const std::st
 // ---- helpers ----------------------------------------------------------------------------------
 
 std::string seconds_text(double s) {
-  if (s < 60) return fmt::format("{:.0f} s", s);
-  return fmt::format("{} min {:02.0f} s", int(s / 60), std::fmod(s, 60.0));
+  const long long whole = std::llround(s);
+  if (whole < 60) return fmt::format("{} s", whole);
+  return fmt::format("{} min {:02} s", whole / 60, whole % 60);
 }
 
 // Accumulated wall time of an item over every `rmt reproduce` that did work on it.
@@ -128,11 +129,16 @@ ItemTiming read_timing(const fs::path& file) {
   ItemTiming t;
   if (!fs::exists(file)) return t;
   json j = json::parse(read_file(file), nullptr, false);
+  auto number = [&](const char* key) {
+    if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()) || j[key].get<double>() < 0)
+      fail("{}: '{}' is not a number >= 0 (delete the file to start the timing anew)", file.string(), key);
+    return j[key].get<double>();
+  };
   if (j.is_discarded() || !j.is_object()) fail("{}: not a JSON object (delete it to start the timing anew)", file.string());
-  t.wall_s = j.value("wall_s", 0.0);
-  t.train_s = j.value("train_s", 0.0);
-  t.runs = j.value("runs", 0);
-  t.jobs = j.value("jobs", 0);
+  t.wall_s = number("wall_s");
+  t.train_s = number("train_s");
+  t.runs = int(std::min(number("runs"), 1e9));
+  t.jobs = int(std::min(number("jobs"), 1e9));
   return t;
 }
 
@@ -146,10 +152,6 @@ const PivotRow* measured_row(const Pivot& pivot, const std::string& kind) {
     if (!row.paper && row.label.substr(0, row.label.find(' ')) == kind) return &row;
   return nullptr;
 }
-
-struct ItemPaths {
-  fs::path out, runs;
-};
 
 struct SweepOutcome {
   bool has_results = false;
@@ -229,7 +231,17 @@ const ReproItem* ReproManifest::find(const std::string& name) const {
   return nullptr;
 }
 
+static ReproManifest read_manifest(const std::string& path);
+
 ReproManifest load_manifest(const std::string& path) {
+  try {
+    return read_manifest(path);
+  } catch (const YAML::Exception& e) {  // e.g. a key that is a list: not the manifest's shape
+    fail("{}: not a valid manifest: {}", path, e.what());
+  }
+}
+
+static ReproManifest read_manifest(const std::string& path) {
   ManifestReader r{path};
   YAML::Node root;
   try {
@@ -352,7 +364,7 @@ class Reproduction {
   const ReproManifest& m_;
   const ReproOptions& o_;
   std::map<std::string, SweepOutcome> sweeps_;
-  std::map<std::string, std::string> sections_;  // item -> its markdown section
+  mutable std::map<std::string, SweepPlan> plans_;  // of the sweep items runs are picked from
 
   fs::path out_dir(const ReproItem& it) const { return fs::path(o_.out_dir) / it.name; }
   SweepPlan plan_of(const ReproItem& it) const;
@@ -401,8 +413,12 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
   CsvTable csv = parse_csv(read_file(csv_of(plan)), csv_of(plan));
   timing.train_s = 0;
   const int c_wall = csv.column("wall_time_s");
-  for (const auto& row : csv.rows)
-    if (c_wall >= 0 && !row[size_t(c_wall)].empty()) timing.train_s += std::stod(row[size_t(c_wall)]);
+  for (const auto& row : csv.rows) {
+    if (c_wall < 0 || row[size_t(c_wall)].empty()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(row[size_t(c_wall)].c_str(), &end);
+    if (*end == '\0' && std::isfinite(v) && v >= 0) timing.train_s += v;  // else: not counted
+  }
   if (pending > 0) write_timing(timing_file, timing);
   return failed;
 }
@@ -454,9 +470,8 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
 }
 
 const SweepRun* Reproduction::pick_run(const ReproItem& from, const RunPick& p, const std::string& where) const {
-  static std::map<std::string, SweepPlan> plans;  // plan once per sweep item
-  auto found = plans.find(from.name);
-  if (found == plans.end()) found = plans.emplace(from.name, plan_of(from)).first;
+  auto found = plans_.find(from.name);
+  if (found == plans_.end()) found = plans_.emplace(from.name, plan_of(from)).first;
   for (const auto& run : found->second.runs)
     if (run.config.model.kind == p.model && run.config.segments == p.segments && int(run.config.train.seed) == p.seed)
       return &run;

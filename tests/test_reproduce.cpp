@@ -112,6 +112,8 @@ TEST_CASE("reproduce: bad manifests are refused naming the file, the item and th
   };
   CHECK(error_for(manifest_text()).empty());
   CHECK(error_for("paper: paper.yaml\nitems: {}\n").find("non-empty map of items") != std::string::npos);
+  CHECK(error_for("paper: paper.yaml\nitems:\n  [a, b]: {kind: sweep}\n").find("not a valid manifest") != std::string::npos);
+  CHECK(error_for("paper: [1\n").find("not valid YAML") != std::string::npos);
   CHECK(error_for("paper: nope.yaml\nitems: {a: {kind: sweep}}\n").find("nope.yaml is not a file") != std::string::npos);
   CHECK(error_for(manifest_text() + "    colour: red\n").find("unknown key 'colour'") != std::string::npos);
   std::string text = manifest_text();
@@ -172,4 +174,8 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(r.status == 0);
   CHECK(r.output.find("all 6 runs done") != std::string::npos);
   CHECK(read_file(dir / "runs/tiny/results.csv") == csv);
+
+  // A damaged timing file is a clear error naming it, not an internal one.
+  write(out / "tiny/timing.json", R"Y({"wall_s": "soon", "train_s": 1, "runs": 6, "jobs": 2})Y");
+  expect_error(base + " tiny", "timing.json: 'wall_s' is not a number");
 }
