@@ -58,7 +58,7 @@ void sweep_file(const std::string& dir) {
 RMT_CATALOGUE({
     // ---- cli-usage: exit 2 ----------------------------------------------------------------
     {"cli-usage", "no subcommand", nullptr, "", 2,
-     "'rmt' needs a subcommand: generate, data, train, eval, step-dump, sweep, table, plot, bench, attn; see 'rmt --help'"},
+     "'rmt' needs a subcommand: generate, data, train, eval, step-dump, sweep, table, plot, bench, attn, reproduce; see 'rmt --help'"},
     {"cli-usage", "unknown subcommand lists the valid ones", nullptr, "frobnicate", 2,
      "unknown subcommand 'frobnicate' (rmt has: generate, data, train"},
     {"cli-usage", "misspelt subcommand names the closest", nullptr, "trian --out x", 2,

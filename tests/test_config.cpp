@@ -395,11 +395,11 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 31);
+  REQUIRE(keys.size() == 32);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "bptt");
   CHECK(keys[4] == "model.kind");
-  CHECK(keys.back() == "train.threads");
+  CHECK(keys.back() == "train.curriculum");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
 }

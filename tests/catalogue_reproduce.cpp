@@ -1,0 +1,53 @@
+// Catalogue of bad inputs (tests/catalogue.h) for `rmt reproduce`: the manifest and the options.
+// Nothing trains: every case fails while the manifest is read or the options are checked.
+#include <fstream>
+#include <string>
+
+#include "tests/catalogue.h"
+
+namespace {
+
+// {dir}/m.yaml = a one-item manifest whose item is `item` (YAML lines, indented by 4), with a
+// paper file and a sweep file beside it so that only the item is at fault.
+void manifest(const std::string& dir, const std::string& item) {
+  std::ofstream(dir + "/paper.yaml") << "x:\n  seq_len: 4\n  rows:\n    baseline: {1: 1.0}\n";
+  std::ofstream(dir + "/s.yaml") << "data: {task: copy, length: 4, train: 20, val: 5, test: 5}\n"
+                                    "base: {}\ngrid:\n  - {model.kind: [baseline], segments: [1]}\n";
+  std::ofstream(dir + "/m.yaml") << "paper: paper.yaml\nitems:\n  a:\n" << item;
+}
+
+const std::string kSweepItem =
+    "    kind: sweep\n    title: t\n    paper_says: p\n    sweep: s.yaml\n    metrics: [acc_teacher_forced]\n";
+
+}  // namespace
+
+RMT_CATALOGUE({
+    {"reproduce", "manifest missing", nullptr, "reproduce --manifest {dir}/none.yaml --list", 1,
+     "none.yaml: no such file"},
+    {"reproduce", "unknown item", [](const std::string& d) { manifest(d, kSweepItem); },
+     "reproduce --manifest {dir}/m.yaml --runs-dir {dir}/r --out {dir}/o b", 1,
+     "unknown reproduction 'b' (in "},
+    {"reproduce", "unknown key in an item", [](const std::string& d) { manifest(d, kSweepItem + "    colour: red\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a: unknown key 'colour'"},
+    {"reproduce", "unknown item kind", [](const std::string& d) { manifest(d, "    kind: film\n    title: t\n    paper_says: p\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.kind: unknown kind 'film' (kinds: sweep, attention, length)"},
+    {"reproduce", "claim without a bound",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3]}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0]: a claim needs min, max or above"},
+    {"reproduce", "claim on a metric the item lacks",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3], min: 0.5, metric: loss}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "claim 't' uses metric loss, which is not in the item's metrics"},
+    {"reproduce", "segments not integers",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [three], min: 0.5}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].segments[0]: expected an integer"},
+    {"reproduce", "sweep file missing", [](const std::string& d) {
+       manifest(d, "    kind: sweep\n    title: t\n    paper_says: p\n    sweep: gone.yaml\n    metrics: [loss]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "gone.yaml is not a file"},
+    {"reproduce", "attention item reading a later item", [](const std::string& d) {
+       manifest(d, "    kind: attention\n    title: t\n    paper_says: p\n    from: a\n    runs: [{model: rmt, segments: 3}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.from: 'a' is not a sweep item given before this one"},
+    {"reproduce", "manifest not YAML", [](const std::string& d) { std::ofstream(d + "/m.yaml") << "paper: [1\n"; },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "not valid YAML"},
+    {"reproduce", "jobs zero", [](const std::string& d) { manifest(d, kSweepItem); },
+     "reproduce --manifest {dir}/m.yaml -j 0", 1, "-j"},
+});
