@@ -195,18 +195,6 @@ std::string write_order_text(const AttentionMaps& maps, int s) {
 
 std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.csv").string(); }
 
-// Runs gnuplot on a script that writes its own output file (results_table's gnuplot_script).
-void plot_to_file(const std::string& script, const fs::path& out) {
-  const fs::path gp = fs::path(out).concat(".gp"), err = fs::path(out).concat(".err");
-  write_file_atomic(gp, script);
-  const std::string cmd = "gnuplot " + shell_quote(gp.string()) + " 2>" + shell_quote(err.string());
-  const int status = std::system(cmd.c_str());
-  std::string message = fs::exists(err) ? read_file(err) : "";
-  std::error_code ec;
-  fs::remove(gp, ec), fs::remove(err, ec);
-  if (status != 0 || !fs::exists(out)) fail("gnuplot failed drawing {}: {}", out.string(), message);
-}
-
 // The machine, for the report's header: CPU model and cores.
 std::string machine_text() {
   std::string model;
@@ -450,7 +438,7 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
       Pivot plotted = pivot;
       if (!paper_text.empty()) add_paper_rows(plotted, paper_text, m_.paper_file, it.paper_section);
       const fs::path png = dir / (it.name + ".png");
-      plot_to_file(gnuplot_script(plotted, png.string(), it.title), png);
+      draw_plot(gnuplot_script(plotted, png.string(), it.title), png.string());
     }
     // The paper reports one accuracy (free-running where the answer spans whole segments,
     // teacher-forced otherwise: docs/paper.md §3); its rows go beside the first metric only.
@@ -572,7 +560,7 @@ void Reproduction::run_length(const ReproItem& it) {
     md += format_pivot(pivot, "md") + "\n";
     if (metric == std::string("acc_teacher_forced")) {
       const fs::path png = dir / (it.name + ".png");
-      plot_to_file(gnuplot_script(pivot, png.string(), it.title), png);
+      draw_plot(gnuplot_script(pivot, png.string(), it.title), png.string());
       md += fmt::format("![{}]({}/{})\n\n", it.name, it.name, png.filename().string());
     }
   }

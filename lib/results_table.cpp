@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -12,6 +15,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/error.h"
+#include "lib/io.h"
+#include "lib/sweep.h"
 
 namespace rmt {
 
@@ -595,6 +600,25 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   s += data;
   s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
   return s;
+}
+
+void draw_plot(const std::string& script, const std::string& out) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make deps`), "
+         "or use `rmt table` for the numbers");
+  const std::filesystem::path gp = std::filesystem::path(out).concat(".gp");
+  if (gp.has_parent_path()) create_directories_or_fail(gp.parent_path());
+  write_file_atomic(gp, script);
+  const std::string cmd = "gnuplot " + shell_quote(gp.string()) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+  const int status = p ? pclose(p) : -1;
+  if (status != 0 || !std::filesystem::exists(out)) fail("gnuplot failed on {}: {}", gp.string(), output);
+  std::error_code ec;
+  std::filesystem::remove(gp, ec);
 }
 
 }  // namespace rmt

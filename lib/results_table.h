@@ -77,5 +77,8 @@ std::string format_pivot(const Pivot& pivot, const std::string& format);
 // A gnuplot script drawing metric against segments, one line with error bars per measured row
 // (paper rows dashed), into out (.svg or .png).
 std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title);
+// Runs gnuplot on such a script (which writes `out` itself), via OUT.gp next to it. Fails with
+// what to install when gnuplot is missing, and with gnuplot's own message when it fails.
+void draw_plot(const std::string& script, const std::string& out);
 
 }  // namespace rmt

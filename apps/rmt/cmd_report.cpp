@@ -1,6 +1,5 @@
 // `rmt table` and `rmt plot`: read a sweep's results.csv, print a table or draw a figure.
 // The pivoting is in lib/results_table.cpp; this file parses options, runs gnuplot and prints.
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -77,23 +76,7 @@ void add_report_commands(CLI::App& app) {
   plot->callback([pargs] {
     check_output_file("--out", pargs->out);
     Pivot pivot = load_pivot(*pargs);
-    std::string script = gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv));
-    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
-      fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make deps`), "
-           "or use `rmt table` for the numbers");
-    fs::path script_path = fs::path(pargs->out).concat(".gp");
-    if (script_path.has_parent_path()) create_directories_or_fail(script_path.parent_path());
-    write_file_atomic(script_path, script);
-    std::string cmd = "gnuplot " + script_path.string() + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string output;
-    char buf[4096];
-    size_t n;
-    while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-    int status = p ? pclose(p) : -1;
-    if (status != 0 || !fs::exists(pargs->out))
-      fail("gnuplot failed on {}: {}", script_path.string(), output);
-    fs::remove(script_path);
+    draw_plot(gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv)), pargs->out);
     fmt::print("wrote {}\n", pargs->out);
   });
 }
