@@ -300,6 +300,12 @@ static ReproManifest read_manifest(const std::string& path) {
   return m;
 }
 
+namespace {
+int claims_holding(const std::vector<ClaimResult>& claims) {
+  return int(std::count_if(claims.begin(), claims.end(), [](const ClaimResult& r) { return r.state == ClaimResult::holds; }));
+}
+}  // namespace
+
 ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
   ClaimResult res;
   const PivotRow* row = measured_row(pivot, claim.model);
@@ -352,10 +358,10 @@ class Reproduction {
   const ReproManifest& m_;
   const ReproOptions& o_;
   std::map<std::string, SweepOutcome> sweeps_;
-  mutable std::map<std::string, SweepPlan> plans_;  // of the sweep items runs are picked from
+  mutable std::map<std::string, SweepPlan> plans_;  // of each sweep item, planned once
 
   fs::path out_dir(const ReproItem& it) const { return fs::path(o_.out_dir) / it.name; }
-  SweepPlan plan_of(const ReproItem& it) const;
+  const SweepPlan& plan_of(const ReproItem& it) const;
   int run_sweep_item(const ReproItem& it);
   void summarise_sweep(const ReproItem& it);
   void run_attention(const ReproItem& it);
@@ -368,13 +374,17 @@ class Reproduction {
   }
 };
 
-SweepPlan Reproduction::plan_of(const ReproItem& it) const {
-  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return plan_sweep(load_sweep(it.sweep), o_.runs_dir, std::max(1, cores / o_.jobs));
+const SweepPlan& Reproduction::plan_of(const ReproItem& it) const {
+  auto found = plans_.find(it.name);
+  if (found == plans_.end()) {
+    int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    found = plans_.emplace(it.name, plan_sweep(load_sweep(it.sweep), o_.runs_dir, std::max(1, cores / o_.jobs))).first;
+  }
+  return found->second;
 }
 
 int Reproduction::run_sweep_item(const ReproItem& it) {
-  SweepPlan plan = plan_of(it);
+  const SweepPlan& plan = plan_of(it);
   int pending = 0;
   for (const auto& run : plan.runs) pending += run_state(run) != RunState::done;
   const fs::path timing_file = out_dir(it) / "timing.json";
@@ -412,7 +422,7 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
 }
 
 void Reproduction::summarise_sweep(const ReproItem& it) {
-  SweepPlan plan = plan_of(it);
+  const SweepPlan& plan = plan_of(it);
   SweepOutcome out;
   const std::string csv_path = csv_of(plan);
   if (!fs::exists(csv_path)) {
@@ -434,16 +444,14 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
     // The claims and the plot use the measured numbers; the tables show the paper's beside them.
     for (size_t c = 0; c < it.claims.size(); ++c)
       if (it.claims[c].metric == metric) claim_results[c] = check_claim(it.claims[c], pivot);
-    if (metric == it.metrics.front()) {
-      Pivot plotted = pivot;
-      if (!paper_text.empty()) add_paper_rows(plotted, paper_text, m_.paper_file, it.paper_section);
-      const fs::path png = dir / (it.name + ".png");
-      draw_plot(gnuplot_script(plotted, png.string(), it.title), png.string());
-    }
     // The paper reports one accuracy (free-running where the answer spans whole segments,
-    // teacher-forced otherwise: docs/paper.md §3); its rows go beside the first metric only.
-    if (!paper_text.empty() && metric == it.metrics.front())
-      add_paper_rows(pivot, paper_text, m_.paper_file, it.paper_section);
+    // teacher-forced otherwise: docs/paper.md §3); its rows go beside the first metric only,
+    // which is also the one plotted.
+    if (metric == it.metrics.front()) {
+      if (!paper_text.empty()) add_paper_rows(pivot, paper_text, m_.paper_file, it.paper_section);
+      const fs::path png = dir / (it.name + ".png");
+      draw_plot(gnuplot_script(pivot, png.string(), it.title), png.string());
+    }
     tables_md += format_pivot(pivot, "md") + "\n";
     out.tables.emplace_back(metric, std::move(pivot));
     out.has_results = true;
@@ -458,9 +466,7 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
 }
 
 const SweepRun* Reproduction::pick_run(const ReproItem& from, const RunPick& p, const std::string& where) const {
-  auto found = plans_.find(from.name);
-  if (found == plans_.end()) found = plans_.emplace(from.name, plan_of(from)).first;
-  for (const auto& run : found->second.runs)
+  for (const auto& run : plan_of(from).runs)
     if (run.config.model.kind == p.model && run.config.segments == p.segments && int(run.config.train.seed) == p.seed)
       return &run;
   fail("{}: {}: sweep item {} has no {} run at {} segments with seed {}", m_.path, where, from.name, p.model,
@@ -509,12 +515,9 @@ void Reproduction::run_length(const ReproItem& it) {
   const ReproItem& from = *m_.find(it.from);
   const fs::path dir = out_dir(it);
   create_directories_or_fail(dir);
-  SweepSpec spec = load_sweep(from.sweep);
-  std::string task;
   std::map<std::string, std::string> data;
-  for (const auto& [k, v] : spec.data) data[k] = v;
-  task = data.count("task") ? data["task"] : "";
-  // One results.csv-like table: model, trained segments, eval length, segments, accuracy.
+  for (const auto& [k, v] : plan_of(from).spec.data) data[k] = v;
+  const std::string task = data.count("task") ? data["task"] : "";
   // A results.csv like a sweep's (so `rmt table` / `rmt plot` read it): one row per run and
   // evaluation length; `segments` is the number of segments evaluated at the trained length.
   std::string csv = "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,"
@@ -608,8 +611,7 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
   for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
   s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);
   if (!it.claims.empty()) {
-    int holds = 0, fails = 0;
-    for (const auto& r : out.claims) holds += r.state == ClaimResult::holds, fails += r.state == ClaimResult::fails;
+    const int holds = claims_holding(out.claims);
     const int n = int(out.claims.size());
     std::string verdict = holds == n ? "**The paper's pattern holds**"
                           : holds == 0 ? "**The paper's pattern does not appear**"
@@ -639,17 +641,16 @@ void Reproduction::write_report() const {
   // Summary table.
   double total = 0;
   std::string rows;
+  std::map<std::string, ItemTiming> timing;
   for (const auto& it : m_.items) {
-    ItemTiming t = read_timing(out_dir(it) / "timing.json");
+    const ItemTiming& t = timing[it.name] = read_timing(out_dir(it) / "timing.json");
     total += t.wall_s;
     std::string pattern = "-";
     if (it.kind == "sweep") {
       const SweepOutcome& out = sweeps_.at(it.name);
       if (!out.has_results) pattern = "not run";
       else if (!it.claims.empty()) {
-        int holds = 0;
-        for (const auto& r : out.claims) holds += r.state == ClaimResult::holds;
-        pattern = fmt::format("{} of {} checks hold", holds, out.claims.size());
+        pattern = fmt::format("{} of {} checks hold", claims_holding(out.claims), out.claims.size());
       }
     }
     rows += fmt::format("| [{}](#{}) | {} | {} | {} |\n", it.name, it.name, it.title, pattern,
@@ -661,7 +662,7 @@ void Reproduction::write_report() const {
   if (!m_.notes.empty()) s += m_.notes + "\n\n";
   for (const auto& it : m_.items) {
     s += fmt::format("## {}\n\n**{}.** The paper: {}\n\n", it.name, it.title, it.paper_says);
-    ItemTiming t = read_timing(out_dir(it) / "timing.json");
+    const ItemTiming& t = timing.at(it.name);
     const std::string notes = it.notes.empty() ? "" : "**Reading.** " + it.notes + "\n\n";
     if (it.kind == "sweep") {
       s += sweep_section(it) + notes;
