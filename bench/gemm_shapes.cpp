@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "lib/backend.h"
+#include "lib/core/backend.h"
 
 int main(int argc, char** argv) {
   rmt::set_num_threads(argc > 1 ? std::atoi(argv[1]) : 0);

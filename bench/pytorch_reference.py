@@ -30,7 +30,7 @@ from rmt_reference import RMTReference, answer_loss, run_segments  # noqa: E402
 
 
 def workload(kind, tiny):
-    """Same numbers as lib/bench.cpp bench_workload."""
+    """Same numbers as lib/experiments/bench.cpp bench_workload."""
     w = dict(n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256, batch=32, L=24)
     if tiny:
         w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, batch=4, L=6)
@@ -43,7 +43,7 @@ def workload(kind, tiny):
 
 def segment_flops(kind, w):
     """Per segment of a training step: (full forward, forward of all layers but the last,
-    scored), as lib/bench.cpp segment_flops (see bench/README.md): the last layer counts past its
+    scored), as lib/experiments/bench.cpp segment_flops (see bench/README.md): the last layer counts past its
     keys and values only the rows something reads (scored tokens, the memory passed on), the
     output layer only scored segments, and the last rmt segment has no write block."""
     B, d, H, Dh, di, V = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"], w["vocab"]
@@ -73,7 +73,7 @@ def segment_flops(kind, w):
 
 
 def step_flops(kind, w):
-    """The FLOPs a training step needs (lib/bench.cpp step_flops): 3 x the forward of every
+    """The FLOPs a training step needs (lib/experiments/bench.cpp step_flops): 3 x the forward of every
     segment the loss depends on. PyTorch's autograd does more than this: it runs the unscored
     first segment (baseline, xl), the last layer's unread rows and rmt's last write block, and
     back-propagates their zero gradients."""

@@ -2,7 +2,7 @@
 // each NUL byte, one `--set key=value` override. Whatever is accepted must print (to_yaml) as
 // YAML that parses back to the same config.
 #include "fuzz/harness.h"
-#include "lib/config.h"
+#include "lib/run/config.h"
 
 using namespace rmt_fuzz;
 

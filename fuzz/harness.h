@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/error.h"
+#include "lib/core/error.h"
 
 namespace rmt_fuzz {
 

@@ -1,7 +1,7 @@
 // Fuzz harness: the .npy reader (lib/npy.*): header, dtype, shape and size checks, the integer
 // matrix reader the datasets use, and the path reader of headers.
 #include "fuzz/harness.h"
-#include "lib/npy.h"
+#include "lib/files/npy.h"
 
 using namespace rmt_fuzz;
 

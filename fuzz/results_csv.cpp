@@ -5,7 +5,7 @@
 #include "fuzz/harness.h"
 #include <cmath>
 
-#include "lib/results_table.h"
+#include "lib/experiments/results_table.h"
 
 using namespace rmt_fuzz;
 

@@ -1,7 +1,7 @@
 // Fuzz harness: the safetensors reader (lib/safetensors.*): header size, JSON header, dtypes,
 // shapes against byte ranges, ranges tiling the data section, metadata.
 #include "fuzz/harness.h"
-#include "lib/safetensors.h"
+#include "lib/files/safetensors.h"
 
 using namespace rmt_fuzz;
 

@@ -2,7 +2,7 @@
 // tried both as a sweep file (parsed, then planned: the grid expanded and every derive
 // expression evaluated, no file touched) and as a bare derive expression.
 #include "fuzz/harness.h"
-#include "lib/sweep.h"
+#include "lib/experiments/sweep.h"
 
 using namespace rmt_fuzz;
 

@@ -19,9 +19,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "build_info.h"
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/npy.h"
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
 #include "tasks/tasks.h"
 

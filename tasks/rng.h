@@ -1,5 +1,5 @@
 #pragma once
-// TaskRng, the one PRNG behind every dataset (the engine's is SplitMixRng, lib/random.h):
+// TaskRng, the one PRNG behind every dataset (the engine's is SplitMixRng, lib/core/random.h):
 // std::mt19937_64 (its output sequence is fixed by the C++ standard) plus our own bounded-int and uniform-real helpers, because std::uniform_*_distribution
 // differ between standard libraries. Generation is single-threaded, so files are byte-identical
 // across machines, compilers and thread counts.

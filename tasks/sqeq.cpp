@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/error.h"
+#include "lib/core/error.h"
 #include "tasks/tasks.h"
 
 namespace rmt {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "lib/error.h"
+#include "lib/core/error.h"
 
 namespace rmt {
 

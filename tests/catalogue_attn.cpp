@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/checkpoint.h"
-#include "lib/config.h"
-#include "lib/io.h"
-#include "lib/model.h"
-#include "lib/train.h"
+#include "lib/core/model.h"
+#include "lib/files/io.h"
+#include "lib/run/checkpoint.h"
+#include "lib/run/config.h"
+#include "lib/run/train.h"
 #include "tasks/tasks.h"
 #include "tests/catalogue.h"
 

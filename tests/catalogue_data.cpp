@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/io.h"
-#include "lib/npy.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
 #include "tasks/tasks.h"
 #include "tests/catalogue.h"
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "lib/io.h"
+#include "lib/files/io.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"
 

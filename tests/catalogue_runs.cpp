@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "lib/io.h"
-#include "lib/npy.h"
-#include "lib/safetensors.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
+#include "lib/files/safetensors.h"
 #include "tasks/tasks.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"

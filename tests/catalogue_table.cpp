@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/io.h"
+#include "lib/files/io.h"
 #include "tests/catalogue.h"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/error.h"
+#include "lib/core/error.h"
 
 // The message of the rmt::Error that `action` throws ("" if it throws nothing).
 template <typename Action>

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/io.h"
+#include "lib/files/io.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

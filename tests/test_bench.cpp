@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/backend.h"
-#include "lib/bench.h"
+#include "lib/core/backend.h"
+#include "lib/experiments/bench.h"
 #include "tests/cli.h"
 
 using namespace rmt;

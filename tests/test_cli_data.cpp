@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/io.h"
+#include "lib/files/io.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

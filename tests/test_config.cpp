@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/config.h"
-#include "lib/error.h"
-#include "lib/io.h"
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+#include "lib/run/config.h"
 #include "tests/cli.h"
 
 namespace {

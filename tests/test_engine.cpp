@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/engine.h"
-#include "lib/error.h"
-#include "lib/evaluate.h"
-#include "lib/model.h"
-#include "lib/random.h"
+#include "lib/core/engine.h"
+#include "lib/core/error.h"
+#include "lib/core/model.h"
+#include "lib/core/random.h"
+#include "lib/run/evaluate.h"
 
 using namespace rmt;
 

@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/backend.h"
-#include "lib/engine.h"
-#include "lib/evaluate.h"
-#include "lib/optim.h"
-#include "lib/io.h"
-#include "lib/random.h"
-#include "lib/train.h"
+#include "lib/core/backend.h"
+#include "lib/core/engine.h"
+#include "lib/core/optim.h"
+#include "lib/core/random.h"
+#include "lib/files/io.h"
+#include "lib/run/evaluate.h"
+#include "lib/run/train.h"
 #include "tasks/tasks.h"
 #include "tests/cli.h"
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "lib/io.h"
+#include "lib/files/io.h"
 
 TEST_CASE("write_file_atomic writes, replaces and leaves no temp file") {
   namespace fs = std::filesystem;

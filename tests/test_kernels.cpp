@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/backend.h"
-#include "lib/cpu_kernels.h"
+#include "lib/core/backend.h"
+#include "lib/core/cpu_kernels.h"
 
 using namespace rmt;
 using Vec = std::vector<float>;

@@ -1,5 +1,5 @@
 // Kill tests: `rmt train` and `rmt sweep -j 2` SIGKILLed at every file-write point (the
-// RMT_TEST_KILL_AT_WRITE hook of lib/io.h: inside a write, between its temp file and the rename,
+// RMT_TEST_KILL_AT_WRITE hook of lib/files/io.h: inside a write, between its temp file and the rename,
 // and just after) and at moments between writes, then resumed with the documented command.
 // The outcome must equal an uninterrupted run's: every file bit-identical except the fields that
 // measure time, no metrics line lost or duplicated, every sweep run once in results.csv, no temp
@@ -25,10 +25,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "lib/io.h"
-#include "lib/results_table.h"
-#include "lib/safetensors.h"
-#include "lib/sweep.h"
+#include "lib/experiments/results_table.h"
+#include "lib/experiments/sweep.h"
+#include "lib/files/io.h"
+#include "lib/files/safetensors.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;
@@ -39,7 +39,7 @@ namespace {
 // ---- running rmt --------------------------------------------------------------------------------
 
 // Starts `rmt ARGS` with stdout and stderr appended to `log`; with kill_at set, the process
-// SIGKILLs itself at that write point (lib/io.h: "N" or "N:PATH_TEXT").
+// SIGKILLs itself at that write point (lib/files/io.h: "N" or "N:PATH_TEXT").
 pid_t start_rmt(const std::vector<std::string>& args, const fs::path& log, const std::string& kill_at = "") {
   std::fflush(stdout);
   std::fflush(stderr);

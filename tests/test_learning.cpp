@@ -4,10 +4,11 @@
 
 #include <vector>
 
-#include "lib/engine.h"
-#include "lib/evaluate.h"
-#include "lib/optim.h"
-#include "lib/random.h"
+#include "lib/core/engine.h"
+#include "lib/core/optim.h"
+#include "lib/core/random.h"
+#include "lib/run/evaluate.h"
+#include "lib/run/schedule.h"
 
 using namespace rmt;
 

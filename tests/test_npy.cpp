@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/npy.h"
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
 
 namespace fs = std::filesystem;
 

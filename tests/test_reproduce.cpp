@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "lib/io.h"
-#include "lib/reproduce.h"
-#include "lib/results_table.h"
+#include "lib/experiments/reproduce.h"
+#include "lib/experiments/results_table.h"
+#include "lib/files/io.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/safetensors.h"
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+#include "lib/files/safetensors.h"
 
 namespace fs = std::filesystem;
 

@@ -13,11 +13,11 @@
 
 #include <fmt/format.h>
 
-#include "lib/config.h"
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/results_table.h"
-#include "lib/sweep.h"
+#include "lib/core/error.h"
+#include "lib/experiments/results_table.h"
+#include "lib/experiments/sweep.h"
+#include "lib/files/io.h"
+#include "lib/run/config.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -13,10 +13,10 @@
 #include <string>
 #include <thread>
 
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/results_table.h"
-#include "lib/sweep.h"
+#include "lib/core/error.h"
+#include "lib/experiments/results_table.h"
+#include "lib/experiments/sweep.h"
+#include "lib/files/io.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -9,9 +9,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/results_table.h"
+#include "lib/core/error.h"
+#include "lib/experiments/results_table.h"
+#include "lib/files/io.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/npy.h"
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
 #include "tasks/dataset.h"
 #include "tasks/tasks.h"
 #include "tests/cli.h"

@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/config.h"
-#include "lib/io.h"
-#include "lib/train.h"
+#include "lib/files/io.h"
+#include "lib/run/config.h"
+#include "lib/run/train.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/error.h"
+#include "lib/core/error.h"
 
 namespace rmt::cli {
 

@@ -1,5 +1,5 @@
 // `rmt attn`: attention maps of a trained run as heat maps (docs/paper.md §4, Figures 6 and 8)
-// and as JSON numbers. The work is in lib/attention_map.cpp.
+// and as JSON numbers. The work is in lib/experiments/attention_map.cpp.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -9,10 +9,10 @@
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/attention_map.h"
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/model.h"
+#include "lib/core/error.h"
+#include "lib/core/model.h"
+#include "lib/experiments/attention_map.h"
+#include "lib/files/io.h"
 
 namespace rmt::cli {
 

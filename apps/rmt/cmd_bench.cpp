@@ -10,9 +10,9 @@
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/backend.h"
-#include "lib/bench.h"
-#include "lib/model.h"
+#include "lib/core/backend.h"
+#include "lib/core/model.h"
+#include "lib/experiments/bench.h"
 
 namespace rmt::cli {
 

@@ -9,7 +9,7 @@
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/error.h"
+#include "lib/core/error.h"
 #include "tasks/tasks.h"
 
 namespace rmt::cli {

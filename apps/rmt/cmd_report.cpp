@@ -1,5 +1,5 @@
 // `rmt table` and `rmt plot`: read a sweep's results.csv, print a table or draw a figure.
-// The pivoting is in lib/results_table.cpp; this file parses options, runs gnuplot and prints.
+// The pivoting is in lib/experiments/results_table.cpp; this file parses options, runs gnuplot and prints.
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,9 +9,9 @@
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/results_table.h"
+#include "lib/core/error.h"
+#include "lib/experiments/results_table.h"
+#include "lib/files/io.h"
 
 namespace rmt::cli {
 

@@ -1,13 +1,13 @@
-// `rmt reproduce [NAME...]`: parses options and prints; the reproduction is in lib/reproduce.cpp.
+// `rmt reproduce [NAME...]`: parses options and prints; the reproduction is in lib/experiments/reproduce.cpp.
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/error.h"
-#include "lib/model.h"
-#include "lib/reproduce.h"
+#include "lib/core/error.h"
+#include "lib/core/model.h"
+#include "lib/experiments/reproduce.h"
 
 namespace rmt::cli {
 

@@ -1,4 +1,4 @@
-// `rmt sweep FILE`: parses options and prints; the sweep itself is in lib/sweep.cpp.
+// `rmt sweep FILE`: parses options and prints; the sweep itself is in lib/experiments/sweep.cpp.
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,11 +9,11 @@
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/config.h"
-#include "lib/model.h"
-#include "lib/sweep.h"
+#include "lib/core/error.h"
+#include "lib/core/model.h"
+#include "lib/experiments/sweep.h"
+#include "lib/files/io.h"
+#include "lib/run/config.h"
 
 namespace rmt::cli {
 

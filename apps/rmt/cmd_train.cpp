@@ -11,14 +11,14 @@
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/checkpoint.h"
-#include "lib/engine.h"
-#include "lib/error.h"
-#include "lib/io.h"
-#include "lib/npy.h"
-#include "lib/optim.h"
-#include "lib/safetensors.h"
-#include "lib/train.h"
+#include "lib/core/engine.h"
+#include "lib/core/error.h"
+#include "lib/core/optim.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
+#include "lib/files/safetensors.h"
+#include "lib/run/checkpoint.h"
+#include "lib/run/train.h"
 
 namespace rmt::cli {
 

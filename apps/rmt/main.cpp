@@ -14,8 +14,8 @@
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "build_info.h"
-#include "lib/backend.h"
-#include "lib/error.h"
+#include "lib/core/backend.h"
+#include "lib/core/error.h"
 
 static std::string version_text() {
   return fmt::format(

@@ -1,0 +1,140 @@
+#pragma once
+// The kernel set the model is written against. Every kernel works on raw contiguous fp32
+// buffers with explicit sizes; all matrices are row-major. The CPU backend (cpu_backend.cpp,
+// oneDNN's sgemm, Eigen and OpenMP) is the reference implementation; a CUDA backend implements
+// the same set.
+//
+// Conventions:
+//   * "accumulate" kernels add into their outputs (gradients of shared parameters);
+//     everything else overwrites.
+//   * Results are bit-identical for a fixed thread count (no atomics, fixed reduction order).
+#include <cstdint>
+#include <string>
+
+namespace rmt {
+
+// Shape of one relative-position attention call (Transformer-XL "attn_type 0").
+//   B batch, H heads, Dh head size, qlen query rows, klen = mlen + qlen key rows
+//   (mlen cached rows first, then the qlen current rows).
+// Activations are time-major, as in the authors' code: row t of sample b is row t*B + b of a
+// [rows, B, width] buffer, so a block of positions is one contiguous range for every sample.
+struct AttentionShape {
+  int B, H, Dh, qlen, klen;
+  // Query rows computed: [q_begin, q_end) (q_end 0 means qlen). Rows outside get no output and
+  // no probabilities, and backward takes their output gradient as zero: the last layer asks only
+  // for the rows whose output something reads.
+  int q_begin = 0, q_end = 0;
+  int mlen() const { return klen - qlen; }
+  int q_stop() const { return q_end > 0 ? q_end : qlen; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // C[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T. A is [M,K] (or [K,M] when
+  // trans_a), B is [K,N] (or [N,K] when trans_b). beta = 0 ignores C's old contents.
+  virtual void matmul(float* C, const float* A, const float* B, int M, int N, int K,
+                      bool trans_a, bool trans_b, float alpha = 1.f, float beta = 0.f) = 0;
+  // The same with explicit row strides ldc, lda, ldb (each at least its matrix's row length):
+  // products of column blocks, e.g. the key/value columns of the qkv projection.
+  virtual void matmul_strided(float* C, int ldc, const float* A, int lda, const float* B,
+                              int ldb, int M, int N, int K, bool trans_a, bool trans_b,
+                              float alpha = 1.f, float beta = 0.f) = 0;
+
+  // x[rows, cols] += bias[cols] broadcast over rows.
+  virtual void add_bias(float* x, const float* bias, int rows, int cols) = 0;
+  // dbias[cols] += sum over rows of dy[rows, cols]   (accumulate)
+  virtual void bias_backward(float* dbias, const float* dy, int rows, int cols) = 0;
+
+  // out[n, d] = table[ids[n], :] * scale
+  virtual void embedding_forward(float* out, const int32_t* ids, const float* table, int n,
+                                 int d, float scale) = 0;
+  // dtable[ids[n], :] += dout[n, :] * scale   (accumulate; rows with repeated ids add up)
+  virtual void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n,
+                                  int d, float scale) = 0;
+
+  // Post-LN LayerNorm over the last dim (eps 1e-5, biased variance, as torch.nn.LayerNorm).
+  // Saves mean[n] and rstd[n] for backward.
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
+                                 const float* weight, const float* bias, int n, int d) = 0;
+  // dx = overwrite; dweight, dbias accumulate.
+  virtual void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout,
+                                  const float* x, const float* mean, const float* rstd,
+                                  const float* weight, int n, int d) = 0;
+
+  // out = max(x, 0) (out may alias x); dx = dout * (y > 0) where y is the ReLU output
+  // (dx may alias dout).
+  virtual void relu_forward(float* out, const float* x, int64_t n) = 0;
+  virtual void relu_backward(float* dx, const float* dout, const float* y, int64_t n) = 0;
+
+  // Inverted dropout: keep[i] = 1 with probability 1-p, out[i] = x[i] * keep[i] / (1-p) (out may
+  // be x). The mask is a pure function of (seed, i), so results do not depend on the thread count.
+  virtual void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
+                               uint64_t seed) = 0;
+  // dx[i] = dout[i] * keep[i] / (1-p) (dx may be dout).
+  virtual void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
+                                float p) = 0;
+
+  // Sinusoid relative position embedding, pos_seq = klen-1 .. 0:
+  // out[j, :] = [sin(p_j f_0..f_{d/2-1}), cos(p_j f_0..)] with p_j = klen-1-j,
+  // f_i = 1 / 10000^(2i/d). d is even.
+  virtual void positional_embedding(float* out, int klen, int d) = 0;
+
+  // Relative multi-head attention core (after the q/k/v and r projections).
+  //   qkv  [klen, B, 3*H*Dh]  q|k|v column blocks; the query of row t is taken from row
+  //                           mlen + t (cached rows give only keys and values). Only its first
+  //                           klen rows are read: incremental decoding attends over a prefix.
+  //   r    [klen, H*Dh]       r_net(pos_emb), row j = relative distance klen-1-j
+  //   u, v [H, Dh]            r_w_bias and r_r_bias
+  //   mask [qlen, klen]       1 = blocked; every row must keep at least one key
+  //   prob [B, H, qlen, klen] saved softmax probabilities
+  //   out  [qlen, B, H*Dh]
+  // score[i,j] = scale * ((q_i + u).k_j + rel_shift((q + v) r^T)[i,j]), with rel_shift exactly
+  // as Transformer-XL's _rel_shift (pad a zero column, reshape, drop a row): for j <= i+mlen
+  // it is row i, column j+qlen-1-i of the unshifted matrix; for j == i+mlen+1 it is 0; for
+  // j > i+mlen+1 it is row i+1, column j-i-mlen-2 (masked in plain causal use, seen by RMT's
+  // memory rows).
+  virtual void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
+                                     const float* u, const float* v, const uint8_t* mask,
+                                     const AttentionShape& s, float scale) = 0;
+  // dqkv [klen, B, 3*H*Dh] overwrite (all klen rows: cached rows get key/value gradients too);
+  // dr, du, dv accumulate.
+  virtual void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
+                                      const float* dout, const float* prob, const float* qkv,
+                                      const float* r, const float* u, const float* v,
+                                      const AttentionShape& s, float scale) = 0;
+
+  // Softmax cross-entropy over rows of logits [n, V]. loss[i] = -log softmax(logits_i)[t_i];
+  // dlogits[i] = (softmax(logits_i) - onehot(t_i)) * grad_scale. dlogits may be null
+  // (evaluation). Rows with target < 0 are ignored: loss 0, zero gradient.
+  virtual void cross_entropy(float* loss, float* dlogits, const float* logits,
+                             const int32_t* targets, int n, int V, float grad_scale) = 0;
+
+  // Sum of squares of x[0..n) (fixed order: same result for a fixed thread count).
+  virtual double sum_squares(const float* x, int64_t n) = 0;
+  // x *= alpha
+  virtual void scale(float* x, int64_t n, float alpha) = 0;
+  // y += x (residual connections)
+  virtual void add_inplace(float* y, const float* x, int64_t n) = 0;
+  // Adam (torch.optim.Adam, no weight decay), step t >= 1:
+  // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
+  virtual void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
+                           float lr, float beta1, float beta2, float eps, int64_t t) = 0;
+};
+
+// The backend a run asks for by name (`device:` in the config, `--device` on the CLI):
+// "cpu" (the reference). "cuda" fails with a clear error in a build without the CUDA backend;
+// any other name fails listing the known ones.
+Backend& backend_by_name(const std::string& device);
+// The names backend_by_name accepts in this build, for --help and errors.
+std::string known_devices();
+
+// The CPU reference backend; `threads` <= 0 means all cores.
+Backend& cpu_backend();
+void set_num_threads(int threads);
+int num_threads();
+// The CPU backend's GEMM, with its version: "oneDNN 2.6.3" or "Eigen 3.4.0".
+std::string cpu_gemm_library();
+
+}  // namespace rmt

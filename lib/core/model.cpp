@@ -1,0 +1,289 @@
+#include "lib/core/model.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.h"
+#include "lib/core/random.h"
+
+namespace rmt {
+
+ModelKind parse_model_kind(const std::string& kind) {
+  if (kind == "baseline") return ModelKind::baseline;
+  if (kind == "xl") return ModelKind::xl;
+  if (kind == "rmt") return ModelKind::rmt;
+  if (kind == "mt") return ModelKind::mt;
+  if (kind == "xl_rmt") return ModelKind::xl_rmt;
+  fail("unknown model kind '{}' (expected baseline, xl, rmt, mt or xl_rmt)", kind);
+}
+
+Model::Model(const ModelConfig& c) : config(c), kind(parse_model_kind(c.kind)) {
+  V = c.n_token, L = c.n_layer, H = c.n_head, Dh = c.d_head, d = c.d_model, d_inner = c.d_inner;
+  if (V <= 0 || L <= 0 || H <= 0 || Dh <= 0 || d <= 0 || d_inner <= 0)
+    fail("model sizes must be positive (n_token {}, n_layer {}, n_head {}, d_head {}, d_model {}, "
+         "d_inner {})", V, L, H, Dh, d, d_inner);
+  if (d % 2 != 0) fail("model.d_model must be even for the sinusoid position embedding, got {}", d);
+  bool has_cache = kind == ModelKind::xl || kind == ModelKind::xl_rmt;
+  bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
+  mem_len = has_cache ? c.mem_len : 0;
+  m = has_memory ? c.num_mem_tokens : 0;
+  write_block = kind == ModelKind::rmt || kind == ModelKind::xl_rmt;
+  if (has_cache && mem_len <= 0) fail("model.kind={} needs model.mem_len > 0", c.kind);
+  if (has_memory && m <= 0) fail("model.kind={} needs model.num_mem_tokens > 0", c.kind);
+
+  // Layout, in the order of the authors' state_dict.
+  int64_t offset = 0;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    param_info.push_back({std::move(name), std::move(shape), offset, n});
+    offset += n;
+  };
+  const int HD = H * Dh;
+  if (m > 0) add("mem_tokens", {m, 1, d});
+  add("r_w_bias", {H, Dh});
+  add("r_r_bias", {H, Dh});
+  add("word_emb.emb_layers.0.weight", {V, d});
+  for (int l = 0; l < L; ++l) {
+    std::string p = fmt::format("layers.{}.", l);
+    add(p + "dec_attn.qkv_net.weight", {3 * HD, d});
+    add(p + "dec_attn.o_net.weight", {d, HD});
+    add(p + "dec_attn.layer_norm.weight", {d});
+    add(p + "dec_attn.layer_norm.bias", {d});
+    add(p + "dec_attn.r_net.weight", {HD, d});
+    add(p + "pos_ff.CoreNet.0.weight", {d_inner, d});
+    add(p + "pos_ff.CoreNet.0.bias", {d_inner});
+    add(p + "pos_ff.CoreNet.3.weight", {d, d_inner});
+    add(p + "pos_ff.CoreNet.3.bias", {d});
+    add(p + "pos_ff.layer_norm.weight", {d});
+    add(p + "pos_ff.layer_norm.bias", {d});
+  }
+  add("crit.out_layers.0.bias", {V});
+  params.assign(size_t(offset), 0.f);
+  grads.assign(size_t(offset), 0.f);
+
+  auto bind = [&](float* base) {
+    auto at = [&](const std::string& name) { return base + find(name)->offset; };
+    Weights w;
+    w.mem = m > 0 ? at("mem_tokens") : nullptr;
+    w.u = at("r_w_bias");
+    w.v = at("r_r_bias");
+    w.emb = at("word_emb.emb_layers.0.weight");
+    w.out_bias = at("crit.out_layers.0.bias");
+    for (int l = 0; l < L; ++l) {
+      std::string p = fmt::format("layers.{}.", l);
+      w.layers.push_back({at(p + "dec_attn.qkv_net.weight"), at(p + "dec_attn.r_net.weight"),
+                          at(p + "dec_attn.o_net.weight"), at(p + "dec_attn.layer_norm.weight"),
+                          at(p + "dec_attn.layer_norm.bias"), at(p + "pos_ff.CoreNet.0.weight"),
+                          at(p + "pos_ff.CoreNet.0.bias"), at(p + "pos_ff.CoreNet.3.weight"),
+                          at(p + "pos_ff.CoreNet.3.bias"), at(p + "pos_ff.layer_norm.weight"),
+                          at(p + "pos_ff.layer_norm.bias")});
+    }
+    return w;
+  };
+  W = bind(params.data());
+  G = bind(grads.data());
+}
+
+const ParamInfo* Model::find(const std::string& name) const {
+  for (const auto& p : param_info)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+void Model::init_weights(uint64_t seed) {
+  SplitMixRng rng(seed);
+  auto normal = [&](float* x, int64_t n, double mean, double std) {
+    for (int64_t i = 0; i < n; ++i) x[i] = float(mean + std * rng.normal());
+  };
+  const double std = 0.02;
+  for (const auto& p : param_info) {
+    float* x = params.data() + p.offset;
+    const std::string& n = p.name;
+    bool is_bias = n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
+    bool is_ln = n.find("layer_norm") != std::string::npos;
+    if (n == "mem_tokens" && config.mem_init == "normal") {
+      normal(x, p.numel, 0.0, std);
+    } else if (n == "mem_tokens") {
+      normal(x, d, 0.0, 1.0);  // one vector, repeated m times
+      for (int i = 1; i < m; ++i) std::copy(x, x + d, x + int64_t(i) * d);
+    } else if (is_ln && !is_bias) {
+      normal(x, p.numel, 1.0, std);
+    } else if (is_bias) {
+      std::fill(x, x + p.numel, 0.f);
+    } else {
+      normal(x, p.numel, 0.0, std);
+    }
+  }
+}
+
+double model_param_count(const ModelConfig& c) {
+  const ModelKind kind = parse_model_kind(c.kind);
+  const bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
+  const double d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner, V = c.n_token;
+  const double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
+  return (has_memory ? double(c.num_mem_tokens) * d : 0.0) + 2 * HD + V * d + V +
+         double(c.n_layer) * per_layer;
+}
+
+double peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_maxrss) * 1024.0;  // Linux reports kB
+}
+
+std::string format_bytes(double bytes) {
+  if (bytes >= 1e12) return fmt::format("{:.1f} TB", bytes / 1e12);
+  if (bytes >= 1e9) return fmt::format("{:.1f} GB", bytes / 1e9);
+  if (bytes >= 1e6) return fmt::format("{:.0f} MB", bytes / 1e6);
+  return fmt::format("{:.0f} kB", bytes / 1e3);
+}
+
+std::string MemoryEstimate::describe() const {
+  std::string s = fmt::format("{} (weights and gradients {}", format_bytes(total()), format_bytes(weights));
+  if (optimizer > 0) s += fmt::format(", Adam {}", format_bytes(optimizer));
+  s += fmt::format(", activations {}", format_bytes(activations));
+  if (data > 0) s += fmt::format(", data {}", format_bytes(data));
+  return s + ")";
+}
+
+// Mirrors what Engine allocates (lib/core/engine.cpp), in doubles so that absurd sizes cannot
+// overflow: per segment and layer the buffers of LayerActivations, per segment those of
+// SegmentActivations, the states handed between segments, and backward's scratch. An upper
+// bound where the engine skips work (segments no loss needs in training).
+MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
+  const ModelKind kind = parse_model_kind(c.kind);
+  const bool has_cache = kind == ModelKind::xl || kind == ModelKind::xl_rmt;
+  const bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
+  const bool write_block = kind == ModelKind::rmt || kind == ModelKind::xl_rmt;
+  const double B = w.batch, d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner,
+               V = c.n_token, L = c.n_layer, H = c.n_head;
+  const double m = has_memory ? c.num_mem_tokens : 0, mlen = has_cache ? c.mem_len : 0;
+  const bool dropout = w.training && (c.dropout > 0 || c.dropatt > 0);
+  const double f = 4;  // bytes per float; masks are bytes, ids int32
+
+  MemoryEstimate e;
+  const double P = model_param_count(c);
+  e.weights = 2 * P * f;
+  e.optimizer = w.training ? 2 * P * f : 0;
+
+  auto segment_bytes = [&](double T) {
+    const double q = m + T + (write_block ? m : 0), klen = q + mlen, rows = q * B;
+    double layer = klen * B * 3 * HD + klen * HD + B * H * q * klen + rows * HD +
+                   4 * rows * d + rows * di + 4 * rows;
+    if (mlen > 0) layer += klen * B * d;           // [cache; input]
+    if (dropout) layer += rows * di + (2 * rows * d + rows * di) / f;  // f1_drop and masks
+    double seg = L * layer * f;
+    seg += (2 * rows * d + klen * d + 3 * T * B * V + T * B) * f;  // h0, out, pos, logits x3, loss
+    seg += 2 * T * B * 4 + q * klen + rows * d + (dropout ? rows * d + klen * d : 0);
+    return seg;
+  };
+  double longest = 0, all_segments = 0;
+  for (int T : w.seg_len) {
+    longest = std::max(longest, double(T));
+    all_segments += segment_bytes(T);
+  }
+  const double N = double(w.seg_len.size());
+  const double state = (m * B * d + L * mlen * B * d) * f;
+  double act = (N + 1) * state;
+  if (w.training && w.recompute) {
+    double logits = 0;
+    for (int T : w.seg_len) logits += double(T) * B * V * f;
+    act += segment_bytes(longest) + logits;  // one segment at a time, logits kept
+  } else {
+    act += all_segments;
+  }
+  if (w.training) {  // backward scratch: dh, dx, dtmp, dff, dav, dr, dqkv, dmem
+    const double q = m + longest + (write_block ? m : 0), klen = q + mlen, rows = q * B;
+    act += (3 * rows * d + rows * di + rows * HD + klen * HD + klen * B * 3 * HD + 2 * m * B * d) * f;
+  }
+  if (w.decoding) act += segment_bytes(longest);  // greedy decoding's own segment
+  e.activations = act;
+  e.data = w.data_bytes;
+  e.runtime = 20e6;  // the binary, its libraries and OpenMP (measured: 15 MB for a tiny run)
+  return e;
+}
+
+namespace {
+// The first number on the line of /proc/meminfo (kB) or of a cgroup file; < 0 if none.
+double read_number_file(const std::string& path, const std::string& key = "") {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!key.empty() && line.compare(0, key.size(), key) != 0) continue;
+    std::istringstream ss(key.empty() ? line : line.substr(key.size()));
+    double v;
+    if (ss >> v) return v;
+    return -1;  // "max": no limit
+  }
+  return -1;
+}
+}  // namespace
+
+double available_memory_bytes(std::string* source) {
+  double avail = read_number_file("/proc/meminfo", "MemAvailable:") * 1024;
+  std::string why = "MemAvailable in /proc/meminfo";
+  if (avail < 0) {
+    avail = double(sysconf(_SC_AVPHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+    why = "free physical memory (sysconf)";
+  }
+  auto lower = [&](double limit, const std::string& what) {
+    if (limit >= 0 && limit < avail) avail = limit, why = what;
+  };
+  // cgroup v2, then v1: the container's limit minus what it already uses
+  double max2 = read_number_file("/sys/fs/cgroup/memory.max");
+  if (max2 >= 0) lower(max2 - std::max(0.0, read_number_file("/sys/fs/cgroup/memory.current")), "the cgroup's memory.max");
+  double max1 = read_number_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  if (max1 >= 0 && max1 < 1e18)
+    lower(max1 - std::max(0.0, read_number_file("/sys/fs/cgroup/memory/memory.usage_in_bytes")),
+          "the cgroup's memory.limit_in_bytes");
+  for (auto [res, name] : {std::pair{RLIMIT_AS, "RLIMIT_AS (ulimit -v)"}, std::pair{RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)"}}) {
+    struct rlimit rl {};
+    if (getrlimit(res, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) lower(double(rl.rlim_cur), name);
+  }
+  if (source) *source = why;
+  return std::max(avail, 0.0);
+}
+
+void check_memory_fits(const MemoryEstimate& estimate, const std::string& what) {
+  std::string source;
+  const double avail = available_memory_bytes(&source);
+  if (estimate.total() <= avail) return;
+  fail("{} needs about {} of memory but {} is available ({}); reduce the model sizes, the batch "
+       "size or the segment length, or set bptt_recompute: true", what, estimate.describe(),
+       format_bytes(avail), source);
+}
+
+void check_threads(int threads, const std::string& key) {
+  if (threads < 0 || threads > kMaxThreads)
+    fail("{} {} is outside 0..{} (0 = all {} cores)", key, threads, kMaxThreads,
+         sysconf(_SC_NPROCESSORS_ONLN));
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && threads > cores)
+    std::fprintf(stderr, "note: %s %d is more than the %ld cores: the threads share them (slower; "
+                 "the results are those of %d threads)\n", key.c_str(), threads, cores, threads);
+}
+
+std::vector<int> segment_lengths(int T, int n) {
+  if (n <= 0) fail("segments must be >= 1, got {}", n);
+  if (n > T) fail("cannot split {} input positions into {} segments", T, n);
+  std::vector<int> lengths(size_t(n), T / n);
+  for (int i = 0; i < T % n; ++i) lengths[size_t(i)] += 1;
+  return lengths;
+}
+
+std::string describe_segments(const std::vector<int>& lengths) {
+  std::string s = fmt::format("{}", fmt::join(lengths, ","));
+  for (int len : lengths)
+    if (len != lengths.front()) return s + " (uneven)";
+  return s;
+}
+
+}  // namespace rmt

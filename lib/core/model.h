@@ -1,0 +1,119 @@
+#pragma once
+// The model: one Transformer-XL backbone (relative positions, post-LayerNorm, tied output
+// embedding) used five ways (docs/paper.md §2):
+//   baseline  segments processed independently
+//   xl        + a detached cache of each layer's last mem_len input rows (Transformer-XL)
+//   rmt       + m memory tokens: input [read m; tokens; write m]; the write rows' output is the
+//             next segment's memory, with gradients flowing back through it (BPTT)
+//   mt        + m memory tokens at the start only; the read rows' output is passed on
+//   xl_rmt    both cache and memory
+// Parameters, gradients and Adam moments each live in one contiguous allocation; ParamInfo
+// names every tensor as the authors' PyTorch state_dict does.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/core/model_config.h"
+
+namespace rmt {
+
+enum class ModelKind { baseline, xl, rmt, mt, xl_rmt };
+ModelKind parse_model_kind(const std::string& kind);
+
+struct ParamInfo {
+  std::string name;             // authors' state_dict name
+  std::vector<int64_t> shape;   // authors' shape
+  int64_t offset = 0, numel = 0;
+};
+
+// Pointers to each tensor inside one flat buffer (parameters or gradients share the layout).
+struct LayerWeights {
+  float *qkv_w;         // [3*H*Dh, d]
+  float *r_w;           // [H*Dh, d]
+  float *o_w;           // [d, H*Dh]
+  float *ln1_w, *ln1_b; // [d]
+  float *ff1_w, *ff1_b; // [d_inner, d], [d_inner]
+  float *ff2_w, *ff2_b; // [d, d_inner], [d]
+  float *ln2_w, *ln2_b; // [d]
+};
+struct Weights {
+  float* emb;       // [V, d] token embedding, tied to the output layer
+  float* out_bias;  // [V]
+  float *u, *v;     // [H, Dh] r_w_bias, r_r_bias (shared by all layers)
+  float* mem;       // [m, d] initial memory (null without memory tokens)
+  std::vector<LayerWeights> layers;
+};
+
+struct Model {
+  explicit Model(const ModelConfig& config);  // config.n_token must be set
+  ModelConfig config;
+  ModelKind kind;
+  int V, L, H, Dh, d, d_inner;
+  int mem_len;       // cache rows (xl, xl_rmt), else 0
+  int m;             // memory tokens (rmt, mt, xl_rmt), else 0
+  bool write_block;  // memory also at the end (rmt, xl_rmt)
+
+  std::vector<ParamInfo> param_info;
+  std::vector<float> params, grads;
+  Weights W, G;      // views into params and grads
+
+  int64_t num_params() const { return int64_t(params.size()); }
+  // The original's initialisation: weights N(0, 0.02), biases 0, LayerNorm weights N(1, 0.02),
+  // u and v N(0, 0.02); the memory is one N(0, 1) vector repeated m times (as the authors'
+  // init_mem_tokens does), or N(0, 0.02) entries with config.mem_init = "normal".
+  void init_weights(uint64_t seed);
+  const ParamInfo* find(const std::string& name) const;
+};
+
+// The number of parameters a Model of this config has, computed without building it (as a
+// double: a config with absurd sizes must not overflow before it is refused).
+double model_param_count(const ModelConfig& config);
+
+// ---- Resources a run needs, checked before anything large is allocated ----
+
+// What a workload keeps in memory besides the model: the batch, its segments, and whether it
+// trains (gradients, Adam moments, backward scratch) and how (bptt_recompute).
+struct Workload {
+  int batch = 1;
+  std::vector<int> seg_len;      // segment lengths of one input row
+  bool training = false;         // forward + backward + Adam (else: evaluation forwards)
+  bool recompute = false;        // bptt_recompute: one segment's activations at a time
+  bool decoding = false;         // greedy decoding too (evaluation)
+  double data_bytes = 0;         // dataset arrays held (and read) at the same time
+};
+// An estimate of a process's peak resident memory, in bytes, by part.
+struct MemoryEstimate {
+  double weights = 0;      // parameters and their gradients (allocated together)
+  double optimizer = 0;    // Adam's two moments
+  double activations = 0;  // saved activations, states, logits and backward scratch
+  double data = 0;         // the dataset
+  double runtime = 0;      // the program, its libraries and thread stacks
+  double total() const { return weights + optimizer + activations + data + runtime; }
+  std::string describe() const;  // "1.2 GB (weights 10 MB, Adam 20 MB, activations ...)"
+};
+MemoryEstimate estimate_memory(const ModelConfig& config, const Workload& workload);
+// The memory this process could still use: MemAvailable from /proc/meminfo, lowered by a
+// cgroup (v2 or v1) limit and by RLIMIT_AS / RLIMIT_DATA where they are set. `source` says
+// which bound it is.
+double available_memory_bytes(std::string* source = nullptr);
+// Fails, naming `what`, the estimate by part and what is available, when the estimate does
+// not fit; the hint says what to reduce.
+void check_memory_fits(const MemoryEstimate& estimate, const std::string& what);
+// This process's peak resident set size so far (getrusage).
+double peak_rss_bytes();
+// "1.5 GB", "320 MB"
+std::string format_bytes(double bytes);
+
+// Thread counts: 0 = all cores, else 1..kMaxThreads; fails naming `key` otherwise, and notes
+// on stderr when the count is above the machine's cores (allowed: results depend on the
+// thread count, so a run made on a bigger machine can be reproduced, only slower).
+constexpr int kMaxThreads = 1024;
+void check_threads(int threads, const std::string& key);
+
+// Splits T positions into n segments as evenly as possible, the longer ones first.
+std::vector<int> segment_lengths(int T, int n);
+// "24,24,24" or "25,25,24 (uneven)"
+std::string describe_segments(const std::vector<int>& lengths);
+
+}  // namespace rmt

@@ -1,0 +1,22 @@
+#pragma once
+// The model's part of the run configuration (the `model:` keys of lib/run/config.h): what the
+// numeric core needs to build a Model.
+#include <string>
+
+namespace rmt {
+
+struct ModelConfig {
+  std::string kind = "rmt";  // baseline | xl | rmt | mt | xl_rmt
+  int n_layer = 4, n_head = 4, d_head = 64, d_model = 128, d_inner = 256;
+  double dropout = 0.1, dropatt = 0.0;
+  int mem_len = 0;           // Transformer-XL cache rows per layer (xl, xl_rmt)
+  int num_mem_tokens = 24;   // memory tokens (rmt, mt, xl_rmt)
+  bool read_mem_from_cache = true;
+  // Initial memory: "original" = one N(0, 1) vector repeated for every memory token (the
+  // authors' init_mem_tokens); "normal" = independent N(0, 0.02) entries, like the other weights,
+  // which trains much faster at CPU scale (the N(0, 1) rows dwarf the token embeddings).
+  std::string mem_init = "original";
+  int n_token = 0;           // vocabulary size; 0 = take it from the dataset
+};
+
+}  // namespace rmt

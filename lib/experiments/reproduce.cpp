@@ -1,0 +1,698 @@
+#include "lib/experiments/reproduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/core/error.h"
+#include "lib/experiments/attention_map.h"
+#include "lib/experiments/results_table.h"
+#include "lib/experiments/sweep.h"
+#include "lib/files/io.h"
+#include "lib/run/evaluate.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kKinds = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
+
+// ---- the manifest -----------------------------------------------------------------------------
+
+struct ManifestReader {
+  std::string path;
+
+  [[noreturn]] void bad(const std::string& where, const std::string& what) const {
+    fail("{}: {}: {}", path, where, what);
+  }
+  void only_keys(const YAML::Node& node, const std::string& where, const std::vector<std::string>& keys) const {
+    if (!node.IsMap()) bad(where, "expected a map");
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        bad(where, fmt::format("unknown key '{}' (keys: {})", key, fmt::join(keys, ", ")));
+    }
+  }
+  std::string text(const YAML::Node& node, const std::string& where) const {
+    if (!node || !node.IsScalar()) bad(where, "expected a text");
+    return node.as<std::string>();
+  }
+  double number(const YAML::Node& node, const std::string& where) const {
+    try {
+      if (node && node.IsScalar()) return node.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+    bad(where, "expected a number");
+  }
+  int integer(const YAML::Node& node, const std::string& where, int lo, int hi) const {
+    int v = 0;
+    try {
+      if (!node || !node.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
+      v = node.as<int>();
+    } catch (const YAML::Exception&) {
+      bad(where, "expected an integer");
+    }
+    if (v < lo || v > hi) bad(where, fmt::format("must be in {}..{} (got {})", lo, hi, v));
+    return v;
+  }
+  std::vector<int> integers(const YAML::Node& node, const std::string& where, int lo, int hi) const {
+    if (!node || !node.IsSequence() || node.size() == 0) bad(where, "expected a non-empty list of integers");
+    std::vector<int> out;
+    for (size_t i = 0; i < node.size(); ++i) out.push_back(integer(node[i], fmt::format("{}[{}]", where, i), lo, hi));
+    return out;
+  }
+  std::string kind(const YAML::Node& node, const std::string& where) const {
+    std::string k = text(node, where);
+    if (std::find(kKinds.begin(), kKinds.end(), k) == kKinds.end())
+      bad(where, fmt::format("unknown model kind '{}' (kinds: {})", k, fmt::join(kKinds, ", ")));
+    return k;
+  }
+  std::string file(const YAML::Node& node, const std::string& where) const {
+    fs::path p = text(node, where);
+    if (p.is_relative()) p = (fs::path(path).parent_path() / p).lexically_normal();
+    if (!fs::is_regular_file(p)) bad(where, fmt::format("{} is not a file", p.string()));
+    return p.string();
+  }
+};
+
+Claim read_claim(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
+  r.only_keys(node, where, {"text", "model", "segments", "min", "max", "above", "metric"});
+  Claim c;
+  c.text = r.text(node["text"], where + ".text");
+  c.model = r.kind(node["model"], where + ".model");
+  c.segments = r.integers(node["segments"], where + ".segments", 1, 100000);
+  if (node["min"]) c.min = r.number(node["min"], where + ".min");
+  if (node["max"]) c.max = r.number(node["max"], where + ".max");
+  if (node["above"]) c.above = r.kind(node["above"], where + ".above");
+  if (node["metric"]) c.metric = r.text(node["metric"], where + ".metric");
+  if (!c.min && !c.max && c.above.empty()) r.bad(where, "a claim needs min, max or above");
+  return c;
+}
+
+RunPick read_pick(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
+  r.only_keys(node, where, {"model", "segments", "seed", "sample", "segment"});
+  RunPick p;
+  p.model = r.kind(node["model"], where + ".model");
+  p.segments = r.integer(node["segments"], where + ".segments", 1, 100000);
+  if (node["seed"]) p.seed = r.integer(node["seed"], where + ".seed", 0, 1 << 30);
+  if (node["sample"]) p.sample = r.integer(node["sample"], where + ".sample", 0, 1 << 30);
+  if (node["segment"]) p.segment = r.integer(node["segment"], where + ".segment", 0, 100000);
+  return p;
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+std::string seconds_text(double s) {
+  const long long whole = std::llround(s);
+  if (whole < 60) return fmt::format("{} s", whole);
+  return fmt::format("{} min {:02} s", whole / 60, whole % 60);
+}
+
+// Accumulated wall time of an item over every `rmt reproduce` that did work on it.
+struct ItemTiming {
+  double wall_s = 0;       // reproduce wall time spent on the item
+  double train_s = 0;      // sum of its runs' training wall times (results.csv)
+  int runs = 0, jobs = 0;
+};
+
+ItemTiming read_timing(const fs::path& file) {
+  ItemTiming t;
+  if (!fs::exists(file)) return t;
+  json j = json::parse(read_file(file), nullptr, false);
+  auto number = [&](const char* key) {
+    if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()) || j[key].get<double>() < 0)
+      fail("{}: '{}' is not a number >= 0 (delete the file to start the timing anew)", file.string(), key);
+    return j[key].get<double>();
+  };
+  if (j.is_discarded() || !j.is_object()) fail("{}: not a JSON object (delete it to start the timing anew)", file.string());
+  t.wall_s = number("wall_s");
+  t.train_s = number("train_s");
+  t.runs = int(std::min(number("runs"), 1e9));
+  t.jobs = int(std::min(number("jobs"), 1e9));
+  return t;
+}
+
+void write_timing(const fs::path& file, const ItemTiming& t) {
+  json j = {{"wall_s", t.wall_s}, {"train_s", t.train_s}, {"runs", t.runs}, {"jobs", t.jobs}};
+  write_file_atomic(file, j.dump(2) + "\n");
+}
+
+const PivotRow* measured_row(const Pivot& pivot, const std::string& kind) {
+  for (const auto& row : pivot.rows)
+    if (!row.paper && row.label.substr(0, row.label.find(' ')) == kind) return &row;
+  return nullptr;
+}
+
+struct SweepOutcome {
+  bool has_results = false;
+  std::vector<std::pair<std::string, Pivot>> tables;  // metric -> pivot (with paper rows)
+  std::vector<ClaimResult> claims;
+  int failed = 0;
+};
+
+// How the write memory of one segment takes its tokens, measured on the maps (Figures 6 and 8):
+// for every layer and head, the number of write slots i whose most attended token is token i
+// (in order) or token Ts-1-i (reversed); the best layer and head of each. "" when the segment
+// has no write block or not one slot per token.
+std::string write_order_text(const AttentionMaps& maps, int s) {
+  const SegmentAttention& sa = maps.segments[size_t(s)];
+  const AttentionBlock* write = nullptr;
+  const AttentionBlock* tokens = nullptr;
+  for (const auto& b : sa.query_blocks)
+    if (b.name == "write memory") write = &b;
+  for (const auto& b : sa.key_blocks)
+    if (b.name == "tokens") tokens = &b;
+  if (!write || !tokens) return "";
+  const int m = write->end - write->begin, Ts = tokens->end - tokens->begin;
+  if (m != Ts) return "";
+  int best[2] = {-1, -1}, where[2][2] = {{0, 0}, {0, 0}};
+  for (int l = 0; l < maps.layers; ++l)
+    for (int h = 0; h < maps.heads; ++h) {
+      const float* p = maps.map(s, l, h);
+      int hits[2] = {0, 0};
+      for (int i = 0; i < m; ++i) {
+        const float* row = p + int64_t(write->begin + i) * sa.klen + tokens->begin;
+        const int j = int(std::max_element(row, row + Ts) - row);
+        hits[0] += j == i, hits[1] += j == Ts - 1 - i;
+      }
+      for (int o = 0; o < 2; ++o)
+        if (hits[o] > best[o]) best[o] = hits[o], where[o][0] = l, where[o][1] = h;
+    }
+  return fmt::format("segment {}: write slot i attends most to token i in {} of {} slots (best: layer {}, head {}) "
+                     "and to token {}-1-i (reversed) in {} of {} (layer {}, head {})",
+                     s, best[0], m, where[0][0], where[0][1], Ts, best[1], m, where[1][0], where[1][1]);
+}
+
+std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.csv").string(); }
+
+// The machine, for the report's header: CPU model and cores.
+std::string machine_text() {
+  std::string model;
+  try {
+    std::string info = read_file("/proc/cpuinfo");
+    auto at = info.find("model name");
+    if (at != std::string::npos) {
+      auto colon = info.find(':', at), end = info.find('\n', at);
+      model = info.substr(colon + 2, end - colon - 2);
+    }
+  } catch (const Error&) {
+  }
+  return fmt::format("{} cores{}", std::max(1u, std::thread::hardware_concurrency()),
+                     model.empty() ? "" : ", " + model);
+}
+
+}  // namespace
+
+const ReproItem* ReproManifest::find(const std::string& name) const {
+  for (const auto& item : items)
+    if (item.name == name) return &item;
+  return nullptr;
+}
+
+static ReproManifest read_manifest(const std::string& path);
+
+ReproManifest load_manifest(const std::string& path) {
+  try {
+    return read_manifest(path);
+  } catch (const YAML::Exception& e) {  // e.g. a key that is a list: not the manifest's shape
+    fail("{}: not a valid manifest: {}", path, e.what());
+  }
+}
+
+static ReproManifest read_manifest(const std::string& path) {
+  ManifestReader r{path};
+  YAML::Node root;
+  try {
+    root = YAML::Load(read_file(path));
+  } catch (const YAML::Exception& e) {
+    fail("{}: not valid YAML: {}", path, e.what());
+  }
+  r.only_keys(root, "top level", {"paper", "notes", "items"});
+  ReproManifest m;
+  m.path = path;
+  m.paper_file = r.file(root["paper"], "paper");
+  if (root["notes"]) m.notes = r.text(root["notes"], "notes");
+  const YAML::Node items = root["items"];
+  if (!items || !items.IsMap() || items.size() == 0) r.bad("items", "expected a non-empty map of items");
+  for (const auto& kv : items) {
+    ReproItem it;
+    it.name = kv.first.as<std::string>();
+    const std::string w = "items." + it.name;
+    if (m.find(it.name)) r.bad(w, "given twice");
+    const YAML::Node n = kv.second;
+    if (!n.IsMap()) r.bad(w, "expected a map");
+    it.kind = r.text(n["kind"], w + ".kind");
+    it.title = r.text(n["title"], w + ".title");
+    it.paper_says = r.text(n["paper_says"], w + ".paper_says");
+    if (n["notes"]) it.notes = r.text(n["notes"], w + ".notes");
+    if (it.kind == "sweep") {
+      r.only_keys(n, w, {"kind", "title", "paper_says", "notes", "sweep", "paper_section", "metrics", "claims"});
+      it.sweep = r.file(n["sweep"], w + ".sweep");
+      if (n["paper_section"]) it.paper_section = r.text(n["paper_section"], w + ".paper_section");
+      if (!n["metrics"] || !n["metrics"].IsSequence() || n["metrics"].size() == 0)
+        r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, solve_rate, solve_rate_teacher_forced, loss)");
+      for (size_t i = 0; i < n["metrics"].size(); ++i) {
+        std::string metric = r.text(n["metrics"][i], fmt::format("{}.metrics[{}]", w, i));
+        static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "solve_rate",
+                                                     "solve_rate_teacher_forced", "loss"};
+        if (std::find(ok.begin(), ok.end(), metric) == ok.end())
+          r.bad(w + ".metrics", fmt::format("unknown metric '{}' (metrics: {})", metric, fmt::join(ok, ", ")));
+        it.metrics.push_back(metric);
+      }
+      if (n["claims"]) {
+        if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
+        for (size_t i = 0; i < n["claims"].size(); ++i)
+          it.claims.push_back(read_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
+      }
+      for (auto& claim : it.claims) {
+        if (claim.metric.empty()) claim.metric = it.metrics.front();
+        if (std::find(it.metrics.begin(), it.metrics.end(), claim.metric) == it.metrics.end())
+          r.bad(w + ".claims", fmt::format("claim '{}' uses metric {}, which is not in the item's metrics", claim.text,
+                                           claim.metric));
+      }
+    } else if (it.kind == "attention" || it.kind == "length") {
+      std::vector<std::string> keys = {"kind", "title", "paper_says", "notes", "from", "runs"};
+      if (it.kind == "length") keys.push_back("lengths");
+      r.only_keys(n, w, keys);
+      it.from = r.text(n["from"], w + ".from");
+      const ReproItem* from = m.find(it.from);
+      if (!from || from->kind != "sweep")
+        r.bad(w + ".from", fmt::format("'{}' is not a sweep item given before this one", it.from));
+      if (!n["runs"] || !n["runs"].IsSequence() || n["runs"].size() == 0) r.bad(w + ".runs", "expected a non-empty list");
+      for (size_t i = 0; i < n["runs"].size(); ++i)
+        it.runs.push_back(read_pick(r, n["runs"][i], fmt::format("{}.runs[{}]", w, i)));
+      if (it.kind == "length") it.lengths = r.integers(n["lengths"], w + ".lengths", 1, 100000);
+    } else {
+      r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length)", it.kind));
+    }
+    m.items.push_back(std::move(it));
+  }
+  return m;
+}
+
+namespace {
+int claims_holding(const std::vector<ClaimResult>& claims) {
+  return int(std::count_if(claims.begin(), claims.end(), [](const ClaimResult& r) { return r.state == ClaimResult::holds; }));
+}
+}  // namespace
+
+ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
+  ClaimResult res;
+  const PivotRow* row = measured_row(pivot, claim.model);
+  const PivotRow* other = claim.above.empty() ? nullptr : measured_row(pivot, claim.above);
+  std::vector<std::string> parts;
+  bool all = true;
+  for (int seg : claim.segments) {
+    auto cell = row ? row->cells.find(seg) : decltype(row->cells.end()){};
+    if (!row || cell == row->cells.end()) {
+      res.detail = fmt::format("no {} result at {} segments", claim.model, seg);
+      return res;
+    }
+    const double v = cell->second.mean;
+    bool ok = true;
+    std::string part = fmt::format("{} at {}: {:.2f}", claim.model, seg, v);
+    if (claim.min && v < *claim.min) ok = false;
+    if (claim.max && v > *claim.max) ok = false;
+    if (other) {
+      auto oc = other->cells.find(seg);
+      if (oc == other->cells.end()) {
+        res.detail = fmt::format("no {} result at {} segments", claim.above, seg);
+        return res;
+      }
+      part += fmt::format(" vs {} {:.2f}", claim.above, oc->second.mean);
+      if (!(v > oc->second.mean)) ok = false;
+    } else if (!claim.above.empty()) {
+      res.detail = fmt::format("no {} results", claim.above);
+      return res;
+    }
+    all = all && ok;
+    parts.push_back(part);
+  }
+  std::string bound;
+  if (claim.min) bound += fmt::format(" (needs >= {})", *claim.min);
+  if (claim.max) bound += fmt::format(" (needs <= {})", *claim.max);
+  res.state = all ? ClaimResult::holds : ClaimResult::fails;
+  res.detail = fmt::format("{}{}", fmt::join(parts, "; "), bound);
+  return res;
+}
+
+namespace {
+
+class Reproduction {
+ public:
+  Reproduction(const ReproManifest& m, const ReproOptions& o) : m_(m), o_(o) {}
+
+  int run(const std::vector<std::string>& names);
+
+ private:
+  const ReproManifest& m_;
+  const ReproOptions& o_;
+  std::map<std::string, SweepOutcome> sweeps_;
+  mutable std::map<std::string, SweepPlan> plans_;  // of each sweep item, planned once
+
+  fs::path out_dir(const ReproItem& it) const { return fs::path(o_.out_dir) / it.name; }
+  const SweepPlan& plan_of(const ReproItem& it) const;
+  int run_sweep_item(const ReproItem& it);
+  void summarise_sweep(const ReproItem& it);
+  void run_attention(const ReproItem& it);
+  void run_length(const ReproItem& it);
+  const SweepRun* pick_run(const ReproItem& from, const RunPick& p, const std::string& where) const;
+  void write_report() const;
+  std::string sweep_section(const ReproItem& it) const;
+  void log(const std::string& line) const {
+    if (!o_.quiet) fmt::print(stderr, "reproduce: {}\n", line);
+  }
+};
+
+const SweepPlan& Reproduction::plan_of(const ReproItem& it) const {
+  auto found = plans_.find(it.name);
+  if (found == plans_.end()) {
+    int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    found = plans_.emplace(it.name, plan_sweep(load_sweep(it.sweep), o_.runs_dir, std::max(1, cores / o_.jobs))).first;
+  }
+  return found->second;
+}
+
+int Reproduction::run_sweep_item(const ReproItem& it) {
+  const SweepPlan& plan = plan_of(it);
+  int pending = 0;
+  for (const auto& run : plan.runs) pending += run_state(run) != RunState::done;
+  const fs::path timing_file = out_dir(it) / "timing.json";
+  ItemTiming timing = read_timing(timing_file);
+  int failed = 0;
+  if (pending > 0) {
+    log(fmt::format("{}: {} of {} runs to do, {} at a time", it.name, pending, plan.runs.size(), o_.jobs));
+    SweepOptions so;
+    so.rmt_binary = o_.rmt_binary;
+    so.jobs = o_.jobs;
+    so.quiet = o_.quiet;
+    auto t0 = std::chrono::steady_clock::now();
+    prepare_sweep_files(plan, so);
+    failed = rmt::run_sweep(plan, so);
+    timing.wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    timing.jobs = o_.jobs;
+  } else {
+    log(fmt::format("{}: all {} runs done", it.name, plan.runs.size()));
+    write_results_csv(plan);
+  }
+  create_directories_or_fail(out_dir(it));
+  timing.runs = int(plan.runs.size());
+  // Training time from the runs themselves: right however often the item was interrupted.
+  CsvTable csv = parse_csv(read_file(csv_of(plan)), csv_of(plan));
+  timing.train_s = 0;
+  const int c_wall = csv.column("wall_time_s");
+  for (const auto& row : csv.rows) {
+    if (c_wall < 0 || row[size_t(c_wall)].empty()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(row[size_t(c_wall)].c_str(), &end);
+    if (*end == '\0' && std::isfinite(v) && v >= 0) timing.train_s += v;  // else: not counted
+  }
+  if (pending > 0) write_timing(timing_file, timing);
+  return failed;
+}
+
+void Reproduction::summarise_sweep(const ReproItem& it) {
+  const SweepPlan& plan = plan_of(it);
+  SweepOutcome out;
+  const std::string csv_path = csv_of(plan);
+  if (!fs::exists(csv_path)) {
+    sweeps_[it.name] = out;
+    return;
+  }
+  const fs::path dir = out_dir(it);
+  create_directories_or_fail(dir);
+  const std::string text = read_file(csv_path);
+  write_file_atomic(dir / "results.csv", text);
+  CsvTable csv = parse_csv(text, csv_path);
+  const std::string paper_text = it.paper_section.empty() ? "" : read_file(m_.paper_file);
+  std::string tables_md;
+  std::vector<ClaimResult> claim_results(it.claims.size());
+  for (const auto& metric : it.metrics) {
+    if (csv.column(metric) < 0) fail("{}: {} has no column {}", it.name, csv_path, metric);
+    Pivot pivot = pivot_results(csv, metric, {}, (dir / "results.csv").string());
+    if (pivot.rows.empty()) continue;
+    // The claims and the plot use the measured numbers; the tables show the paper's beside them.
+    for (size_t c = 0; c < it.claims.size(); ++c)
+      if (it.claims[c].metric == metric) claim_results[c] = check_claim(it.claims[c], pivot);
+    // The paper reports one accuracy (free-running where the answer spans whole segments,
+    // teacher-forced otherwise: docs/paper.md §3); its rows go beside the first metric only,
+    // which is also the one plotted.
+    if (metric == it.metrics.front()) {
+      if (!paper_text.empty()) add_paper_rows(pivot, paper_text, m_.paper_file, it.paper_section);
+      const fs::path png = dir / (it.name + ".png");
+      draw_plot(gnuplot_script(pivot, png.string(), it.title), png.string());
+    }
+    tables_md += format_pivot(pivot, "md") + "\n";
+    out.tables.emplace_back(metric, std::move(pivot));
+    out.has_results = true;
+  }
+  out.claims = claim_results;
+  out.failed = 0;
+  const int c_status = csv.column("status");
+  for (const auto& row : csv.rows)
+    if (c_status >= 0 && row[size_t(c_status)] == "failed") ++out.failed;
+  write_file_atomic(dir / "table.md", tables_md);
+  sweeps_[it.name] = std::move(out);
+}
+
+const SweepRun* Reproduction::pick_run(const ReproItem& from, const RunPick& p, const std::string& where) const {
+  for (const auto& run : plan_of(from).runs)
+    if (run.config.model.kind == p.model && run.config.segments == p.segments && int(run.config.train.seed) == p.seed)
+      return &run;
+  fail("{}: {}: sweep item {} has no {} run at {} segments with seed {}", m_.path, where, from.name, p.model,
+       p.segments, p.seed);
+}
+
+void Reproduction::run_attention(const ReproItem& it) {
+  const ReproItem& from = *m_.find(it.from);
+  const fs::path dir = out_dir(it);
+  create_directories_or_fail(dir);
+  std::string md;
+  for (size_t i = 0; i < it.runs.size(); ++i) {
+    const RunPick& p = it.runs[i];
+    const SweepRun* run = pick_run(from, p, fmt::format("items.{}.runs[{}]", it.name, i));
+    if (run_state(*run) != RunState::done) {
+      md += fmt::format("- {} at {} segments (seed {}): not trained yet (`rmt reproduce {}`)\n", p.model, p.segments,
+                        p.seed, from.name);
+      continue;
+    }
+    TrainedRun trained = load_trained_run(run->dir.string(), "best");
+    LmSplit split = load_lm_split(trained.run.config.data, trained.run.meta, "test");
+    if (p.sample >= split.n) fail("{}: sample {} is beyond the test split ({} samples)", it.name, p.sample, split.n);
+    AttentionMaps maps = compute_attention_maps(*trained.model, trained.run.meta.vocab,
+                                                split.input.data() + int64_t(p.sample) * split.seq_len,
+                                                split.seq_len, trained.run.seg_len);
+    AttentionSelection sel;
+    const int nseg = int(maps.segments.size());
+    if (p.segment >= nseg) fail("{}: segment {} is beyond the run's {} segments", it.name, p.segment, nseg);
+    if (p.segment >= 0) sel.segments = {p.segment};
+    else for (int s = 0; s < nseg; ++s) sel.segments.push_back(s);
+    for (int l = 0; l < maps.layers; ++l) sel.layers.push_back(l);
+    for (int h = 0; h < maps.heads; ++h) sel.heads.push_back(h);
+    const std::string stem = fmt::format("{}_{}seg_seed{}", p.model, p.segments, p.seed);
+    const fs::path png = dir / (stem + ".png");
+    std::string title = fmt::format("{} - {}, {} segments, test sample {}", it.title, p.model, p.segments, p.sample);
+    write_file_atomic(png, run_gnuplot(attention_gnuplot_script(maps, sel, "png", title)));
+    md += fmt::format("**{} at {} segments** (run {}, test sample {}):\n\n![{}]({}/{})\n\n", p.model, p.segments,
+                      run->run_id, p.sample, stem, it.name, png.filename().string());
+    std::string order = write_order_text(maps, 0);
+    if (!order.empty()) md += "Measured on this sample, " + order + ".\n\n";
+  }
+  write_file_atomic(dir / "maps.md", md);
+}
+
+void Reproduction::run_length(const ReproItem& it) {
+  const ReproItem& from = *m_.find(it.from);
+  const fs::path dir = out_dir(it);
+  create_directories_or_fail(dir);
+  std::map<std::string, std::string> data;
+  for (const auto& [k, v] : plan_of(from).spec.data) data[k] = v;
+  const std::string task = data.count("task") ? data["task"] : "";
+  // A results.csv like a sweep's (so `rmt table` / `rmt plot` read it): one row per run and
+  // evaluation length; `segments` is the number of segments evaluated at the trained length.
+  std::string csv = "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,"
+                    "eval_length,trained_segments,acc_teacher_forced,acc_free_running,status\n";
+  for (size_t i = 0; i < it.runs.size(); ++i) {
+    const RunPick& p = it.runs[i];
+    const SweepRun* run = pick_run(from, p, fmt::format("items.{}.runs[{}]", it.name, i));
+    if (run_state(*run) != RunState::done) continue;
+    for (int L : it.lengths) {
+      const fs::path data_dir = fs::path(o_.runs_dir) / it.name / "data" / fmt::format("{}{}", task, L);
+      if (!fs::exists(data_dir / "meta.yaml")) {
+        std::vector<std::string> args = {o_.rmt_binary, "generate", task, "--out", data_dir.string(), "--force",
+                                         "--length", std::to_string(L), "--train", "1", "--val", "1"};
+        for (const auto& [k, v] : data)
+          if (k != "task" && k != "length" && k != "train" && k != "val") args.insert(args.end(), {generate_flag(k), v});
+        create_directories_or_fail(data_dir);
+        std::string cmd;
+        for (const auto& a : args) cmd += shell_quote(a) + " ";
+        const fs::path log_file = data_dir / "generate.log";
+        cmd += ">" + shell_quote(log_file.string()) + " 2>&1";
+        if (std::system(cmd.c_str()) != 0)
+          fail("generating {} failed: {}", data_dir.string(), read_file(log_file));
+      }
+      EvalRunRequest req;
+      req.run_dir = run->dir.string();
+      req.data_dir = data_dir.string();
+      req.split = "test";
+      req.threads = 1;  // the same numbers on every machine and re-run
+      EvalRunResult r = evaluate_run(req);
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},done\n", p.model, r.seg_len.size(),
+                         run->config.model.num_mem_tokens, run->config.model.mem_len, p.seed,
+                         *std::max_element(r.seg_len.begin(), r.seg_len.end()), L, p.segments,
+                         r.result.acc_teacher_forced,
+                         r.result.acc_free_running ? fmt::format("{}", *r.result.acc_free_running) : "");
+    }
+  }
+  write_file_atomic(dir / "results.csv", csv);
+  CsvTable table = parse_csv(csv, (dir / "results.csv").string());
+  std::string md;
+  for (const std::string metric : {"acc_teacher_forced", "acc_free_running"}) {
+    Pivot pivot = pivot_results(table, metric, {}, (dir / "results.csv").string());
+    if (pivot.rows.empty()) continue;
+    md += format_pivot(pivot, "md") + "\n";
+    if (metric == std::string("acc_teacher_forced")) {
+      const fs::path png = dir / (it.name + ".png");
+      draw_plot(gnuplot_script(pivot, png.string(), it.title), png.string());
+      md += fmt::format("![{}]({}/{})\n\n", it.name, it.name, png.filename().string());
+    }
+  }
+  write_file_atomic(dir / "table.md", md);
+}
+
+int Reproduction::run(const std::vector<std::string>& names) {
+  // The named items and the sweep items they read from, in manifest order.
+  std::set<std::string> wanted(names.begin(), names.end());
+  for (const auto& it : m_.items)
+    if (wanted.count(it.name) && !it.from.empty()) wanted.insert(it.from);
+  int failed = 0;
+  for (const auto& it : m_.items) {
+    if (!names.empty() && !wanted.count(it.name)) continue;
+    if (it.kind == "sweep") {
+      failed += run_sweep_item(it);
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      log(fmt::format("{}: {}", it.name, it.kind == "attention" ? "drawing attention maps" : "evaluating on longer data"));
+      if (it.kind == "attention") run_attention(it);
+      else run_length(it);
+      const fs::path timing_file = out_dir(it) / "timing.json";
+      ItemTiming timing;
+      timing.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      write_timing(timing_file, timing);
+    }
+  }
+  // Every sweep item with results is tabulated, so the report covers all that is on disk.
+  for (const auto& it : m_.items)
+    if (it.kind == "sweep") summarise_sweep(it);
+  write_report();
+  return failed;
+}
+
+std::string Reproduction::sweep_section(const ReproItem& it) const {
+  const SweepOutcome& out = sweeps_.at(it.name);
+  std::string s;
+  const std::string cmd = fmt::format("rmt reproduce {}", it.name);
+  s += fmt::format("Config: [`{}`]({}) (the sweep file: data, recipe, grid). ", it.sweep,
+                   fs::relative(it.sweep, o_.out_dir).string());
+  s += fmt::format("Command: `{}` (= `rmt sweep {} -j {} --runs-dir {}`, then `rmt table` and `rmt plot` of its "
+                   "results.csv).\n\n", cmd, it.sweep, o_.jobs, o_.runs_dir);
+  s += "The config's comment says which of the paper's ratios the scaled-down setting keeps.\n\n";
+  if (!out.has_results) return s + fmt::format("*Not run yet: `{}`.*\n\n", cmd);
+  for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
+  s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);
+  if (!it.claims.empty()) {
+    const int holds = claims_holding(out.claims);
+    const int n = int(out.claims.size());
+    std::string verdict = holds == n ? "**The paper's pattern holds**"
+                          : holds == 0 ? "**The paper's pattern does not appear**"
+                                       : "**The paper's pattern holds in part**";
+    s += fmt::format("{} ({} of {} checks):\n\n", verdict, holds, n);
+    for (size_t i = 0; i < out.claims.size(); ++i) {
+      const auto& r = out.claims[i];
+      const char* mark = r.state == ClaimResult::holds ? "holds" : r.state == ClaimResult::fails ? "FAILS" : "no data";
+      s += fmt::format("- {}: {} ({}; {})\n", mark, it.claims[i].text, it.claims[i].metric, r.detail);
+    }
+    s += "\n";
+  }
+  if (out.failed > 0) s += fmt::format("{} runs failed (status and error in results.csv).\n\n", out.failed);
+  return s;
+}
+
+void Reproduction::write_report() const {
+  std::string s;
+  s += "# The RMT paper's algorithmic results, reproduced at CPU scale\n\n";
+  s += fmt::format(
+      "Written by `rmt reproduce` from `{}` (run it all with `make reproduce`; one item with "
+      "`rmt reproduce NAME`). Every number below was measured by rmt on this machine ({}). The "
+      "paper's numbers (docs/paper.md §4) are the rows marked `paper:`; the paper trained 4-6 layer "
+      "models for 250k+ steps on a GPU, these are 2-layer models trained for a few thousand steps "
+      "on a CPU, with the same recipe for every model of a figure.\n\n",
+      m_.path, machine_text());
+  // Summary table.
+  double total = 0;
+  std::string rows;
+  std::map<std::string, ItemTiming> timing;
+  for (const auto& it : m_.items) {
+    const ItemTiming& t = timing[it.name] = read_timing(out_dir(it) / "timing.json");
+    total += t.wall_s;
+    std::string pattern = "-";
+    if (it.kind == "sweep") {
+      const SweepOutcome& out = sweeps_.at(it.name);
+      if (!out.has_results) pattern = "not run";
+      else if (!it.claims.empty()) {
+        pattern = fmt::format("{} of {} checks hold", claims_holding(out.claims), out.claims.size());
+      }
+    }
+    rows += fmt::format("| [{}](#{}) | {} | {} | {} |\n", it.name, it.name, it.title, pattern,
+                        t.wall_s > 0 ? seconds_text(t.wall_s) : "-");
+  }
+  s += fmt::format("Total wall time of the items: {} (each item's time is summed over the "
+                   "`rmt reproduce` calls that worked on it).\n\n", seconds_text(total));
+  s += "| item | paper | pattern | wall time |\n|---|---|---|---|\n" + rows + "\n";
+  if (!m_.notes.empty()) s += m_.notes + "\n\n";
+  for (const auto& it : m_.items) {
+    s += fmt::format("## {}\n\n**{}.** The paper: {}\n\n", it.name, it.title, it.paper_says);
+    const ItemTiming& t = timing.at(it.name);
+    const std::string notes = it.notes.empty() ? "" : "**Reading.** " + it.notes + "\n\n";
+    if (it.kind == "sweep") {
+      s += sweep_section(it) + notes;
+      if (t.runs > 0)
+        s += fmt::format("Wall time: {} ({} runs, {} at a time; training time summed over runs {}).\n\n",
+                         seconds_text(t.wall_s), t.runs, t.jobs, seconds_text(t.train_s));
+      continue;
+    }
+    const fs::path md = out_dir(it) / (it.kind == "attention" ? "maps.md" : "table.md");
+    s += fmt::format("From the runs of [{}](#{}). ", it.from, it.from);
+    s += fmt::format("Command: `rmt reproduce {}`.\n\n", it.name);
+    s += fs::exists(md) ? read_file(md) + "\n" : fmt::format("*Not run yet: `rmt reproduce {}`.*\n\n", it.name);
+    s += notes;
+    if (t.wall_s > 0) s += fmt::format("Wall time: {}.\n\n", seconds_text(t.wall_s));
+  }
+  create_directories_or_fail(o_.out_dir);
+  write_file_atomic(fs::path(o_.out_dir) / "REPORT.md", s);
+  log(fmt::format("wrote {}", (fs::path(o_.out_dir) / "REPORT.md").string()));
+}
+
+}  // namespace
+
+int reproduce(const ReproManifest& manifest, const std::vector<std::string>& names, const ReproOptions& options) {
+  for (const auto& n : names)
+    if (!manifest.find(n)) {
+      std::vector<std::string> all;
+      for (const auto& it : manifest.items) all.push_back(it.name);
+      fail("unknown reproduction '{}' (in {}: {})", n, manifest.path, fmt::join(all, ", "));
+    }
+  return Reproduction(manifest, options).run(names);
+}
+
+}  // namespace rmt

@@ -1,0 +1,130 @@
+#pragma once
+// `rmt sweep`: a grid of `rmt train` runs described by one YAML file (experiments/NAME.yaml).
+//
+//   data:    the `rmt generate` options of the dataset (task, length, symbols, pairs, train, val,
+//            test, seed); generated on demand under RUNS/NAME/data
+//   base:    an `rmt train` config (every key but `data`, which the sweep fills in)
+//   grid:    dotted config keys -> lists of values; the sweep runs their cartesian product.
+//            A list of such maps runs each product in turn (e.g. baseline only at 1 segment).
+//            `data.OPTION` keys vary the dataset (one directory per combination under RUNS/NAME/data)
+//   derive:  dotted config keys -> integer expressions over segment_length (the longest segment
+//            of the input), seq_len (all input positions) and segments, e.g.
+//            `model.num_mem_tokens: segment_length / 2` (the paper ties memory to segment length)
+//
+// Each grid point is one `rmt train` subprocess in RUNS/NAME/RUN_ID. RUN_ID is a readable prefix
+// (`rmt-seg3-mem24-seed1`) plus a short hash of the resolved config, so a re-run skips finished
+// runs (results.json), resumes interrupted ones (state.safetensors) and never duplicates one.
+// RUNS/NAME/results.csv is rebuilt from the run directories after every finished run.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/run/config.h"
+
+namespace rmt {
+
+struct SweepSpec {
+  std::string path, name;  // the sweep file and its stem
+  std::vector<std::pair<std::string, std::string>> data;  // generate option -> value text
+  Config base;
+  using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;  // key -> value texts
+  std::vector<Grid> grids;  // one, or several run one after another
+  std::vector<std::pair<std::string, std::string>> derive;            // key -> expression
+};
+
+// Reads and checks a sweep file: unknown keys (with did-you-mean), empty lists, values out of
+// range and malformed expressions are errors naming the file, the key and the reason.
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);
+SweepSpec load_sweep(const std::string& path);
+
+// Evaluates a derive expression: 64-bit integers, + - * / (integer division, truncating),
+// unary minus and parentheses (at most 64 levels deep) over the named variables. Fails naming
+// `origin` on syntax errors, unknown names, integer overflow and division by zero.
+long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
+                          const std::string& origin);
+// Checks only the syntax and the names of an expression (overflow and division by zero depend on
+// the values, so they are left to eval_expression).
+void check_expression(const std::string& expr, const std::vector<std::string>& names, const std::string& origin);
+
+struct SweepRun {
+  std::string run_id;
+  Config config;             // resolved: grid and derived values applied, data set, kind resolved
+  int segment_length = 0;    // the longest segment
+  std::filesystem::path dir; // RUNS/NAME/RUN_ID
+  std::map<std::string, std::string> data_options;  // this run's `rmt generate` options
+};
+
+struct SweepDataset {
+  std::string dir;                        // == config.data of its runs
+  std::vector<std::string> generate_args; // `rmt generate` arguments that write it
+};
+
+struct SweepPlan {
+  SweepSpec spec;
+  std::filesystem::path sweep_dir;  // RUNS/NAME
+  std::vector<SweepDataset> datasets;
+  std::vector<SweepRun> runs;       // in grid order, duplicates removed
+  std::vector<std::string> columns; // grid and derived keys, for results.csv
+};
+
+// Expands the grid (no files touched). threads goes into every run's train.threads; it is not
+// part of RUN_ID, so changing -j never changes which runs exist.
+SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads);
+
+enum class RunState { done, failed, resumable, pending };
+RunState run_state(const SweepRun& run);
+const char* run_state_name(RunState s);
+
+// The `rmt train` arguments of a run (with --resume when it has a checkpoint).
+std::vector<std::string> train_args(const SweepPlan& plan, const SweepRun& run);
+
+struct SweepOptions {
+  std::string rmt_binary;  // the rmt executable to run (the CLI passes /proc/self/exe)
+  int jobs = 1;
+  bool quiet = false;      // no progress lines (tests)
+};
+
+// Generates each dataset whose directory has no meta.yaml; writes each run's config file.
+void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options);
+// Runs every run that is not done, `jobs` at a time, rebuilding results.csv after each.
+// Returns the number of failed runs.
+int run_sweep(const SweepPlan& plan, const SweepOptions& options);
+// Rewrites RUNS/NAME/results.csv (atomically) from the run directories.
+void write_results_csv(const SweepPlan& plan);
+std::string results_csv_text(const SweepPlan& plan);
+
+// One shell line per run that is not done. A run that has not started gets
+// `--set train.threads=THREADS`, with `threads` inserted unquoted: a number, or
+// `$SLURM_CPUS_PER_TASK` in the SLURM script (whose eval expands it). A started run resumes with
+// its own saved config, thread count included: `rmt train --resume` refuses a different config,
+// and the same thread count keeps the run bit-reproducible.
+std::vector<std::string> pending_commands(const SweepPlan& plan, const SweepOptions& options,
+                                          const std::string& threads);
+
+// The resources `rmt sweep --emit slurm` requests per array task. Empty strings are not written.
+inline constexpr const char* kDefaultSlurmTime = "24:00:00";
+struct SlurmOptions {
+  std::string partition, account;
+  std::string mem;                      // sbatch --mem: 4000, 4000M, 4G (megabytes without a suffix)
+  std::string time = kDefaultSlurmTime;  // sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+  std::string gpus;                     // sbatch --gpus: N or TYPE:N
+  int cpus_per_task = 1;                // every run's train.threads
+};
+// Checks each value as sbatch would read it (and that none can break out of its #SBATCH line);
+// fails naming the option, the value and the forms it takes.
+void check_slurm_options(const SlurmOptions& slurm);
+// A SLURM job-array script with one array task per pending run (pending_commands), each run
+// taking as many threads as its task's cores (SLURM_CPUS_PER_TASK). A task whose run fails
+// leaves RUN/sweep_error.txt (its log's last line), so `rmt sweep FILE --collect` lists it as
+// failed. Checks `slurm` first.
+std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, const SlurmOptions& slurm);
+
+// The `rmt generate` flag of a sweep's data option (max_root -> --max-root).
+std::string generate_flag(const std::string& data_option);
+
+// Quotes a word for POSIX sh when it needs it.
+std::string shell_quote(const std::string& word);
+
+}  // namespace rmt

@@ -1,0 +1,457 @@
+#include "lib/run/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <type_traits>
+
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+
+namespace rmt {
+
+namespace {
+
+// One entry per config key. This table is the only place that knows the keys: parsing, --set,
+// to_yaml, validate and config_keys all walk it, so adding a key is one line here.
+struct KeyDescriptor {
+  std::string path;     // dotted path, e.g. "model.n_layer"
+  std::string allowed;  // what a valid value looks like, for error messages
+  // Stores the YAML value into the config; false when it has the wrong type or is out of range.
+  std::function<bool(Config&, const YAML::Node&)> parse;
+  // Whether the value currently in the config is allowed (validate() for configs built in code).
+  std::function<bool(const Config&)> in_range;
+  // The value as YAML scalar text that parses back to exactly the same value.
+  std::function<std::string(const Config&)> to_text;
+};
+
+// A config field accessor usable on both Config& and const Config&.
+#define FIELD(member) [](auto& c) -> auto& { return c.member; }
+
+template <typename Access>
+using FieldType = std::remove_reference_t<decltype(std::declval<Access>()(std::declval<Config&>()))>;
+
+// The scalar text of a node, or nullopt when it is null, a mapping or a sequence.
+std::optional<std::string> scalar_text(const YAML::Node& node) {
+  if (!node.IsScalar()) return std::nullopt;
+  return node.Scalar();
+}
+
+template <typename T>
+bool parse_integer(const YAML::Node& node, T& out) {
+  auto text = scalar_text(node);
+  if (!text || text->empty()) return false;
+  const char* begin = text->data();
+  const char* end = begin + text->size();
+  if (*begin == '+') ++begin;  // from_chars rejects '+', YAML allows it
+  auto [ptr, ec] = std::from_chars(begin, end, out);
+  return ec == std::errc() && ptr == end;
+}
+
+template <typename T>
+bool at_least(T value, long long min) {
+  if constexpr (std::is_signed_v<T>) return value >= min;
+  else return min <= 0 || value >= static_cast<unsigned long long>(min);
+}
+
+template <typename Access>
+KeyDescriptor integer_key(std::string path, Access field, long long min) {
+  using T = FieldType<Access>;
+  KeyDescriptor key;
+  key.path = std::move(path);
+  key.allowed = fmt::format("{} (at most {})", min == 0 ? "a non-negative integer" : fmt::format("an integer >= {}", min),
+                            std::numeric_limits<T>::max());
+  key.parse = [field, min](Config& c, const YAML::Node& node) {
+    T value{};
+    if (!parse_integer(node, value) || !at_least(value, min)) return false;
+    field(c) = value;
+    return true;
+  };
+  key.in_range = [field, min](const Config& c) { return at_least(field(c), min); };
+  key.to_text = [field](const Config& c) { return fmt::format("{}", field(c)); };
+  return key;
+}
+
+// Bounds of a real-valued key; inclusive or not, or absent.
+struct Bound {
+  double value = 0;
+  bool inclusive = true;
+  bool present = false;
+};
+Bound at_or_above(double v) { return {v, true, true}; }
+Bound above(double v) { return {v, false, true}; }
+Bound below(double v) { return {v, false, true}; }
+Bound no_bound() { return {}; }
+
+bool within(double v, Bound lo, Bound hi) {
+  if (!std::isfinite(v)) return false;
+  if (lo.present && (lo.inclusive ? v < lo.value : v <= lo.value)) return false;
+  if (hi.present && (hi.inclusive ? v > hi.value : v >= hi.value)) return false;
+  return true;
+}
+
+std::string describe_range(Bound lo, Bound hi) {
+  if (lo.present && hi.present)
+    return fmt::format("a number in {}{}, {}{}", lo.inclusive ? '[' : '(', lo.value, hi.value,
+                       hi.inclusive ? ']' : ')');
+  if (lo.present) return fmt::format("a number {} {}", lo.inclusive ? ">=" : ">", lo.value);
+  if (hi.present) return fmt::format("a number {} {}", hi.inclusive ? "<=" : "<", hi.value);
+  return "a finite number";
+}
+
+// Shortest text that reads back as the same double, always with a '.' so YAML 1.1 readers
+// (PyYAML) also see a float: 1e-06 -> 1.0e-06, 3 -> 3.0.
+std::string double_text(double v) {
+  std::string text = fmt::format("{}", v);
+  if (text.find_first_of(".n") != std::string::npos) return text;  // has '.', or inf/nan
+  size_t exponent = text.find('e');
+  if (exponent == std::string::npos) return text + ".0";
+  return text.insert(exponent, ".0");
+}
+
+template <typename Access>
+KeyDescriptor real_key(std::string path, Access field, Bound lo, Bound hi) {
+  KeyDescriptor key;
+  key.path = std::move(path);
+  key.allowed = describe_range(lo, hi);
+  key.parse = [field, lo, hi](Config& c, const YAML::Node& node) {
+    auto text = scalar_text(node);
+    if (!text || text->empty()) return false;
+    // from_chars: correctly rounded and locale-independent; it must consume the whole text.
+    const char* begin = text->data();
+    const char* end = begin + text->size();
+    if (*begin == '+') ++begin;
+    double value = 0;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end || !within(value, lo, hi)) return false;
+    field(c) = value;
+    return true;
+  };
+  key.in_range = [field, lo, hi](const Config& c) { return within(field(c), lo, hi); };
+  key.to_text = [field](const Config& c) { return double_text(field(c)); };
+  return key;
+}
+
+template <typename Access>
+KeyDescriptor bool_key(std::string path, Access field) {
+  KeyDescriptor key;
+  key.path = std::move(path);
+  key.allowed = "true or false";
+  key.parse = [field](Config& c, const YAML::Node& node) {
+    auto text = scalar_text(node);
+    if (!text) return false;
+    if (*text == "true" || *text == "True" || *text == "TRUE") field(c) = true;
+    else if (*text == "false" || *text == "False" || *text == "FALSE") field(c) = false;
+    else return false;
+    return true;
+  };
+  key.in_range = [](const Config&) { return true; };
+  key.to_text = [field](const Config& c) { return std::string(field(c) ? "true" : "false"); };
+  return key;
+}
+
+// Quotes a string unless it reads back unchanged as a plain YAML scalar.
+std::string yaml_string(const std::string& s) {
+  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '/' || ch == '.' ||
+           ch == '-';
+  });
+  if (plain && s[0] != '-' && s != "null" && s != "Null" && s != "NULL") return s;
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << s;
+  return out.c_str();
+}
+
+template <typename Access>
+KeyDescriptor string_key(std::string path, Access field) {
+  KeyDescriptor key;
+  key.path = std::move(path);
+  key.allowed = "a string";
+  key.parse = [field](Config& c, const YAML::Node& node) {
+    auto text = scalar_text(node);
+    if (!text) return false;
+    field(c) = *text;
+    return true;
+  };
+  key.in_range = [](const Config&) { return true; };
+  key.to_text = [field](const Config& c) { return yaml_string(field(c)); };
+  return key;
+}
+
+template <typename Access>
+KeyDescriptor choice_key(std::string path, Access field, std::vector<std::string> choices) {
+  KeyDescriptor key;
+  key.path = std::move(path);
+  key.allowed = "one of " + fmt::format("{}", fmt::join(choices, "|"));
+  auto is_choice = [choices](const std::string& s) {
+    return std::find(choices.begin(), choices.end(), s) != choices.end();
+  };
+  key.parse = [field, is_choice](Config& c, const YAML::Node& node) {
+    auto text = scalar_text(node);
+    if (!text || !is_choice(*text)) return false;
+    field(c) = *text;
+    return true;
+  };
+  key.in_range = [field, is_choice](const Config& c) { return is_choice(field(c)); };
+  key.to_text = [field](const Config& c) { return field(c); };
+  return key;
+}
+
+KeyDescriptor bptt_key() {
+  KeyDescriptor key;
+  key.path = "bptt";
+  key.allowed = "'all' or a non-negative integer";
+  key.parse = [](Config& c, const YAML::Node& node) {
+    auto text = scalar_text(node);
+    if (text && *text == "all") {
+      c.bptt = -1;
+      return true;
+    }
+    int segments = 0;
+    if (!parse_integer(node, segments) || segments < 0) return false;
+    c.bptt = segments;
+    return true;
+  };
+  key.in_range = [](const Config& c) { return c.bptt >= -1; };
+  key.to_text = [](const Config& c) { return bptt_to_string(c.bptt); };
+  return key;
+}
+
+const std::vector<KeyDescriptor>& key_table() {
+  static const std::vector<KeyDescriptor> table = {
+      string_key("data", FIELD(data)),
+      integer_key("segments", FIELD(segments), 1),
+      bptt_key(),
+      bool_key("bptt_recompute", FIELD(bptt_recompute)),
+      choice_key("model.kind", FIELD(model.kind), {"baseline", "xl", "rmt", "mt", "xl_rmt"}),
+      integer_key("model.n_layer", FIELD(model.n_layer), 1),
+      integer_key("model.n_head", FIELD(model.n_head), 1),
+      integer_key("model.d_head", FIELD(model.d_head), 1),
+      integer_key("model.d_model", FIELD(model.d_model), 1),
+      integer_key("model.d_inner", FIELD(model.d_inner), 1),
+      real_key("model.dropout", FIELD(model.dropout), at_or_above(0), below(1)),
+      real_key("model.dropatt", FIELD(model.dropatt), at_or_above(0), below(1)),
+      integer_key("model.mem_len", FIELD(model.mem_len), 0),
+      integer_key("model.num_mem_tokens", FIELD(model.num_mem_tokens), 0),
+      bool_key("model.read_mem_from_cache", FIELD(model.read_mem_from_cache)),
+      choice_key("model.mem_init", FIELD(model.mem_init), {"original", "normal"}),
+      integer_key("model.n_token", FIELD(model.n_token), 0),
+      integer_key("train.batch_size", FIELD(train.batch_size), 1),
+      real_key("train.lr", FIELD(train.lr), above(0), no_bound()),
+      choice_key("train.schedule", FIELD(train.schedule), {"plateau", "cosine", "constant"}),
+      integer_key("train.warmup_steps", FIELD(train.warmup_steps), 0),
+      real_key("train.clip", FIELD(train.clip), at_or_above(0), no_bound()),  // 0 = no clipping
+      integer_key("train.max_steps", FIELD(train.max_steps), 1),
+      integer_key("train.eval_every", FIELD(train.eval_every), 1),
+      integer_key("train.patience", FIELD(train.patience), 0),
+      real_key("train.factor", FIELD(train.factor), above(0), below(1)),
+      real_key("train.min_lr", FIELD(train.min_lr), at_or_above(0), no_bound()),
+      integer_key("train.log_every", FIELD(train.log_every), 1),
+      integer_key("train.eval_samples", FIELD(train.eval_samples), 0),
+      integer_key("train.seed", FIELD(train.seed), 0),
+      integer_key("train.threads", FIELD(train.threads), 0),
+      integer_key("train.curriculum", FIELD(train.curriculum), 1),
+  };
+  return table;
+}
+
+#undef FIELD
+
+std::string section_of(const std::string& path) {
+  size_t dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
+std::string leaf_of(const std::string& path) { return path.substr(path.rfind('.') + 1); }
+
+bool is_section(const std::string& path) {
+  for (const auto& key : key_table())
+    if (section_of(key.path) == path) return true;
+  return false;
+}
+
+std::string first_key_in(const std::string& section) {
+  for (const auto& key : key_table())
+    if (section_of(key.path) == section) return key.path;
+  return section;
+}
+
+const KeyDescriptor* find_key(const std::string& path) {
+  for (const auto& key : key_table())
+    if (key.path == path) return &key;
+  return nullptr;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t substitute = diagonal + (a[i - 1] != b[j - 1]);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+    }
+  }
+  return row[b.size()];
+}
+
+// The valid key or section closest to `path`. A key whose last component matches also counts
+// as close (`n_layer` at the top level means `model.n_layer`).
+std::string closest_key(const std::string& path) {
+  std::vector<std::string> candidates = config_keys();
+  for (const auto& key : key_table()) {
+    std::string section = section_of(key.path);
+    if (!section.empty() && std::find(candidates.begin(), candidates.end(), section) == candidates.end())
+      candidates.push_back(section);
+  }
+  std::string best;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (const auto& candidate : candidates) {
+    size_t distance = std::min(edit_distance(path, candidate),
+                               edit_distance(leaf_of(path), leaf_of(candidate)) + 1);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+[[noreturn]] void fail_unknown_key(const std::string& origin, const std::string& path) {
+  fail("{}: unknown key '{}' (did you mean '{}'?)", origin, path, closest_key(path));
+}
+
+std::string describe_value(const YAML::Node& node) {
+  if (node.IsMap()) return "(a mapping)";
+  if (node.IsSequence()) return "(a list)";
+  if (node.IsNull()) return "(empty)";
+  return "'" + node.Scalar() + "'";
+}
+
+void set_key(Config& config, const std::string& path, const YAML::Node& value,
+             const std::string& origin) {
+  if (is_section(path))
+    fail("{}: '{}' is a section, not a value; set one of its keys, e.g. '{}'", origin, path,
+         first_key_in(path));
+  const KeyDescriptor* key = find_key(path);
+  if (!key) fail_unknown_key(origin, path);
+  if (!key->parse(config, value))
+    fail("{}: invalid value {} for '{}': expected {}", origin, describe_value(value), path,
+         key->allowed);
+}
+
+// Applies one YAML mapping whose keys live under `prefix` ("" or "model.").
+void apply_mapping(Config& config, const YAML::Node& mapping, const std::string& prefix,
+                   const std::string& origin, std::set<std::string>& seen) {
+  for (const auto& entry : mapping) {
+    if (!entry.first.IsScalar())
+      fail("{}: keys must be plain names, got {} under '{}'", origin, describe_value(entry.first),
+           prefix.empty() ? "the top level" : prefix.substr(0, prefix.size() - 1));
+    std::string path = prefix + entry.first.Scalar();
+    if (!seen.insert(path).second) fail("{}: key '{}' is given twice", origin, path);
+    const YAML::Node& value = entry.second;
+    if (is_section(path)) {
+      if (value.IsNull()) continue;  // "model:" with nothing under it keeps the defaults
+      if (!value.IsMap())
+        fail("{}: '{}' must be a mapping of keys such as '{}', got {}", origin, path,
+             first_key_in(path), describe_value(value));
+      apply_mapping(config, value, path + ".", origin, seen);
+    } else {
+      set_key(config, path, value, origin);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const auto& key : key_table()) keys.push_back(key.path);
+  return keys;
+}
+
+std::string bptt_to_string(int bptt) { return bptt < 0 ? "all" : std::to_string(bptt); }
+
+Config parse_config(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {  // ParserException, and yaml-cpp's recursion limit
+    fail("{}: malformed YAML at line {}, column {}: {}", origin, e.mark.line + 1,
+         e.mark.column + 1, e.msg);
+  }
+  Config config;
+  if (root.IsNull()) return config;  // an empty file: all defaults
+  if (!root.IsMap()) fail("{}: expected a mapping of config keys, got {}", origin, describe_value(root));
+  std::set<std::string> seen;
+  apply_mapping(config, root, "", origin, seen);
+  return config;
+}
+
+Config load_config(const std::string& path) { return parse_config(read_file(path), path); }
+
+void apply_override(Config& config, const std::string& assignment) {
+  const std::string origin = "--set " + assignment;
+  size_t equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0)
+    fail("{}: expected key=value, e.g. model.kind=xl", origin);
+  std::string path = assignment.substr(0, equals);
+  path.erase(path.find_last_not_of(" \t") + 1);  // "model.kind = xl" is fine too
+  path.erase(0, path.find_first_not_of(" \t"));
+  if (path.empty()) fail("{}: expected key=value, e.g. model.kind=xl", origin);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(equals + 1));
+  } catch (const YAML::Exception& e) {
+    fail("{}: malformed value: {}", origin, e.msg);
+  }
+  set_key(config, path, value, origin);
+}
+
+void validate(const Config& config) {
+  for (const auto& key : key_table())
+    if (!key.in_range(config))
+      fail("invalid config: {} = {}: expected {}", key.path, key.to_text(config), key.allowed);
+  const ModelConfig& model = config.model;
+  const std::string& kind = model.kind;
+  if ((kind == "xl" || kind == "xl_rmt") && model.mem_len <= 0)
+    fail("invalid config: model.kind {} needs model.mem_len > 0 (got {})", kind, model.mem_len);
+  if ((kind == "rmt" || kind == "mt" || kind == "xl_rmt") && model.num_mem_tokens <= 0)
+    fail("invalid config: model.kind {} needs model.num_mem_tokens > 0 (got {})", kind,
+         model.num_mem_tokens);
+  if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
+  if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
+}
+
+void resolve_kind(ModelConfig& model) {
+  const std::string& kind = model.kind;
+  if (kind == "baseline" || kind == "xl") model.num_mem_tokens = 0;  // no memory tokens
+  if (kind == "baseline" || kind == "rmt" || kind == "mt") model.mem_len = 0;  // no XL cache
+}
+
+std::string to_yaml(const Config& config) {
+  std::string out;
+  std::string current_section;
+  for (const auto& key : key_table()) {
+    std::string section = section_of(key.path);
+    if (section != current_section) {
+      out += section + ":\n";
+      current_section = section;
+    }
+    out += fmt::format("{}{}: {}\n", section.empty() ? "" : "  ", leaf_of(key.path),
+                       key.to_text(config));
+  }
+  return out;
+}
+
+}  // namespace rmt

@@ -1,0 +1,61 @@
+#pragma once
+// The run configuration of `rmt train`: a YAML file, overridden by `--set key=value` with dotted
+// paths (`--set model.kind=xl`). Defaults are the paper's recipe (docs/paper.md §3).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/core/model_config.h"
+
+namespace rmt {
+
+
+struct TrainConfig {
+  int batch_size = 32;
+  double lr = 1.0e-4;
+  std::string schedule = "plateau";  // plateau | cosine | constant
+  int warmup_steps = 0;
+  double clip = 0.25;
+  int64_t max_steps = 250000;
+  int64_t eval_every = 12000;
+  int patience = 8;
+  double factor = 0.5;
+  double min_lr = 1.0e-6;
+  int64_t log_every = 100;
+  int64_t eval_samples = 0;  // 0 = the whole validation split at every evaluation
+  uint64_t seed = 1;
+  // Curriculum over the number of segments: max_steps in `curriculum` equal stages, stage i of N
+  // (1-based) training on ceil(segments * i / N) segments of the same input, so the last stage
+  // trains on `segments`; validation and test always use `segments`. 1 = no curriculum.
+  int curriculum = 1;
+  int threads = 0;           // 0 = all cores
+};
+
+struct Config {
+  std::string data;          // dataset directory written by `rmt generate`
+  int segments = 3;          // the input is split into this many segments
+  int bptt = -1;             // -1 = all; 0 = memory detached at every border; k = k segments
+  bool bptt_recompute = false;
+  ModelConfig model;
+  TrainConfig train;
+};
+
+// Parses YAML text (origin names the file in error messages). Unknown keys are an error naming
+// the key and the closest valid one; values are type- and range-checked.
+Config parse_config(const std::string& yaml_text, const std::string& origin);
+Config load_config(const std::string& path);
+// Applies one "dotted.key=value" override (value parsed as YAML scalar).
+void apply_override(Config& config, const std::string& assignment);
+// Range checks that need no dataset (sizes > 0, kind known, kind-specific requirements).
+void validate(const Config& config);
+// Zeroes what the kind does not use (mem_len for rmt/mt/baseline, num_mem_tokens for xl and
+// baseline) so the resolved config says exactly what ran.
+void resolve_kind(ModelConfig& model);
+// YAML text of the whole resolved config; parse_config(to_yaml(c)) == c.
+std::string to_yaml(const Config& config);
+// All valid dotted keys, in file order (for --help and "did you mean").
+std::vector<std::string> config_keys();
+// "bptt: all" <-> -1
+std::string bptt_to_string(int bptt);
+
+}  // namespace rmt

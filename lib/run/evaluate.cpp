@@ -1,0 +1,154 @@
+#include "lib/run/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/core/error.h"
+
+namespace rmt {
+
+namespace {
+
+int argmax(const float* x, int n) {
+  return int(std::max_element(x, x + n) - x);
+}
+
+}  // namespace
+
+// Greedy decoding of one batch: inputs up to the answer's start are the true ones; from there on
+// the prediction at answer position p becomes the input at p+1 (the answer may start anywhere,
+// mid-segment included). Writes the predictions at every answer position into pred [B, T].
+// Two ways to produce a segment's answer predictions:
+//  * kv_cache: one forward of the segment fills every layer's keys and values (the read block's
+//    included) and gives the logits of every row whose input is already final (up to the answer
+//    start, and the segment's first row); each later token row then runs alone through the
+//    layers against them (Engine::decode_token_row), and a last forward with the final inputs
+//    hands on the state;
+//  * re-running: the whole segment runs again for every predicted token (the reference, kept for
+//    tests and for stating the speed-up). Token rows are causal, so both give the same
+//    predictions.
+void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
+                   const std::vector<int>& seg_len, int answer_size, bool kv_cache,
+                   std::vector<int32_t>& pred) {
+  if (answer_size < 1 || answer_size > T)
+    fail("decode_greedy: answer size {} must be in 1..{} (the sequence length)", answer_size, T);
+  std::vector<int32_t> inp(input, input + int64_t(B) * T);
+  pred.assign(size_t(B) * T, -1);
+  RecurrentState state, next;
+  engine.initial_state(state, B);
+  SegmentActivations a;
+  std::vector<int32_t> tokens, ids(static_cast<size_t>(B), 0);
+  std::vector<float> row_logits;
+  const int answer_start = T - answer_size;
+  int t0 = 0;
+  auto gather = [&](int Ts) {
+    tokens.resize(size_t(B) * Ts);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(inp.begin() + int64_t(b) * T + t0, Ts, tokens.begin() + int64_t(b) * Ts);
+  };
+  auto full_forward = [&](int Ts) {
+    gather(Ts);
+    engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
+  };
+  // Takes the argmax of logits [B, V] as the prediction at position p and the input at p+1.
+  auto emit = [&](const float* logits, int64_t row_stride, int V, int p) {
+    for (int b = 0; b < B; ++b) {
+      int y = argmax(logits + b * row_stride, V);
+      pred[size_t(b) * T + p] = y;
+      if (p + 1 < T) inp[size_t(b) * T + p + 1] = y;
+    }
+  };
+  for (int Ts : seg_len) {
+    if (t0 + Ts > answer_start) {
+      const int first = std::max(0, answer_start - t0);  // the segment's first answer row
+      if (kv_cache) {
+        full_forward(Ts);
+        const int V = int(a.logits.size() / (size_t(B) * Ts));
+        row_logits.resize(size_t(B) * V);
+        for (int j = first; j < Ts; ++j) {
+          // Row j's input was final before this segment's forward when it is the segment's first
+          // row or the answer's first row (whose input is the true one): take the forward's logits.
+          if (j == 0 || t0 + j <= answer_start) {
+            emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
+            continue;
+          }
+          for (int b = 0; b < B; ++b) ids[size_t(b)] = inp[size_t(b) * T + t0 + j];
+          engine.decode_token_row(a, j, ids.data(), row_logits.data());
+          emit(row_logits.data(), V, V, t0 + j);
+        }
+      } else {
+        for (int j = first; j < Ts; ++j) {
+          full_forward(Ts);
+          const int V = int(a.logits.size() / (size_t(B) * Ts));
+          emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
+        }
+      }
+    }
+    full_forward(Ts);  // the state handed on, from the segment's final inputs
+    std::swap(state, next);
+    t0 += Ts;
+  }
+}
+
+EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt) {
+  const int T = split.seq_len, A = opt.answer_size;
+  int64_t n = split.n;
+  if (opt.max_samples > 0) n = std::min(n, opt.max_samples);
+  if (n <= 0) fail("cannot evaluate an empty split");
+  const bool fr = opt.free_running;
+  double loss_sum = 0;
+  int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, positions = 0;
+  std::vector<int32_t> pred;
+  for (int64_t start = 0; start < n; start += opt.batch_size) {
+    const int B = int(std::min<int64_t>(opt.batch_size, n - start));
+    const int32_t* input = split.input.data() + start * T;
+    const int32_t* target = split.target.data() + start * T;
+    double loss = engine.forward(input, target, B, T, opt.seg_len, A, false, 0);
+    loss_sum += loss * B;
+    // teacher-forced predictions, segment by segment
+    std::vector<uint8_t> sample_ok(size_t(B), 1);
+    int t0 = 0;
+    for (int s = 0; s < engine.num_segments(); ++s) {
+      const std::vector<float>& logits = engine.logits(s);
+      const int Ts = engine.segment_length(s);
+      const int V = int(logits.size() / (size_t(B) * Ts));
+      for (int b = 0; b < B; ++b)
+        for (int j = 0; j < Ts; ++j) {
+          int p = t0 + j;
+          if (p < T - A) continue;
+          bool ok = argmax(logits.data() + (int64_t(b) * Ts + j) * V, V) == target[int64_t(b) * T + p];
+          correct_tf += ok;
+          if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
+        }
+      t0 += Ts;
+    }
+    positions += int64_t(B) * A;
+    for (uint8_t ok : sample_ok) solved_tf += ok;
+    if (fr) {
+      decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
+      std::fill(sample_ok.begin(), sample_ok.end(), 1);
+      for (int b = 0; b < B; ++b)
+        for (int p = T - A; p < T; ++p) {
+          bool ok = pred[size_t(b) * T + p] == target[int64_t(b) * T + p];
+          correct_fr += ok;
+          if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
+        }
+    }
+    for (uint8_t ok : sample_ok) solved += ok;
+  }
+  // The solve rate uses greedy decoding when it runs, teacher forcing otherwise.
+  EvalResult r;
+  r.samples = n;
+  r.loss = loss_sum / double(n);
+  if (!std::isfinite(r.loss))
+    fail("the loss over {} samples is {}: the model's outputs are not finite numbers", n, r.loss);
+  r.acc_teacher_forced = double(correct_tf) / double(positions);
+  if (fr) r.acc_free_running = double(correct_fr) / double(positions);
+  if (opt.solve_positions > 0) {
+    r.solve_rate = double(solved) / double(n);
+    r.solve_rate_teacher_forced = double(solved_tf) / double(n);
+  }
+  return r;
+}
+
+}  // namespace rmt

@@ -1,0 +1,46 @@
+#pragma once
+// Evaluation of a model on a whole split, deterministically (no dropout, fixed order).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/core/engine.h"
+#include "tasks/dataset.h"
+
+namespace rmt {
+
+struct EvalOptions {
+  std::vector<int> seg_len;   // segment lengths (sum = the split's seq_len)
+  int answer_size = 0;
+  int batch_size = 32;
+  int64_t max_samples = 0;    // 0 = the whole split
+  bool free_running = true;   // also decode greedily (wherever the answer starts)
+  bool kv_cache_decoding = true;  // false: re-run each segment per generated token (slower)
+  // sqeq: a sample is solved when its last solve_positions predictions are all right (the
+  // answer block); 0 = no solve rate.
+  int solve_positions = 0;
+};
+
+struct EvalResult {
+  double loss = 0;                      // mean cross-entropy over answer positions
+  double acc_teacher_forced = 0;        // per-token accuracy over answer positions
+  std::optional<double> acc_free_running;  // set when options.free_running
+  std::optional<double> solve_rate;     // greedy decoding (whole answer block right)
+  // The same with teacher forcing: the answer block right given the true text before it (for
+  // sqeq: the roots carried from earlier segments, without the arithmetic that produces them).
+  std::optional<double> solve_rate_teacher_forced;
+  int64_t samples = 0;
+};
+
+EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& options);
+
+// Greedy free-running decoding of one batch input [B, T]: inputs up to the answer's start
+// (T - answer_size, at a segment border or inside a segment) are the true ones; from there on each
+// prediction is the next input. pred [B, T] gets the predictions at the answer positions (-1
+// elsewhere). kv_cache: decode token rows incrementally against cached keys and values instead
+// of re-running the segment for every token (same predictions, several times faster).
+void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
+                   const std::vector<int>& seg_len, int answer_size, bool kv_cache,
+                   std::vector<int32_t>& pred);
+
+}  // namespace rmt

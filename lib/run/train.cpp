@@ -1,0 +1,604 @@
+#include "lib/run/train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "build_info.h"
+#include "lib/core/engine.h"
+#include "lib/core/error.h"
+#include "lib/core/optim.h"
+#include "lib/core/random.h"
+#include "lib/files/io.h"
+#include "lib/files/safetensors.h"
+#include "lib/run/checkpoint.h"
+#include "lib/run/schedule.h"
+#include "tasks/tasks.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// prepare_run with the dataset's meta already loaded (load_dataset_meta).
+RunSetup prepare_run_with_meta(Config config, DatasetMeta meta) {
+  RunSetup run;
+  run.meta = std::move(meta);
+  const int vocab = int(run.meta.vocab.size());
+  if (config.model.n_token == 0) config.model.n_token = vocab;
+  if (config.model.n_token < vocab)
+    fail("model.n_token {} is smaller than the dataset's vocabulary ({})", config.model.n_token, vocab);
+  resolve_kind(config.model);
+  run.seq_len = run.meta.stacked ? run.meta.len_x + run.meta.len_y - 1 : run.meta.len_x;
+  if (config.segments > run.seq_len)
+    fail("segments: {} is more than the {} input positions of task {}", config.segments,
+         run.seq_len, run.meta.task);
+  run.seg_len = segment_lengths(run.seq_len, config.segments);
+  run.config = config;
+  return run;
+}
+
+}  // namespace
+
+RunSetup prepare_run(Config config) {
+  validate(config);
+  if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
+  DatasetMeta meta = load_dataset_meta(config.data);
+  return prepare_run_with_meta(std::move(config), std::move(meta));
+}
+
+EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples) {
+  EvalOptions o;
+  o.seg_len = run.seg_len;
+  o.answer_size = run.meta.answer_size;
+  o.batch_size = batch_size;
+  o.max_samples = max_samples;
+  o.solve_positions = task_solve_positions(run.meta.kind);  // the kind: the authors' sqeq_cd too
+  return o;
+}
+
+std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len) {
+  // JSON has no NaN: nlohmann would print null, a number that silently went missing.
+  for (double x : {r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
+                   r.solve_rate_teacher_forced.value_or(0.0)})
+    if (!std::isfinite(x)) fail("a non-finite evaluation metric ({}); no result is reported", x);
+  json j;
+  j["loss"] = r.loss;
+  j["acc_teacher_forced"] = r.acc_teacher_forced;
+  j["acc_free_running"] = r.acc_free_running ? json(*r.acc_free_running) : json(nullptr);
+  j["solve_rate"] = r.solve_rate ? json(*r.solve_rate) : json(nullptr);
+  j["solve_rate_teacher_forced"] = r.solve_rate_teacher_forced ? json(*r.solve_rate_teacher_forced) : json(nullptr);
+  j["segments"] = int(seg_len.size());
+  j["segment_lengths"] = seg_len;
+  j["samples"] = r.samples;
+  return j.dump();
+}
+
+double split_file_bytes(const RunSetup& run, const std::string& split) {
+  double bytes = 0;
+  for (const char* part : {"X", "y"}) {
+    std::error_code ec;
+    auto n = fs::file_size(fs::path(run.config.data) / fmt::format("{}_{}_{}.npy", run.meta.file_prefix, split, part), ec);
+    if (!ec) bytes += double(n);
+  }
+  return bytes;
+}
+
+int curriculum_segments(const Config& config, int64_t step) {
+  const int64_t stages = config.train.curriculum;
+  const int64_t stage = std::min(stages - 1, step * stages / config.train.max_steps);  // 0-based
+  return int((int64_t(config.segments) * (stage + 1) + stages - 1) / stages);
+}
+
+MemoryEstimate train_memory_estimate(const RunSetup& run) {
+  MemoryEstimate largest;
+  for (int64_t stage = 0; stage < run.config.train.curriculum; ++stage) {
+    const int64_t step = stage * run.config.train.max_steps / run.config.train.curriculum;
+    Workload w = train_workload(run);
+    w.seg_len = segment_lengths(run.seq_len, curriculum_segments(run.config, step));
+    MemoryEstimate e = estimate_memory(run.config.model, w);
+    if (e.total() > largest.total()) largest = e;
+  }
+  return largest;
+}
+
+Workload train_workload(const RunSetup& run) {
+  Workload w;
+  w.batch = run.config.train.batch_size;
+  w.seg_len = run.seg_len;
+  w.training = true;
+  w.recompute = run.config.bptt_recompute;
+  w.decoding = true;  // the final test evaluation decodes greedily
+  // The three splits as int32 (about their int64 files' size) and, while one is read, its
+  // int64 arrays as well.
+  double largest = 0;
+  for (const char* split : {"train", "val", "test"}) {
+    w.data_bytes += split_file_bytes(run, split);
+    largest = std::max(largest, split_file_bytes(run, split));
+  }
+  w.data_bytes += largest;
+  return w;
+}
+
+void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string& checkpoint_path,
+                               const RunSetup& run, bool config_sets_n_token,
+                               const std::string& config_path) {
+  const int vocab = int(run.meta.vocab.size());
+  // Every id of the dataset is < vocab (load_lm_split checks it); the model must cover them.
+  if (checkpoint.n_token < vocab)
+    fail("{}: the checkpoint's vocabulary has {} ids but dataset {} ({}) has {}: it was trained "
+         "on other data (or the dataset was regenerated with other options)", checkpoint_path,
+         checkpoint.n_token, run.config.data, run.meta.task, vocab);
+  ModelConfig a = checkpoint, b = run.config.model;
+  resolve_kind(a);
+  resolve_kind(b);
+  auto differ = [&](const char* key, const auto& in_checkpoint, const auto& in_config) {
+    if (in_checkpoint != in_config)
+      fail("{}: model.{} is {} in the checkpoint but {} in {}; the checkpoint is not this run's "
+           "model", checkpoint_path, key, in_checkpoint, in_config, config_path);
+  };
+  differ("kind", a.kind, b.kind);
+  if (config_sets_n_token) differ("n_token", a.n_token, b.n_token);
+  differ("n_layer", a.n_layer, b.n_layer);
+  differ("n_head", a.n_head, b.n_head);
+  differ("d_head", a.d_head, b.d_head);
+  differ("d_model", a.d_model, b.d_model);
+  differ("d_inner", a.d_inner, b.d_inner);
+  differ("mem_len", a.mem_len, b.mem_len);
+  differ("num_mem_tokens", a.num_mem_tokens, b.num_mem_tokens);
+  differ("read_mem_from_cache", a.read_mem_from_cache, b.read_mem_from_cache);
+}
+
+namespace {
+
+// The sample order: a fresh permutation of the training split every epoch, a pure function of
+// (seed, epoch), so a resumed run sees exactly the batches an uninterrupted one would.
+class SampleOrder {
+ public:
+  SampleOrder(int64_t n, uint64_t seed) : n_(n), seed_(seed) {}
+  int64_t at(int64_t global_index) {
+    int64_t epoch = global_index / n_;
+    if (epoch != epoch_) {
+      perm_.resize(size_t(n_));
+      for (int64_t i = 0; i < n_; ++i) perm_[size_t(i)] = i;
+      SplitMixRng rng(mix_seed(seed_, 0x5A4D, uint64_t(epoch)));
+      for (int64_t i = n_ - 1; i > 0; --i) std::swap(perm_[size_t(i)], perm_[rng.below(uint64_t(i) + 1)]);
+      epoch_ = epoch;
+    }
+    return perm_[size_t(global_index % n_)];
+  }
+
+ private:
+  int64_t n_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> perm_;
+};
+
+struct TrainState {  // what --resume restores besides parameters and Adam moments
+  int64_t step = 0;
+  double wall_time_s = 0;  // training wall time up to the checkpoint (summed over resumes)
+  double best_val_loss = INFINITY;
+  int64_t best_step = -1;
+  std::string dataset_fingerprint;  // dataset_fingerprint() of the data the run started on
+};
+
+void save_state(const std::string& path, const Model& model, const Adam& adam,
+                const LrSchedule& sched, const TrainState& st) {
+  std::vector<TensorRef> refs;
+  for (const auto& p : model.param_info) refs.push_back({"param." + p.name, p.shape, model.params.data() + p.offset});
+  refs.push_back({"adam.m", {int64_t(adam.m.size())}, adam.m.data()});
+  refs.push_back({"adam.v", {int64_t(adam.v.size())}, adam.v.data()});
+  auto num = [](double x) { return fmt::format("{}", x); };
+  save_safetensors(path, refs,
+                   {{"step", std::to_string(st.step)},
+                    {"wall_time_s", num(st.wall_time_s)},
+                    {"adam_t", std::to_string(adam.t)},
+                    {"best_val_loss", num(st.best_val_loss)},
+                    {"best_step", std::to_string(st.best_step)},
+                    {"plateau_lr", num(sched.plateau_lr)},
+                    {"plateau_best", num(sched.best)},
+                    {"plateau_bad_evals", std::to_string(sched.bad_evals)},
+                    {"plateau_has_best", sched.has_best ? "1" : "0"},
+                    {"dataset_fingerprint", st.dataset_fingerprint}});
+}
+
+void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& sched, TrainState& st) {
+  SafetensorsFile f = load_safetensors(path);
+  auto tensor = [&](const std::string& name, int64_t numel) -> const Tensor& {
+    auto it = f.tensors.find(name);
+    if (it == f.tensors.end()) fail("{}: missing '{}'", path, name);
+    if (it->second.numel() != numel)
+      fail("{}: '{}' has {} values, expected {} (was the config changed?)", path, name,
+           it->second.numel(), numel);
+    return it->second;
+  };
+  for (const auto& p : model.param_info) {
+    const Tensor& t = tensor("param." + p.name, p.numel);
+    check_finite(path, "param." + p.name, t.data.data(), p.numel);
+    std::copy(t.data.begin(), t.data.end(), model.params.begin() + p.offset);
+  }
+  adam.m = tensor("adam.m", model.num_params()).data;
+  adam.v = tensor("adam.v", model.num_params()).data;
+  check_finite(path, "adam.m", adam.m.data(), model.num_params());
+  check_finite(path, "adam.v", adam.v.data(), model.num_params());
+  auto md = [&](const char* key) {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end()) fail("{}: missing metadata '{}'", path, key);
+    return it->second;
+  };
+  try {
+    st.step = std::stoll(md("step"));
+    st.wall_time_s = std::stod(md("wall_time_s"));
+    adam.t = std::stoll(md("adam_t"));
+    st.best_val_loss = std::stod(md("best_val_loss"));
+    st.best_step = std::stoll(md("best_step"));
+    sched.plateau_lr = std::stod(md("plateau_lr"));
+    sched.best = std::stod(md("plateau_best"));
+    sched.bad_evals = std::stoi(md("plateau_bad_evals"));
+    sched.has_best = md("plateau_has_best") == "1";
+    // absent from states written before fingerprints were recorded
+    auto fp = f.metadata.find("dataset_fingerprint");
+    st.dataset_fingerprint = fp == f.metadata.end() ? "" : fp->second;
+  } catch (const std::logic_error&) {
+    fail("{}: corrupt training state metadata", path);
+  }
+}
+
+// Keeps the metrics lines up to `step` (a resumed run rewrites what came after).
+void truncate_metrics(const fs::path& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::istringstream in(read_file(path));
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;  // a torn last line from a kill
+    if (j.value("step", int64_t(0)) <= step) kept += line + "\n";
+  }
+  write_file_atomic(path, kept);
+}
+
+}  // namespace
+
+// The files a run writes into its directory (their temp files are cleaned on the next start).
+static const std::vector<std::string> kRunFiles = {"config.yaml", "metrics.jsonl",
+                                                   "last.safetensors", "best.safetensors",
+                                                   "state.safetensors", "results.json"};
+
+void train(const Config& config_in, const TrainOptions& opt) {
+  RunSetup run = prepare_run(config_in);
+  const Config& config = run.config;
+  const TrainConfig& tc = config.train;
+  check_threads(tc.threads, "train.threads");
+  // Before anything large is allocated (or the run directory written): absurd sizes are
+  // refused here, not by std::bad_alloc gigabytes later.
+  check_memory_fits(train_memory_estimate(run),
+                    fmt::format("training ({} model, batch {}, {} segments)", config.model.kind,
+                                tc.batch_size, config.segments));
+  set_num_threads(tc.threads);
+  fs::path dir(opt.run_dir);
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    fail("--out {} exists and is not a directory", dir.string());
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create run directory {}: {}", dir.string(), ec.message());
+  // One process at a time per run directory: the lock makes the temp-file cleanup below safe
+  // (no other train can be writing here) and stops two trainings from interleaving checkpoints.
+  DirectoryLock lock;
+  if (!lock.try_lock(dir))
+    fail("{} is in use by another rmt train (it holds the run directory's lock); wait for it "
+         "to end, or choose another --out", dir.string());
+  for (const fs::path& p : remove_stale_temp_files(dir, kRunFiles))
+    fmt::print(stderr, "removed {}, left by a write that was killed mid-way\n", p.string());
+
+  const fs::path config_path = dir / "config.yaml", metrics_path = dir / "metrics.jsonl",
+                 state_path = dir / "state.safetensors";
+  const std::string config_text = to_yaml(config);
+  bool holds_run = false;
+  for (const std::string& f : kRunFiles) holds_run = holds_run || fs::exists(dir / f);
+  const bool has_checkpoint = fs::exists(state_path);
+  // Resuming a run that has a checkpoint continues from it; resuming one that stopped before
+  // its first checkpoint restarts it from step 0 (the same run, bit for bit).
+  const bool resuming = opt.resume && has_checkpoint;
+  if (opt.resume && holds_run) {
+    if (!fs::exists(config_path)) {
+      if (has_checkpoint)
+        fail("{}: missing; cannot check that --resume uses the run's config", config_path.string());
+    } else if (read_file(config_path) != config_text) {
+      fail("{}: the saved config differs from this one; resume with the same config and --set "
+           "options, or train into a new directory", config_path.string());
+    }
+    if (!has_checkpoint) {
+      // Whatever a run without a checkpoint left is redone from scratch.
+      for (const char* f : {"metrics.jsonl", "last.safetensors", "best.safetensors", "results.json"})
+        fs::remove(dir / f, ec);
+      write_file_atomic(config_path, config_text);
+      fmt::print(stderr, "{} stopped before its first checkpoint: restarting it from step 0\n",
+                 dir.string());
+    }
+  } else if (holds_run) {
+    if (has_checkpoint)
+      fail("{} already holds a run; add --resume to continue it from its last checkpoint, or "
+           "choose another --out", dir.string());
+    fail("{} holds a run that stopped before its first checkpoint; add --resume to restart it "
+         "from step 0 with the same config, or choose another --out", dir.string());
+  } else {
+    write_file_atomic(config_path, config_text);
+  }
+
+  // Identifies the data, so that --resume refuses a dataset regenerated in place.
+  const std::string fingerprint = dataset_fingerprint(config.data);
+  const LmSplit train_split = load_lm_split(config.data, run.meta, "train");
+  const LmSplit val_split = load_lm_split(config.data, run.meta, "val");
+  Backend& be = cpu_backend();
+  Model model(config.model);
+  model.init_weights(mix_seed(tc.seed, 0x1417));
+  Adam adam(model.num_params());
+  LrSchedule sched(tc);
+  TrainState st;
+  st.dataset_fingerprint = fingerprint;
+  if (resuming) {
+    load_state(state_path.string(), model, adam, sched, st);
+    if (st.dataset_fingerprint.empty()) {
+      fmt::print(stderr, "note: {} records no dataset fingerprint (an older rmt wrote it); the "
+                 "dataset is not checked against the one the run started on\n", state_path.string());
+    } else if (st.dataset_fingerprint != fingerprint) {
+      fail("--resume: dataset {} changed since the run started: its fingerprint is now {}, the "
+           "run recorded {} in {}; resume on the original data, or train into a new directory",
+           config.data, fingerprint, st.dataset_fingerprint, state_path.string());
+    }
+    st.dataset_fingerprint = fingerprint;
+    truncate_metrics(metrics_path, st.step);
+  }
+  Engine engine(model, be);
+  engine.set_recompute(config.bptt_recompute);
+  if (opt.on_start) opt.on_start(run, model.num_params(), st.step);
+  EvalOptions val_opts = eval_options(run, tc.batch_size, tc.eval_samples);
+  val_opts.free_running = false;  // validation is teacher-forced (cheap); test reports both
+
+  const int B = tc.batch_size, T = run.seq_len, A = run.meta.answer_size;
+  SampleOrder order(train_split.n, tc.seed);
+  std::vector<int32_t> input(size_t(B) * T), target(size_t(B) * T);
+  auto wall_start = std::chrono::steady_clock::now();
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  auto interval_start = wall_start;
+  int64_t interval_steps = 0;
+  double interval_loss = 0;
+  TrainProgress progress;
+  progress.max_steps = tc.max_steps;
+
+  const double wall_before = st.wall_time_s;
+  int64_t checkpoint_step = resuming ? st.step : -1;  // of state.safetensors; -1 = none yet
+  // Where --resume would continue from, for error messages.
+  auto resume_point = [&]() -> std::string {
+    if (checkpoint_step < 0)
+      return fmt::format("no checkpoint was written yet (the first comes at step {}); "
+                         "`--resume` restarts the run from step 0",
+                         std::min(tc.eval_every, tc.max_steps));
+    return fmt::format("the last good checkpoint is {} (step {}); `--resume` continues from it",
+                       state_path.string(), checkpoint_step);
+  };
+  auto checkpoint = [&](bool is_best) {
+    st.wall_time_s = wall_before + seconds_since(wall_start);
+    try {
+      save_checkpoint((dir / "last.safetensors").string(), model, model.params,
+                      {{"step", std::to_string(st.step)}});
+      if (is_best)
+        save_checkpoint((dir / "best.safetensors").string(), model, model.params,
+                        {{"step", std::to_string(st.step)}});
+      save_state(state_path.string(), model, adam, sched, st);  // the commit point for --resume
+    } catch (const Error& e) {
+      // A failed write (disk full, ...) leaves the previous files whole (atomic writes).
+      fail("{}; the checkpoint of step {} was not saved and {}", e.what(), st.step, resume_point());
+    }
+    checkpoint_step = st.step;
+  };
+
+  std::vector<int> step_seg_len = run.seg_len;  // this curriculum stage's segments
+  while (st.step < tc.max_steps) {
+    const int step_segments = curriculum_segments(config, st.step);
+    if (int(step_seg_len.size()) != step_segments) step_seg_len = segment_lengths(T, step_segments);
+    for (int b = 0; b < B; ++b) {
+      int64_t row = order.at(st.step * B + b);
+      std::copy_n(train_split.input.begin() + row * T, T, input.begin() + int64_t(b) * T);
+      std::copy_n(train_split.target.begin() + row * T, T, target.begin() + int64_t(b) * T);
+    }
+    double loss = engine.forward(input.data(), target.data(), B, T, step_seg_len, A, true,
+                                 mix_seed(tc.seed, 0xD80, uint64_t(st.step)));
+    engine.backward(config.bptt);
+    double grad_norm = clip_grad_norm(be, model.grads, tc.clip);
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+      fail("non-finite {} at step {} (loss {}, grad norm {}); {}",
+           std::isfinite(loss) ? "gradient" : "loss", st.step + 1, loss, grad_norm,
+           resume_point());
+    const double lr = sched.lr_at(st.step);
+    adam.step(be, model.params, model.grads, float(lr));
+    st.step += 1;
+    interval_steps += 1;
+    interval_loss += loss;
+
+    const bool log_now = st.step % tc.log_every == 0 || st.step == tc.max_steps;
+    const bool eval_now = st.step % tc.eval_every == 0 || st.step == tc.max_steps;
+    if (log_now) {
+      double secs = seconds_since(interval_start);
+      progress.step = st.step;
+      progress.loss = interval_loss / double(interval_steps);
+      progress.lr = lr;
+      progress.tokens_per_s = double(interval_steps) * B * T / std::max(secs, 1e-9);
+      progress.elapsed_s = seconds_since(wall_start);
+      progress.is_eval = false;
+      append_line(metrics_path, json{{"step", st.step}, {"loss", progress.loss}, {"lr", lr},
+                                     {"grad_norm", grad_norm},
+                                     {"tokens_per_s", progress.tokens_per_s}}.dump());
+      if (opt.on_progress) opt.on_progress(progress);
+      interval_start = std::chrono::steady_clock::now();
+      interval_steps = 0;
+      interval_loss = 0;
+    }
+    if (eval_now) {
+      EvalResult val;
+      try {
+        val = evaluate(engine, val_split, val_opts);
+      } catch (const Error& e) {
+        fail("validation at step {}: {}; {}", st.step, e.what(), resume_point());
+      }
+      sched.on_eval(val.loss);
+      const bool is_best = val.loss < st.best_val_loss;
+      if (is_best) st.best_val_loss = val.loss, st.best_step = st.step;
+      progress.step = st.step;
+      progress.val_loss = val.loss;
+      progress.val_acc = val.acc_teacher_forced;
+      progress.elapsed_s = seconds_since(wall_start);
+      progress.is_eval = true;
+      append_line(metrics_path, json{{"step", st.step}, {"val_loss", val.loss},
+                                     {"val_acc_teacher_forced", val.acc_teacher_forced},
+                                     {"lr", sched.lr_at(st.step)}, {"best", is_best}}.dump());
+      checkpoint(is_best);
+      if (opt.on_progress) opt.on_progress(progress);
+      interval_start = std::chrono::steady_clock::now();  // evaluation time is not training time
+    }
+    if (opt.abort_after_step > 0 && st.step == opt.abort_after_step) std::_Exit(86);
+  }
+
+  // Final report: the best checkpoint on the test split.
+  const LmSplit test_split = load_lm_split(config.data, run.meta, "test");
+  load_parameters((dir / "best.safetensors").string(), model);
+  EvalResult test = evaluate(engine, test_split, eval_options(run, tc.batch_size, 0));
+  json results = json::parse(eval_result_json(test, run.seg_len));
+  results["split"] = "test";
+  results["checkpoint"] = "best";
+  results["best_step"] = st.best_step;
+  results["best_val_loss"] = st.best_val_loss;
+  results["steps"] = st.step;
+  results["wall_time_s"] = wall_before + seconds_since(wall_start);
+  results["git_commit"] = RMT_GIT_COMMIT;
+  results["rmt_version"] = RMT_VERSION;
+  results["threads"] = num_threads();
+  results["bptt"] = bptt_to_string(config.bptt);
+  results["dataset_fingerprint"] = fingerprint;
+  // The memory estimate the run was admitted with, beside what it used (tests keep them close).
+  results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / 1e6);
+  results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);
+  write_file_atomic(dir / "results.json", results.dump(2) + "\n");
+}
+
+namespace {
+
+// Refuses a dataset that is not of the task a run was trained on: another task kind, or another
+// vocabulary (other symbols: the ids would mean other things to the model). Lengths, pairs and
+// sizes may differ: that is what evaluating on it is for.
+void check_same_task(const std::string& run_dir, const std::string& trained_dir,
+                     const DatasetMeta& trained, const std::string& other_dir,
+                     const DatasetMeta& other) {
+  // "copy", or "copy120 (a copy task)" for a preset
+  auto task = [](const DatasetMeta& m) {
+    return m.task == m.kind ? m.task : fmt::format("{} (a {} task)", m.task, m.kind);
+  };
+  const std::string trained_on =
+      fmt::format("run {} was trained on {} (dataset {})", run_dir, task(trained), trained_dir);
+  if (other.kind != trained.kind)
+    fail("dataset {} is task {}, but {}: evaluate on a dataset of the run's task", other_dir,
+         task(other), trained_on);
+  const auto& a = trained.vocab;
+  const auto& b = other.vocab;
+  if (a.size() != b.size())
+    fail("dataset {} has a vocabulary of {} ids, but {} with {}: it was generated with other "
+         "options (--symbols?); evaluate on data of the same symbols", other_dir, b.size(),
+         trained_on, a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      fail("dataset {}: id {} is '{}', but '{}' in dataset {} that run {} was trained on: "
+           "evaluate on data of the same symbols", other_dir, i, b[i], a[i], trained_dir, run_dir);
+}
+
+}  // namespace
+
+EvalRunResult evaluate_run(const EvalRunRequest& req) {
+  const fs::path run_dir(req.run_dir);
+  if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
+  if (!fs::exists(run_dir / "config.yaml"))
+    fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
+  if (req.split != "train" && req.split != "val" && req.split != "test")
+    fail("split '{}' is not one of train, val, test", req.split);
+  if (req.segments < 0 || req.batch_size < 0 || req.samples < 0)
+    fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
+         req.segments, req.batch_size, req.samples);
+  const std::string config_path = (run_dir / "config.yaml").string();
+  Config config = load_config(config_path);
+  const bool config_sets_n_token = config.model.n_token != 0;
+  RunSetup run;
+  if (req.data_dir.empty()) {
+    if (req.segments > 0) config.segments = req.segments;
+    run = prepare_run(config);
+  } else {
+    // The trained shape (segment length) and task come from the run's own dataset.
+    validate(config);
+    if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+    DatasetMeta trained;
+    try {
+      trained = load_dataset_meta(config.data);
+    } catch (const Error& e) {
+      fail("{} (the dataset of run {}, which evaluating on other data compares with): {}",
+           config.data, run_dir.string(), e.what());
+    }
+    const RunSetup trained_run = prepare_run_with_meta(config, trained);
+    DatasetMeta other = load_dataset_meta(req.data_dir);
+    check_same_task(run_dir.string(), config.data, trained, req.data_dir, other);
+    const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
+    const int seq_len = other.input_length;
+    config.data = req.data_dir;
+    config.segments = req.segments > 0 ? req.segments : (seq_len + longest - 1) / longest;
+    run = prepare_run_with_meta(config, std::move(other));
+  }
+  std::string ck = req.checkpoint;
+  if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
+  if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+  check_threads(req.threads, "--threads");
+  const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
+  auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+    check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+    Workload w;
+    w.batch = batch;
+    w.seg_len = run.seg_len;
+    w.decoding = true;
+    w.data_bytes = 2 * split_file_bytes(run, req.split);  // int32 arrays + int64 while read
+    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
+  });
+  set_num_threads(req.threads);
+  Engine engine(*model, cpu_backend());
+  LmSplit split = load_lm_split(run.config.data, run.meta, req.split);
+  EvalRunResult out;
+  try {
+    out.result = evaluate(engine, split, eval_options(run, batch, req.samples));
+  } catch (const Error& e) {
+    fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
+  }
+  out.data_dir = run.config.data;
+  out.checkpoint = ck;
+  out.split = req.split;
+  out.seq_len = run.seq_len;
+  out.seg_len = run.seg_len;
+  return out;
+}
+
+std::string eval_run_json(const EvalRunResult& r) {
+  json j = json::parse(eval_result_json(r.result, r.seg_len));
+  j["data"] = r.data_dir;
+  j["seq_len"] = r.seq_len;
+  j["split"] = r.split;
+  j["checkpoint"] = r.checkpoint;
+  return j.dump();
+}
+
+}  // namespace rmt
