@@ -270,3 +270,80 @@ TEST_CASE("training skips work no loss depends on, with the same loss and gradie
       CHECK_THROWS_WITH_AS(engine.logits(0), doctest::Contains("not computed"), Error);
     }
 }
+
+namespace {
+
+// Columns [c0, c1) of a [B, T] row-major array.
+std::vector<int32_t> columns(const std::vector<int32_t>& x, int B, int T, int c0, int c1) {
+  std::vector<int32_t> out;
+  for (int b = 0; b < B; ++b)
+    out.insert(out.end(), x.begin() + b * T + c0, x.begin() + b * T + c1);
+  return out;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::abs(a[i] - b[i])));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a forward from a carried state equals the same segments inside one forward") {
+  // Language modelling runs a window of segments from a state an earlier forward handed out
+  // (Carry): the last segment of a 3-segment forward with bptt 1 must equal a 2-segment window
+  // started from the state after segment 0, with full BPTT through the window, in training
+  // (work skipped) and evaluation mode alike; the state passed on must equal the longer
+  // forward's.
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+    for (bool training : {false, true}) {
+      CAPTURE(kind);
+      CAPTURE(training);
+      Model model(tiny_config(kind));
+      randomize(model, 12);
+      Problem pb(model.V, 13);
+      const int B = pb.B, T = pb.T, A = 3;  // the answer: segment 2 exactly
+      Engine engine(model, cpu_backend());
+      const double full = engine.forward(pb.input.data(), pb.target.data(), B, T, {4, 3, 3}, A,
+                                         training, 0, Carry{nullptr, true});
+      const std::vector<float> full_logits = engine.logits(2);
+      const RecurrentState full_end = engine.state(3);
+      engine.backward(1);
+      const std::vector<float> full_grads = model.grads;
+
+      std::vector<int32_t> in0 = columns(pb.input, B, T, 0, 4), tg0 = columns(pb.target, B, T, 0, 4);
+      engine.forward(in0.data(), tg0.data(), B, 4, {4}, 4, training, 0, Carry{nullptr, true});
+      const RecurrentState after0 = engine.state(1);
+      std::vector<int32_t> in1 = columns(pb.input, B, T, 4, 10), tg1 = columns(pb.target, B, T, 4, 10);
+      const double window = engine.forward(in1.data(), tg1.data(), B, 6, {3, 3}, A, training, 0,
+                                           Carry{&after0, true});
+      engine.backward(-1);
+      CHECK(std::abs(window - full) <= 1e-6 * std::abs(full));
+      CHECK(max_abs_diff(engine.logits(1), full_logits) <= 1e-5);
+      double ref = 0;
+      for (float g : full_grads) ref = std::max(ref, double(std::abs(g)));
+      CHECK(max_abs_diff(model.grads, full_grads) <= 1e-5 * ref);
+      if (model.m > 0) CHECK(max_abs_diff(engine.state(2).mem, full_end.mem) <= 1e-5);
+      CHECK(engine.state(2).mlen == full_end.mlen);
+      for (size_t l = 0; l < full_end.cache.size(); ++l)
+        CHECK(max_abs_diff(engine.state(2).cache[l], full_end.cache[l]) <= 1e-5);
+      // The start state is detached: the learned memory gets no gradient through it.
+      if (model.m > 0) {
+        double g_mem = 0;
+        for (int i = 0; i < model.m * model.d; ++i) g_mem = std::max(g_mem, double(std::abs(model.G.mem[i])));
+        CHECK(g_mem == 0);
+      }
+    }
+}
+
+TEST_CASE("a carried start state that does not fit the model is refused") {
+  Model model(tiny_config("xl_rmt"));
+  Problem pb(model.V);
+  Engine engine(model, cpu_backend());
+  RecurrentState st;
+  engine.initial_state(st, pb.B + 1);  // another batch size
+  CHECK_THROWS_WITH_AS(engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,
+                                      pb.A, false, 0, Carry{&st, false}),
+                       doctest::Contains("start state"), Error);
+}

@@ -236,7 +236,7 @@ void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, 
 
 double Engine::forward(const int32_t* input, const int32_t* target, int B, int T,
                        const std::vector<int>& seg_len, int answer_size, bool training,
-                       uint64_t dropout_seed) {
+                       uint64_t dropout_seed, const Carry& carry) {
   const int N = int(seg_len.size());
   if (answer_size <= 0 || answer_size > T) fail("answer_size {} outside 1..{}", answer_size, T);
   seg_len_ = seg_len;
@@ -251,7 +251,20 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   seg_targets_.resize(size_t(N));
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
   states_.resize(size_t(N) + 1);
-  initial_state(states_[0], B);
+  from_initial_ = carry.start == nullptr;
+  if (from_initial_) {
+    initial_state(states_[0], B);
+  } else {
+    const RecurrentState& st = *carry.start;
+    const Model& M = model_;
+    if (st.mem.size() != size_t(B) * M.m * M.d || st.mlen < 0 || st.mlen > M.mem_len ||
+        st.cache.size() != size_t(M.mem_len > 0 ? M.L : 0))
+      fail("forward: the start state does not fit this model and batch of {}", B);
+    for (const auto& c : st.cache)
+      if (c.size() != size_t(st.mlen) * B * M.d)
+        fail("forward: the start state's cache does not fit this model and batch of {}", B);
+    states_[0] = st;
+  }
   const float loss_scale = 1.f / float(int64_t(B) * answer_size);
   loss_scale_ = loss_scale;
   double loss_sum = 0;
@@ -272,8 +285,9 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
     // next segment reads it; the cache (xl) needs just the layer inputs. A segment that feeds
     // nothing is not run.
     const bool scored = t0 + Ts > T - answer_size;
-    const bool cache_needed = model_.mem_len > 0 && s + 1 < N;
-    SegmentOutputs need{!training || scored, model_.m > 0 && (!training || s + 1 < N)};
+    const bool passes_on = s + 1 < N || carry.pass_on;
+    const bool cache_needed = model_.mem_len > 0 && passes_on;
+    SegmentOutputs need{!training || scored, model_.m > 0 && (!training || passes_on)};
     seg_scored_[size_t(s)] = scored;
     seg_outputs_[size_t(s)] = need;
     t0 += Ts;
@@ -291,6 +305,11 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   }
   loss_ = loss_sum * loss_scale;
   return loss_;
+}
+
+const RecurrentState& Engine::state(int s) const {
+  if (s < 0 || s >= int(states_.size())) fail("state({}): the last forward had {} segments", s, num_segments());
+  return states_[size_t(s)];
 }
 
 const std::vector<float>& Engine::logits(int s) const {
@@ -428,11 +447,13 @@ void Engine::backward(int bptt) {
     dmem_in_.resize(mem_n);
     dmem_out_.resize(mem_n);
     for (int s = N - 1; s >= 0; --s) {
+      // A carried start state is detached: nothing flows out of the first segment.
+      const bool into_start = s > 0 || from_initial_;
       backward_segment(activations_for_backward(s), seg_scored_[size_t(s)] != 0,
-                       s == N - 1 ? nullptr : dmem_out_.data(), dmem_in_.data());
+                       s == N - 1 ? nullptr : dmem_out_.data(), into_start ? dmem_in_.data() : nullptr);
       std::swap(dmem_out_, dmem_in_);
     }
-    to_param(dmem_out_);
+    if (from_initial_) to_param(dmem_out_);
   } else {
     // Truncated BPTT: a gradient stream from the loss of segment t may cross at most k segment
     // borders. Backward is linear, so streams of different ages go through a segment in
@@ -452,8 +473,9 @@ void Engine::backward(int bptt) {
             any = true;
             for (int64_t i = 0; i < mem_size; ++i) merged[size_t(i)] += arriving[size_t(age)][size_t(i)];
           }
-        backward_segment(a, seg_scored_[0] != 0, any ? merged.data() : nullptr, out.data());
-        to_param(out);
+        backward_segment(a, seg_scored_[0] != 0, any ? merged.data() : nullptr,
+                         from_initial_ ? out.data() : nullptr);
+        if (from_initial_) to_param(out);
         break;
       }
       // age 0: this segment's own loss (none: the stream is zero, skip it)

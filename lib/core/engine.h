@@ -29,6 +29,16 @@ struct SegmentOutputs {
   bool memory = true;  // the memory passed on (models with memory tokens)
 };
 
+// Language modelling carries the state across forward() calls (docs/paper.md: Transformer-XL's
+// LM setting): a forward may start from a state handed out by an earlier one.
+struct Carry {
+  // The state entering the first segment; null: initial_state (the learned memory, an empty
+  // cache). A given state is detached: no gradient flows into it.
+  const RecurrentState* start = nullptr;
+  // Compute the whole state after the last segment (training otherwise skips its memory).
+  bool pass_on = false;
+};
+
 // Saved activations of one segment. Query rows are [read m | tokens | write m_write]; key rows
 // are [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end):
 // the rows whose output something needs (the rest hold stale values).
@@ -79,7 +89,7 @@ class Engine {
   // are then not available. Evaluation (training = false) computes every segment.
   double forward(const int32_t* input, const int32_t* target, int B, int T,
                  const std::vector<int>& seg_len, int answer_size, bool training,
-                 uint64_t dropout_seed);
+                 uint64_t dropout_seed, const Carry& carry = {});
   // Gradients of the last forward's loss into model.grads (overwritten).
   // bptt: -1 = through every segment, 0 = memory detached at every border,
   // k = the loss of segment t reaches back through segments t-1 .. t-k.
@@ -94,6 +104,9 @@ class Engine {
   int segment_length(int s) const { return seg_len_[size_t(s)]; }
   // Logits [B, T_s, V] of segment s from the last forward.
   const std::vector<float>& logits(int s) const;
+  // The state entering segment s of the last forward, s = 0..num_segments(); the last one (the
+  // state after the last segment) is whole only with Carry::pass_on.
+  const RecurrentState& state(int s) const;
 
   // One segment forward from an explicit state (used by forward and by greedy decoding).
   // tokens [B, T]; targets may be null (no loss). Writes the next state into next.
@@ -134,6 +147,7 @@ class Engine {
   std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
   double loss_ = 0;
   bool training_ = false;
+  bool from_initial_ = true;  // the last forward started from the learned memory
   int batch_ = 0;
   bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
   uint64_t dropout_seed_ = 0;
