@@ -7,6 +7,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/rmt/cli_checks.h"
@@ -18,6 +19,7 @@
 #include "lib/files/npy.h"
 #include "lib/files/safetensors.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/lm.h"
 #include "lib/run/train.h"
 
 namespace rmt::cli {
@@ -124,21 +126,96 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([req] { std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str()); });
 }
 
+namespace {
+
+struct StepDumpArgs {
+  std::string checkpoint, input, target, out, bptt = "all";
+  int segments = 1, answer_size = 0, adam_steps = 0, segment_length = 0;
+  double lr = 1e-3, clip = 0.25;
+  bool update = false;
+};
+
+// `rmt step-dump --segment-length T`: language-model steps (lib/run/lm.h) over B streams of
+// S x T positions, the training step's code; step<s>/ holds the parameters it started from, the
+// new segment's logits [B, T, V], its loss and the gradients.
+void step_dump_lm(const StepDumpArgs& args) {
+  int64_t B = 0, cols = 0, B2 = 0, cols2 = 0;
+  auto in64 = read_npy_int_matrix(args.input, B, cols);
+  auto tg64 = read_npy_int_matrix(args.target, B2, cols2);
+  if (B != B2 || cols != cols2) fail("--input is [{}, {}] but --target is [{}, {}]", B, cols, B2, cols2);
+  if (B <= 0 || cols <= 0) fail("--input {} is empty ([{}, {}])", args.input, B, cols);
+  if (B > 1000000 || cols > 100000000) fail("--input {} is [{}, {}]: too large", args.input, B, cols);
+  const int T = args.segment_length;
+  if (cols % T != 0)
+    fail("--input {} has {} columns, not a whole number of segments of --segment-length {}",
+         args.input, cols, T);
+  const int64_t steps = cols / T;
+  auto model = load_checkpoint(args.checkpoint, [&](const ModelConfig& c) {
+    Workload w;
+    w.batch = int(B);
+    const int window = args.bptt == "all" ? 0 : std::stoi(args.bptt);
+    w.seg_len.assign(size_t(c.num_mem_tokens > 0 ? std::min<int64_t>(window, steps - 1) + 1 : 1), T);
+    w.training = true;
+    check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", args.checkpoint, B));
+  });
+  model->config.dropout = 0;  // deterministic: golden runs compare without dropout
+  if (args.bptt == "all" && model->m > 0)
+    fail("--bptt all: a language model's streams have no end to back-propagate to; give the "
+         "number of earlier segments, --bptt k");
+  const int window = model->m > 0 ? std::stoi(args.bptt) : 0;
+  for (size_t i = 0; i < in64.size(); ++i)
+    if (in64[i] < 0 || in64[i] >= model->V || tg64[i] < 0 || tg64[i] >= model->V)
+      fail("{}: id {} at row {} is outside the checkpoint's vocabulary 0..{}",
+           in64[i] < 0 || in64[i] >= model->V ? args.input : args.target,
+           in64[i] < 0 || in64[i] >= model->V ? in64[i] : tg64[i], int64_t(i) / cols, model->V - 1);
+  std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
+  LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+    in.resize(size_t(B) * T);
+    tg.resize(size_t(B) * T);
+    for (int64_t b = 0; b < B; ++b) {
+      std::copy_n(input.begin() + b * cols + s * T, T, in.begin() + b * T);
+      std::copy_n(target.begin() + b * cols + s * T, T, tg.begin() + b * T);
+    }
+  };
+  create_directories_or_fail(args.out);
+  Backend& be = cpu_backend();
+  Engine engine(*model, be);
+  Adam adam(model->num_params());
+  LmCarry carry(window);
+  std::vector<double> losses;
+  for (int64_t s = 0; s < steps; ++s) {
+    const fs::path out = fs::path(args.out) / fmt::format("step{}", s);
+    create_directories_or_fail(out.string());
+    save_checkpoint((out / "params.safetensors").string(), *model, model->params);
+    // training mode (dropout is 0): the step skips what training skips
+    const double loss = lm_train_step(engine, carry, source, int(B), T, true, 0);
+    if (!std::isfinite(loss))
+      fail("the loss of {} at step {} is {}: the model's outputs are not finite numbers",
+           args.checkpoint, s, loss);
+    write_npy_float32(out / "logits.npy", {B, T, model->V}, engine.logits(engine.num_segments() - 1).data());
+    write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
+    save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
+    losses.push_back(loss);
+    if (args.update) {
+      clip_grad_norm(be, model->grads, args.clip);
+      adam.step(be, model->params, model->grads, float(args.lr));
+    }
+  }
+  std::printf("losses %s; wrote %s\n", fmt::format("{:.8f}", fmt::join(losses, " ")).c_str(), args.out.c_str());
+}
+
+}  // namespace
+
 void add_step_dump_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("step-dump",
       "Run one forward/backward on a given batch and write logits, loss and gradients "
       "(for golden tests against the PyTorch reference)");
-  struct Args {
-    std::string checkpoint, input, target, out, bptt = "all";
-    int segments = 1, answer_size = 0, adam_steps = 0;
-    double lr = 1e-3, clip = 0.25;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<StepDumpArgs>();
   const int int_max = std::numeric_limits<int>::max();
   cmd->add_option("--checkpoint", args->checkpoint, "Model checkpoint (.safetensors)")->required()->check(existing_file());
   cmd->add_option("--input", args->input, "int64 .npy [B, T] input ids")->required()->check(existing_file());
   cmd->add_option("--target", args->target, "int64 .npy [B, T] target ids")->required()->check(existing_file());
-  cmd->add_option("--segments", args->segments, "Number of segments")->transform(int_range(1, int_max));
+  auto* segments = cmd->add_option("--segments", args->segments, "Number of segments")->transform(int_range(1, int_max));
   cmd->add_option("--bptt", args->bptt, "all | 0 | k")->capture_default_str()
       ->check(CLI::Validator(
           [k = int_range(0, int_max)](std::string& s) -> std::string {
@@ -146,16 +223,28 @@ void add_step_dump_command(CLI::App& app) {
             return "must be 'all' or an integer, at least 0 (got '" + s + "')";
           },
           "all|k"));
-  cmd->add_option("--answer-size", args->answer_size, "Scored positions at the end of each row")->required()
+  auto* answer = cmd->add_option("--answer-size", args->answer_size,
+                                 "Scored positions at the end of each row (required without --segment-length)")
       ->transform(an_int());
-  cmd->add_option("--adam-steps", args->adam_steps, "Also take this many Adam steps on the batch")
+  auto* adam_steps = cmd->add_option("--adam-steps", args->adam_steps, "Also take this many Adam steps on the batch")
       ->transform(int_range(0, 1000000));
+  auto* seg_len_opt = cmd->add_option("--segment-length", args->segment_length,
+      "Language-model steps instead: the rows are B streams cut into segments of this length; "
+      "step s trains on segment s of every stream with the state the step before carried "
+      "(bptt k: the window of the k earlier segments re-run); writes step<s>/ for each")
+      ->transform(int_range(1, int_max));
+  auto* update = cmd->add_flag("--update", args->update,
+      "With --segment-length: after each step clip the gradient (--clip) and take an Adam step (--lr), as training does");
+  seg_len_opt->excludes(segments)->excludes(answer)->excludes(adam_steps);
+  update->needs(seg_len_opt);
   cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str()->check(number_range(0, HUGE_VAL, true));
   cmd->add_option("--clip", args->clip, "Gradient-norm clip (0: none)")->capture_default_str()
       ->check(number_range(0, HUGE_VAL));
   cmd->add_option("--out", args->out, "Output directory")->required();
-  cmd->callback([args] {
+  cmd->callback([args, answer] {
+    if (args->segment_length == 0 && answer->count() == 0) throw CLI::RequiredError("--answer-size");
     check_output_dir("--out", args->out);
+    if (args->segment_length > 0) return step_dump_lm(*args);
     int64_t B = 0, T = 0, B2 = 0, T2 = 0;
     auto in64 = read_npy_int_matrix(args->input, B, T);
     auto tg64 = read_npy_int_matrix(args->target, B2, T2);

@@ -123,6 +123,13 @@ def _batch(seed, B, T, V):
     return inp, tgt
 
 
+def _lm_batch(seed, B, T, S, V):
+    """B streams of S segments of T: inputs and their next-token targets [B, S*T]."""
+    g = torch.Generator().manual_seed(20_000 + seed)
+    text = torch.randint(0, V, (B, S * T + 1), generator=g)
+    return text[:, :-1].contiguous(), text[:, 1:].contiguous()
+
+
 def _hand_unrolled(model, inp, tgt, N, A):
     """Written independently of run_segments: one graph over all segments,
     plain autograd.grad of the tail-mean cross-entropy."""
@@ -347,6 +354,24 @@ def self_test():
         rmt.mem_tokens.copy_(mem0)
     check("rmt memory influences all segments", float((lr_ - lr2)[:, 8:].abs().max()) > 1e-3)
 
+    # 14. LM steps with fixed parameters == the last segment of one forward with bptt k
+    for kind, kw in [("baseline", {}), ("xl", {"mem_len": 6}), ("rmt", {"m": 3}),
+                     ("mt", {"m": 2}), ("xl_rmt", {"m": 2, "mem_len": 5})]:
+        model = _small_model(kind, 9, **kw)
+        B, T, S = 2, 4, 4
+        inp, tgt = _lm_batch(9, B, T, S, 12)
+        worst = 0.0
+        for k in (0, 1, 2):
+            stored = {}
+            for s in range(S):
+                lg, ls, g = R.lm_step(model, inp, tgt, T, s, k, stored)
+                cols = (s + 1) * T
+                la, sa, ga = R.loss_and_grads(model, inp[:, :cols], tgt[:, :cols], s + 1, T,
+                                              k if model.use_mem else 0)
+                worst = max(worst, _max_grad_ratio(g, ga)[0],
+                            float((lg - la[:, -T:]).abs().max()), abs(float(ls - sa)))
+        check(f"LM steps == last segment with bptt k [{kind}]", worst < 1e-12, f"worst {worst:.1e}")
+
     n_ok = sum(results)
     print(f"self-test: {n_ok} passed, {len(results) - n_ok} failed", flush=True)
     return n_ok == len(results)
@@ -393,6 +418,111 @@ CASES = [
          adam=dict(steps=10, lr=3e-3, clip=0.5)),
     case("adam_xl_3seg", "xl", 12, 3, 10, mem_len=3, adam=dict(steps=10, lr=3e-3, clip=5.0)),
 ]
+
+
+# Language-model steps (docs/paper.md §7; rmt step-dump --segment-length): B streams of S
+# segments of T, one step per segment with the state carried from the step before, every
+# position of the new segment scored, RMT's BPTT window re-run from the stored state, and an
+# Adam step (clipped) after each, so that the stored states come from earlier parameters.
+def lm_case(name, kind, bptt=0, mem_len=0, m=0, rfc=True, B=3, T=4, S=5, lr=3e-3, clip=0.5):
+    return dict(name=name, kind=kind, bptt=bptt, mem_len=mem_len, m=m, rfc=rfc, B=B, T=T, S=S,
+                lr=lr, clip=clip, arch=SMALL, w_std=0.15)
+
+
+LM_CASES = [
+    lm_case("lm_baseline", "baseline"),
+    lm_case("lm_xl_cache3", "xl", mem_len=3),           # a cache shorter than a segment
+    lm_case("lm_xl_cache9", "xl", mem_len=9),           # ... reaching two segments back
+    lm_case("lm_rmt_bptt0", "rmt", 0, m=3),
+    lm_case("lm_rmt_bptt1", "rmt", 1, m=3),
+    lm_case("lm_rmt_bptt2", "rmt", 2, m=3),
+    lm_case("lm_rmt_bptt3_uneven_batch", "rmt", 3, m=4, B=2, T=5, S=6),
+    lm_case("lm_mt_bptt1", "mt", 1, m=3),
+    lm_case("lm_xl_rmt_bptt1", "xl_rmt", 1, mem_len=6, m=3),
+    lm_case("lm_xl_rmt_bptt2_no_read_from_cache", "xl_rmt", 2, mem_len=3, m=3, rfc=False),
+]
+
+
+def run_lm_case(c, rmt, seed, keep):
+    a = c["arch"]
+    model = _small_model(c["kind"], seed, mem_len=c["mem_len"], m=c["m"], rfc=c["rfc"],
+                         V=a["V"], n_layer=a["n_layer"], n_head=a["n_head"],
+                         d_head=a["d_head"], d_model=a["d_model"], d_inner=a["d_inner"],
+                         w_std=c["w_std"])
+    model.load_state_dict({k: v.float() for k, v in model.state_dict().items()}, strict=True)
+    B, T, S = c["B"], c["T"], c["S"]
+    inp, tgt = _lm_batch(seed, B, T, S, a["V"])
+    tmp = tempfile.mkdtemp(prefix=f"rmt_golden_{c['name']}_")
+    try:
+        ck = os.path.join(tmp, "ck.safetensors")
+        R.save_checkpoint(ck, model)
+        np.save(os.path.join(tmp, "input.npy"), inp.numpy().astype("<i8"))
+        np.save(os.path.join(tmp, "target.npy"), tgt.numpy().astype("<i8"))
+        out = os.path.join(tmp, "out")
+        cmd = [rmt, "step-dump", "--checkpoint", ck, "--input", os.path.join(tmp, "input.npy"),
+               "--target", os.path.join(tmp, "target.npy"), "--segment-length", str(T),
+               "--bptt", str(c["bptt"]), "--update", "--lr", _fmt(c["lr"]),
+               "--clip", _fmt(c["clip"]), "--out", out]
+        try:
+            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, math.inf, f"could not run rmt: {e}"
+        if pr.returncode != 0:
+            return False, math.inf, (f"rmt exited {pr.returncode}\n  cmd: {' '.join(cmd)}\n"
+                                     f"  stderr:\n{pr.stderr.strip()}")
+        fails, worst, worst_name, losses = [], 0.0, "", []
+
+        def note(name, r, tol, why=None):
+            nonlocal worst, worst_name
+            if r / tol * GRAD_TOL > worst:
+                worst, worst_name = r / tol * GRAD_TOL, name
+            if why or not r <= tol:
+                fails.append(f"{name}: {why or ''} ratio {r:.3e} > {tol:g}")
+
+        stored = {}
+        moved = 0.0
+        first = None
+        for s in range(S):
+            d = os.path.join(out, f"step{s}")
+            try:
+                # the parameters rmt started the step from (Adam moved them): the reference
+                # takes them as given and checks the step itself
+                params, _ = R.load_safetensors(os.path.join(d, "params.safetensors"))
+                with torch.no_grad():
+                    for name, p in model.named_parameters():
+                        p.copy_(torch.from_numpy(params[name].copy()).double())
+                if first is None:
+                    first = {n: p.detach().clone() for n, p in model.named_parameters()}
+                moved = max(moved, max(float((p - first[n]).abs().max())
+                                       for n, p in model.named_parameters()))
+                logits, loss, grads = R.lm_step(model, inp, tgt, T, s, c["bptt"], stored)
+                losses.append(float(loss))
+                r, why = ratio(logits.numpy(), np.load(os.path.join(d, "logits.npy")))
+                note(f"step {s} logits", r, GRAD_TOL, why)
+                with open(os.path.join(d, "loss.json")) as f:
+                    got_loss = float(json.load(f)["loss"])
+                note(f"step {s} loss", abs(got_loss - float(loss)) / abs(float(loss)), LOSS_TOL)
+                got, _ = R.load_safetensors(os.path.join(d, "grads.safetensors"))
+                for name, g in grads.items():
+                    if name not in got:
+                        fails.append(f"step {s}: grads.safetensors lacks {name}")
+                        continue
+                    r, why = ratio(g.numpy(), got[name])
+                    note(f"step {s} grad {name}", r, GRAD_TOL, why)
+            except Exception as e:
+                fails.append(f"step {s}: reading outputs: {type(e).__name__}: {e}")
+        if moved < 1e-3:  # the stored states must come from other parameters than the step's
+            fails.append(f"the parameters moved only {moved:.1e} over the steps")
+        msg = (f"worst {worst:.2e} ({worst_name}), {S} steps, losses "
+               f"{' '.join(f'{x:.4f}' for x in losses)}")
+        if fails:
+            msg += "\n  " + "\n  ".join(fails)
+        return not fails, worst, msg
+    finally:
+        if keep:
+            print(f"  kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _fmt(x):
@@ -576,6 +706,15 @@ def main():
             continue
         try:
             ok, worst, msg = run_case(c, rmt, 100 + i, args.keep)
+        except Exception:
+            ok, worst, msg = False, math.inf, traceback.format_exc()
+        print(f"{'PASS' if ok else 'FAIL'} {c['name']}: {msg}", flush=True)
+        passed, failed = (passed + 1, failed) if ok else (passed, failed + 1)
+    for i, c in enumerate(LM_CASES):
+        if args.only and args.only not in c["name"]:
+            continue
+        try:
+            ok, worst, msg = run_lm_case(c, rmt, 300 + i, args.keep)
         except Exception:
             ok, worst, msg = False, math.inf, traceback.format_exc()
         print(f"{'PASS' if ok else 'FAIL'} {c['name']}: {msg}", flush=True)

@@ -1,0 +1,60 @@
+#pragma once
+// Language-model training steps in Transformer-XL's setting (docs/paper.md §7): the corpus is
+// cut into B parallel streams and step s trains on segment s of every stream; the Transformer-XL
+// cache and the RMT memory that segment s-1 left are carried into it, detached, and every one of
+// its positions is scored (next-token cross-entropy).
+//
+// RMT with bptt k back-propagates through its memory over the last k segments as the authors'
+// code does: step s re-runs the window of segments s-k .. s from the state that entered segment
+// s-k (as the step that ended there handed it on, detached) and scores only segment s. Near the
+// start of the streams the window is shorter and starts from the initial state, whose learned
+// memory then gets the gradient. bptt 0 = the memory detached at every border. Models without
+// memory tokens run the new segment only (nothing flows back through the detached cache).
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "lib/core/engine.h"
+
+namespace rmt {
+
+// Fills input and target [B, T] (row-major) with segment `index` of every stream.
+using LmSegmentSource =
+    std::function<void(int64_t index, std::vector<int32_t>& input, std::vector<int32_t>& target)>;
+
+// What language-model training carries from one step to the next.
+class LmCarry {
+ public:
+  // window: the earlier segments a step re-runs (bptt k for a model with memory tokens, else 0).
+  explicit LmCarry(int window = 0) : window_(window) {}
+  int window() const { return window_; }
+  // The segment (of every stream) the next step trains on.
+  int64_t next_segment() const { return next_; }
+  // The states entering segments next_segment() - stored().size() + 1 .. next_segment(), each
+  // as the step before it handed it on; the initial state (segment 0) is never stored.
+  const std::deque<RecurrentState>& stored() const { return stored_; }
+  // The streams start over (a new pass over the split): the initial state at segment 0.
+  void reset() {
+    next_ = 0;
+    stored_.clear();
+  }
+  // What next_segment() and stored() held (resuming a run); fails if they do not fit together.
+  void restore(int64_t next_segment, std::deque<RecurrentState> stored);
+
+ private:
+  friend double lm_train_step(Engine&, LmCarry&, const LmSegmentSource&, int, int, bool, uint64_t);
+  int window_ = 0;
+  int64_t next_ = 0;
+  std::deque<RecurrentState> stored_;
+};
+
+// One step's forward and backward (gradients into model.grads; the caller clips and updates):
+// the window of segments next - w .. next (w = min(window, next)) from the state entering its
+// first segment, the loss the mean cross-entropy over the B x T positions of segment next, which
+// is returned. Afterwards the state after segment next is stored and next_segment() advances.
+// The new segment's logits [B, T, V] are engine.logits(engine.num_segments() - 1).
+double lm_train_step(Engine& engine, LmCarry& carry, const LmSegmentSource& source, int B, int T,
+                     bool training, uint64_t dropout_seed);
+
+}  // namespace rmt
