@@ -8,18 +8,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
-#include "lib/core/engine.h"
 #include "lib/core/error.h"
-#include "lib/core/optim.h"
 #include "lib/files/io.h"
-#include "lib/files/npy.h"
-#include "lib/files/safetensors.h"
-#include "lib/run/checkpoint.h"
-#include "lib/run/lm.h"
+#include "lib/run/step_dump.h"
 #include "lib/run/train.h"
 
 namespace rmt::cli {
@@ -135,75 +129,6 @@ struct StepDumpArgs {
   bool update = false;
 };
 
-// `rmt step-dump --segment-length T`: language-model steps (lib/run/lm.h) over B streams of
-// S x T positions, the training step's code; step<s>/ holds the parameters it started from, the
-// new segment's logits [B, T, V], its loss and the gradients.
-void step_dump_lm(const StepDumpArgs& args) {
-  int64_t B = 0, cols = 0, B2 = 0, cols2 = 0;
-  auto in64 = read_npy_int_matrix(args.input, B, cols);
-  auto tg64 = read_npy_int_matrix(args.target, B2, cols2);
-  if (B != B2 || cols != cols2) fail("--input is [{}, {}] but --target is [{}, {}]", B, cols, B2, cols2);
-  if (B <= 0 || cols <= 0) fail("--input {} is empty ([{}, {}])", args.input, B, cols);
-  if (B > 1000000 || cols > 100000000) fail("--input {} is [{}, {}]: too large", args.input, B, cols);
-  const int T = args.segment_length;
-  if (cols % T != 0)
-    fail("--input {} has {} columns, not a whole number of segments of --segment-length {}",
-         args.input, cols, T);
-  const int64_t steps = cols / T;
-  auto model = load_checkpoint(args.checkpoint, [&](const ModelConfig& c) {
-    Workload w;
-    w.batch = int(B);
-    const int window = args.bptt == "all" ? 0 : std::stoi(args.bptt);
-    w.seg_len.assign(size_t(c.num_mem_tokens > 0 ? std::min<int64_t>(window, steps - 1) + 1 : 1), T);
-    w.training = true;
-    check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", args.checkpoint, B));
-  });
-  model->config.dropout = 0;  // deterministic: golden runs compare without dropout
-  if (args.bptt == "all" && model->m > 0)
-    fail("--bptt all: a language model's streams have no end to back-propagate to; give the "
-         "number of earlier segments, --bptt k");
-  const int window = model->m > 0 ? std::stoi(args.bptt) : 0;
-  for (size_t i = 0; i < in64.size(); ++i)
-    if (in64[i] < 0 || in64[i] >= model->V || tg64[i] < 0 || tg64[i] >= model->V)
-      fail("{}: id {} at row {} is outside the checkpoint's vocabulary 0..{}",
-           in64[i] < 0 || in64[i] >= model->V ? args.input : args.target,
-           in64[i] < 0 || in64[i] >= model->V ? in64[i] : tg64[i], int64_t(i) / cols, model->V - 1);
-  std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
-  LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
-    in.resize(size_t(B) * T);
-    tg.resize(size_t(B) * T);
-    for (int64_t b = 0; b < B; ++b) {
-      std::copy_n(input.begin() + b * cols + s * T, T, in.begin() + b * T);
-      std::copy_n(target.begin() + b * cols + s * T, T, tg.begin() + b * T);
-    }
-  };
-  create_directories_or_fail(args.out);
-  Backend& be = cpu_backend();
-  Engine engine(*model, be);
-  Adam adam(model->num_params());
-  LmCarry carry(window);
-  std::vector<double> losses;
-  for (int64_t s = 0; s < steps; ++s) {
-    const fs::path out = fs::path(args.out) / fmt::format("step{}", s);
-    create_directories_or_fail(out.string());
-    save_checkpoint((out / "params.safetensors").string(), *model, model->params);
-    // training mode (dropout is 0): the step skips what training skips
-    const double loss = lm_train_step(engine, carry, source, int(B), T, true, 0);
-    if (!std::isfinite(loss))
-      fail("the loss of {} at step {} is {}: the model's outputs are not finite numbers",
-           args.checkpoint, s, loss);
-    write_npy_float32(out / "logits.npy", {B, T, model->V}, engine.logits(engine.num_segments() - 1).data());
-    write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
-    save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
-    losses.push_back(loss);
-    if (args.update) {
-      clip_grad_norm(be, model->grads, args.clip);
-      adam.step(be, model->params, model->grads, float(args.lr));
-    }
-  }
-  std::printf("losses %s; wrote %s\n", fmt::format("{:.8f}", fmt::join(losses, " ")).c_str(), args.out.c_str());
-}
-
 }  // namespace
 
 void add_step_dump_command(CLI::App& app) {
@@ -244,71 +169,25 @@ void add_step_dump_command(CLI::App& app) {
   cmd->callback([args, answer] {
     if (args->segment_length == 0 && answer->count() == 0) throw CLI::RequiredError("--answer-size");
     check_output_dir("--out", args->out);
-    if (args->segment_length > 0) return step_dump_lm(*args);
-    int64_t B = 0, T = 0, B2 = 0, T2 = 0;
-    auto in64 = read_npy_int_matrix(args->input, B, T);
-    auto tg64 = read_npy_int_matrix(args->target, B2, T2);
-    if (B != B2 || T != T2) fail("--input is [{}, {}] but --target is [{}, {}]", B, T, B2, T2);
-    if (B <= 0 || T <= 0) fail("--input {} is empty ([{}, {}])", args->input, B, T);
-    if (B > 1000000 || T > 1000000) fail("--input {} is [{}, {}]: too large for one step", args->input, B, T);
-    auto model = load_checkpoint(args->checkpoint, [&](const ModelConfig& c) {
-      Workload w;
-      w.batch = int(B);
-      w.seg_len = segment_lengths(int(T), args->segments);
-      w.training = true;
-      check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", args->checkpoint, B));
-    });
-    model->config.dropout = 0;  // deterministic: golden runs compare without dropout
-    std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
-    if (args->answer_size < 1 || args->answer_size > T)
-      fail("--answer-size {} must be in 1..{} (the columns of --input)", args->answer_size, T);
-    // Every id that reaches the kernels indexes the embedding or the logits: check them all here.
-    for (size_t i = 0; i < input.size(); ++i)
-      if (in64[i] < 0 || in64[i] >= model->V)
-        fail("{}: input id {} at row {} is outside the checkpoint's vocabulary 0..{}", args->input,
-             in64[i], int64_t(i) / T, model->V - 1);
-    for (size_t i = 0; i < target.size(); ++i)
-      if (int64_t(i) % T >= T - args->answer_size && (tg64[i] < 0 || tg64[i] >= model->V))
-        fail("{}: target id {} at row {} (a scored position) is outside the checkpoint's "
-             "vocabulary 0..{}", args->target, tg64[i], int64_t(i) / T, model->V - 1);
-    int bptt = -1;
-    if (args->bptt != "all") bptt = std::stoi(args->bptt);  // checked by its validator
-    auto seg_len = segment_lengths(int(T), args->segments);
-    create_directories_or_fail(args->out);
-    fs::path out(args->out);
-    Backend& be = cpu_backend();
-    Engine engine(*model, be);
-    double loss = engine.forward(input.data(), target.data(), int(B), int(T), seg_len, args->answer_size, false, 0);
-    if (!std::isfinite(loss))
-      fail("the loss of {} on this batch is {}: the model's outputs are not finite numbers",
-           args->checkpoint, loss);
-    engine.backward(bptt);
-    // logits [B, T, V], segments concatenated
-    std::vector<float> logits(size_t(B * T * model->V));
-    int t0 = 0;
-    for (int s = 0; s < engine.num_segments(); ++s) {
-      const int Ts = engine.segment_length(s);
-      for (int b = 0; b < B; ++b)
-        std::copy_n(engine.logits(s).begin() + int64_t(b) * Ts * model->V, Ts * model->V,
-                    logits.begin() + (b * T + t0) * model->V);
-      t0 += Ts;
-    }
-    write_npy_float32(out / "logits.npy", {B, T, model->V}, logits.data());
-    write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
-    save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
-    if (args->adam_steps > 0) {
-      Adam adam(model->num_params());
-      std::vector<double> losses;
-      for (int i = 0; i < args->adam_steps; ++i) {
-        losses.push_back(engine.forward(input.data(), target.data(), int(B), int(T), seg_len, args->answer_size, false, 0));
-        engine.backward(bptt);
-        clip_grad_norm(be, model->grads, args->clip);
-        adam.step(be, model->params, model->grads, float(args->lr));
-      }
-      write_file_atomic(out / "adam.json", nlohmann::json{{"losses", losses}}.dump() + "\n");
-      save_checkpoint((out / "after.safetensors").string(), *model, model->params);
-    }
-    std::printf("loss %.8f; wrote %s\n", loss, out.string().c_str());
+    StepDumpRequest req;
+    req.checkpoint = args->checkpoint;
+    req.input = args->input;
+    req.target = args->target;
+    req.out = args->out;
+    req.bptt = args->bptt == "all" ? -1 : std::stoi(args->bptt);  // checked by its validator
+    req.lr = args->lr;
+    req.clip = args->clip;
+    req.segments = args->segments;
+    req.answer_size = args->answer_size;
+    req.adam_steps = args->adam_steps;
+    req.segment_length = args->segment_length;
+    req.update = args->update;
+    const StepDumpResult r = step_dump(req);
+    if (args->segment_length > 0)
+      std::printf("losses %s; wrote %s\n", fmt::format("{:.8f}", fmt::join(r.losses, " ")).c_str(),
+                  args->out.c_str());
+    else
+      std::printf("loss %.8f; wrote %s\n", r.losses.at(0), args->out.c_str());
   });
 }
 

@@ -16,6 +16,7 @@
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/run/evaluate.h"
+#include "lib/run/train_step.h"
 
 namespace rmt {
 
@@ -199,14 +200,16 @@ BenchResult run_bench(const std::string& kind, const BenchOptions& opt) {
   std::vector<int32_t> input, target;
   BenchResult r;
   std::vector<double> times;
+  StepSettings settings;
+  settings.bptt = w.bptt;
+  settings.clip = w.clip;
+  settings.lr = w.lr;
   for (int step = 0; step < opt.warmup + opt.reps; ++step) {
     copy_batch(rng, B, T / 3, mc.n_token, input, target);
+    settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step));
     double t0 = now_s();
-    r.loss = engine.forward(input.data(), target.data(), B, T, seg_len, A, true,
-                            mix_seed(opt.seed, 0xD80, uint64_t(step)));
-    engine.backward(w.bptt);
-    clip_grad_norm(be, model.grads, w.clip);
-    adam.step(be, model.params, model.grads, float(w.lr));
+    r.loss = train_step(engine, model, be, adam, {input.data(), target.data(), B, T, &seg_len, A},
+                        settings).loss;
     double dt = now_s() - t0;
     if (step >= opt.warmup) times.push_back(dt);
   }

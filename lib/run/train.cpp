@@ -19,6 +19,7 @@
 #include "lib/files/safetensors.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/schedule.h"
+#include "lib/run/train_step.h"
 #include "tasks/tasks.h"
 
 namespace rmt {
@@ -414,16 +415,19 @@ void train(const Config& config_in, const TrainOptions& opt) {
       std::copy_n(train_split.input.begin() + row * T, T, input.begin() + int64_t(b) * T);
       std::copy_n(train_split.target.begin() + row * T, T, target.begin() + int64_t(b) * T);
     }
-    double loss = engine.forward(input.data(), target.data(), B, T, step_seg_len, A, true,
-                                 mix_seed(tc.seed, 0xD80, uint64_t(st.step)));
-    engine.backward(config.bptt);
-    double grad_norm = clip_grad_norm(be, model.grads, tc.clip);
-    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+    const double lr = sched.lr_at(st.step);
+    StepSettings settings;
+    settings.bptt = config.bptt;
+    settings.clip = tc.clip;
+    settings.lr = lr;
+    settings.dropout_seed = mix_seed(tc.seed, 0xD80, uint64_t(st.step));
+    const StepResult step = train_step(engine, model, be, adam,
+                                       {input.data(), target.data(), B, T, &step_seg_len, A}, settings);
+    const double loss = step.loss, grad_norm = step.grad_norm;
+    if (!step.applied)
       fail("non-finite {} at step {} (loss {}, grad norm {}); {}",
            std::isfinite(loss) ? "gradient" : "loss", st.step + 1, loss, grad_norm,
            resume_point());
-    const double lr = sched.lr_at(st.step);
-    adam.step(be, model.params, model.grads, float(lr));
     st.step += 1;
     interval_steps += 1;
     interval_loss += loss;

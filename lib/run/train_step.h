@@ -1,0 +1,58 @@
+#pragma once
+// One training step: forward over the segments, backward with the bptt setting, the global
+// gradient-norm clip and the Adam step. `rmt train`, `rmt bench` and `rmt step-dump` all run
+// this one function, so what they train, time and compare with PyTorch is the same step.
+#include <cstdint>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/core/engine.h"
+#include "lib/core/model.h"
+#include "lib/core/optim.h"
+
+namespace rmt {
+
+// One batch. input, target: [B, T] row-major token ids; the loss is the mean cross-entropy over
+// the last answer_size positions of each row, all segments concatenated.
+struct StepBatch {
+  const int32_t* input = nullptr;
+  const int32_t* target = nullptr;
+  int B = 0, T = 0;
+  const std::vector<int>* seg_len = nullptr;  // segment lengths, summing to T
+  int answer_size = 0;
+};
+
+struct StepSettings {
+  int bptt = -1;     // -1 = through every segment, 0 = memory detached at every border, k
+  double clip = 0;   // global gradient-norm clip; 0 = none
+  double lr = 0;     // Adam's learning rate for this step
+  // true: dropout, and work no loss depends on is skipped (Engine::forward); false: the forward
+  // of evaluation (every segment, no dropout), as the golden tests compare with PyTorch.
+  bool training = true;
+  uint64_t dropout_seed = 0;
+};
+
+struct StepResult {
+  double loss = 0;
+  double grad_norm = 0;  // the global gradient norm before clipping
+  // false when the loss or the gradient norm is not finite: the parameters and Adam's state
+  // were left as they were, so the last good state can still be saved or reported.
+  bool applied = false;
+};
+
+// The loss of one forward over every segment of the batch, with its gradients (backward with
+// bptt) in model.grads. No clipping, no parameter update.
+double forward_backward(Engine& engine, const StepBatch& batch, int bptt, bool training,
+                        uint64_t dropout_seed);
+
+// The update that follows a step's backward: clip the gradients in model.grads, then one Adam
+// step unless the loss or the gradient norm is not finite. Language-model steps
+// (lib/run/lm.h), which run their own forward and backward, end with it too.
+StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, double clip,
+                          double lr);
+
+// forward_backward, then optimizer_step. engine must be built on model and be.
+StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
+                      const StepBatch& batch, const StepSettings& settings);
+
+}  // namespace rmt
