@@ -20,6 +20,7 @@ struct StepBatch {
   int B = 0, T = 0;
   const std::vector<int>* seg_len = nullptr;  // segment lengths, summing to T
   int answer_size = 0;
+  Carry carry = {};  // language modelling: the state to start from and whether to pass it on
 };
 
 struct StepSettings {
