@@ -10,6 +10,7 @@
 #include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 namespace rmt {
 
@@ -167,6 +168,10 @@ std::string check_row(const Checker& ck, const int64_t* x, const int64_t* y, std
 }  // namespace
 
 CheckResult check_dataset(const std::string& dir, int max_violations) {
+  if (is_text_dataset(dir)) {
+    const TextCheckResult t = check_text_dataset(dir);
+    return CheckResult{t.ok, t.summary, t.violations};
+  }
   const DatasetMeta raw = read_dataset_meta(dir);
   const DatasetMeta meta = implied_meta(raw);  // what the rows are indexed and judged with
   Violations v;

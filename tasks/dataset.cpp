@@ -24,6 +24,7 @@
 #include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 namespace rmt {
 
@@ -38,7 +39,7 @@ std::string dataset_file(const std::string& dir, const std::string& prefix, cons
 
 
 // Output directory must exist (or be creatable) and be writable; nothing is written yet.
-static void prepare_out_dir(const std::string& dir) {
+void prepare_out_dir(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail("output path {} exists and is not a directory", dir);
   fs::create_directories(dir, ec);
@@ -85,13 +86,13 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
 }
 
 // Bytes of RAM the machine has (0 if unknown).
-static uint64_t physical_memory_bytes() {
+uint64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
 // Space left on the file system that will hold `dir` (its nearest existing ancestor).
-static std::optional<uint64_t> free_disk_bytes(const std::string& dir) {
+std::optional<uint64_t> free_disk_bytes(const std::string& dir) {
   std::error_code ec;
   fs::path p = fs::absolute(dir, ec);
   while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
@@ -100,7 +101,7 @@ static std::optional<uint64_t> free_disk_bytes(const std::string& dir) {
   return uint64_t(s.available);
 }
 
-static std::string gigabytes(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+std::string gigabytes(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
 // Sizes that cannot be generated fail here, before anything is written.
 static void check_generate_sizes(const GenerateRequest& r) {
@@ -196,7 +197,7 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
 
 // ---- reading ------------------------------------------------------------------------------
 
-namespace {
+// Shared with check.cpp and text.cpp (tasks/dataset_check.h) up to is_hex64.
 
 const char* dtype_name(NpyDtype d) {
   switch (d) {
@@ -280,6 +281,8 @@ bool is_hex64(const std::string& s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
 }
+
+namespace {
 
 bool is_plain_name(const std::string& s) {
   if (s.empty() || s == "." || s == "..") return false;
@@ -595,6 +598,9 @@ int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, cons
 DatasetMeta read_dataset_meta(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail("dataset directory {} does not exist", dir);
+  if (is_text_dataset(dir))
+    fail("{} is a byte-level text dataset (meta.yaml kind: text, from `rmt generate text`), not a dataset of "
+         "the algorithmic tasks (copy, reverse, retrieval, sqeq)", dir);
   const fs::path path = fs::path(dir) / "meta.yaml";
   if (fs::exists(path, ec)) {
     if (!fs::is_regular_file(path, ec)) fail("{} is not a regular file", path.string());
@@ -672,36 +678,6 @@ LmSplit load_lm_split(const std::string& dir, const DatasetMeta& given, const st
   return s;
 }
 
-namespace {
-
-// Streaming sha256 (OpenSSL EVP), for files too large to hold twice.
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
-      EVP_MD_CTX_free(ctx_);
-      fail("sha256 failed");
-    }
-  }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void update(const void* data, size_t n) {
-    if (n > 0 && EVP_DigestUpdate(ctx_, data, n) != 1) fail("sha256 failed");
-  }
-  std::string hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_DigestFinal_ex(ctx_, digest, &len) != 1) fail("sha256 failed");
-    std::string out;
-    for (unsigned int i = 0; i < len; i++) out += fmt::format("{:02x}", digest[i]);
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
 // Reads up to n bytes; fails on a read error.
 size_t read_some(std::ifstream& in, char* data, size_t n, const std::string& path) {
   in.read(data, std::streamsize(n));
@@ -719,7 +695,6 @@ std::string file_sha256_hex(const std::string& path) {
   return sha.hex();
 }
 
-}  // namespace
 
 std::string read_checked_matrix(const std::string& path, int64_t n, int cols, std::vector<int64_t>& out) {
   std::ifstream in(path, std::ios::binary);
@@ -755,6 +730,7 @@ std::string read_checked_matrix(const std::string& path, int64_t n, int cols, st
 }
 
 std::string dataset_fingerprint(const std::string& dir) {
+  if (is_text_dataset(dir)) return text_dataset_fingerprint(dir);
   const DatasetMeta meta = read_dataset_meta(dir);
   std::string text = "rmt dataset fingerprint v1\n";
   for (const char* split : kSplits)

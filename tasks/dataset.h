@@ -32,7 +32,7 @@ struct DatasetMeta {
 // task with its options. Without meta.yaml, the meta is inferred from the file names and the
 // .npy headers (the authors' layout). The values may still contradict the task or the arrays:
 // only check_dataset (tasks/tasks.h) finds that. For inspection; whatever trains or scores uses
-// load_dataset_meta.
+// load_dataset_meta. Fails for a byte-level text dataset (tasks/text.h), saying what it is.
 DatasetMeta read_dataset_meta(const std::string& dir);
 
 // The meta of a dataset that passes `rmt data check` (the same check_dataset), with every value
@@ -55,7 +55,8 @@ LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std
 // sha256 sums of the six {prefix}_{split}_{X|y}.npy files, computed from the files themselves
 // (streamed, so it costs one read of the data: about 0.1 s for `rmt generate copy`'s defaults).
 // The same for a directory with or without meta.yaml (the authors' layout); meta.yaml itself is
-// not part of it. Fails, naming the file, when one of the six is missing or unreadable.
+// not part of it. Fails, naming the file, when one of the six is missing or unreadable. For a text
+// dataset: text_dataset_fingerprint (tasks/text.h), over its three split files.
 std::string dataset_fingerprint(const std::string& dir);
 
 }  // namespace rmt

@@ -2,9 +2,18 @@
 // Internal to tasks/: the parts of `rmt data check` (check.cpp) that every reader of a dataset
 // shares, so that show, the training loader and the checker agree on what a valid dataset is.
 #include <cstdint>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/core/error.h"
+#include "lib/files/npy.h"
 #include "tasks/dataset.h"
 #include "tasks/tasks.h"
 
@@ -39,5 +48,67 @@ int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, cons
 // into `out` (no second copy of the bytes), and returns the sha256 of the whole file, computed on
 // the way. Fails if the file no longer has that header and size.
 std::string read_checked_matrix(const std::string& path, int64_t n, int cols, std::vector<int64_t>& out);
+
+// ---- meta.yaml and .npy helpers shared by dataset.cpp, check.cpp and text.cpp ----------------
+
+// "int64 (<i8)" ...; "[20, 24]".
+const char* dtype_name(NpyDtype d);
+std::string shape_text(const std::vector<int64_t>& shape);
+// The header of an .npy file from its first bytes only (the data is never read here).
+NpyHeader read_header_only(const std::string& path);
+// What a YAML node is, for messages: "'abc'", "a list", "a map", "nothing".
+std::string yaml_what(const YAML::Node& n);
+// The entries of map `node` (`where` names it in messages: "" for the top level, "options." ...):
+// fails on a key not in `known`, a key given twice, or a key of `required` missing.
+std::map<std::string, YAML::Node> meta_map(const YAML::Node& node, const std::string& path, const std::string& where,
+                                           const std::vector<std::string>& known,
+                                           const std::vector<std::string>& required);
+// Typed values of meta.yaml; fail naming `path` and `key`.
+int64_t meta_int(const YAML::Node& n, const std::string& path, const std::string& key, int64_t lo, int64_t hi);
+std::string meta_string(const YAML::Node& n, const std::string& path, const std::string& key);
+bool meta_bool(const YAML::Node& n, const std::string& path, const std::string& key);
+bool is_hex64(const std::string& s);  // 64 lowercase hex digits
+
+// An output directory that exists (or is created) and is writable; fails naming it otherwise.
+void prepare_out_dir(const std::string& dir);
+// Bytes of RAM the machine has (0 if unknown); space left on the file system that will hold
+// `dir` (its nearest existing ancestor); "1.5 GB".
+uint64_t physical_memory_bytes();
+std::optional<uint64_t> free_disk_bytes(const std::string& dir);
+std::string gigabytes(double bytes);
+
+// Streaming sha256 (OpenSSL EVP), for files too large to hold twice.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
+      EVP_MD_CTX_free(ctx_);
+      fail("sha256 failed");
+    }
+  }
+  ~Sha256() { EVP_MD_CTX_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, size_t n) {
+    if (n > 0 && EVP_DigestUpdate(ctx_, data, n) != 1) fail("sha256 failed");
+  }
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx_, digest, &len) != 1) fail("sha256 failed");
+    std::string out;
+    for (unsigned int i = 0; i < len; i++) out += fmt::format("{:02x}", digest[i]);
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+
+// Reads up to n bytes; fails on a read error.
+size_t read_some(std::ifstream& in, char* data, size_t n, const std::string& path);
+// sha256 of a file, read in 1 MiB chunks.
+std::string file_sha256_hex(const std::string& path);
 
 }  // namespace rmt

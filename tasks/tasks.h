@@ -118,6 +118,7 @@ struct CheckResult {
 // the vocabulary, task invariants), no X twice, sha256. Never reads an element before the shapes
 // that index it are checked. Fails (rmt::Error) only when meta.yaml cannot be read at all
 // (syntax, unknown / missing / mistyped key, unknown task); everything else is a violation.
+// A text dataset (meta.yaml kind: text) is checked by check_text_dataset (tasks/text.h).
 CheckResult check_dataset(const std::string& dir, int max_violations = 20);
 // "DIR is not a valid dataset:\n  violation\n  ..." as `rmt data check` reports it, also
 // the message of every command that refuses the dataset.

@@ -8,6 +8,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 namespace rmt::cli {
 
@@ -18,20 +19,35 @@ void add_data_command(CLI::App& app) {
   struct ShowArgs {
     std::string dir, split = "train";
     int n = 5;
+    int64_t bytes = 400;
   };
   auto show = std::make_shared<ShowArgs>();
-  auto* show_cmd = cmd->add_subcommand("show", "Print decoded samples (the answer follows '|')");
+  auto* show_cmd = cmd->add_subcommand(
+      "show", "Print decoded samples (the answer follows '|'), or the start of each split of a text dataset");
   show_cmd->add_option("dir", show->dir, "Dataset directory (ours or the authors')")->required();
-  show_cmd->add_option("--split", show->split, "train, val or test (default train)");
-  show_cmd->add_option("-n", show->n, "Number of samples to show (default 5)")
+  auto* split = show_cmd->add_option("--split", show->split, "train, val or test (default train; text: all three)");
+  auto* n = show_cmd->add_option("-n", show->n, "Number of samples to show (default 5)")
       ->transform(int_range(0, std::numeric_limits<int>::max()));
-  show_cmd->callback([show] {
+  auto* bytes = show_cmd->add_option("--bytes", show->bytes,
+                                     "text: bytes of each split to show (default 400); valid UTF-8 is shown as text, "
+                                     "other non-printable bytes as \\xNN, \\t, \\r")
+      ->transform(int_range(0));
+  show_cmd->callback([=] {
+    if (is_text_dataset(show->dir)) {
+      if (n->count()) fail("-n counts the samples of an algorithmic dataset; {} is a text dataset: use --bytes", show->dir);
+      std::vector<std::string> splits = {"train", "val", "test"};
+      if (split->count()) splits = {show->split};
+      for (const std::string& line : show_text(show->dir, splits, show->bytes)) fmt::print("{}\n", line);
+      return;
+    }
+    if (bytes->count()) fail("--bytes is for text datasets (meta.yaml kind: text); {} is not one: use -n", show->dir);
     for (const std::string& line : show_samples(show->dir, show->split, show->n)) fmt::print("{}\n", line);
   });
 
   auto check_dir = std::make_shared<std::string>();
   auto* check_cmd = cmd->add_subcommand(
-      "check", "Validate shapes, dtype, ids, task invariants, split overlap and sha256; exit 1 on any violation");
+      "check", "Validate shapes, dtype, ids, task invariants, split overlap and sha256 (text: sizes, sha256, and that the "
+      "splits put back the source); exit 1 on any violation");
   check_cmd->add_option("dir", *check_dir, "Dataset directory (ours or the authors')")->required();
   check_cmd->callback([check_dir] {
     CheckResult r = check_dataset(*check_dir);

@@ -11,6 +11,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 namespace rmt::cli {
 
@@ -21,6 +22,8 @@ struct GenerateArgs {
   int64_t train = 0, val = 0, test = 0;
   int length = 0, symbols = 0, pairs = 0, max_root = 0, max_alpha = 0;
   bool force = false;
+  std::string input, split = "90,5,5";  // text
+  int64_t bytes = 0;                     // text
 };
 // 0..2^64-1, digits only: CLI11 would turn "-1" into 2^64-1.
 uint64_t parse_seed(const std::string& text) {
@@ -35,11 +38,15 @@ uint64_t parse_seed(const std::string& text) {
 
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
-  auto* cmd = app.add_subcommand("generate", "Generate a dataset (copy, reverse, retrieval, sqeq and the paper's presets)");
+  auto* cmd = app.add_subcommand(
+      "generate", "Generate a dataset (copy, reverse, retrieval, sqeq, the paper's presets, or text from a file)");
   cmd->footer(
       "Tasks: copy, reverse (L 24, 10 symbols), retrieval (4 pairs), sqeq, copy120, copy240, copy360,\n"
       "reverse120 (8 symbols). Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
-      "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.");
+      "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.\n"
+      "text --input FILE: a byte-level language-modelling dataset (bytes as tokens, vocabulary 256): the\n"
+      "first 90% of FILE is train, the next 5% val, the last 5% test (enwik8's 90M/5M/5M; --split to\n"
+      "change it). Writes text_{train,val,test}.npy (1-D uint8) and meta.yaml (written last).");
   cmd->add_option("task", args->task, "Task or preset name")->required();
   cmd->add_option("--out", args->out, "Output directory (created if missing)")->required();
   cmd->add_option("--seed", args->seed, "PRNG seed; the same seed gives byte-identical files (default 0)");
@@ -64,10 +71,42 @@ void add_generate_command(CLI::App& app) {
                                     "sqeq: multiplier ±round(uniform(1, A)) (default: the paper's 10; at most 9999 "
                                     "for R 100, so that the shown equation fits its 30 ids)")
       ->transform(int_range(1, int_max));
+  auto* input = cmd->add_option("--input", args->input, "text: the file whose bytes become the dataset");
+  auto* split = cmd->add_option("--split", args->split,
+                                "text: percent of the file for train,val,test in file order (default 90,5,5)");
+  auto* bytes = cmd->add_option("--bytes", args->bytes,
+                                "text: use only the first N bytes of --input (enwik8 is the first 10^8 bytes of a "
+                                "Wikipedia dump); default: all of it")
+      ->transform(int_range(1));
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
     if (args->out.empty()) fail("--out is empty; give a directory");
+    const std::vector<std::pair<const char*, CLI::Option*>> task_options = {
+        {"--train", train},     {"--val", val},           {"--test", test},          {"--length", length},
+        {"--symbols", symbols}, {"--pairs", pairs},       {"--max-root", max_root},  {"--max-alpha", max_alpha}};
+    if (args->task == "text") {
+      // A text dataset is the file's bytes in order: nothing is drawn, so nothing to size or seed.
+      for (auto [flag, o] : task_options)
+        if (o->count()) fail("{} is not an option of task text (its splits are the shares of --split)", flag);
+      if (cmd->count("--seed")) fail("--seed is not an option of task text: its dataset is the file's bytes, in order");
+      if (!input->count() || args->input.empty()) fail("task text needs --input FILE: the text to split");
+      TextGenerateRequest r;
+      r.input = args->input;
+      r.out_dir = args->out;
+      r.shares = parse_text_shares(args->split);
+      if (bytes->count()) r.bytes = args->bytes;
+      r.force = args->force;
+      const TextGenerateResult res = generate_text_dataset(r);
+      const TextMeta& m = res.meta;
+      fmt::print("generated text from {} ({} bytes{}, split {},{},{}): train {}, val {}, test {} bytes in {:.2f} s\n",
+                 args->input, m.used, m.used == m.source_size ? "" : fmt::format(" of {}", m.source_size), m.shares[0],
+                 m.shares[1], m.shares[2], m.counts[0], m.counts[1], m.counts[2], res.seconds);
+      for (const std::string& f : res.files) fmt::print("  {}\n", f);
+      return;
+    }
+    for (auto [flag, o] : {std::pair{"--input", input}, std::pair{"--split", split}, std::pair{"--bytes", bytes}})
+      if (o->count()) fail("{} is an option of task text only (got task {})", flag, args->task);
     GenerateRequest r;
     r.task = resolve_task(args->task, given(length, args->length), given(symbols, args->symbols),
                           given(pairs, args->pairs), given(max_root, args->max_root), given(max_alpha, args->max_alpha));

@@ -307,6 +307,7 @@ std::string npy_bytes_int64(const std::vector<int64_t>& shape, const int64_t* da
 std::string npy_bytes_float32(const std::vector<int64_t>& shape, const float* data) {
   return npy_bytes("<f4", shape, data, 4);
 }
+std::string npy_header_uint8(const std::vector<int64_t>& shape) { return npy_header("|u1", shape); }
 void write_npy_int64(const fs::path& path, const std::vector<int64_t>& shape, const int64_t* data) {
   write_file_atomic(path, npy_bytes_int64(shape, data));
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Minimal .npy reader/writer (NumPy format versions 1.0, 2.0 and 3.0).
-// Reads little-endian, C-order int64 / int32 / uint8 / float32 arrays; writes int64 and float32
+// Reads little-endian, C-order int64 / int32 / uint8 / float32 arrays; writes int64, float32 and uint8
 // in version 1.0 with the header padded to a multiple of 64 bytes, exactly as numpy.save does.
 // Every malformed file is reported as an rmt::Error naming the file, never a crash.
 #include <cstdint>
@@ -45,6 +45,9 @@ std::vector<int64_t> read_npy_int_matrix(const std::filesystem::path& path, int6
 // The bytes of a .npy file; data.size() must equal the product of shape.
 std::string npy_bytes_int64(const std::vector<int64_t>& shape, const int64_t* data);
 std::string npy_bytes_float32(const std::vector<int64_t>& shape, const float* data);
+// The header numpy.save writes before a C-order uint8 array ('|u1') of `shape`: a writer appends
+// the raw bytes (byte-level text splits, read straight in after it).
+std::string npy_header_uint8(const std::vector<int64_t>& shape);
 // Atomic writes (via write_file_atomic).
 void write_npy_int64(const std::filesystem::path& path, const std::vector<int64_t>& shape, const int64_t* data);
 void write_npy_float32(const std::filesystem::path& path, const std::vector<int64_t>& shape, const float* data);
