@@ -94,6 +94,29 @@ bench: build
 clean:
 	rm -rf $(BUILD)
 
+# --- a text corpus for language modelling ----------------------------------------------------
+# Debian's dict-gcide ships GCIDE, the Collaborative International Dictionary of English (Webster's
+# 1913 and later additions), as /usr/share/dictd/gcide.dict.dz: dictzip, which zcat reads, 39,952,321
+# bytes of English (version 0.48.5+nmu2). `make corpus` installs the package when missing (it
+# depends on the dictd server package), unpacks the text to CORPUS_TEXT and writes the byte-level
+# dataset (`rmt generate text`: 90/5/5 as enwik8) to CORPUS_DIR, then checks it. Both under data/,
+# which git ignores. CORPUS_BYTES=N uses only the first N bytes. About 2 s.
+CORPUS_PACKAGES := dict-gcide
+CORPUS_SOURCE   := /usr/share/dictd/gcide.dict.dz
+CORPUS_TEXT     ?= data/gcide.txt
+CORPUS_DIR      ?= data/gcide
+CORPUS_BYTES    ?=
+ALL_PACKAGES    += $(CORPUS_PACKAGES)
+
+.PHONY: corpus deps-corpus
+deps-corpus:
+	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(CORPUS_PACKAGES))"
+corpus: deps-corpus build
+	@mkdir -p $(dir $(CORPUS_TEXT))
+	zcat $(CORPUS_SOURCE) > $(CORPUS_TEXT).tmp && mv $(CORPUS_TEXT).tmp $(CORPUS_TEXT)
+	$(RMT) generate text --input $(CORPUS_TEXT) --out $(CORPUS_DIR) --force$(if $(strip $(CORPUS_BYTES)), --bytes $(strip $(CORPUS_BYTES)))
+	$(RMT) data check $(CORPUS_DIR)
+
 # --- fuzzing (fuzz/README.md) ----------------------------------------------------------------
 # `make fuzz` builds the libFuzzer harnesses of the file readers (npy, safetensors, config and
 # --set, sweep files and derive:, results.csv and the paper YAML) with clang, ASan and UBSan in
