@@ -176,7 +176,7 @@ TEST_CASE("wrong types and out-of-range values name key, value and what is allow
       {"model: {dropout: high}", "invalid value 'high' for 'model.dropout'"},
       {"model: {dropout: 0.1x}", "invalid value '0.1x' for 'model.dropout'"},
       {"model: {dropatt: 1.5}", "invalid value '1.5' for 'model.dropatt': expected a number in [0, 1)"},
-      {"model: {kind: gpt}", "invalid value 'gpt' for 'model.kind': expected one of baseline|xl|rmt|mt|xl_rmt"},
+      {"model: {kind: gpt}", "invalid value 'gpt' for 'model.kind': expected one of baseline|mt|xl|rmt|xl_rmt"},
       {"model: {read_mem_from_cache: maybe}", "invalid value 'maybe' for 'model.read_mem_from_cache': expected true or false"},
       {"train: {lr: 0}", "invalid value '0' for 'train.lr': expected a number > 0"},
       {"train: {lr: -1.0e-4}", "invalid value '-1.0e-4' for 'train.lr': expected a number > 0"},
@@ -239,7 +239,7 @@ TEST_CASE("apply_override sets one dotted key with the same checks") {
                        "--set model.n_layers=2: unknown key 'model.n_layers' (did you mean 'model.n_layer'?)",
                        rmt::Error);
   CHECK(contains(error_of([&] { rmt::apply_override(c, "model.kind=gpt"); }),
-                 "invalid value 'gpt' for 'model.kind': expected one of baseline|xl|rmt|mt|xl_rmt"));
+                 "invalid value 'gpt' for 'model.kind': expected one of baseline|mt|xl|rmt|xl_rmt"));
   CHECK(contains(error_of([&] { rmt::apply_override(c, "model.n_layer=four"); }),
                  "invalid value 'four' for 'model.n_layer'"));
   CHECK(contains(error_of([&] { rmt::apply_override(c, "model.n_layer="); }),

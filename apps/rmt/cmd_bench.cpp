@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/rmt/cli_checks.h"
@@ -29,8 +30,10 @@ void add_bench_command(CLI::App& app) {
     double peak_gflops = 0;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("--model", args->model, "baseline | xl | rmt | all")
-      ->check(one_of({"baseline", "xl", "rmt", "all"}))->capture_default_str();
+  std::vector<std::string> models = bench_kinds();
+  models.push_back("all");
+  cmd->add_option("--model", args->model, fmt::format("{}", fmt::join(models, " | ")))
+      ->check(one_of(models))->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
       ->transform(an_int())->capture_default_str();
   cmd->add_option("--reps", args->reps, "Timed training steps (min and median reported)")
@@ -61,7 +64,7 @@ void add_bench_command(CLI::App& app) {
       return;
     }
     std::vector<std::string> kinds = args->model == "all"
-        ? std::vector<std::string>{"baseline", "xl", "rmt"} : std::vector<std::string>{args->model};
+        ? bench_kinds() : std::vector<std::string>{args->model};
     BenchOptions opt;
     opt.threads = args->threads;
     opt.reps = args->reps;

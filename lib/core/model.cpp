@@ -15,28 +15,18 @@
 
 namespace rmt {
 
-ModelKind parse_model_kind(const std::string& kind) {
-  if (kind == "baseline") return ModelKind::baseline;
-  if (kind == "xl") return ModelKind::xl;
-  if (kind == "rmt") return ModelKind::rmt;
-  if (kind == "mt") return ModelKind::mt;
-  if (kind == "xl_rmt") return ModelKind::xl_rmt;
-  fail("unknown model kind '{}' (expected baseline, xl, rmt, mt or xl_rmt)", kind);
-}
-
 Model::Model(const ModelConfig& c) : config(c), kind(parse_model_kind(c.kind)) {
   V = c.n_token, L = c.n_layer, H = c.n_head, Dh = c.d_head, d = c.d_model, d_inner = c.d_inner;
   if (V <= 0 || L <= 0 || H <= 0 || Dh <= 0 || d <= 0 || d_inner <= 0)
     fail("model sizes must be positive (n_token {}, n_layer {}, n_head {}, d_head {}, d_model {}, "
          "d_inner {})", V, L, H, Dh, d, d_inner);
   if (d % 2 != 0) fail("model.d_model must be even for the sinusoid position embedding, got {}", d);
-  bool has_cache = kind == ModelKind::xl || kind == ModelKind::xl_rmt;
-  bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
-  mem_len = has_cache ? c.mem_len : 0;
-  m = has_memory ? c.num_mem_tokens : 0;
-  write_block = kind == ModelKind::rmt || kind == ModelKind::xl_rmt;
-  if (has_cache && mem_len <= 0) fail("model.kind={} needs model.mem_len > 0", c.kind);
-  if (has_memory && m <= 0) fail("model.kind={} needs model.num_mem_tokens > 0", c.kind);
+  const ModelKindTraits& kt = traits_of(kind);
+  mem_len = kt.has_cache ? c.mem_len : 0;
+  m = kt.has_memory ? c.num_mem_tokens : 0;
+  write_block = kt.has_write_block;
+  if (kt.has_cache && mem_len <= 0) fail("model.kind={} needs model.mem_len > 0", c.kind);
+  if (kt.has_memory && m <= 0) fail("model.kind={} needs model.num_mem_tokens > 0", c.kind);
 
   // Layout, in the order of the authors' state_dict.
   int64_t offset = 0;
@@ -125,8 +115,7 @@ void Model::init_weights(uint64_t seed) {
 }
 
 double model_param_count(const ModelConfig& c) {
-  const ModelKind kind = parse_model_kind(c.kind);
-  const bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
+  const bool has_memory = traits_of(c.kind).has_memory;
   const double d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner, V = c.n_token;
   const double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
   return (has_memory ? double(c.num_mem_tokens) * d : 0.0) + 2 * HD + V * d + V +
@@ -159,10 +148,8 @@ std::string MemoryEstimate::describe() const {
 // SegmentActivations, the states handed between segments, and backward's scratch. An upper
 // bound where the engine skips work (segments no loss needs in training).
 MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
-  const ModelKind kind = parse_model_kind(c.kind);
-  const bool has_cache = kind == ModelKind::xl || kind == ModelKind::xl_rmt;
-  const bool has_memory = kind == ModelKind::rmt || kind == ModelKind::mt || kind == ModelKind::xl_rmt;
-  const bool write_block = kind == ModelKind::rmt || kind == ModelKind::xl_rmt;
+  const ModelKindTraits& kt = traits_of(c.kind);
+  const bool has_cache = kt.has_cache, has_memory = kt.has_memory, write_block = kt.has_write_block;
   const double B = w.batch, d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner,
                V = c.n_token, L = c.n_layer, H = c.n_head;
   const double m = has_memory ? c.num_mem_tokens : 0, mlen = has_cache ? c.mem_len : 0;

@@ -15,11 +15,9 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/model_config.h"
+#include "lib/core/model_kind.h"
 
 namespace rmt {
-
-enum class ModelKind { baseline, xl, rmt, mt, xl_rmt };
-ModelKind parse_model_kind(const std::string& kind);
 
 struct ParamInfo {
   std::string name;             // authors' state_dict name

@@ -6,7 +6,7 @@
 namespace rmt {
 
 struct ModelConfig {
-  std::string kind = "rmt";  // baseline | xl | rmt | mt | xl_rmt
+  std::string kind = "rmt";  // a name of lib/core/model_kind.h: baseline | mt | xl | rmt | xl_rmt
   int n_layer = 4, n_head = 4, d_head = 64, d_model = 128, d_inner = 256;
   double dropout = 0.1, dropatt = 0.0;
   int mem_len = 0;           // Transformer-XL cache rows per layer (xl, xl_rmt)

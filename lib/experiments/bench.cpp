@@ -7,12 +7,14 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/core/backend.h"
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
 #include "lib/core/model.h"
+#include "lib/core/model_kind.h"
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/run/evaluate.h"
@@ -51,9 +53,17 @@ void copy_batch(SplitMixRng& rng, int B, int L, int V, std::vector<int32_t>& inp
 
 }  // namespace
 
+std::vector<std::string> bench_kinds() {
+  std::vector<std::string> kinds;
+  for (ModelKind k : {ModelKind::baseline, ModelKind::xl, ModelKind::rmt}) kinds.push_back(traits_of(k).name);
+  return kinds;
+}
+
 BenchWorkload bench_workload(const std::string& kind, bool tiny) {
-  if (kind != "baseline" && kind != "xl" && kind != "rmt")
-    fail("bench model must be baseline, xl or rmt (got '{}')", kind);
+  const std::vector<std::string> kinds = bench_kinds();
+  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+    fail("bench model must be one of {} (got '{}')", fmt::join(kinds, ", "), kind);
+  const ModelKindTraits& traits = traits_of(kind);
   BenchWorkload w;
   ModelConfig& m = w.model;
   m.kind = kind;
@@ -66,8 +76,8 @@ BenchWorkload bench_workload(const std::string& kind, bool tiny) {
     w.copy_length = 6;
   }
   const int seg = w.seq_len() / w.segments;
-  m.mem_len = kind == "xl" ? seg : 0;
-  m.num_mem_tokens = kind == "rmt" ? seg : 0;
+  m.mem_len = traits.has_cache ? seg : 0;
+  m.num_mem_tokens = traits.has_memory ? seg : 0;
   return w;
 }
 
@@ -85,9 +95,10 @@ struct SegmentFlops {
 // runs only for scored segments. Otherwise (evaluation) every row of every segment.
 std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
   const ModelConfig& c = w.model;
-  const bool xl = c.kind == "xl" || c.kind == "xl_rmt";
-  const int m = c.num_mem_tokens;                                          // read block
-  const int writes = (c.kind == "rmt" || c.kind == "xl_rmt") ? m : 0;
+  const ModelKindTraits& kind = traits_of(c.kind);
+  const bool xl = kind.has_cache;
+  const int m = kind.has_memory ? c.num_mem_tokens : 0;                    // read block
+  const int writes = kind.has_write_block ? m : 0;
   const double B = w.batch, d = c.d_model, H = c.n_head, Dh = c.d_head, hd = H * Dh;
   const double di = c.d_inner, V = c.n_token;
   std::vector<SegmentFlops> out;
@@ -127,7 +138,8 @@ double forward_flops(const BenchWorkload& w) {
 }
 
 double step_flops(const BenchWorkload& w) {
-  const bool memory = w.model.num_mem_tokens > 0, cache = w.model.mem_len > 0;
+  const ModelKindTraits& kind = traits_of(w.model.kind);
+  const bool memory = kind.has_memory, cache = kind.has_cache;
   const std::vector<SegmentFlops> segs = segment_flops(w, true);
   double total = 0;
   for (size_t s = 0; s < segs.size(); ++s) {

@@ -22,6 +22,10 @@ struct BenchWorkload {
   int answer_size() const { return 2 * copy_length; }
 };
 
+// The models rmt bench times (bench/pytorch_reference.py measures the same): the paper's copy
+// models baseline, xl and rmt.
+std::vector<std::string> bench_kinds();
+
 // The paper's copy config (docs/paper.md §3) for kind baseline | xl | rmt: 4 layers, 4 heads
 // x 64, d_model 128, d_inner 256, vocab 12, batch 32, 72 positions in 3 segments of 24, xl
 // mem_len 24, rmt 24 memory tokens, dropout 0.1. tiny: a few-ms stand-in with the same

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/core/model_kind.h"
 #include "lib/experiments/attention_map.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
@@ -24,8 +25,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-const std::vector<std::string> kKinds = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
 
 // ---- the manifest -----------------------------------------------------------------------------
 
@@ -73,8 +72,7 @@ struct ManifestReader {
   }
   std::string kind(const YAML::Node& node, const std::string& where) const {
     std::string k = text(node, where);
-    if (std::find(kKinds.begin(), kKinds.end(), k) == kKinds.end())
-      bad(where, fmt::format("unknown model kind '{}' (kinds: {})", k, fmt::join(kKinds, ", ")));
+    if (!find_model_kind(k)) bad(where, fmt::format("unknown model kind '{}' (kinds: {})", k, model_kind_list()));
     return k;
   }
   std::string file(const YAML::Node& node, const std::string& where) const {

@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/core/model_kind.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 
@@ -113,7 +114,7 @@ double metric_cell(const CsvTable& csv, size_t r, int c, const std::string& sour
 }
 
 const std::vector<std::string>& model_kinds() {
-  static const std::vector<std::string> kinds = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
+  static const std::vector<std::string> kinds = model_kind_names();  // the paper's order
   return kinds;
 }
 
@@ -273,10 +274,11 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
     const int seg = int_cell(csv, r, c_seg, 1, source);
     const int seglen = c_seglen >= 0 ? int_cell(csv, r, c_seglen, 1, source) : 0;
     std::vector<std::string> parts;
-    if (kind == "xl" || kind == "xl_rmt")
+    const ModelKindTraits& traits = traits_of(kind);  // a known kind: checked above
+    if (traits.has_cache)
       parts.push_back(!cache_setting[kind].empty() ? cache_setting[kind]
                                                    : memory_text("cache", int_cell(csv, r, c_cache, 0, source), seglen));
-    if (kind == "rmt" || kind == "mt" || kind == "xl_rmt")
+    if (traits.has_memory)
       parts.push_back(!mem_setting[kind].empty() ? mem_setting[kind]
                                                  : memory_text("mem", int_cell(csv, r, c_mem, 0, source), seglen));
     for (size_t i = 0; i < by.size(); ++i) parts.push_back(by[i] + " " + row[c_by[i]]);

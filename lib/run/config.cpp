@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/core/model_kind.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -231,7 +232,7 @@ const std::vector<KeyDescriptor>& key_table() {
       integer_key("segments", FIELD(segments), 1),
       bptt_key(),
       bool_key("bptt_recompute", FIELD(bptt_recompute)),
-      choice_key("model.kind", FIELD(model.kind), {"baseline", "xl", "rmt", "mt", "xl_rmt"}),
+      choice_key("model.kind", FIELD(model.kind), model_kind_names()),
       integer_key("model.n_layer", FIELD(model.n_layer), 1),
       integer_key("model.n_head", FIELD(model.n_head), 1),
       integer_key("model.d_head", FIELD(model.d_head), 1),
@@ -423,20 +424,21 @@ void validate(const Config& config) {
     if (!key.in_range(config))
       fail("invalid config: {} = {}: expected {}", key.path, key.to_text(config), key.allowed);
   const ModelConfig& model = config.model;
-  const std::string& kind = model.kind;
-  if ((kind == "xl" || kind == "xl_rmt") && model.mem_len <= 0)
-    fail("invalid config: model.kind {} needs model.mem_len > 0 (got {})", kind, model.mem_len);
-  if ((kind == "rmt" || kind == "mt" || kind == "xl_rmt") && model.num_mem_tokens <= 0)
-    fail("invalid config: model.kind {} needs model.num_mem_tokens > 0 (got {})", kind,
+  const ModelKindTraits& kind = traits_of(model.kind);  // a known kind: checked above
+  if (kind.has_cache && model.mem_len <= 0)
+    fail("invalid config: model.kind {} needs model.mem_len > 0 (got {})", kind.name, model.mem_len);
+  if (kind.has_memory && model.num_mem_tokens <= 0)
+    fail("invalid config: model.kind {} needs model.num_mem_tokens > 0 (got {})", kind.name,
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
 }
 
 void resolve_kind(ModelConfig& model) {
-  const std::string& kind = model.kind;
-  if (kind == "baseline" || kind == "xl") model.num_mem_tokens = 0;  // no memory tokens
-  if (kind == "baseline" || kind == "rmt" || kind == "mt") model.mem_len = 0;  // no XL cache
+  const std::optional<ModelKind> kind = find_model_kind(model.kind);
+  if (!kind) return;  // an unknown kind is refused where the model is built
+  if (!traits_of(*kind).has_memory) model.num_mem_tokens = 0;
+  if (!traits_of(*kind).has_cache) model.mem_len = 0;
 }
 
 std::string to_yaml(const Config& config) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
+#include "lib/core/model_kind.h"
 #include "lib/core/optim.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
@@ -117,7 +119,9 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     Workload w;
     w.batch = int(B);
     const int window = std::max(req.bptt, 0);
-    w.seg_len.assign(size_t(c.num_mem_tokens > 0 ? std::min<int64_t>(window, steps - 1) + 1 : 1), T);
+    const std::optional<ModelKind> kind = find_model_kind(c.kind);  // unknown: refused below
+    const bool memory = kind && traits_of(*kind).has_memory;
+    w.seg_len.assign(size_t(memory ? std::min<int64_t>(window, steps - 1) + 1 : 1), T);
     w.training = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", req.checkpoint, B));
   });

@@ -1,0 +1,80 @@
+#pragma once
+// What each model kind is made of (docs/paper.md §2), stated once. Everything that depends on
+// the kind (the model's layout, the config's checks, tables, the benchmark, the reproduction's
+// manifest) asks this table instead of comparing names.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lib/core/error.h"
+
+namespace rmt {
+
+// In the paper's order of models (Figure 4), which tables and lists follow.
+enum class ModelKind { baseline, mt, xl, rmt, xl_rmt };
+
+struct ModelKindTraits {
+  ModelKind kind;
+  const char* name;      // the value of model.kind, and the start of a table row's label
+  bool has_cache;        // a detached Transformer-XL cache of each layer's last model.mem_len input rows
+  bool has_memory;       // model.num_mem_tokens memory tokens read at the start of every segment
+  bool has_write_block;  // the memory is also written at the segment's end; the written memory is
+                         // the next segment's (gradients flow back through it); without it (mt) the
+                         // read rows' output is passed on
+  // model.read_mem_from_cache (the memory rows also attend to the cache) matters only when the
+  // kind has both.
+  constexpr bool reads_memory_from_cache() const { return has_cache && has_memory; }
+};
+
+inline constexpr ModelKindTraits kModelKinds[] = {
+    //                          cache  memory write
+    {ModelKind::baseline, "baseline", false, false, false},  // segments processed independently
+    {ModelKind::mt, "mt", false, true, false},               // memory at the start only
+    {ModelKind::xl, "xl", true, false, false},               // Transformer-XL
+    {ModelKind::rmt, "rmt", false, true, true},              // Recurrent Memory Transformer
+    {ModelKind::xl_rmt, "xl_rmt", true, true, true},         // both
+};
+inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
+
+constexpr const ModelKindTraits& traits_of(ModelKind kind) { return kModelKinds[int(kind)]; }
+
+// The table is indexed by the enum: each row must sit at its kind's place.
+constexpr bool model_kinds_in_enum_order() {
+  for (int i = 0; i < kNumModelKinds; ++i)
+    if (int(kModelKinds[i].kind) != i) return false;
+  return true;
+}
+static_assert(model_kinds_in_enum_order(), "kModelKinds must list the kinds in ModelKind's order");
+
+// The names in order: "baseline", "mt", "xl", "rmt", "xl_rmt".
+inline std::vector<std::string> model_kind_names() {
+  std::vector<std::string> names;
+  for (const ModelKindTraits& t : kModelKinds) names.push_back(t.name);
+  return names;
+}
+
+// The names joined: "baseline, mt, xl, rmt, xl_rmt" (sep ", "), for messages and help.
+inline std::string model_kind_list(const char* sep = ", ") {
+  return fmt::format("{}", fmt::join(model_kind_names(), sep));
+}
+
+inline std::optional<ModelKind> find_model_kind(const std::string& name) {
+  for (const ModelKindTraits& t : kModelKinds)
+    if (name == t.name) return t.kind;
+  return std::nullopt;
+}
+
+// Fails naming the kinds when `name` is none of them.
+inline ModelKind parse_model_kind(const std::string& name) {
+  if (auto kind = find_model_kind(name)) return *kind;
+  fail("unknown model kind '{}' (kinds: {})", name, model_kind_list());
+}
+
+inline const ModelKindTraits& traits_of(const std::string& name) {
+  return traits_of(parse_model_kind(name));
+}
+
+}  // namespace rmt
