@@ -18,6 +18,7 @@ bool contains(const std::string& text, const std::string& part) {
 void check_equal(const rmt::Config& a, const rmt::Config& b) {
   CHECK(a.data == b.data);
   CHECK(a.segments == b.segments);
+  CHECK(a.segment_length == b.segment_length);
   CHECK(a.bptt == b.bptt);
   CHECK(a.bptt_recompute == b.bptt_recompute);
   CHECK(a.model.kind == b.model.kind);
@@ -382,6 +383,7 @@ TEST_CASE("to_yaml round-trips every field exactly") {
   std::string text = rmt::to_yaml(defaults);
   size_t position = 0;
   for (const std::string& key : rmt::config_keys()) {
+    if (key == "segment_length") continue;  // language models only
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
     CAPTURE(key);
@@ -395,11 +397,43 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 32);
+  REQUIRE(keys.size() == 33);
   CHECK(keys.front() == "data");
-  CHECK(keys[2] == "bptt");
-  CHECK(keys[4] == "model.kind");
+  CHECK(keys[2] == "segment_length");
+  CHECK(keys[3] == "bptt");
+  CHECK(keys[5] == "model.kind");
   CHECK(keys.back() == "train.curriculum");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
+}
+
+TEST_CASE("segment_length: a language model's config, written only when set") {
+  // Algorithmic configs are as before (their run ids hash this text): no segment_length.
+  rmt::Config algorithmic;
+  CHECK(!contains(rmt::to_yaml(algorithmic), "segment_length"));
+  CHECK(contains(rmt::to_yaml(algorithmic), "segments: 3\n"));
+  CHECK(rmt::to_yaml(algorithmic).rfind("data: \"\"\nsegments: 3\nbptt: all\n", 0) == 0);
+
+  rmt::Config lm = rmt::parse_config("segment_length: 128\nbptt: 2\nmodel: {kind: xl_rmt, mem_len: 64}\n", "lm.yaml");
+  rmt::validate(lm);
+  CHECK(rmt::is_lm(lm));
+  const std::string yaml = rmt::to_yaml(lm);
+  CAPTURE(yaml);
+  CHECK(contains(yaml, "segment_length: 128\n"));
+  CHECK(!contains(yaml, "segments:"));  // it does not apply
+  check_equal(rmt::parse_config(yaml, "to_yaml"), lm);
+
+  auto invalid = [](const std::string& text) {
+    return error_of([&] { rmt::validate(rmt::parse_config(text, "c.yaml")); });
+  };
+  CHECK(contains(invalid("segment_length: 64\nsegments: 4\nbptt: 1\n"),
+                 "segments 4 and segment_length 64 are both set"));
+  CHECK(contains(invalid("segment_length: 64\nbptt: 1\ntrain: {curriculum: 3}\n"),
+                 "train.curriculum 3 applies to algorithmic tasks"));
+  CHECK(contains(invalid("segment_length: 64\nmodel: {kind: rmt}\n"),
+                 "bptt all with segment_length 64: a language model's streams have no end"));
+  CHECK(contains(invalid("segment_length: -1\n"), "segment_length"));
+  // models without memory tokens have nothing to back-propagate through: bptt does not matter
+  rmt::validate(rmt::parse_config("segment_length: 64\nmodel: {kind: xl, mem_len: 64}\n", "c.yaml"));
+  rmt::validate(rmt::parse_config("segment_length: 64\nmodel: {kind: baseline}\n", "c.yaml"));
 }

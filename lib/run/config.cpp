@@ -32,7 +32,16 @@ struct KeyDescriptor {
   std::function<bool(const Config&)> in_range;
   // The value as YAML scalar text that parses back to exactly the same value.
   std::function<std::string(const Config&)> to_text;
+  // Whether to_yaml writes the key (keys that do not apply to a run are left out, so that adding
+  // one changes neither the resolved configs nor the run ids of the others). Null: always.
+  std::function<bool(const Config&)> written;
 };
+
+// `key`, written by to_yaml only when `when` holds.
+KeyDescriptor written_when(KeyDescriptor key, std::function<bool(const Config&)> when) {
+  key.written = std::move(when);
+  return key;
+}
 
 // A config field accessor usable on both Config& and const Config&.
 #define FIELD(member) [](auto& c) -> auto& { return c.member; }
@@ -229,7 +238,8 @@ KeyDescriptor bptt_key() {
 const std::vector<KeyDescriptor>& key_table() {
   static const std::vector<KeyDescriptor> table = {
       string_key("data", FIELD(data)),
-      integer_key("segments", FIELD(segments), 1),
+      written_when(integer_key("segments", FIELD(segments), 1), [](const Config& c) { return !is_lm(c); }),
+      written_when(integer_key("segment_length", FIELD(segment_length), 0), is_lm),
       bptt_key(),
       bool_key("bptt_recompute", FIELD(bptt_recompute)),
       choice_key("model.kind", FIELD(model.kind), model_kind_names()),
@@ -432,6 +442,20 @@ void validate(const Config& config) {
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
+  if (is_lm(config)) {  // language modelling: segments of segment_length over B streams
+    if (config.segments != Config().segments)
+      fail("invalid config: segments {} and segment_length {} are both set: segments cuts an "
+           "algorithmic task's samples, segment_length a text's streams; give one",
+           config.segments, config.segment_length);
+    if (config.train.curriculum != 1)
+      fail("invalid config: train.curriculum {} applies to algorithmic tasks (it grows the number "
+           "of segments per sample); a language model (segment_length {}) has none to grow",
+           config.train.curriculum, config.segment_length);
+    if (config.bptt < 0 && model.num_mem_tokens > 0 && kind != "baseline" && kind != "xl")
+      fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
+           "end to back-propagate to; give the number of earlier segments the memory's gradient "
+           "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
+  }
 }
 
 void resolve_kind(ModelConfig& model) {
@@ -445,6 +469,7 @@ std::string to_yaml(const Config& config) {
   std::string out;
   std::string current_section;
   for (const auto& key : key_table()) {
+    if (key.written && !key.written(config)) continue;
     std::string section = section_of(key.path);
     if (section != current_section) {
       out += section + ":\n";

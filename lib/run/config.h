@@ -34,6 +34,10 @@ struct TrainConfig {
 struct Config {
   std::string data;          // dataset directory written by `rmt generate`
   int segments = 3;          // the input is split into this many segments
+  // Language modelling (text datasets only): positions per training segment of each stream.
+  // 0 (the default, for algorithmic tasks) is left out of the resolved YAML, and so is
+  // `segments` when it is set: algorithmic configs and their run ids do not change.
+  int segment_length = 0;
   int bptt = -1;             // -1 = all; 0 = memory detached at every border; k = k segments
   bool bptt_recompute = false;
   ModelConfig model;
@@ -51,7 +55,10 @@ void validate(const Config& config);
 // Zeroes what the kind does not use (mem_len for rmt/mt/baseline, num_mem_tokens for xl and
 // baseline) so the resolved config says exactly what ran.
 void resolve_kind(ModelConfig& model);
-// YAML text of the whole resolved config; parse_config(to_yaml(c)) == c.
+// Whether the config is a language-model run (segment_length set; its data must be text).
+inline bool is_lm(const Config& config) { return config.segment_length > 0; }
+// YAML text of the whole resolved config; parse_config(to_yaml(c)) == c (keys that do not apply
+// are left out: segment_length when 0, segments when segment_length is set).
 std::string to_yaml(const Config& config);
 // All valid dotted keys, in file order (for --help and "did you mean").
 std::vector<std::string> config_keys();
