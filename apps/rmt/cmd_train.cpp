@@ -31,9 +31,10 @@ static std::string duration_text(double s) {
 static void print_progress(const TrainProgress& p, bool tty) {
   double rate = p.step > 0 ? p.elapsed_s / double(p.step) : 0;
   std::string val = p.val_acc ? fmt::format("{:.4f}", *p.val_acc) : "-";
+  if (p.val_bpc) val = fmt::format("{:.4f}", *p.val_bpc);  // a language model: bits per character
   std::string line = fmt::format(
-      "step {}/{} | loss {:.4f} | val acc {} | lr {:.2e} | {:.0f} tok/s | elapsed {} | ETA {}",
-      p.step, p.max_steps, p.loss, val, p.lr, p.tokens_per_s, duration_text(p.elapsed_s),
+      "step {}/{} | loss {:.4f} | val {} {} | lr {:.2e} | {:.0f} tok/s | elapsed {} | ETA {}",
+      p.step, p.max_steps, p.loss, p.lm ? "bpc" : "acc", val, p.lr, p.tokens_per_s, duration_text(p.elapsed_s),
       duration_text(rate * double(p.max_steps - p.step)));
   if (tty) {
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
@@ -78,6 +79,18 @@ void add_train_command(CLI::App& app) {
         stages += fmt::format("{}{}", s ? ", " : "; curriculum: ",
                               curriculum_segments(run.config, s * tc.max_steps / tc.curriculum));
       if (!stages.empty()) stages += " segments";
+      if (is_lm(run.config)) {
+        std::fprintf(stderr, "%s %s on text (%s): %d streams, segments of %d (%lld per pass), "
+                     "bptt %s (windows of %d segments), %lld parameters, %d threads, about %s of "
+                     "memory%s\n",
+                     start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
+                     run.config.data.c_str(), tc.batch_size, run.config.segment_length,
+                     (long long)lm_epoch_segments(run), bptt_to_string(run.config.bptt).c_str(),
+                     lm_window(run), (long long)params, num_threads(),
+                     format_bytes(train_memory_estimate(run).total()).c_str(),
+                     start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
+        return;
+      }
       std::fprintf(stderr, "%s %s on %s: %d segments of %s%s, bptt %s, %lld parameters, %d threads, "
                    "about %s of memory%s\n",
                    start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),

@@ -30,6 +30,11 @@ struct EvalResult {
   // sqeq: the roots carried from earlier segments, without the arithmetic that produces them).
   std::optional<double> solve_rate_teacher_forced;
   int64_t samples = 0;
+  // Language models (evaluate_lm, lib/run/lm.h): bits per character = loss / ln 2, the
+  // positions scored and the number of streams.
+  std::optional<double> bpc;
+  int64_t positions = 0;
+  int streams = 0;
 };
 
 EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& options);

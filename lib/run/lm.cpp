@@ -1,8 +1,10 @@
 #include "lib/run/lm.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lib/core/error.h"
+#include "lib/run/checkpoint.h"
 
 namespace rmt {
 
@@ -48,6 +50,109 @@ double lm_train_step(Engine& engine, LmCarry& carry, const LmSegmentSource& sour
   while (int64_t(carry.stored_.size()) > carry.window_ + 1) carry.stored_.pop_front();
   carry.next_ = s + 1;
   return loss;
+}
+
+LmSegmentSource text_segment_source(const TextStreams& streams, int T) {
+  return [&streams, T](int64_t index, std::vector<int32_t>& input, std::vector<int32_t>& target) {
+    TextSegment seg = text_segment(streams, T, index);
+    if (seg.len != T) fail("internal: segment {} has {} positions, not {}", index, seg.len, T);
+    input = std::move(seg.input);
+    target = std::move(seg.target);
+  };
+}
+
+EvalResult evaluate_lm(Engine& engine, const TextStreams& streams, int T, int64_t max_positions) {
+  const int B = streams.batch;
+  int64_t segments = text_segment_count(streams, T);
+  if (max_positions > 0)
+    segments = std::min(segments, (max_positions + int64_t(B) * T - 1) / (int64_t(B) * T));
+  RecurrentState state, next;
+  engine.initial_state(state, B);
+  SegmentActivations a;
+  double loss_sum = 0;
+  int64_t correct = 0, positions = 0;
+  for (int64_t s = 0; s < segments; ++s) {
+    TextSegment seg = text_segment(streams, T, s);
+    engine.forward_segment(a, seg.input.data(), seg.target.data(), B, seg.len, state, next, false, 0, 1.f);
+    for (int64_t i = 0; i < int64_t(B) * seg.len; ++i) loss_sum += a.loss_rows[size_t(i)];
+    const int64_t V = int64_t(a.logits.size()) / (int64_t(B) * seg.len);
+    for (int64_t i = 0; i < int64_t(B) * seg.len; ++i) {  // logits [B, len, V], targets [B, len]
+      const float* row = a.logits.data() + i * V;
+      correct += std::max_element(row, row + V) - row == seg.target[size_t(i)];
+    }
+    positions += int64_t(B) * seg.len;
+    std::swap(state, next);
+  }
+  EvalResult r;
+  r.loss = loss_sum / double(positions);
+  if (!std::isfinite(r.loss))
+    fail("the loss over {} positions is {}: the model's outputs are not finite numbers", positions, r.loss);
+  r.bpc = r.loss / std::log(2.0);
+  r.acc_teacher_forced = double(correct) / double(positions);
+  r.samples = positions;
+  r.positions = positions;
+  r.streams = B;
+  return r;
+}
+
+void add_lm_carry(const LmCarry& carry, const Model& model, int B, std::vector<TensorRef>& refs,
+                  std::map<std::string, std::string>& metadata) {
+  metadata["lm.next_segment"] = std::to_string(carry.next_segment());
+  metadata["lm.states"] = std::to_string(carry.stored().size());
+  for (size_t i = 0; i < carry.stored().size(); ++i) {
+    const RecurrentState& st = carry.stored()[i];
+    const std::string name = fmt::format("lm.state.{}", i);
+    metadata[name + ".mlen"] = std::to_string(st.mlen);
+    if (model.m > 0) refs.push_back({name + ".mem", {model.m, B, model.d}, st.mem.data()});
+    if (st.mlen > 0)
+      for (size_t l = 0; l < st.cache.size(); ++l)
+        refs.push_back({fmt::format("{}.cache.{}", name, l), {st.mlen, B, model.d}, st.cache[l].data()});
+  }
+}
+
+void restore_lm_carry(const SafetensorsFile& f, const std::string& path, const Model& model, int B,
+                      LmCarry& carry) {
+  auto md = [&](const std::string& key) -> int64_t {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end()) fail("{}: missing metadata '{}' (the language model's carried state)", path, key);
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(it->second, &used);
+      if (used == it->second.size() && v >= 0) return v;
+    } catch (const std::logic_error&) {
+    }
+    fail("{}: metadata '{}' is '{}', not a count", path, key, it->second);
+  };
+  auto tensor = [&](const std::string& name, int64_t numel) -> const std::vector<float>& {
+    auto it = f.tensors.find(name);
+    if (it == f.tensors.end()) fail("{}: missing '{}' (the language model's carried state)", path, name);
+    if (it->second.numel() != numel)
+      fail("{}: '{}' has {} values, expected {} (was the config changed?)", path, name, it->second.numel(), numel);
+    check_finite(path, name, it->second.data.data(), numel);
+    return it->second.data;
+  };
+  const int64_t next = md("lm.next_segment"), n = md("lm.states");
+  if (n > carry.window() + 1)
+    fail("{}: {} carried states, but the run's window keeps at most {}", path, n, carry.window() + 1);
+  std::deque<RecurrentState> stored;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string name = fmt::format("lm.state.{}", i);
+    RecurrentState st;
+    st.mlen = int(md(name + ".mlen"));
+    if (st.mlen > model.mem_len)
+      fail("{}: {}.mlen is {}, more than the model's cache of {}", path, name, st.mlen, model.mem_len);
+    if (model.m > 0) st.mem = tensor(name + ".mem", int64_t(model.m) * B * model.d);
+    st.cache.assign(size_t(model.mem_len > 0 ? model.L : 0), {});
+    if (st.mlen > 0)
+      for (int l = 0; l < model.L; ++l)
+        st.cache[size_t(l)] = tensor(fmt::format("{}.cache.{}", name, l), int64_t(st.mlen) * B * model.d);
+    stored.push_back(std::move(st));
+  }
+  try {
+    carry.restore(next, std::move(stored));
+  } catch (const Error& e) {
+    fail("{}: {}", path, e.what());
+  }
 }
 
 }  // namespace rmt

@@ -13,9 +13,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "lib/core/engine.h"
+#include "lib/files/safetensors.h"
+#include "lib/run/evaluate.h"
+#include "tasks/text.h"
 
 namespace rmt {
 
@@ -56,5 +61,27 @@ class LmCarry {
 // The new segment's logits [B, T, V] are engine.logits(engine.num_segments() - 1).
 double lm_train_step(Engine& engine, LmCarry& carry, const LmSegmentSource& source, int B, int T,
                      bool training, uint64_t dropout_seed);
+
+// The LM batching of training: segment `index` of every stream of `streams`, of length T.
+LmSegmentSource text_segment_source(const TextStreams& streams, int T);
+
+// A language model's loss over a whole split: its B streams segment after segment in order, the
+// cache and memory carried (as in training, from the initial state at every stream's start),
+// every target position scored once (text_scored_positions: the B*L-byte prefix of the split,
+// less each stream's first byte; the last segment may be shorter). max_positions > 0 stops
+// after the first ceil(max_positions / (B*T)) segments of every stream.
+// loss: mean next-byte cross-entropy (nats); bpc = loss / ln 2; acc_teacher_forced: next-byte
+// accuracy; samples and positions: the positions scored; streams: B.
+EvalResult evaluate_lm(Engine& engine, const TextStreams& streams, int T, int64_t max_positions = 0);
+
+// The carried state in a training state file (state.safetensors): tensors lm.state.<i>.mem
+// [m, B, d] and lm.state.<i>.cache.<l> [mlen, B, d], metadata lm.next_segment, lm.states and
+// lm.state.<i>.mlen. The refs point into `carry`, which must outlive their use.
+void add_lm_carry(const LmCarry& carry, const Model& model, int B, std::vector<TensorRef>& refs,
+                  std::map<std::string, std::string>& metadata);
+// Reads them back into `carry` (whose window is the run's), checking every shape against the
+// model and batch; fails naming `path` and what is missing or does not fit.
+void restore_lm_carry(const SafetensorsFile& file, const std::string& path, const Model& model,
+                      int B, LmCarry& carry);
 
 }  // namespace rmt

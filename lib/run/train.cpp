@@ -18,6 +18,7 @@
 #include "lib/files/io.h"
 #include "lib/files/safetensors.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/lm.h"
 #include "lib/run/schedule.h"
 #include "lib/run/train_step.h"
 #include "tasks/tasks.h"
@@ -47,13 +48,74 @@ RunSetup prepare_run_with_meta(Config config, DatasetMeta meta) {
   return run;
 }
 
+// A language model on a text dataset (docs/paper.md §7): the splits become train.batch_size
+// streams, cut into segments of segment_length.
+// check_splits: that every split gives each of the train.batch_size streams a target and the
+// train split a whole segment (training; evaluation checks the split it reads).
+RunSetup prepare_lm_run(Config config, bool check_splits = true) {
+  const TrainConfig& tc = config.train;
+  if (!is_lm(config))
+    fail("data {} is a byte-level text dataset (rmt generate text): set segment_length, the "
+         "positions per training segment of each of the train.batch_size streams, e.g. --set "
+         "segment_length=128 (`segments` applies to algorithmic tasks)", config.data);
+  if (tc.eval_samples < 0) fail("train.eval_samples must be >= 0");
+  RunSetup run;
+  run.text = load_text_meta(config.data);
+  if (config.model.n_token == 0) config.model.n_token = kTextVocab;
+  if (config.model.n_token < kTextVocab)
+    fail("model.n_token {} is smaller than a text dataset's vocabulary ({}: one id per byte "
+         "value)", config.model.n_token, kTextVocab);
+  resolve_kind(config.model);
+  const int T = config.segment_length, B = tc.batch_size;
+  // Every split must give each of the B streams at least one target; training needs a whole
+  // segment per stream.
+  const char* names[3] = {"train", "val", "test"};
+  for (int k = 0; k < (check_splits ? 3 : 0); ++k) {
+    const int64_t n = run.text.counts[size_t(k)], length = n / B;
+    if (length < 2)
+      fail("the {} split of {} has {} bytes: train.batch_size {} streams of {} byte{} each, but a "
+           "stream needs at least 2 (an input and its target); use a train.batch_size of at most {}",
+           names[k], config.data, n, B, length, length == 1 ? "" : "s", std::max<int64_t>(1, n / 2));
+    if (k == 0 && (length - 1) / T < 1)
+      fail("segment_length {} is longer than the train split's streams: {} bytes in "
+           "train.batch_size {} streams leave {} target positions each; use a segment_length "
+           "of at most {} or a smaller batch", T, n, B, length - 1, length - 1);
+  }
+  run.meta.task = run.meta.kind = run.meta.file_prefix = "text";
+  run.meta.vocab.resize(size_t(kTextVocab));
+  for (int i = 0; i < kTextVocab; ++i) {
+    const uint8_t byte = uint8_t(i);
+    run.meta.vocab[size_t(i)] = escape_text_bytes(&byte, 1);
+  }
+  run.meta.from_meta_yaml = true;
+  run.seq_len = T;
+  run.seg_len = {T};
+  run.config = config;
+  return run;
+}
+
 }  // namespace
 
 RunSetup prepare_run(Config config) {
   validate(config);
   if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
+  if (is_text_dataset(config.data)) return prepare_lm_run(std::move(config));
   DatasetMeta meta = load_dataset_meta(config.data);
+  if (is_lm(config))
+    fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
+         "is task {}, whose samples are cut into `segments`: leave segment_length out",
+         config.segment_length, config.data, meta.task);
   return prepare_run_with_meta(std::move(config), std::move(meta));
+}
+
+int64_t lm_epoch_segments(const RunSetup& run) {
+  const int64_t length = run.text.counts[0] / run.config.train.batch_size;
+  return (length - 1) / run.config.segment_length;
+}
+
+int lm_window(const RunSetup& run) {
+  if (run.config.model.num_mem_tokens == 0 || run.config.bptt <= 0) return 1;
+  return int(std::min<int64_t>(run.config.bptt, lm_epoch_segments(run) - 1)) + 1;
 }
 
 EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples) {
@@ -69,9 +131,18 @@ EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_sample
 std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len) {
   // JSON has no NaN: nlohmann would print null, a number that silently went missing.
   for (double x : {r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
-                   r.solve_rate_teacher_forced.value_or(0.0)})
+                   r.solve_rate_teacher_forced.value_or(0.0), r.bpc.value_or(0.0)})
     if (!std::isfinite(x)) fail("a non-finite evaluation metric ({}); no result is reported", x);
   json j;
+  if (r.bpc) {  // a language model: next-byte loss over every position of the split
+    j["loss"] = r.loss;
+    j["bpc"] = *r.bpc;
+    j["acc_teacher_forced"] = r.acc_teacher_forced;
+    j["positions"] = r.positions;
+    j["streams"] = r.streams;
+    j["segment_length"] = seg_len.at(0);
+    return j.dump();
+  }
   j["loss"] = r.loss;
   j["acc_teacher_forced"] = r.acc_teacher_forced;
   j["acc_free_running"] = r.acc_free_running ? json(*r.acc_free_running) : json(nullptr);
@@ -84,6 +155,11 @@ std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_le
 }
 
 double split_file_bytes(const RunSetup& run, const std::string& split) {
+  if (is_lm(run.config)) {
+    std::error_code ec;
+    auto n = fs::file_size(text_split_file(run.config.data, split), ec);
+    return ec ? 0.0 : double(n);
+  }
   double bytes = 0;
   for (const char* part : {"X", "y"}) {
     std::error_code ec;
@@ -118,6 +194,18 @@ Workload train_workload(const RunSetup& run) {
   w.training = true;
   w.recompute = run.config.bptt_recompute;
   w.decoding = true;  // the final test evaluation decodes greedily
+  if (is_lm(run.config)) {
+    // The window of a step, its carried states (the cache rows count as segment rows), and the
+    // bytes of the three splits, with one split's streams copied while it is evaluated.
+    w.seg_len.assign(size_t(lm_window(run)), run.config.segment_length);
+    w.decoding = false;
+    for (int64_t n : run.text.counts) w.data_bytes += double(n);
+    w.data_bytes += double(*std::max_element(run.text.counts.begin(), run.text.counts.end())) * 2;
+    const ModelConfig& mc = run.config.model;
+    const double state = (double(mc.num_mem_tokens) + double(mc.n_layer) * mc.mem_len) * w.batch * mc.d_model * 4;
+    w.data_bytes += state * (lm_window(run) + 2);  // the stored states and evaluation's two
+    return w;
+  }
   // The three splits as int32 (about their int64 files' size) and, while one is read, its
   // int64 arrays as well.
   double largest = 0;
@@ -193,14 +281,17 @@ struct TrainState {  // what --resume restores besides parameters and Adam momen
   std::string dataset_fingerprint;  // dataset_fingerprint() of the data the run started on
 };
 
+// lm: a language model's carried state (its B streams), saved with the rest.
 void save_state(const std::string& path, const Model& model, const Adam& adam,
-                const LrSchedule& sched, const TrainState& st) {
+                const LrSchedule& sched, const TrainState& st, const LmCarry* lm = nullptr, int B = 0) {
   std::vector<TensorRef> refs;
   for (const auto& p : model.param_info) refs.push_back({"param." + p.name, p.shape, model.params.data() + p.offset});
   refs.push_back({"adam.m", {int64_t(adam.m.size())}, adam.m.data()});
   refs.push_back({"adam.v", {int64_t(adam.v.size())}, adam.v.data()});
   auto num = [](double x) { return fmt::format("{}", x); };
-  save_safetensors(path, refs,
+  std::map<std::string, std::string> lm_metadata;
+  if (lm) add_lm_carry(*lm, model, B, refs, lm_metadata);
+  std::map<std::string, std::string> metadata =
                    {{"step", std::to_string(st.step)},
                     {"wall_time_s", num(st.wall_time_s)},
                     {"adam_t", std::to_string(adam.t)},
@@ -210,11 +301,15 @@ void save_state(const std::string& path, const Model& model, const Adam& adam,
                     {"plateau_best", num(sched.best)},
                     {"plateau_bad_evals", std::to_string(sched.bad_evals)},
                     {"plateau_has_best", sched.has_best ? "1" : "0"},
-                    {"dataset_fingerprint", st.dataset_fingerprint}});
+                    {"dataset_fingerprint", st.dataset_fingerprint}};
+  metadata.insert(lm_metadata.begin(), lm_metadata.end());
+  save_safetensors(path, refs, metadata);
 }
 
-void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& sched, TrainState& st) {
+void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& sched, TrainState& st,
+                LmCarry* lm = nullptr, int B = 0) {
   SafetensorsFile f = load_safetensors(path);
+  if (lm) restore_lm_carry(f, path, model, B, *lm);
   auto tensor = [&](const std::string& name, int64_t numel) -> const Tensor& {
     auto it = f.tensors.find(name);
     if (it == f.tensors.end()) fail("{}: missing '{}'", path, name);
@@ -283,9 +378,12 @@ void train(const Config& config_in, const TrainOptions& opt) {
   check_threads(tc.threads, "train.threads");
   // Before anything large is allocated (or the run directory written): absurd sizes are
   // refused here, not by std::bad_alloc gigabytes later.
+  const bool lm = is_lm(config);
   check_memory_fits(train_memory_estimate(run),
-                    fmt::format("training ({} model, batch {}, {} segments)", config.model.kind,
-                                tc.batch_size, config.segments));
+                    lm ? fmt::format("training ({} model, {} streams, windows of {} segments of {})",
+                                     config.model.kind, tc.batch_size, lm_window(run), config.segment_length)
+                       : fmt::format("training ({} model, batch {}, {} segments)", config.model.kind,
+                                     tc.batch_size, config.segments));
   set_num_threads(tc.threads);
   fs::path dir(opt.run_dir);
   std::error_code ec;
@@ -339,8 +437,17 @@ void train(const Config& config_in, const TrainOptions& opt) {
 
   // Identifies the data, so that --resume refuses a dataset regenerated in place.
   const std::string fingerprint = dataset_fingerprint(config.data);
-  const LmSplit train_split = load_lm_split(config.data, run.meta, "train");
-  const LmSplit val_split = load_lm_split(config.data, run.meta, "val");
+  LmSplit train_split, val_split;
+  TextStreams train_streams, val_streams;  // a language model's splits, as B streams
+  if (lm) {
+    train_streams = make_text_streams(load_text_split(config.data, run.text, "train"), tc.batch_size, "the train split");
+    val_streams = make_text_streams(load_text_split(config.data, run.text, "val"), tc.batch_size, "the val split");
+  } else {
+    train_split = load_lm_split(config.data, run.meta, "train");
+    val_split = load_lm_split(config.data, run.meta, "val");
+  }
+  // A language model's carried state: the state entering each segment of the next step's window.
+  LmCarry carry(lm_window(run) - 1);
   Backend& be = cpu_backend();
   Model model(config.model);
   model.init_weights(mix_seed(tc.seed, 0x1417));
@@ -349,7 +456,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   TrainState st;
   st.dataset_fingerprint = fingerprint;
   if (resuming) {
-    load_state(state_path.string(), model, adam, sched, st);
+    load_state(state_path.string(), model, adam, sched, st, lm ? &carry : nullptr, tc.batch_size);
     if (st.dataset_fingerprint.empty()) {
       fmt::print(stderr, "note: {} records no dataset fingerprint (an older rmt wrote it); the "
                  "dataset is not checked against the one the run started on\n", state_path.string());
@@ -379,6 +486,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   double interval_loss = 0;
   TrainProgress progress;
   progress.max_steps = tc.max_steps;
+  progress.lm = lm;
 
   const double wall_before = st.wall_time_s;
   int64_t checkpoint_step = resuming ? st.step : -1;  // of state.safetensors; -1 = none yet
@@ -399,7 +507,8 @@ void train(const Config& config_in, const TrainOptions& opt) {
       if (is_best)
         save_checkpoint((dir / "best.safetensors").string(), model, model.params,
                         {{"step", std::to_string(st.step)}});
-      save_state(state_path.string(), model, adam, sched, st);  // the commit point for --resume
+      save_state(state_path.string(), model, adam, sched, st, lm ? &carry : nullptr,
+                 tc.batch_size);  // the commit point for --resume
     } catch (const Error& e) {
       // A failed write (disk full, ...) leaves the previous files whole (atomic writes).
       fail("{}; the checkpoint of step {} was not saved and {}", e.what(), st.step, resume_point());
@@ -408,22 +517,37 @@ void train(const Config& config_in, const TrainOptions& opt) {
   };
 
   std::vector<int> step_seg_len = run.seg_len;  // this curriculum stage's segments
+  const int64_t epoch_segments = lm ? lm_epoch_segments(run) : 0;
+  const LmSegmentSource lm_source = lm ? text_segment_source(train_streams, T) : LmSegmentSource();
   while (st.step < tc.max_steps) {
-    const int step_segments = curriculum_segments(config, st.step);
-    if (int(step_seg_len.size()) != step_segments) step_seg_len = segment_lengths(T, step_segments);
-    for (int b = 0; b < B; ++b) {
-      int64_t row = order.at(st.step * B + b);
-      std::copy_n(train_split.input.begin() + row * T, T, input.begin() + int64_t(b) * T);
-      std::copy_n(train_split.target.begin() + row * T, T, target.begin() + int64_t(b) * T);
-    }
     const double lr = sched.lr_at(st.step);
-    StepSettings settings;
-    settings.bptt = config.bptt;
-    settings.clip = tc.clip;
-    settings.lr = lr;
-    settings.dropout_seed = mix_seed(tc.seed, 0xD80, uint64_t(st.step));
-    const StepResult step = train_step(engine, model, be, adam,
-                                       {input.data(), target.data(), B, T, &step_seg_len, A}, settings);
+    const uint64_t dropout_seed = mix_seed(tc.seed, 0xD80, uint64_t(st.step));
+    StepResult step;
+    if (lm) {
+      // Step s trains on segment s mod (segments per pass) of every stream; each pass over the
+      // streams starts from the initial state.
+      const int64_t segment = st.step % epoch_segments;
+      if (segment == 0) carry.reset();
+      if (carry.next_segment() != segment)
+        fail("{}: the carried state is at segment {} of the streams, but step {} trains on "
+             "segment {}", state_path.string(), carry.next_segment(), st.step + 1, segment);
+      const double lm_loss = lm_train_step(engine, carry, lm_source, B, T, true, dropout_seed);
+      step = optimizer_step(model, be, adam, lm_loss, tc.clip, lr);
+    } else {
+      const int step_segments = curriculum_segments(config, st.step);
+      if (int(step_seg_len.size()) != step_segments) step_seg_len = segment_lengths(T, step_segments);
+      for (int b = 0; b < B; ++b) {
+        int64_t row = order.at(st.step * B + b);
+        std::copy_n(train_split.input.begin() + row * T, T, input.begin() + int64_t(b) * T);
+        std::copy_n(train_split.target.begin() + row * T, T, target.begin() + int64_t(b) * T);
+      }
+      StepSettings settings;
+      settings.bptt = config.bptt;
+      settings.clip = tc.clip;
+      settings.lr = lr;
+      settings.dropout_seed = dropout_seed;
+      step = train_step(engine, model, be, adam, {input.data(), target.data(), B, T, &step_seg_len, A}, settings);
+    }
     const double loss = step.loss, grad_norm = step.grad_norm;
     if (!step.applied)
       fail("non-finite {} at step {} (loss {}, grad norm {}); {}",
@@ -454,7 +578,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
     if (eval_now) {
       EvalResult val;
       try {
-        val = evaluate(engine, val_split, val_opts);
+        val = lm ? evaluate_lm(engine, val_streams, T, tc.eval_samples) : evaluate(engine, val_split, val_opts);
       } catch (const Error& e) {
         fail("validation at step {}: {}; {}", st.step, e.what(), resume_point());
       }
@@ -464,11 +588,14 @@ void train(const Config& config_in, const TrainOptions& opt) {
       progress.step = st.step;
       progress.val_loss = val.loss;
       progress.val_acc = val.acc_teacher_forced;
+      progress.val_bpc = val.bpc;
       progress.elapsed_s = seconds_since(wall_start);
       progress.is_eval = true;
-      append_line(metrics_path, json{{"step", st.step}, {"val_loss", val.loss},
-                                     {"val_acc_teacher_forced", val.acc_teacher_forced},
-                                     {"lr", sched.lr_at(st.step)}, {"best", is_best}}.dump());
+      json line{{"step", st.step}, {"val_loss", val.loss},
+                {"val_acc_teacher_forced", val.acc_teacher_forced},
+                {"lr", sched.lr_at(st.step)}, {"best", is_best}};
+      if (val.bpc) line["val_bpc"] = *val.bpc;
+      append_line(metrics_path, line.dump());
       checkpoint(is_best);
       if (opt.on_progress) opt.on_progress(progress);
       interval_start = std::chrono::steady_clock::now();  // evaluation time is not training time
@@ -477,9 +604,16 @@ void train(const Config& config_in, const TrainOptions& opt) {
   }
 
   // Final report: the best checkpoint on the test split.
-  const LmSplit test_split = load_lm_split(config.data, run.meta, "test");
   load_parameters((dir / "best.safetensors").string(), model);
-  EvalResult test = evaluate(engine, test_split, eval_options(run, tc.batch_size, 0));
+  EvalResult test;
+  if (lm) {
+    // the training streams are no longer needed: their bytes make room for the test split's
+    train_streams = TextStreams();
+    test = evaluate_lm(engine, make_text_streams(load_text_split(config.data, run.text, "test"), tc.batch_size,
+                                                 "the test split"), T, 0);
+  } else {
+    test = evaluate(engine, load_lm_split(config.data, run.meta, "test"), eval_options(run, tc.batch_size, 0));
+  }
   json results = json::parse(eval_result_json(test, run.seg_len));
   results["split"] = "test";
   results["checkpoint"] = "best";
@@ -529,6 +663,59 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
 
 }  // namespace
 
+namespace {
+
+// evaluate_run of a language model: the split as --batch-size streams (default the training
+// batch), segments of the run's segment_length, the state carried through.
+EvalRunResult evaluate_lm_run(const EvalRunRequest& req, Config config, const std::string& config_path,
+                              bool config_sets_n_token) {
+  if (req.segments > 0)
+    fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
+         "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
+         config.segment_length);
+  if (!req.data_dir.empty()) {
+    if (!is_text_dataset(req.data_dir))
+      fail("dataset {} is not a text dataset, but run {} is a language model trained on text ({}): "
+           "evaluate it on a dataset written by rmt generate text", req.data_dir, req.run_dir, config.data);
+    config.data = req.data_dir;
+  }
+  validate(config);
+  if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+  const RunSetup run = prepare_lm_run(config, false);
+  const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
+  const int T = run.config.segment_length;
+  std::string ck = req.checkpoint;
+  if (ck == "best" || ck == "last") ck = (fs::path(req.run_dir) / (ck + ".safetensors")).string();
+  if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+  check_threads(req.threads, "--threads");
+  auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+    check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+    Workload w;
+    w.batch = batch;
+    w.seg_len = {T};
+    w.data_bytes = 2 * split_file_bytes(run, req.split);  // the split and its streams
+    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} ({} streams)", ck, batch));
+  });
+  set_num_threads(req.threads);
+  Engine engine(*model, cpu_backend());
+  TextStreams streams = make_text_streams(load_text_split(run.config.data, run.text, req.split), batch,
+                                          fmt::format("the {} split of {}", req.split, run.config.data));
+  EvalRunResult out;
+  try {
+    out.result = evaluate_lm(engine, streams, T, req.samples);
+  } catch (const Error& e) {
+    fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
+  }
+  out.data_dir = run.config.data;
+  out.checkpoint = ck;
+  out.split = req.split;
+  out.seq_len = T;
+  out.seg_len = {T};
+  return out;
+}
+
+}  // namespace
+
 EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const fs::path run_dir(req.run_dir);
   if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
@@ -542,6 +729,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const std::string config_path = (run_dir / "config.yaml").string();
   Config config = load_config(config_path);
   const bool config_sets_n_token = config.model.n_token != 0;
+  if (is_lm(config)) return evaluate_lm_run(req, config, config_path, config_sets_n_token);
   RunSetup run;
   if (req.data_dir.empty()) {
     if (req.segments > 0) config.segments = req.segments;
@@ -600,7 +788,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
 std::string eval_run_json(const EvalRunResult& r) {
   json j = json::parse(eval_result_json(r.result, r.seg_len));
   j["data"] = r.data_dir;
-  j["seq_len"] = r.seq_len;
+  if (!r.result.bpc) j["seq_len"] = r.seq_len;  // a language model has streams, not samples
   j["split"] = r.split;
   j["checkpoint"] = r.checkpoint;
   return j.dump();

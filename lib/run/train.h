@@ -18,6 +18,7 @@
 #include "lib/run/config.h"
 #include "lib/run/evaluate.h"
 #include "tasks/dataset.h"
+#include "tasks/text.h"
 
 namespace rmt {
 
@@ -25,15 +26,18 @@ struct TrainProgress {
   int64_t step = 0, max_steps = 0;
   double loss = 0, lr = 0, tokens_per_s = 0, elapsed_s = 0;
   std::optional<double> val_loss, val_acc;  // of the last evaluation
+  std::optional<double> val_bpc;            // of the last evaluation of a language model
+  bool lm = false;                          // a language model (validation reports bpc)
   bool is_eval = false;                     // this report follows an evaluation
 };
 
 // Everything derived from a config and its dataset that training and evaluation share.
 struct RunSetup {
   Config config;             // resolved (n_token set, unused memory sizes zeroed)
-  DatasetMeta meta;
-  std::vector<int> seg_len;  // segment lengths of the model input
-  int seq_len = 0;
+  DatasetMeta meta;          // a language model's: task and kind "text", the 256 byte values
+  std::vector<int> seg_len;  // segment lengths of the model input (a language model: {T})
+  int seq_len = 0;           // input positions of a sample (a language model: T, one segment)
+  TextMeta text;             // the text dataset of a language model (is_lm(config))
 };
 
 struct TrainOptions {
@@ -59,7 +63,13 @@ void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string&
                                const RunSetup& run, bool config_sets_n_token,
                                const std::string& config_path);
 
-// Bytes of a split's X and y files (0 where missing).
+// Training steps of one pass over a language model's training streams (text_full_segments).
+int64_t lm_epoch_segments(const RunSetup& run);
+// The segments a language model's training step runs at most: the new one and, with memory
+// tokens, the bptt window of earlier ones (fewer when an epoch has fewer segments).
+int lm_window(const RunSetup& run);
+
+// Bytes of a split's X and y files (0 where missing); a text dataset: its split file.
 double split_file_bytes(const RunSetup& run, const std::string& split);
 // What `rmt train` of this run keeps in memory (for estimate_memory).
 Workload train_workload(const RunSetup& run);
