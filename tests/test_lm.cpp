@@ -15,6 +15,8 @@
 #include "lib/core/error.h"
 #include "lib/core/model.h"
 #include "lib/core/random.h"
+#include "lib/experiments/results_table.h"
+#include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 #include "lib/run/lm.h"
 #include "tests/cli.h"
@@ -248,4 +250,69 @@ TEST_CASE("language-model training lowers the validation bpc") {
   const json res = json::parse(rmt::read_file((dir / "run/results.json").string()));
   CHECK(res["bpc"].get<double>() < 1.5);
   MESSAGE("test bpc after 150 steps: " << res["bpc"].get<double>());
+}
+
+TEST_CASE("segment_length leaves the run ids of algorithmic sweeps as they were") {
+  // The committed quick_copy results were made before language models existed: planning the
+  // same sweep (runs under "runs", as `make run` does) must give the same run ids, which hash
+  // the resolved config.
+  const rmt::SweepSpec spec = rmt::load_sweep(std::string(RMT_SOURCE_DIR) + "/experiments/quick_copy.yaml");
+  const rmt::SweepPlan plan = rmt::plan_sweep(spec, "runs", 1);
+  const rmt::CsvTable committed = rmt::parse_csv(
+      rmt::read_file(std::string(RMT_SOURCE_DIR) + "/experiments/results/quick_copy/results.csv"), "results.csv");
+  std::vector<std::string> planned, ids;
+  for (const auto& run : plan.runs) planned.push_back(run.run_id);
+  for (const auto& row : committed.rows) ids.push_back(row[size_t(committed.column("run_id"))]);
+  std::sort(planned.begin(), planned.end());
+  std::sort(ids.begin(), ids.end());
+  CHECK(planned == ids);
+  CHECK(committed.column("bpc") < 0);
+  CHECK(rmt::results_csv_text(plan).find("bpc") == std::string::npos);  // no new column either
+}
+
+TEST_CASE("a sweep over text trains language models; results.csv and rmt table show bpc") {
+  const std::filesystem::path dir = fresh_dir("rmt_test_lm", "sweep");
+  std::string text;
+  for (int i = 0; text.size() < 3000; ++i) text += fmt::format("line {} of the sweep's text\n", i * 7919 % 1000);
+  rmt::write_file_atomic(dir / "t.txt", text);
+  rmt::write_file_atomic(dir / "lm.yaml", fmt::format(R"(
+data: {{task: text, input: {}, split: "80,10,10"}}
+base:
+  segment_length: 8
+  bptt: 1
+  model: {{n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.0}}
+  train: {{batch_size: 4, lr: 1.0e-3, schedule: constant, max_steps: 4, eval_every: 4, log_every: 4}}
+grid:
+  - {{model.kind: [baseline, rmt], train.seed: [1, 2]}}
+  - {{model.kind: [xl], model.mem_len: [4, 8]}}
+derive:
+  model.num_mem_tokens: segment_length / 4
+)", (dir / "t.txt").string()));
+  Run r = rmt_run("sweep " + (dir / "lm.yaml").string() + " -j 2 --runs-dir " + (dir / "runs").string());
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const std::string csv_path = (dir / "runs/lm/results.csv").string();
+  const rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(csv_path), csv_path);
+  REQUIRE(csv.rows.size() == 6);
+  const int bpc = csv.column("bpc"), seg = csv.column("segments"), seglen = csv.column("segment_length"),
+            mem = csv.column("model.num_mem_tokens");
+  REQUIRE(bpc >= 0);
+  for (const auto& row : csv.rows) {
+    CHECK(std::stod(row[size_t(bpc)]) > 0);
+    CHECK(row[size_t(seg)] == "1");
+    CHECK(row[size_t(seglen)] == "8");
+  }
+  CHECK(csv.rows[2][size_t(mem)] == "2");  // derive: 8 / 4 for the rmt runs
+  // rmt table defaults to bpc for a language-model sweep
+  Run t = rmt_run("table " + csv_path);
+  REQUIRE_MESSAGE(t.status == 0, t.output);
+  CHECK(t.output.find("test bits per character") != std::string::npos);
+  CHECK(t.output.find("| rmt (mem 2) |") != std::string::npos);
+  CHECK(t.output.find("| xl (cache = seg len/2) |") != std::string::npos);
+  // bad data blocks
+  rmt::write_file_atomic(dir / "bad.yaml", "data: {task: text, input: x, length: 4}\ngrid: {train.seed: [1]}\n");
+  expect_error("sweep " + (dir / "bad.yaml").string() + " --dry-run", "data option 'length' is not an option of task text");
+  rmt::write_file_atomic(dir / "bad2.yaml", "data: {task: text, input: x}\ngrid: {train.seed: [1]}\n");
+  expect_error("sweep " + (dir / "bad2.yaml").string() + " --dry-run", "data task text trains a language model: set segment_length");
+  rmt::write_file_atomic(dir / "bad3.yaml", "data: {task: copy, input: x}\ngrid: {train.seed: [1]}\n");
+  expect_error("sweep " + (dir / "bad3.yaml").string() + " --dry-run", "data option 'input' belongs to task text");
 }

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 struct ReportArgs {
-  std::string csv, metric = "acc_teacher_forced", format = "md", paper, paper_section, out;
+  std::string csv, metric, format = "md", paper, paper_section, out;  // metric "": see add_common
   std::vector<std::string> by;
 };
 
@@ -37,9 +37,11 @@ Pivot load_pivot(const ReportArgs& a) {
     if (csv.column(name) < 0)
       fail("{} {}: {} has no such column (columns: {})", option, name, a.csv, fmt::join(csv.header, ", "));
   };
-  need_column("--metric", a.metric);
+  // The default: bits per character for a language-model sweep, else the answer accuracy.
+  const std::string metric = !a.metric.empty() ? a.metric : csv.column("bpc") >= 0 ? "bpc" : "acc_teacher_forced";
+  need_column("--metric", metric);
   for (const auto& b : a.by) need_column("--by", b);
-  Pivot pivot = pivot_results(csv, a.metric, a.by, a.csv);
+  Pivot pivot = pivot_results(csv, metric, a.by, a.csv);
   if (!a.paper.empty()) {
     if (!fs::exists(a.paper)) fail("--paper {} does not exist", a.paper);
     if (fs::is_directory(a.paper)) fail("--paper {} is a directory, expected a YAML file", a.paper);
@@ -50,8 +52,9 @@ Pivot load_pivot(const ReportArgs& a) {
 
 void add_common(CLI::App* cmd, ReportArgs& a) {
   cmd->add_option("results", a.csv, "results.csv written by rmt sweep")->required();
-  cmd->add_option("--metric", a.metric, "acc_teacher_forced | acc_free_running | solve_rate | solve_rate_teacher_forced | loss")
-      ->capture_default_str();
+  cmd->add_option("--metric", a.metric,
+                  "acc_teacher_forced | acc_free_running | solve_rate | solve_rate_teacher_forced | loss | bpc "
+                  "(default: bpc for a language-model sweep, else acc_teacher_forced)");
   cmd->add_option("--paper", a.paper,
                   "Show the paper's numbers too (experiments/paper_results.yaml): its value only, at its own "
                   "segment lengths (noted under the table where they differ), beside the measured rows of the same "

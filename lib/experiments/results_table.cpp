@@ -109,7 +109,8 @@ double metric_cell(const CsvTable& csv, size_t r, int c, const std::string& sour
   const bool fraction = metric.rfind("acc", 0) == 0 || metric.rfind("solve_rate", 0) == 0;
   if (fraction && (v < 0 || v > 1))
     fail("{}: line {}: {} {} is outside [0, 1]", source, csv.row_lines[r], metric, s);
-  if (metric == "loss" && v < 0) fail("{}: line {}: loss {} is negative", source, csv.row_lines[r], s);
+  if ((metric == "loss" || metric == "bpc") && v < 0)
+    fail("{}: line {}: {} {} is negative", source, csv.row_lines[r], metric, s);
   return v;
 }
 
@@ -206,6 +207,7 @@ std::string metric_caption(const std::string& metric) {
   if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
   if (metric == "solve_rate") return "test solve rate (whole answer right, greedy decoding)";
   if (metric == "solve_rate_teacher_forced") return "test solve rate, teacher-forced (answer right given the true text before it)";
+  if (metric == "bpc") return "test bits per character (language model, every position scored)";
   return "test " + metric;
 }
 

@@ -28,6 +28,7 @@
 #include "lib/core/model.h"
 #include "lib/files/io.h"
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 namespace rmt {
 
@@ -38,7 +39,8 @@ namespace {
 
 // The `rmt generate` options a `data:` block may hold.
 const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "max_root",
-                                            "max_alpha", "train", "val", "test", "seed"};
+                                            "max_alpha", "train", "val", "test", "seed",
+                                            "input", "split", "bytes"};  // the last three: task text
 
 std::string closest_of(const std::string& word, const std::vector<std::string>& choices) {
   // Fewest differing characters at the same position plus the length difference: crude but
@@ -77,8 +79,21 @@ void check_data_option(const std::string& option, const std::string& value, cons
     fail("{}: unknown data option '{}' (did you mean '{}'?); options: {}", where, option,
          closest_of(option, kDataKeys), fmt::join(kDataKeys, ", "));
   if (option == "task") return;
-  // `rmt generate` takes these as int (the seed as a 64-bit integer).
-  const long long max = option == "seed" ? std::numeric_limits<long long>::max() : std::numeric_limits<int>::max();
+  if (option == "input") {  // task text: the file whose bytes become the dataset
+    if (value.empty()) fail("{}: data option 'input' is empty; give the text file", where);
+    return;
+  }
+  if (option == "split") {  // task text: "90,5,5"
+    try {
+      parse_text_shares(value);
+    } catch (const Error& e) {
+      fail("{}: data option 'split': {}", where, e.what());
+    }
+    return;
+  }
+  // `rmt generate` takes these as int (the seed and text's bytes as 64-bit integers).
+  const bool wide = option == "seed" || option == "bytes";
+  const long long max = wide ? std::numeric_limits<long long>::max() : std::numeric_limits<int>::max();
   long long v = 0;
   const char* begin = value.data();
   const char* end = begin + value.size();
@@ -91,6 +106,27 @@ void check_data_option(const std::string& option, const std::string& value, cons
          option == "seed" ? 0 : 1, max);
 }
 
+// A data block of task text: `rmt generate text --input FILE [--split S] [--bytes N]`; the
+// algorithmic tasks' options are refused as `rmt generate text` refuses them.
+bool is_text_data(const std::map<std::string, std::string>& data, const std::string& where) {
+  auto task = data.find("task");
+  if (task == data.end() || task->second != "text") {
+    for (const char* k : {"input", "split", "bytes"})
+      if (data.count(k))
+        fail("{}: data option '{}' belongs to task text (a text file as a dataset), not task {}", where, k,
+             task == data.end() ? "(none)" : task->second);
+    return false;
+  }
+  for (const auto& [k, v] : data) {
+    check_data_option(k, v, where);
+    if (k != "task" && k != "input" && k != "split" && k != "bytes")
+      fail("{}: data option '{}' is not an option of task text (its dataset is the file's bytes, in order; "
+           "options: input, split, bytes)", where, k);
+  }
+  if (!data.count("input")) fail("{}: data: task text needs 'input' (the text file)", where);
+  return true;
+}
+
 // Resolves a data block to the task it generates (fails like `rmt generate` would).
 TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, const std::string& where) {
   auto get = [&](const char* k) -> std::optional<int> {
@@ -101,6 +137,7 @@ TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, co
   };
   auto task = data.find("task");
   if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy)", where);
+  if (is_text_data(data, where)) return TaskOptions{};  // no algorithmic task to resolve
   try {
     return resolve_task(task->second, get("length"), get("symbols"), get("pairs"));
   } catch (const Error& e) {
@@ -472,6 +509,8 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
       }
       // The dataset of this point and its segment lengths.
       TaskOptions task = resolve_data_task(data, where);
+      const bool text = is_text_data(data, where);
+      if (text) task.name = "text";
       SweepDataset dataset;
       dataset.dir = (plan.sweep_dir / "data").string();
       if (data_varies) {
@@ -484,13 +523,20 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
       for (const auto& [k, v] : data)
         if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
       config.data = dataset.dir;
-      const int seq_len = task_seq_len(task);
-      if (config.segments > seq_len)
+      // A language model (task text) reads segments of segment_length: one segment a step.
+      if (text && !is_lm(config))
+        fail("{}: data task text trains a language model: set segment_length (base: or grid:), the "
+             "positions per segment of each stream", where);
+      if (!text && is_lm(config))
+        fail("{}: segment_length applies to language models on data task text, not task {}; leave it out",
+             where, task.name);
+      const int seq_len = text ? config.segment_length : task_seq_len(task);
+      if (!text && config.segments > seq_len)
         fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
              seq_len, task.name);
-      const int segment_length = segment_lengths(seq_len, config.segments)[0];
+      const int segment_length = text ? config.segment_length : segment_lengths(seq_len, config.segments)[0];
       const std::map<std::string, long long> vars = {
-          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", config.segments}};
+          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", text ? 1 : config.segments}};
       for (const auto& [key, expr] : spec.derive) {
         long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
         apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));
@@ -626,9 +672,15 @@ std::string results_csv_text(const SweepPlan& plan) {
   std::vector<std::string> config_cols = plan.columns;
   for (const char* k : {"model.kind", "segments", "model.num_mem_tokens", "model.mem_len", "bptt", "train.seed"})
     if (std::find(config_cols.begin(), config_cols.end(), k) == config_cols.end()) config_cols.push_back(k);
-  const std::vector<std::string> tail = {"segment_length", "acc_teacher_forced", "acc_free_running",
-                                         "solve_rate", "solve_rate_teacher_forced", "loss", "run_id", "status", "steps",
-                                         "wall_time_s", "git_commit", "threads", "error"};
+  // Language models (a sweep over text) add bpc after loss; other sweeps' files stay as they were.
+  bool any_lm = false;
+  for (const auto& run : plan.runs) any_lm = any_lm || is_lm(run.config);
+  std::vector<std::string> metrics = {"acc_teacher_forced", "acc_free_running", "solve_rate",
+                                      "solve_rate_teacher_forced", "loss"};
+  if (any_lm) metrics.push_back("bpc");
+  std::vector<std::string> tail = {"segment_length"};
+  tail.insert(tail.end(), metrics.begin(), metrics.end());
+  for (const char* k : {"run_id", "status", "steps", "wall_time_s", "git_commit", "threads", "error"}) tail.push_back(k);
   std::vector<std::string> header = config_cols;
   header.insert(header.end(), tail.begin(), tail.end());
   std::string out;
@@ -639,7 +691,8 @@ std::string results_csv_text(const SweepPlan& plan) {
     if (state != RunState::done && state != RunState::failed) continue;
     std::vector<std::string> row;
     for (const auto& key : config_cols)
-      if (!is_data_key(key)) row.push_back(config_value(run.config, key));
+      if (key == "segments" && is_lm(run.config)) row.push_back("1");  // one segment a step
+      else if (!is_data_key(key)) row.push_back(config_value(run.config, key));
       else if (auto it = run.data_options.find(key.substr(5)); it != run.data_options.end()) row.push_back(it->second);
       else row.push_back("");
     json r;
@@ -652,8 +705,7 @@ std::string results_csv_text(const SweepPlan& plan) {
       while (!error.empty() && (error.back() == '\n' || error.back() == '\r')) error.pop_back();
     }
     row.push_back(std::to_string(run.segment_length));
-    for (const char* k : {"acc_teacher_forced", "acc_free_running", "solve_rate", "solve_rate_teacher_forced", "loss"})
-      row.push_back(json_number(r, k));
+    for (const std::string& k : metrics) row.push_back(json_number(r, k.c_str()));
     row.push_back(run.run_id);
     row.push_back(state == RunState::done ? "done" : "failed");
     row.push_back(json_number(r, "steps"));
