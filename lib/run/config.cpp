@@ -451,7 +451,7 @@ void validate(const Config& config) {
       fail("invalid config: train.curriculum {} applies to algorithmic tasks (it grows the number "
            "of segments per sample); a language model (segment_length {}) has none to grow",
            config.train.curriculum, config.segment_length);
-    if (config.bptt < 0 && model.num_mem_tokens > 0 && kind != "baseline" && kind != "xl")
+    if (config.bptt < 0 && kind.has_memory && model.num_mem_tokens > 0)
       fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
            "end to back-propagate to; give the number of earlier segments the memory's gradient "
            "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
