@@ -7,10 +7,16 @@ post-LN, tied embedding, RMT read/write memory blocks and mask, Transformer-XL c
 the way the authors' mem_transformer.py is (batched matmuls per segment, python loop over
 segments and layers).
 
-Step: forward over 3 segments (train mode, dropout 0.1), cross-entropy over the answer
-positions, backward through every segment (bptt all), clip_grad_norm_(0.25), Adam(lr 1e-4).
+Copy models (baseline, xl, rmt): forward over 3 segments (train mode, dropout 0.1),
+cross-entropy over the answer positions, backward through every segment (bptt all),
+clip_grad_norm_(0.25), Adam(lr 1e-4).
+Language models (lm_baseline, lm_xl, lm_rmt): B streams of random bytes; step s runs the
+reference's lm_window_loss (the golden LM tests' path: segment s from the state that step s-1
+carried, detached; lm_rmt re-runs its BPTT window from the state entering it), every position of
+segment s scored, backward through the window, clip_grad_norm_(0.25), Adam(lr 2.5e-4). The
+first steps that fill the carried state are untimed, as in rmt bench.
 
-Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model baseline|xl|rmt|all]
+Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model NAME|copy|lm|all]
            [--threads T] [--reps N] [--warmup N] [--peak-gflops P | --peak-only] [--tiny]
 Prints one JSON object per model per line (keys as `rmt bench --json`).
 """
@@ -26,19 +32,68 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
-from rmt_reference import RMTReference, answer_loss, run_segments  # noqa: E402
+from rmt_reference import RMTReference, answer_loss, lm_window_loss, run_segments  # noqa: E402
+
+COPY_MODELS = ["baseline", "xl", "rmt"]
+LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
 
 
-def workload(kind, tiny):
+def workload(name, tiny):
     """Same numbers as lib/experiments/bench.cpp bench_workload."""
-    w = dict(n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256, batch=32, L=24)
+    if name in LM_MODELS:
+        kind = name[3:]
+        w = dict(kind=kind, lm=True, n_layer=12, n_head=8, d_head=64, d_model=512, d_inner=2048,
+                 batch=2, T=128, memory=10, vocab=256, dropout=0.1, lr=2.5e-4)
+        if tiny:
+            w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, T=8, memory=2)
+        w["mem_len"] = w["T"] if kind == "xl" else 0
+        w["num_mem_tokens"] = w["memory"] if kind == "rmt" else 0
+        w["window"] = 1 if kind == "rmt" else 0
+        w.update(segments=1, answer=w["T"])
+        return w
+    w = dict(kind=name, lm=False, n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256,
+             batch=32, L=24, lr=1e-4)
     if tiny:
         w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, batch=4, L=6)
     w.update(vocab=12, segments=3, T=3 * w["L"], answer=2 * w["L"], dropout=0.1)
     seg = w["T"] // w["segments"]
-    w["mem_len"] = seg if kind == "xl" else 0
-    w["num_mem_tokens"] = seg if kind == "rmt" else 0
+    w["mem_len"] = seg if name == "xl" else 0
+    w["num_mem_tokens"] = seg if name == "rmt" else 0
     return w
+
+
+def lm_fill_steps(w):
+    """Untimed steps that fill the carried state (lib/experiments/bench.cpp lm_fill_steps)."""
+    per_step = w["num_mem_tokens"] + w["T"]
+    cache_steps = -(-w["mem_len"] // per_step) if w["mem_len"] > 0 else 0
+    return max(w["window"], cache_steps)
+
+
+def layer_flops(w, n, klen):
+    B, d, H, Dh, di = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"]
+    hd = H * Dh
+    return (2 * B * klen * d * 3 * hd + 2 * klen * d * hd + 3 * 2 * B * H * n * klen * Dh
+            + 2 * B * n * hd * d + 2 * 2 * B * n * d * di)
+
+
+def segment_forward(w, q, klen, live, Ts, output):
+    return ((w["n_layer"] - 1) * layer_flops(w, q, klen) + layer_flops(w, live, klen)
+            + (2 * w["batch"] * Ts * w["d_model"] * w["vocab"] if output else 0))
+
+
+def lm_step_flops(w):
+    """A language-model step in the steady state (lib/experiments/bench.cpp lm_flops): 3 x the
+    forward of the window (earlier segments: live rows = the memory they pass on, no output
+    layer; the new segment without its write block) + the new segment's write block once."""
+    m, T = w["num_mem_tokens"], w["T"]
+    writes = m if w["kind"] == "rmt" else 0
+    cache = w["mem_len"]
+    q = m + T + writes
+    earlier = w["window"] * segment_forward(w, q, q, writes, T, False)
+    q_loss = m + T
+    scored = segment_forward(w, q_loss, cache + q_loss, T, T, True)
+    state = segment_forward(w, q, cache + q, T + writes, T, True) - scored
+    return 3 * (earlier + scored) + state
 
 
 def segment_flops(kind, w):
@@ -77,6 +132,8 @@ def step_flops(kind, w):
     segment the loss depends on. PyTorch's autograd does more than this: it runs the unscored
     first segment (baseline, xl), the last layer's unread rows and rmt's last write block, and
     back-propagates their zero gradients."""
+    if w["lm"]:
+        return lm_step_flops(w)
     segs = segment_flops(kind, w)
     total = 0.0
     for s, (full, cache_only, scored) in enumerate(segs):
@@ -118,6 +175,8 @@ def peak_rss_mb():
 
 def bench(kind, args):
     w = workload(kind, args.tiny)
+    if w["lm"]:
+        return bench_lm(kind, w, args)
     torch.manual_seed(1)
     model = RMTReference(kind, w["vocab"], w["n_layer"], w["n_head"], w["d_head"], w["d_model"],
                          w["d_inner"], mem_len=w["mem_len"], num_mem_tokens=w["num_mem_tokens"],
@@ -143,17 +202,58 @@ def bench(kind, args):
             times.append(dt)
     best = min(times)
     gflop = step_flops(kind, w) * 1e-9
-    return dict(engine="pytorch", torch_version=torch.__version__, model=kind,
+    return dict(engine="pytorch", torch_version=torch.__version__, model=kind, workload="copy",
                 threads=torch.get_num_threads(), batch=B, seq_len=T, segments=w["segments"],
+                bptt_window=0, warmup=args.warmup,
                 params=sum(p.numel() for p in params), reps=args.reps,
                 tokens_per_s=B * T / best, step_ms=best * 1e3,
                 step_ms_median=statistics.median(times) * 1e3, gflop_per_step=gflop,
                 gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss)
 
 
+def bench_lm(name, w, args):
+    torch.manual_seed(1)
+    model = RMTReference(w["kind"], w["vocab"], w["n_layer"], w["n_head"], w["d_head"],
+                         w["d_model"], w["d_inner"], mem_len=w["mem_len"],
+                         num_mem_tokens=w["num_mem_tokens"], read_mem_from_cache=True,
+                         dropout=w["dropout"], dropatt=0.0).float()
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=w["lr"])
+    params = list(model.parameters())
+    B, T, k = w["batch"], w["T"], w["window"]
+    warmup = max(args.warmup, lm_fill_steps(w))
+    S = warmup + args.reps
+    gen = torch.Generator().manual_seed(0x1B7E)
+    streams = torch.randint(0, w["vocab"], (B, S * T + 1), generator=gen)
+    inp, tgt = streams[:, :-1].contiguous(), streams[:, 1:].contiguous()
+    stored, times, loss = {}, [], 0.0
+    for s in range(S):
+        t0 = time.perf_counter()
+        _, loss_t = lm_window_loss(model, inp, tgt, T, s, k, stored)
+        opt.zero_grad(set_to_none=True)
+        loss_t.backward()
+        torch.nn.utils.clip_grad_norm_(params, 0.25)
+        opt.step()
+        loss = loss_t.item()
+        dt = time.perf_counter() - t0
+        for u in [u for u in stored if u < s + 1 - k]:  # states no later window starts from
+            del stored[u]
+        if s >= warmup:
+            times.append(dt)
+    best = min(times)
+    gflop = step_flops(name, w) * 1e-9
+    return dict(engine="pytorch", torch_version=torch.__version__, model=name, workload="lm",
+                threads=torch.get_num_threads(), batch=B, seq_len=T, segments=1,
+                bptt_window=k, warmup=warmup, params=sum(p.numel() for p in params),
+                reps=args.reps, tokens_per_s=B * T / best, step_ms=best * 1e3,
+                step_ms_median=statistics.median(times) * 1e3, gflop_per_step=gflop,
+                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="all", choices=["baseline", "xl", "rmt", "all"])
+    ap.add_argument("--model", default="all",
+                    choices=COPY_MODELS + LM_MODELS + ["copy", "lm", "all"])
     ap.add_argument("--threads", type=int, default=0, help="0 = all cores")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
@@ -169,7 +269,8 @@ def main():
         print(json.dumps(dict(engine="pytorch", threads=torch.get_num_threads(), gemm_n=n,
                               gemm_gflops=g)))
         return
-    kinds = ["baseline", "xl", "rmt"] if args.model == "all" else [args.model]
+    groups = {"copy": COPY_MODELS, "lm": LM_MODELS, "all": COPY_MODELS + LM_MODELS}
+    kinds = groups.get(args.model, [args.model])
     results = [bench(k, args) for k in kinds]
     peak, source = args.peak_gflops, "given (--peak-gflops)"
     if peak <= 0:  # after the models, so that the GEMM buffers do not count in their RSS

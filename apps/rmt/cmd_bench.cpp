@@ -1,4 +1,5 @@
-// rmt bench: training-step throughput, FLOPs, MFU and memory of the paper's copy models.
+// rmt bench: training-step throughput, FLOPs, MFU and memory of the paper's copy models and of
+// a byte-level language model (lib/experiments/bench.h has the workloads).
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -6,7 +7,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/rmt/cli_checks.h"
@@ -22,17 +22,20 @@ static std::string ms_or_dash(double ms) { return ms >= 0 ? fmt::format("{:.1f}"
 void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "bench", "Time full training steps (forward, backward, clip, Adam) of the paper's copy "
-               "models; report tokens/s, FLOPs, MFU and peak memory");
+               "models and of its enwik8 language model (a stated smaller batch); report tokens/s, "
+               "FLOPs, MFU and peak memory");
   struct Args {
     std::string model = "all";
     int threads = 0, reps = 10, warmup = 3, gemm_size = 2048;
-    bool json = false, tiny = false, no_eval = false, peak_only = false;
+    bool json = false, tiny = false, no_eval = false, peak_only = false, list = false;
     double peak_gflops = 0;
   };
   auto args = std::make_shared<Args>();
-  std::vector<std::string> models = bench_kinds();
-  models.push_back("all");
-  cmd->add_option("--model", args->model, fmt::format("{}", fmt::join(models, " | ")))
+  std::vector<std::string> models = bench_models();
+  for (const char* group : {"copy", "lm", "all"}) models.push_back(group);
+  cmd->add_option("--model", args->model,
+                  "baseline | xl | rmt (copy task) | lm_baseline | lm_xl | lm_rmt (byte-level "
+                  "language model, carried state) | copy | lm (those three) | all")
       ->check(one_of(models))->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
       ->transform(an_int())->capture_default_str();
@@ -46,9 +49,13 @@ void add_bench_command(CLI::App& app) {
       ->check(number_range(0, HUGE_VAL, true));
   cmd->add_option("--gemm-size", args->gemm_size, "Largest n of the n x n x n peak GEMM (n/2, n/4 also tried)")
       ->transform(int_range(16, 16384))->capture_default_str();  // 3 n^2 floats: 3.2 GB at most
-  cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
+  auto* peak_only = cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
+  cmd->add_flag("--list", args->list,
+                "Describe the selected models' workloads (sizes, batch, parameters, FLOPs per "
+                "step) as JSON lines without running them")
+      ->excludes(peak_only);
 
   cmd->callback([args] {
     check_threads(args->threads, "--threads");
@@ -63,8 +70,16 @@ void add_bench_command(CLI::App& app) {
                     num_threads(), g.gflops);
       return;
     }
-    std::vector<std::string> kinds = args->model == "all"
-        ? bench_kinds() : std::vector<std::string>{args->model};
+    std::vector<std::string> kinds;
+    for (const std::string& m : bench_models())
+      if (args->model == "all" || m == args->model ||
+          (args->model == "copy" && m.rfind("lm_", 0) != 0) ||
+          (args->model == "lm" && m.rfind("lm_", 0) == 0))
+        kinds.push_back(m);
+    if (args->list) {
+      for (const auto& k : kinds) std::printf("%s\n", bench_workload_json(k, args->tiny).c_str());
+      return;
+    }
     BenchOptions opt;
     opt.threads = args->threads;
     opt.reps = args->reps;
@@ -87,22 +102,40 @@ void add_bench_command(CLI::App& app) {
       for (const auto& r : results) std::printf("%s\n", bench_json(r, source).c_str());
       return;
     }
-    const BenchResult& r0 = results.front();
-    std::printf("copy workload: batch %d, %d positions in %d segments, %d threads, "
-                "%d timed steps after %d warm-up\n",
-                r0.batch, r0.seq_len, r0.segments, r0.threads, args->reps, args->warmup);
-    std::printf("fp32 peak %.1f GFLOP/s (%s)\n", peak, source.c_str());
-    std::printf("FLOPs: %s\n\n", flop_formula());
-    std::printf("%-9s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms", "median",
-                "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms", "re-run ms");
-    for (const auto& r : results)
-      std::printf("%-9s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n", r.model.c_str(),
-                  r.step_ms_min, r.step_ms_median, r.tokens_per_s, r.gflop_per_step, r.gflops,
-                  100 * r.mfu, r.peak_rss_mb, ms_or_dash(r.eval_free_running_ms).c_str(),
-                  ms_or_dash(r.eval_free_running_rerun_ms).c_str());
-    std::printf("\nstep ms = min over steps; RSS = process high-water mark after the model "
-                "(cumulative with --model all); greedy ms = one batch of free-running evaluation with cached keys/values, re-run ms = the same "
-                "re-running each answer segment per generated token\n");
+    std::printf("fp32 peak %.1f GFLOP/s (%s), %d threads, %d timed steps after %d warm-up\n",
+                peak, source.c_str(), results.front().threads, args->reps, args->warmup);
+    std::printf("FLOPs: %s\n", flop_formula());
+    for (const char* workload : {"copy", "lm"}) {
+      bool header = false;
+      for (const auto& r : results) {
+        if (r.workload != workload) continue;
+        if (!header) {
+          header = true;
+          if (r.workload == "copy")
+            std::printf("\ncopy workload: batch %d, %d positions in %d segments\n", r.batch,
+                        r.seq_len, r.segments);
+          else
+            std::printf("\nlanguage model (byte level, the paper's 12-layer enwik8 model): %d "
+                        "streams, one new segment of %d bytes per step, the cache and memory "
+                        "carried; lm_rmt re-runs %d earlier segment(s) (BPTT); warm-up at least "
+                        "until the carried state is full\n",
+                        r.batch, r.seq_len, bench_workload("lm_rmt", args->tiny).lm_window);
+          std::printf("%-11s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
+                      "median", "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms",
+                      "re-run ms");
+        }
+        std::printf("%-11s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
+                    r.model.c_str(), r.step_ms_min, r.step_ms_median, r.tokens_per_s,
+                    r.gflop_per_step, r.gflops, 100 * r.mfu, r.peak_rss_mb,
+                    ms_or_dash(r.eval_free_running_ms).c_str(),
+                    ms_or_dash(r.eval_free_running_rerun_ms).c_str());
+      }
+    }
+    std::printf("\nstep ms = min over steps; tokens/s = positions trained per step / min step "
+                "time; RSS = process high-water mark after the model (cumulative with several "
+                "models); greedy ms = one copy batch of free-running evaluation with cached "
+                "keys/values, re-run ms = the same re-running each answer segment per generated "
+                "token\n");
   });
 }
 

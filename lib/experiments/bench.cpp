@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include <fmt/ranges.h>
@@ -18,6 +19,7 @@
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/run/evaluate.h"
+#include "lib/run/lm.h"
 #include "lib/run/train_step.h"
 
 namespace rmt {
@@ -53,23 +55,52 @@ void copy_batch(SplitMixRng& rng, int B, int L, int V, std::vector<int32_t>& inp
 
 }  // namespace
 
-std::vector<std::string> bench_kinds() {
-  std::vector<std::string> kinds;
-  for (ModelKind k : {ModelKind::baseline, ModelKind::xl, ModelKind::rmt}) kinds.push_back(traits_of(k).name);
-  return kinds;
+const std::vector<std::string>& bench_models() {
+  static const std::vector<std::string> models = [] {
+    std::vector<std::string> copy, lm;
+    for (ModelKind k : {ModelKind::baseline, ModelKind::xl, ModelKind::rmt}) {
+      copy.push_back(traits_of(k).name);
+      lm.push_back(std::string("lm_") + traits_of(k).name);
+    }
+    copy.insert(copy.end(), lm.begin(), lm.end());
+    return copy;
+  }();
+  return models;
 }
 
-BenchWorkload bench_workload(const std::string& kind, bool tiny) {
-  const std::vector<std::string> kinds = bench_kinds();
-  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
-    fail("bench model must be one of {} (got '{}')", fmt::join(kinds, ", "), kind);
-  const ModelKindTraits& traits = traits_of(kind);
+BenchWorkload bench_workload(const std::string& name, bool tiny) {
+  const std::vector<std::string>& all = bench_models();
+  if (std::find(all.begin(), all.end(), name) == all.end())
+    fail("bench model must be one of {} (got '{}')", fmt::join(all, ", "), name);
   BenchWorkload w;
+  w.name = name;
+  w.lm = name.rfind("lm_", 0) == 0;
+  const std::string kind = w.lm ? name.substr(3) : name;
+  const ModelKindTraits& traits = traits_of(kind);
   ModelConfig& m = w.model;
   m.kind = kind;
-  m.n_token = 12;
   m.dropout = 0.1;
   m.dropatt = 0.0;
+  if (w.lm) {
+    m.n_token = 256;
+    m.n_layer = 12, m.n_head = 8, m.d_head = 64, m.d_model = 512, m.d_inner = 2048;
+    w.batch = 2;
+    w.lm_segment = 128;
+    w.lr = 2.5e-4;
+    int memory = 10;
+    if (tiny) {
+      m.n_layer = 1, m.n_head = 2, m.d_head = 8, m.d_model = 16, m.d_inner = 32;
+      w.lm_segment = 8;
+      memory = 2;
+    }
+    m.mem_len = traits.has_cache ? w.lm_segment : 0;
+    m.num_mem_tokens = traits.has_memory ? memory : 0;
+    w.lm_window = traits.has_memory ? 1 : 0;
+    w.segments = 1;
+    w.bptt = w.lm_window;
+    return w;
+  }
+  m.n_token = 12;
   if (tiny) {
     m.n_layer = 1, m.n_head = 2, m.d_head = 8, m.d_model = 16, m.d_inner = 32;
     w.batch = 4;
@@ -81,7 +112,64 @@ BenchWorkload bench_workload(const std::string& kind, bool tiny) {
   return w;
 }
 
+int lm_fill_steps(const BenchWorkload& w) {
+  if (!w.lm) return 0;
+  const int per_step = w.model.num_mem_tokens + w.lm_segment;  // cache rows one segment adds
+  const int cache_steps = w.model.mem_len > 0 ? (w.model.mem_len + per_step - 1) / per_step : 0;
+  return std::max(w.lm_window, cache_steps);
+}
+
 namespace {
+// Forward FLOPs of one layer for a segment with klen = cache + q key rows, of which n query
+// rows run attention and what follows it (see forward_flops in bench.h).
+double layer_flops(const BenchWorkload& w, double n, double klen) {
+  const ModelConfig& c = w.model;
+  const double B = w.batch, d = c.d_model, H = c.n_head, Dh = c.d_head, hd = H * Dh;
+  const double di = c.d_inner;
+  return 2 * B * klen * d * 3 * hd        // qkv_net over [cache; segment]
+         + 2 * klen * d * hd              // r_net over the position embeddings
+         + 2 * 2 * B * H * n * klen * Dh  // (q+u)k^T and (q+v)r^T
+         + 2 * B * H * n * klen * Dh      // prob * v
+         + 2 * B * n * hd * d             // o_net
+         + 2 * 2 * B * n * d * di;        // FF in and out
+}
+
+// A segment with q query rows through all layers: n_layer - 1 layers with every row, the last
+// with `live` rows past its keys and values; plus the tied output layer over the Ts token rows
+// when `output`.
+double segment_forward(const BenchWorkload& w, double q, double klen, double live, double Ts,
+                       bool output) {
+  const ModelConfig& c = w.model;
+  return (c.n_layer - 1) * layer_flops(w, q, klen) + layer_flops(w, live, klen) +
+         (output ? 2.0 * w.batch * Ts * c.d_model * c.n_token : 0.0);
+}
+
+// The language model in the steady state: the cache full (xl), the window full (rmt).
+struct LmFlops {
+  double eval_forward = 0;  // one segment, every row, with the write block
+  double step = 0;          // a training step (step_flops in bench.h)
+};
+LmFlops lm_flops(const BenchWorkload& w) {
+  const ModelConfig& c = w.model;
+  const ModelKindTraits& kind = traits_of(c.kind);
+  const int m = kind.has_memory ? c.num_mem_tokens : 0, T = w.lm_segment;
+  const int writes = kind.has_write_block ? m : 0;
+  const double cache = kind.has_cache ? c.mem_len : 0;  // full once warm (lm_fill_steps)
+  const double q = m + T + writes, klen = cache + q;
+  LmFlops f;
+  f.eval_forward = segment_forward(w, q, klen, q, T, true);
+  // The earlier segments of the window (rmt: no cache); their live rows are the memory they
+  // pass on, and they have no output layer.
+  const double earlier = w.lm_window * segment_forward(w, q, q, writes, T, false);
+  // The new segment as its loss needs it (no write block: only write rows attend to it) ...
+  const double q_loss = m + T, klen_loss = cache + q_loss;
+  const double scored = segment_forward(w, q_loss, klen_loss, T, T, true);
+  // ... and its write block, forward only: the memory the next step starts from.
+  const double state = segment_forward(w, q, klen, T + writes, T, true) - scored;
+  f.step = 3 * (earlier + scored) + state;
+  return f;
+}
+
 // Forward FLOPs of each segment: through all layers plus the output layer, and through all
 // layers but the last (what an xl segment without a loss still needs for the cache).
 struct SegmentFlops {
@@ -99,8 +187,6 @@ std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
   const bool xl = kind.has_cache;
   const int m = kind.has_memory ? c.num_mem_tokens : 0;                    // read block
   const int writes = kind.has_write_block ? m : 0;
-  const double B = w.batch, d = c.d_model, H = c.n_head, Dh = c.d_head, hd = H * Dh;
-  const double di = c.d_inner, V = c.n_token;
   std::vector<SegmentFlops> out;
   int cache = 0;  // Transformer-XL cache rows entering the segment
   int t0 = 0;
@@ -110,20 +196,11 @@ std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
     const bool last = s + 1 == lengths.size();
     const bool scored = t0 + Ts > w.seq_len() - w.answer_size();
     const double q = m + Ts + (training && last ? 0 : writes), klen = cache + q;
-    // One layer whose attention and everything after it run for `rows` of the q query rows.
-    auto layer = [&](double rows) {
-      return 2 * B * klen * d * 3 * hd           // qkv_net over [cache; segment]
-             + 2 * klen * d * hd                 // r_net over the position embeddings
-             + 2 * 2 * B * H * rows * klen * Dh  // (q+u)k^T and (q+v)r^T
-             + 2 * B * H * rows * klen * Dh      // prob * v
-             + 2 * B * rows * hd * d             // o_net
-             + 2 * 2 * B * rows * d * di;        // FF in and out
-    };
     const bool memory_out = m > 0 && !last;
     const double live = training ? (scored ? Ts : 0) + (memory_out ? m : 0) : q;
-    const double output = !training || scored ? 2 * B * Ts * d * V : 0;  // tied, token rows
-    out.push_back({(c.n_layer - 1) * layer(q) + layer(live) + output, (c.n_layer - 1) * layer(q),
-                   scored});
+    const bool output = !training || scored;  // tied, token rows
+    out.push_back({segment_forward(w, q, klen, live, Ts, output),
+                   (c.n_layer - 1) * layer_flops(w, q, klen), scored});
     if (xl) cache = std::min(c.mem_len, cache + int(q));
     t0 += Ts;
   }
@@ -132,12 +209,14 @@ std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
 }  // namespace
 
 double forward_flops(const BenchWorkload& w) {
+  if (w.lm) return lm_flops(w).eval_forward;
   double total = 0;
   for (const SegmentFlops& f : segment_flops(w, false)) total += f.full;
   return total;
 }
 
 double step_flops(const BenchWorkload& w) {
+  if (w.lm) return lm_flops(w).step;
   const ModelKindTraits& kind = traits_of(w.model.kind);
   const bool memory = kind.has_memory, cache = kind.has_cache;
   const std::vector<SegmentFlops> segs = segment_flops(w, true);
@@ -156,7 +235,10 @@ const char* flop_formula() {
          "3 x 2B*H*n*klen*Dh (AC, BD, prob*V) + 2B*n*hd*d (o_net) + 4B*n*d*d_inner (FF)] + "
          "2B*T_seg*d*V (output, scored segments); n = q query rows incl. memory, in the last "
          "layer only those something reads (scored tokens, memory passed on); rmt's last "
-         "segment has no write block; klen = cache + q, hd = H*Dh";
+         "segment has no write block; klen = cache + q, hd = H*Dh. Language model (steady "
+         "state): 3 x the forward of the BPTT window (earlier segments: live rows = the memory "
+         "passed on, no output layer; the new segment without its write block) + the new "
+         "segment's write block once (forward only: the next step's memory)";
 }
 
 GemmPeak measure_gemm_gflops(int n, int reps) {
@@ -187,55 +269,54 @@ double peak_rss_mb() {
   return double(ru.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
-BenchResult run_bench(const std::string& kind, const BenchOptions& opt) {
-  if (opt.reps < 1) fail("--reps must be at least 1");
-  if (opt.warmup < 0) fail("--warmup must be at least 0");
-  set_num_threads(opt.threads);
-  const BenchWorkload w = bench_workload(kind, opt.tiny);
-  ModelConfig mc = w.model;
-  resolve_kind(mc);
-  {  // refuse, before allocating, what does not fit in this machine's memory
-    Workload mw;
-    mw.batch = w.batch, mw.seg_len = segment_lengths(w.seq_len(), w.segments), mw.training = true;
-    check_memory_fits(estimate_memory(mc, mw), "rmt bench " + kind);
+namespace {
+
+// The untimed then timed steps of one model; each call of `step` runs one training step, after
+// `prepare` (not timed) made its batch.
+std::vector<double> time_steps(int warmup, int reps, const std::function<void(int)>& prepare,
+                               const std::function<void(int)>& step) {
+  std::vector<double> times;
+  for (int i = 0; i < warmup + reps; ++i) {
+    prepare(i);
+    double t0 = now_s();
+    step(i);
+    double dt = now_s() - t0;
+    if (i >= warmup) times.push_back(dt);
   }
-  Backend& be = cpu_backend();
-  Model model(mc);
-  model.init_weights(mix_seed(opt.seed, 0x1417));
-  Adam adam(model.num_params());
-  Engine engine(model, be);
+  return times;
+}
+
+void fill_times(BenchResult& r, const BenchWorkload& w, const std::vector<double>& times) {
+  const double best = *std::min_element(times.begin(), times.end());
+  r.step_ms_min = best * 1e3;
+  r.step_ms_median = median(times) * 1e3;
+  r.tokens_per_s = double(w.batch) * w.seq_len() / best;
+  r.gflop_per_step = step_flops(w) * 1e-9;
+  r.gflops = r.gflop_per_step / best;
+}
+
+// The copy workload: fresh random batches (made outside the timed region), one train_step each.
+void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engine, Backend& be,
+                Adam& adam, const BenchOptions& opt) {
+  const ModelConfig& mc = model.config;
   const int B = w.batch, T = w.seq_len(), A = w.answer_size();
   const std::vector<int> seg_len = segment_lengths(T, w.segments);
-
-  // Fresh random batches, made outside the timed region.
   SplitMixRng rng(mix_seed(opt.seed, 0xBE7C));
   std::vector<int32_t> input, target;
-  BenchResult r;
-  std::vector<double> times;
   StepSettings settings;
   settings.bptt = w.bptt;
   settings.clip = w.clip;
   settings.lr = w.lr;
-  for (int step = 0; step < opt.warmup + opt.reps; ++step) {
+  auto prepare = [&](int step) {
     copy_batch(rng, B, T / 3, mc.n_token, input, target);
     settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step));
-    double t0 = now_s();
+  };
+  std::vector<double> times = time_steps(opt.warmup, opt.reps, prepare, [&](int) {
     r.loss = train_step(engine, model, be, adam, {input.data(), target.data(), B, T, &seg_len, A},
                         settings).loss;
-    double dt = now_s() - t0;
-    if (step >= opt.warmup) times.push_back(dt);
-  }
-  const double best = *std::min_element(times.begin(), times.end());
-
-  r.model = kind;
-  r.threads = num_threads();
-  r.batch = B, r.seq_len = T, r.segments = w.segments, r.reps = opt.reps;
-  r.params = model.num_params();
-  r.step_ms_min = best * 1e3;
-  r.step_ms_median = median(times) * 1e3;
-  r.tokens_per_s = double(B) * T / best;
-  r.gflop_per_step = step_flops(w) * 1e-9;
-  r.gflops = r.gflop_per_step / best;
+  });
+  r.warmup = opt.warmup;
+  fill_times(r, w, times);
 
   if (opt.eval) {
     // One batch through rmt eval's path: teacher-forced alone, then with greedy decoding,
@@ -261,8 +342,105 @@ BenchResult run_bench(const std::string& kind, const BenchOptions& opt) {
     evaluate(engine, split, eo);
     r.eval_free_running_rerun_ms = (now_s() - t0) * 1e3;
   }
+}
+
+// The language model: B streams of random bytes; step s trains on segment s of every stream
+// from the state step s-1 carried (lm_train_step: RMT re-runs its BPTT window), then clips and
+// takes an Adam step. The first lm_fill_steps steps (at least) are untimed, so every timed step
+// does the steady state's work.
+void bench_lm(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engine, Backend& be,
+              Adam& adam, const BenchOptions& opt) {
+  const int B = w.batch, T = w.seq_len();
+  const int warmup = std::max(opt.warmup, lm_fill_steps(w));
+  const int64_t segments = int64_t(warmup) + opt.reps;
+  const int64_t length = segments * T + 1;  // bytes per stream: every segment's inputs and targets
+  std::vector<int32_t> streams(size_t(B * length));
+  SplitMixRng rng(mix_seed(opt.seed, 0x1B7E));
+  for (auto& x : streams) x = int32_t(rng.below(uint64_t(w.model.n_token)));
+  LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+    in.resize(size_t(B) * T);
+    tg.resize(size_t(B) * T);
+    for (int b = 0; b < B; ++b) {
+      const int32_t* stream = streams.data() + int64_t(b) * length + s * T;
+      std::copy_n(stream, T, in.begin() + int64_t(b) * T);
+      std::copy_n(stream + 1, T, tg.begin() + int64_t(b) * T);
+    }
+  };
+  LmCarry carry(w.lm_window);
+  // The segment source copies B x T ids per segment (inside the step, as rmt train's does).
+  std::vector<double> times = time_steps(warmup, opt.reps, [](int) {}, [&](int step) {
+    const double loss = lm_train_step(engine, carry, source, B, T, true,
+                                      mix_seed(opt.seed, 0xD81, uint64_t(step)));
+    r.loss = optimizer_step(model, be, adam, loss, w.clip, w.lr).loss;
+  });
+  r.warmup = warmup;
+  fill_times(r, w, times);
+}
+
+}  // namespace
+
+BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
+  if (opt.reps < 1) fail("--reps must be at least 1");
+  if (opt.warmup < 0) fail("--warmup must be at least 0");
+  set_num_threads(opt.threads);
+  const BenchWorkload w = bench_workload(name, opt.tiny);
+  ModelConfig mc = w.model;
+  resolve_kind(mc);
+  {  // refuse, before allocating, what does not fit in this machine's memory
+    Workload mw;
+    mw.batch = w.batch, mw.training = true;
+    mw.seg_len = w.lm ? std::vector<int>(size_t(w.lm_window) + 1, w.lm_segment)
+                      : segment_lengths(w.seq_len(), w.segments);
+    check_memory_fits(estimate_memory(mc, mw), "rmt bench " + name);
+  }
+  Backend& be = cpu_backend();
+  Model model(mc);
+  model.init_weights(mix_seed(opt.seed, 0x1417));
+  Adam adam(model.num_params());
+  Engine engine(model, be);
+
+  BenchResult r;
+  r.model = name;
+  r.workload = w.lm ? "lm" : "copy";
+  if (w.lm) bench_lm(r, w, model, engine, be, adam, opt);
+  else bench_copy(r, w, model, engine, be, adam, opt);
+  r.threads = num_threads();
+  r.batch = w.batch, r.seq_len = w.seq_len(), r.segments = w.segments, r.reps = opt.reps;
+  r.bptt_window = w.lm ? w.lm_window : 0;
+  r.params = model.num_params();
   r.peak_rss_mb = peak_rss_mb();
   return r;
+}
+
+std::string bench_workload_json(const std::string& name, bool tiny) {
+  const BenchWorkload w = bench_workload(name, tiny);
+  ModelConfig mc = w.model;
+  resolve_kind(mc);
+  nlohmann::ordered_json j;
+  j["model"] = name;
+  j["workload"] = w.lm ? "lm" : "copy";
+  j["kind"] = mc.kind;
+  j["n_layer"] = mc.n_layer;
+  j["d_model"] = mc.d_model;
+  j["n_head"] = mc.n_head;
+  j["d_head"] = mc.d_head;
+  j["d_inner"] = mc.d_inner;
+  j["vocab"] = mc.n_token;
+  j["mem_len"] = mc.mem_len;
+  j["num_mem_tokens"] = mc.num_mem_tokens;
+  j["dropout"] = mc.dropout;
+  j["batch"] = w.batch;
+  j["seq_len"] = w.seq_len();
+  j["segments"] = w.segments;
+  j["answer_size"] = w.answer_size();
+  j["bptt_window"] = w.lm ? w.lm_window : 0;
+  j["fill_steps"] = lm_fill_steps(w);
+  j["clip"] = w.clip;
+  j["lr"] = w.lr;
+  j["params"] = int64_t(model_param_count(mc));
+  j["gflop_per_step"] = step_flops(w) * 1e-9;
+  j["gflop_forward"] = forward_flops(w) * 1e-9;
+  return j.dump();
 }
 
 void set_peak(BenchResult& r, double peak_gflops) {
@@ -274,10 +452,13 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source) {
   nlohmann::ordered_json j;
   j["engine"] = "rmt";
   j["model"] = r.model;
+  j["workload"] = r.workload;
   j["threads"] = r.threads;
   j["batch"] = r.batch;
   j["seq_len"] = r.seq_len;
   j["segments"] = r.segments;
+  j["bptt_window"] = r.bptt_window;
+  j["warmup"] = r.warmup;
   j["params"] = r.params;
   j["reps"] = r.reps;
   j["tokens_per_s"] = r.tokens_per_s;

@@ -1,7 +1,9 @@
 #pragma once
-// `rmt bench`: times full training steps (forward over all segments, backward through every
-// segment, clip, Adam) of the paper's copy workload, and counts the model FLOPs they stand for.
-// bench/pytorch_reference.py measures the same workload in PyTorch with the same report keys.
+// `rmt bench`: times full training steps (forward, backward, clip, Adam) of the paper's copy
+// workload (all segments of a batch, backward through every segment) and of a byte-level
+// language model (one segment of B streams per step, the cache and memory carried from step to
+// step, lib/run/lm.h), and counts the model FLOPs they stand for. bench/pytorch_reference.py
+// measures the same workloads in PyTorch with the same report keys.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,27 +14,47 @@ namespace rmt {
 
 // The workload of one benchmarked model.
 struct BenchWorkload {
+  std::string name;         // the bench model: baseline | xl | rmt | lm_baseline | lm_xl | lm_rmt
   ModelConfig model;        // kind, sizes, mem_len / num_mem_tokens, dropout; n_token set
-  int batch = 32;
+  int batch = 32;           // copy: samples; language model: streams
+  double clip = 0.25, lr = 1e-4;
+  // copy task
   int copy_length = 24;     // copy task length L: input T = 3L, answer 2L
   int segments = 3;
   int bptt = -1;            // all
-  double clip = 0.25, lr = 1e-4;
-  int seq_len() const { return 3 * copy_length; }
-  int answer_size() const { return 2 * copy_length; }
+  // language model (lm = true): each step trains on the next segment of every stream
+  bool lm = false;
+  int lm_segment = 0;       // positions per segment
+  int lm_window = 0;        // earlier segments a step re-runs (RMT's bptt k; 0 without memory)
+  // Positions a step trains on per row (tokens per step = batch * seq_len()): the copy
+  // sample's 3L, or the language model's new segment.
+  int seq_len() const { return lm ? lm_segment : 3 * copy_length; }
+  int answer_size() const { return lm ? lm_segment : 2 * copy_length; }
 };
 
-// The models rmt bench times (bench/pytorch_reference.py measures the same): the paper's copy
-// models baseline, xl and rmt.
-std::vector<std::string> bench_kinds();
+// The bench models, in the order --model all runs them.
+const std::vector<std::string>& bench_models();
 
-// The paper's copy config (docs/paper.md §3) for kind baseline | xl | rmt: 4 layers, 4 heads
-// x 64, d_model 128, d_inner 256, vocab 12, batch 32, 72 positions in 3 segments of 24, xl
-// mem_len 24, rmt 24 memory tokens, dropout 0.1. tiny: a few-ms stand-in with the same
-// structure (1 layer, 2 heads x 8, d_model 16, batch 4, 18 positions), for tests.
-BenchWorkload bench_workload(const std::string& kind, bool tiny);
+// baseline | xl | rmt: the paper's copy config (docs/paper.md §3): 4 layers, 4 heads x 64,
+// d_model 128, d_inner 256, vocab 12, batch 32, 72 positions in 3 segments of 24, xl mem_len
+// 24, rmt 24 memory tokens, dropout 0.1.
+// lm_baseline | lm_xl | lm_rmt: the paper's 12-layer enwik8 model (docs/paper.md §7: d_model
+// 512, 8 heads x 64, d_inner 2048, vocab 256, dropout 0.1) in its "more recurrent steps"
+// setting, segments of 128 bytes, with 2 streams (the paper's batch does not fit a 2-core
+// CPU); lm_xl caches 128 rows per layer (= the segment, Transformer-XL's enwik8 setting),
+// lm_rmt has 10 memory tokens and BPTT-1 (each step re-runs the previous segment from the
+// carried state), as in the paper's enwik8 RMT rows. clip 0.25, lr 2.5e-4.
+// tiny: a few-ms stand-in with the same structure (1 layer, 2 heads x 8, d_model 16; copy:
+// batch 4, 18 positions; language model: 2 streams, segments of 8, xl cache 8, rmt 2 memory
+// tokens with BPTT-1), for tests.
+BenchWorkload bench_workload(const std::string& name, bool tiny);
+// Language model: the untimed steps that bring the carried state to its steady size (the
+// cache full, the BPTT window of earlier segments full); every timed step then does the same
+// work. 0 for the copy workload.
+int lm_fill_steps(const BenchWorkload& w);
 
-// Model FLOPs of one forward pass over all segments: every GEMM and attention product at
+// Model FLOPs of one forward pass over all segments (language model: of one segment in the
+// steady state, with the write block): every GEMM and attention product at
 // 2 FLOPs per multiply-add, over all query rows (memory rows included) and all key rows
 // (Transformer-XL cache rows included). Per segment with q query rows, klen = cache + q key
 // rows, hd = heads * d_head, per layer:
@@ -49,6 +71,10 @@ double forward_flops(const BenchWorkload& w);
 // the memory passed on) need attention, o_net and FF; the output layer only scored segments;
 // the last segment of rmt passes no memory on, so it runs without the write block. (The engine
 // skips exactly this work; see Engine::forward.)
+// Language model, in the steady state: 3 x the forward of every segment of the window (the
+// earlier segments with the memory they pass on as their live last-layer rows and no output
+// layer, the new one with its token rows and the output layer, no write block), plus, once,
+// the forward of the new segment's write block, which only the next step's memory needs.
 double step_flops(const BenchWorkload& w);
 const char* flop_formula();  // the formula above in one line, for reports
 
@@ -70,10 +96,13 @@ struct BenchOptions {
 
 struct BenchResult {
   std::string model;
+  std::string workload;        // copy | lm
   int threads = 0, batch = 0, seq_len = 0, segments = 0, reps = 0;
+  int bptt_window = 0;         // language model: earlier segments re-run per step
+  int warmup = 0;              // untimed steps run (language model: at least lm_fill_steps)
   int64_t params = 0;
   double step_ms_min = 0, step_ms_median = 0;
-  double tokens_per_s = 0;     // B*T / min step time
+  double tokens_per_s = 0;     // B*T / min step time (language model: T = one new segment)
   double gflop_per_step = 0, gflops = 0;  // gflops at the min step time
   double peak_gflops = 0, mfu = 0;        // filled in by the caller once the peak is known
   double peak_rss_mb = 0;      // process high-water mark (getrusage ru_maxrss) after this model
@@ -82,7 +111,11 @@ struct BenchResult {
   double eval_teacher_forced_ms = -1, eval_free_running_ms = -1, eval_free_running_rerun_ms = -1;
 };
 
-BenchResult run_bench(const std::string& kind, const BenchOptions& options);
+BenchResult run_bench(const std::string& name, const BenchOptions& options);
+// One JSON object (one line) describing a bench model's workload without running it: sizes,
+// memory, batch, positions per step, BPTT window, parameters, untimed fill steps, GFLOP per
+// step and per evaluation forward (`rmt bench --list`).
+std::string bench_workload_json(const std::string& name, bool tiny);
 void set_peak(BenchResult& r, double peak_gflops);  // peak_gflops and mfu
 double peak_rss_mb();
 // One JSON object (one line) with the keys bench/pytorch_reference.py also prints.

@@ -386,17 +386,17 @@ def adam_run(model, inp, tgt, N, A, bptt, steps, lr, clip, grad_log=None):
 # language modelling (docs/paper.md §7)
 
 
-def lm_step(model, inp, tgt, T, s, k, stored):
-    """One language-model training step on segment s of B streams.
+def lm_window_loss(model, inp, tgt, T, s, k, stored):
+    """The forward of one language-model training step on segment s of B streams.
 
     inp, tgt [B, S*T]: the streams' inputs and next-token targets, segment u
     at columns [u*T, (u+1)*T). stored: dict u -> (memory, cache) entering
     segment u as the step before it handed it on (detached). The step runs
     the window of segments s-w .. s (w = min(k, s) with memory tokens, else 0)
     from the state entering s-w (the initial one, learned memory included,
-    when s-w == 0), scores every position of segment s only (mean
-    cross-entropy) and back-propagates through the whole window. Stores the
-    state entering s+1. Returns (logits [B,T,V], loss, grads)."""
+    when s-w == 0) and scores every position of segment s only (mean
+    cross-entropy). Stores the state entering s+1 (detached). Returns
+    (logits [B,T,V], loss) with the graph through the whole window."""
     B = inp.shape[0]
     w = min(k, s) if model.use_mem else 0
     first = s - w
@@ -404,13 +404,20 @@ def lm_step(model, inp, tgt, T, s, k, stored):
         mem, cache = model.initial_memory(B), model.empty_cache(B)
     else:
         mem, cache = stored[first]
-    model.zero_grad(set_to_none=True)
     for u in range(first, s + 1):
         lg, mem, cache = model.segment(inp[:, u * T:(u + 1) * T], mem, cache)
     V = lg.shape[-1]
     loss = F.cross_entropy(lg.reshape(-1, V), tgt[:, s * T:(s + 1) * T].reshape(-1))
-    loss.backward()
     stored[s + 1] = (None if mem is None else mem.detach(), cache)
+    return lg, loss
+
+
+def lm_step(model, inp, tgt, T, s, k, stored):
+    """One language-model training step (lm_window_loss), back-propagated
+    through the whole window. Returns (logits [B,T,V], loss, grads)."""
+    model.zero_grad(set_to_none=True)
+    lg, loss = lm_window_loss(model, inp, tgt, T, s, k, stored)
+    loss.backward()
     return lg.detach(), loss.detach(), _collect_grads(model)
 
 

@@ -1,0 +1,13 @@
+// Bad inputs of rmt bench's language-model workloads and --list.
+#include "tests/catalogue.h"
+
+RMT_CATALOGUE({
+    {"cli-value", "bench: a language model kind bench does not have", nullptr, "bench --model lm_mt", 1,
+     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy, lm, all (got 'lm_mt'; did you mean 'lm_rmt'?)"},
+    {"cli-value", "bench --list: unknown --model", nullptr, "bench --list --model enwik8", 1,
+     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy, lm, all (got 'enwik8')"},
+    {"cli-usage", "bench: --list with --peak-only", nullptr, "bench --list --peak-only", 2,
+     "--peak-only excludes --list; see 'rmt bench --help'"},
+    {"cli-usage", "bench: --list given a value", nullptr, "bench --list lm", 2,
+     "unexpected argument lm; see 'rmt bench --help'"},
+});
