@@ -1,5 +1,7 @@
 // End-to-end checks of the model's hand-written backward: finite differences of the whole loss
-// for every model kind and BPTT setting, BPTT identities, and bit-for-bit determinism.
+// for every model kind and BPTT setting, BPTT identities, and bit-for-bit determinism. Each runs
+// on the CPU backend and on cpu-guarded, whose buffers the host cannot touch outside a backend
+// call: a host access left in the engine crashes these tests.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +18,9 @@
 using namespace rmt;
 
 namespace {
+
+// The backends every engine test runs on.
+const std::vector<std::string> kDevices = {"cpu", "cpu-guarded"};
 
 ModelConfig tiny_config(const std::string& kind) {
   ModelConfig c;
@@ -46,7 +51,9 @@ struct Problem {
 // Makes every parameter O(1)-random so no gradient is trivially zero.
 void randomize(Model& model, uint64_t seed) {
   SplitMixRng rng(seed);
-  for (auto& p : model.params) p = float(0.5 * rng.normal());
+  std::vector<float> params(static_cast<size_t>(model.num_params()));
+  for (auto& p : params) p = float(0.5 * rng.normal());
+  model.params.upload(model.backend, params);
 }
 
 double loss_of(Engine& e, const Problem& pb) {
@@ -77,7 +84,7 @@ double loss_with_frozen_cache(Engine& e, const Problem& pb, std::vector<Recurren
     state.cache = frozen[s].cache;
     state.mlen = frozen[s].mlen;
     e.forward_segment(a, tokens.data(), targets.data(), pb.B, Ts, state, next, false, 0, scale);
-    for (float l : a.loss_rows) loss += l;
+    for (float l : a.loss_rows.download()) loss += l;
     state = next;
     t0 += Ts;
   }
@@ -85,27 +92,28 @@ double loss_with_frozen_cache(Engine& e, const Problem& pb, std::vector<Recurren
 }
 
 // Central differences at a sample of coordinates of every tensor.
-void check_gradients(const std::string& kind, int bptt) {
-  Model model(tiny_config(kind));
+void check_gradients(const std::string& kind, int bptt, Backend& be) {
+  Model model(tiny_config(kind), be);
   randomize(model, 11);
   Problem pb(model.V);
-  Engine engine(model, cpu_backend());
+  Engine engine(model);
   double base = loss_of(engine, pb);
   engine.backward(bptt);
-  std::vector<float> grads = model.grads;
+  std::vector<float> grads = model.grads.download();
   std::vector<RecurrentState> frozen;
   CHECK(std::abs(loss_with_frozen_cache(engine, pb, frozen, true) - base) < 1e-5);
   int checked = 0;
   for (const auto& info : model.param_info) {
     for (int64_t k = 0; k < std::min<int64_t>(info.numel, 4); ++k) {
       int64_t i = info.offset + (k * 7919) % info.numel;
-      float saved = model.params[size_t(i)];
-      const float h = 1e-2f;
-      model.params[size_t(i)] = saved + h;
+      float saved = 0;
+      model.params.read(i, &saved, 1);
+      const float h = 1e-2f, up_value = saved + h, down_value = saved - h;
+      model.params.write(i, &up_value, 1);
       double up = loss_with_frozen_cache(engine, pb, frozen, false);
-      model.params[size_t(i)] = saved - h;
+      model.params.write(i, &down_value, 1);
       double down = loss_with_frozen_cache(engine, pb, frozen, false);
-      model.params[size_t(i)] = saved;
+      model.params.write(i, &saved, 1);
       double fd = (up - down) / (2 * h);
       double an = grads[size_t(i)];
       INFO(kind, " bptt ", bptt, " ", info.name, "[", i - info.offset, "] analytic ", an, " fd ", fd);
@@ -121,41 +129,78 @@ void check_gradients(const std::string& kind, int bptt) {
 // Truncated BPTT (0, k) is not the derivative of the loss, so finite differences check full
 // BPTT only; the golden tests compare truncated BPTT with the PyTorch reference.
 TEST_CASE("model gradients match finite differences for every kind (full BPTT)") {
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"}) check_gradients(kind, -1);
+  for (const std::string& device : kDevices) {
+    CAPTURE(device);
+    for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+      check_gradients(kind, -1, backend_by_name(device));
+  }
 }
 
 TEST_CASE("truncated BPTT: k >= segments-1 equals full BPTT; 0 differs") {
-  Model model(tiny_config("rmt"));
-  randomize(model, 3);
-  Problem pb(model.V);
-  Engine engine(model, cpu_backend());
-  auto grads_for = [&](int bptt) {
-    loss_of(engine, pb);
-    engine.backward(bptt);
-    return model.grads;
-  };
-  std::vector<float> all = grads_for(-1), k2 = grads_for(2), k0 = grads_for(0);
-  double max_diff = 0, max_diff0 = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    max_diff = std::max(max_diff, double(std::abs(all[i] - k2[i])));
-    max_diff0 = std::max(max_diff0, double(std::abs(all[i] - k0[i])));
+  for (const std::string& device : kDevices) {
+    CAPTURE(device);
+    Model model(tiny_config("rmt"), backend_by_name(device));
+    randomize(model, 3);
+    Problem pb(model.V);
+    Engine engine(model);
+    auto grads_for = [&](int bptt) {
+      loss_of(engine, pb);
+      engine.backward(bptt);
+      return model.grads.download();
+    };
+    std::vector<float> all = grads_for(-1), k2 = grads_for(2), k0 = grads_for(0);
+    double max_diff = 0, max_diff0 = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      max_diff = std::max(max_diff, double(std::abs(all[i] - k2[i])));
+      max_diff0 = std::max(max_diff0, double(std::abs(all[i] - k0[i])));
+    }
+    CHECK(max_diff < 1e-5);
+    CHECK(max_diff0 > 1e-4);
   }
-  CHECK(max_diff < 1e-5);
-  CHECK(max_diff0 > 1e-4);
 }
 
 TEST_CASE("forward and backward are bit-identical across runs") {
-  Model model(tiny_config("xl_rmt"));
-  randomize(model, 9);
-  Problem pb(model.V);
-  Engine engine(model, cpu_backend());
-  double l1 = loss_of(engine, pb);
-  engine.backward(-1);
-  std::vector<float> g1 = model.grads;
-  double l2 = loss_of(engine, pb);
-  engine.backward(-1);
-  CHECK(l1 == l2);
-  CHECK(g1 == model.grads);
+  for (const std::string& device : kDevices) {
+    CAPTURE(device);
+    Model model(tiny_config("xl_rmt"), backend_by_name(device));
+    randomize(model, 9);
+    Problem pb(model.V);
+    Engine engine(model);
+    double l1 = loss_of(engine, pb);
+    engine.backward(-1);
+    std::vector<float> g1 = model.grads.download();
+    double l2 = loss_of(engine, pb);
+    engine.backward(-1);
+    CHECK(l1 == l2);
+    CHECK(g1 == model.grads.download());
+  }
+}
+
+TEST_CASE("cpu-guarded gives the CPU backend's results bit for bit (every kind, truncated BPTT, dropout)") {
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+    for (int bptt : {-1, 1}) {
+      CAPTURE(kind);
+      CAPTURE(bptt);
+      ModelConfig c = tiny_config(kind);
+      c.dropout = 0.1;
+      auto run = [&](Backend& be, std::vector<float>& logits) {
+        Model model(c, be);
+        randomize(model, 12);
+        Problem pb(model.V);
+        Engine engine(model);
+        const double loss = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
+                                           pb.seg_len, pb.A, true, 5);
+        engine.backward(bptt);
+        logits = engine.logits(2);
+        return std::make_pair(loss, model.grads.download());
+      };
+      std::vector<float> logits_cpu, logits_guarded;
+      const auto cpu = run(cpu_backend(), logits_cpu);
+      const auto guarded = run(backend_by_name("cpu-guarded"), logits_guarded);
+      CHECK(cpu.first == guarded.first);
+      CHECK(cpu.second == guarded.second);
+      CHECK(logits_cpu == logits_guarded);
+    }
 }
 
 TEST_CASE("segment_lengths splits evenly, longer segments first, and rejects impossible splits") {
@@ -177,13 +222,15 @@ TEST_CASE("greedy decoding with cached keys/values equals re-running every segme
       {{4, 3, 3}, 6},  {{4, 3, 3}, 5},  {{4, 3, 3}, 7},  {{4, 3, 3}, 8}, {{4, 3, 3}, 9},
       {{4, 3, 3}, 10}, {{4, 3, 3}, 1},  {{4, 3, 3}, 2},  {{3, 3, 2, 2}, 5},
       {{3, 3, 2, 2}, 3}, {{10}, 4},     {{5, 5}, 7}};
+  for (const std::string& device : kDevices)
   for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"}) {
+    CAPTURE(device);
     ModelConfig c = tiny_config(kind);
     c.num_mem_tokens = c.num_mem_tokens > 0 ? 3 : 0;  // 3 rows: the read block's wrap-around matters
-    Model model(c);
+    Model model(c, backend_by_name(device));
     randomize(model, 21);
     Problem pb(model.V, 8);
-    Engine engine(model, cpu_backend());
+    Engine engine(model);
     for (const Layout& l : layouts) {
       std::vector<int32_t> with_cache, rerun;
       decode_greedy(engine, pb.input.data(), pb.B, pb.T, l.seg_len, l.A, true, with_cache);
@@ -199,7 +246,7 @@ TEST_CASE("greedy decoding with cached keys/values equals re-running every segme
       const int p0 = pb.T - l.A;
       int s = 0, t0 = 0;
       while (t0 + engine.segment_length(s) <= p0) t0 += engine.segment_length(s++);
-      const std::vector<float>& logits = engine.logits(s);
+      const std::vector<float> logits = engine.logits(s);
       const int Ts = engine.segment_length(s);
       for (int b = 0; b < pb.B; ++b) {
         const float* row = logits.data() + (int64_t(b) * Ts + (p0 - t0)) * model.V;
@@ -210,18 +257,20 @@ TEST_CASE("greedy decoding with cached keys/values equals re-running every segme
 }
 
 TEST_CASE("bptt_recompute: recomputed activations give bit-identical gradients") {
+  for (const std::string& device : kDevices)
   for (const char* kind : {"rmt", "xl_rmt", "mt"})
     for (int bptt : {-1, 0, 1}) {
+      CAPTURE(device);
       ModelConfig c = tiny_config(kind);
       c.dropout = 0.2;  // the recomputed dropout masks must match the forward's
-      Model model(c);
+      Model model(c, backend_by_name(device));
       randomize(model, 4);
       Problem pb(model.V);
-      Engine engine(model, cpu_backend());
+      Engine engine(model);
       double stored = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,
                                      pb.A, true, 77);
       engine.backward(bptt);
-      std::vector<float> g = model.grads;
+      std::vector<float> g = model.grads.download();
       engine.set_recompute(true);
       double recomputed = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
                                          pb.seg_len, pb.A, true, 77);
@@ -229,7 +278,7 @@ TEST_CASE("bptt_recompute: recomputed activations give bit-identical gradients")
       CAPTURE(kind);
       CAPTURE(bptt);
       CHECK(stored == recomputed);
-      CHECK(g == model.grads);
+      CHECK(g == model.grads.download());
     }
 }
 
@@ -238,33 +287,36 @@ TEST_CASE("training skips work no loss depends on, with the same loss and gradie
   // only up to its cache, rmt runs its last layer only for the memory it passes on (and the last
   // segment's only for the tokens, with no write block at all: no memory leaves it); with
   // dropout 0 a training step must equal an evaluation step.
+  for (const std::string& device : kDevices)
   for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
     for (int variant = 0; variant < 3; ++variant) {
+      CAPTURE(device);
       const bool recompute = variant == 1;
       const int bptt = variant == 2 ? 1 : -1;
-      Model model(tiny_config(kind));
+      Model model(tiny_config(kind), backend_by_name(device));
       randomize(model, 6);
       Problem pb(model.V);
-      Engine engine(model, cpu_backend());
+      Engine engine(model);
       engine.set_recompute(recompute);
       const double eval_loss = loss_of(engine, pb);
       const std::vector<float> logits1 = engine.logits(1);
       engine.backward(bptt);
-      const std::vector<float> eval_grads = model.grads;
+      const std::vector<float> eval_grads = model.grads.download();
       const double train_loss = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
                                                pb.seg_len, pb.A, true, 0);
       engine.backward(bptt);
+      const std::vector<float> train_grads = model.grads.download();
       CAPTURE(kind);
       CAPTURE(variant);
       // Equal up to rounding: a GEMM over fewer rows may round differently.
       CHECK(std::abs(train_loss - eval_loss) <= 1e-6 * std::abs(eval_loss));
       double max_diff = 0, max_ref = 0;
       for (size_t i = 0; i < eval_grads.size(); ++i) {
-        max_diff = std::max(max_diff, double(std::abs(model.grads[i] - eval_grads[i])));
+        max_diff = std::max(max_diff, double(std::abs(train_grads[i] - eval_grads[i])));
         max_ref = std::max(max_ref, double(std::abs(eval_grads[i])));
       }
       CHECK(max_diff <= 1e-5 * max_ref);
-      const std::vector<float>& logits_train = engine.logits(1);
+      const std::vector<float> logits_train = engine.logits(1);
       REQUIRE(logits_train.size() == logits1.size());
       for (size_t i = 0; i < logits1.size(); ++i) REQUIRE(std::abs(logits_train[i] - logits1[i]) <= 1e-5f);
       CHECK_THROWS_WITH_AS(engine.logits(0), doctest::Contains("not computed"), Error);
@@ -296,21 +348,23 @@ TEST_CASE("a forward from a carried state equals the same segments inside one fo
   // started from the state after segment 0, with full BPTT through the window, in training
   // (work skipped) and evaluation mode alike; the state passed on must equal the longer
   // forward's.
+  for (const std::string& device : kDevices)
   for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
     for (bool training : {false, true}) {
+      CAPTURE(device);
       CAPTURE(kind);
       CAPTURE(training);
-      Model model(tiny_config(kind));
+      Model model(tiny_config(kind), backend_by_name(device));
       randomize(model, 12);
       Problem pb(model.V, 13);
       const int B = pb.B, T = pb.T, A = 3;  // the answer: segment 2 exactly
-      Engine engine(model, cpu_backend());
+      Engine engine(model);
       const double full = engine.forward(pb.input.data(), pb.target.data(), B, T, {4, 3, 3}, A,
                                          training, 0, Carry{nullptr, true});
       const std::vector<float> full_logits = engine.logits(2);
       const RecurrentState full_end = engine.state(3);
       engine.backward(1);
-      const std::vector<float> full_grads = model.grads;
+      const std::vector<float> full_grads = model.grads.download();
 
       std::vector<int32_t> in0 = columns(pb.input, B, T, 0, 4), tg0 = columns(pb.target, B, T, 0, 4);
       engine.forward(in0.data(), tg0.data(), B, 4, {4}, 4, training, 0, Carry{nullptr, true});
@@ -323,15 +377,19 @@ TEST_CASE("a forward from a carried state equals the same segments inside one fo
       CHECK(max_abs_diff(engine.logits(1), full_logits) <= 1e-5);
       double ref = 0;
       for (float g : full_grads) ref = std::max(ref, double(std::abs(g)));
-      CHECK(max_abs_diff(model.grads, full_grads) <= 1e-5 * ref);
-      if (model.m > 0) CHECK(max_abs_diff(engine.state(2).mem, full_end.mem) <= 1e-5);
+      CHECK(max_abs_diff(model.grads.download(), full_grads) <= 1e-5 * ref);
+      if (model.num_mem > 0)
+        CHECK(max_abs_diff(engine.state(2).mem.download(), full_end.mem.download()) <= 1e-5);
       CHECK(engine.state(2).mlen == full_end.mlen);
       for (size_t l = 0; l < full_end.cache.size(); ++l)
-        CHECK(max_abs_diff(engine.state(2).cache[l], full_end.cache[l]) <= 1e-5);
+        CHECK(max_abs_diff(engine.state(2).cache[l].download(), full_end.cache[l].download()) <= 1e-5);
       // The start state is detached: the learned memory gets no gradient through it.
-      if (model.m > 0) {
+      if (model.num_mem > 0) {
+        const ParamInfo* mem = model.find("mem_tokens");
+        std::vector<float> g(static_cast<size_t>(mem->numel));
+        model.grads.read(mem->offset, g.data(), mem->numel);
         double g_mem = 0;
-        for (int i = 0; i < model.m * model.d; ++i) g_mem = std::max(g_mem, double(std::abs(model.G.mem[i])));
+        for (float x : g) g_mem = std::max(g_mem, double(std::abs(x)));
         CHECK(g_mem == 0);
       }
     }
@@ -340,7 +398,7 @@ TEST_CASE("a forward from a carried state equals the same segments inside one fo
 TEST_CASE("a carried start state that does not fit the model is refused") {
   Model model(tiny_config("xl_rmt"));
   Problem pb(model.V);
-  Engine engine(model, cpu_backend());
+  Engine engine(model);
   RecurrentState st;
   engine.initial_state(st, pb.B + 1);  // another batch size
   CHECK_THROWS_WITH_AS(engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,

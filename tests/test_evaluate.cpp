@@ -71,7 +71,7 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
     Model model(c);
     model.init_weights(3);
     Engine engine(model, cpu_backend());
-    Adam adam(model.num_params());
+    Adam adam(cpu_backend(), model.num_params());
     const std::vector<int> seg_len{5, 3};  // the answer starts at position 3, inside segment 0
     SplitMixRng rng(11);
     std::vector<int32_t> input, target;

@@ -15,6 +15,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/cpu_kernels.h"
+#include "lib/core/device_array.h"
 
 using namespace rmt;
 using Vec = std::vector<float>;
@@ -719,6 +720,104 @@ TEST_CASE("adam_update: two steps match torch.optim.Adam by hand") {
   CHECK(m == doctest::Approx(0.02).epsilon(1e-5));
   CHECK(v == doctest::Approx(3.1225e-4).epsilon(1e-5));
   CHECK(p == doctest::Approx(0.8733662987).epsilon(1e-6));
+}
+
+TEST_CASE("broadcast_batch: literal reference, its backward sums over the batch in order, FD") {
+  // Small, and above the parallel grain (rows x B x width > 2^14).
+  struct Size { int rows, B, width; };
+  for (Size z : {Size{3, 4, 5}, Size{7, 33, 130}}) {
+    CAPTURE(z.rows);
+    const size_t nx = (size_t)z.rows * z.width, nout = nx * z.B;
+    Vec x = randn(nx, 1.f, 80), out(nout, std::numeric_limits<float>::quiet_NaN());
+    be().broadcast_batch(out.data(), x.data(), z.rows, z.B, z.width);
+    Vec expect(nout);
+    for (int i = 0; i < z.rows; ++i)
+      for (int b = 0; b < z.B; ++b)
+        for (int c = 0; c < z.width; ++c)
+          expect[((size_t)i * z.B + b) * z.width + c] = x[(size_t)i * z.width + c];
+    CHECK(out == expect);
+
+    // Backward accumulates, each element summed over b = 0.. in order: bit-equal to the loop.
+    Vec dout = randn(nout, 1.f, 81), dx0 = randn(nx, 1.f, 82), dx = dx0, ref = dx0;
+    be().broadcast_batch_backward(dx.data(), dout.data(), z.rows, z.B, z.width);
+    for (int i = 0; i < z.rows; ++i)
+      for (int b = 0; b < z.B; ++b)
+        for (int c = 0; c < z.width; ++c)
+          ref[(size_t)i * z.width + c] += dout[((size_t)i * z.B + b) * z.width + c];
+    CHECK(dx == ref);
+
+    // FD of L = sum(dout * broadcast(x)) wrt x: the backward (from zero) is its gradient.
+    if (nx > 100) continue;
+    auto loss = [&]() {
+      Vec o(nout);
+      be().broadcast_batch(o.data(), x.data(), z.rows, z.B, z.width);
+      return dot(o, dout);
+    };
+    Vec g(nx, 0.f);
+    be().broadcast_batch_backward(g.data(), dout.data(), z.rows, z.B, z.width);
+    check_close("dx", g, fd(x, loss, 1e-2), 1e-3);
+  }
+}
+
+TEST_CASE("memory API: allocate, fill, copies both ways and on the device, on every backend") {
+  for (const char* device : {"cpu", "cpu-guarded"}) {
+    CAPTURE(device);
+    Backend& b = backend_by_name(device);
+    CHECK(b.allocate(0) == nullptr);
+    b.deallocate(nullptr, 0);
+    const int64_t n = 1000;
+    float* x = static_cast<float*>(b.allocate(n * sizeof(float)));
+    float* y = static_cast<float*>(b.allocate(n * sizeof(float)));
+    CHECK(reinterpret_cast<uintptr_t>(x) % 64 == 0);
+    CHECK(reinterpret_cast<uintptr_t>(y) % 64 == 0);
+    Vec host = randn(n, 1.f, 90), back(n, 0.f);
+    b.copy_host_to_device(x, host.data(), n * sizeof(float));
+    b.copy_device_to_device(y, x, n * sizeof(float));
+    b.copy_device_to_host(back.data(), y, n * sizeof(float));
+    CHECK(back == host);
+    b.fill(y + 10, 20, 2.5f);
+    b.fill_bytes(y + 40, 0, 8 * sizeof(float));
+    b.copy_device_to_host(back.data(), y, n * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      const float expect = i >= 10 && i < 30 ? 2.5f : i >= 40 && i < 48 ? 0.f : host[size_t(i)];
+      REQUIRE(back[size_t(i)] == expect);
+    }
+    b.deallocate(x, n * sizeof(float));
+    b.deallocate(y, n * sizeof(float));
+  }
+}
+
+TEST_CASE("DeviceArray: grows keeping its capacity, uploads, downloads, copies on the device") {
+  for (const char* device : {"cpu", "cpu-guarded"}) {
+    CAPTURE(device);
+    Backend& b = backend_by_name(device);
+    DeviceArray<float> a;
+    CHECK(a.empty());
+    float* p = a.sized(b, 100);
+    CHECK(a.size() == 100);
+    CHECK(a.sized(b, 40) == p);  // shrinking and regrowing within the capacity reuses it
+    CHECK(a.sized(b, 100) == p);
+    Vec host = randn(100, 1.f, 91);
+    a.upload(b, host);
+    CHECK(a.data() == p);
+    CHECK(a.download() == host);
+    DeviceArray<float> c = a;  // a device copy, not the same buffer
+    CHECK(c.data() != a.data());
+    CHECK(c.download() == host);
+    const float v = 7.f;
+    c.write(3, &v, 1);
+    float got = 0;
+    c.read(3, &got, 1);
+    CHECK(got == 7.f);
+    CHECK(a.download() == host);
+    CHECK_THROWS_AS(c.write(99, host.data(), 2), std::logic_error);
+    DeviceArray<int32_t> z;
+    z.zeroed(b, 5);
+    CHECK(z.download() == std::vector<int32_t>(5, 0));
+    DeviceArray<float> moved = std::move(c);
+    CHECK(moved.download()[3] == 7.f);
+    CHECK(c.empty());
+  }
 }
 
 TEST_CASE("threads: set_num_threads / num_threads") {

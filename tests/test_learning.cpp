@@ -50,7 +50,7 @@ double train_and_evaluate(const std::string& kind, int steps) {
   Model model(c);
   model.init_weights(7);
   Engine engine(model, cpu_backend());
-  Adam adam(model.num_params());
+  Adam adam(cpu_backend(), model.num_params());
   TrainConfig tc;
   tc.lr = 3e-3;
   tc.warmup_steps = 100;

@@ -86,16 +86,18 @@ TEST_CASE("LM steps with fixed parameters equal the last segment of one long for
       CAPTURE(k);
       Model model(lm_tiny_config(kind));
       SplitMixRng rng(31);
-      for (auto& p : model.params) p = float(0.5 * rng.normal());
+      std::vector<float> params(static_cast<size_t>(model.num_params()));
+      for (auto& p : params) p = float(0.5 * rng.normal());
+      model.params.upload(model.backend, params);
       Streams st(model.V, 7);
       Engine engine(model, cpu_backend());
-      LmCarry carry(model.m > 0 ? k : 0);
+      LmCarry carry(model.num_mem > 0 ? k : 0);
       for (int s = 0; s < st.S; ++s) {
         CAPTURE(s);
         const double loss = lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);
         const std::vector<float> logits = engine.logits(engine.num_segments() - 1);
-        const std::vector<float> grads = model.grads;
-        CHECK(engine.num_segments() == (model.m > 0 ? std::min(k, s) + 1 : 1));
+        const std::vector<float> grads = model.grads.download();
+        CHECK(engine.num_segments() == (model.num_mem > 0 ? std::min(k, s) + 1 : 1));
         CHECK(carry.next_segment() == s + 1);
         CHECK(int(carry.stored().size()) == std::min(s + 1, carry.window() + 1));
 
@@ -104,12 +106,12 @@ TEST_CASE("LM steps with fixed parameters equal the last segment of one long for
                                           std::vector<int>(size_t(s) + 1, st.T), st.T, false, 0);
         engine.backward(k);
         CHECK(std::abs(loss - ref) <= 1e-6 * std::abs(ref));
-        const std::vector<float>& ref_logits = engine.logits(s);
+        const std::vector<float> ref_logits = engine.logits(s), ref_grads = model.grads.download();
         double d = 0, gmax = 0, gd = 0;
         for (size_t i = 0; i < logits.size(); ++i) d = std::max(d, double(std::abs(logits[i] - ref_logits[i])));
         for (size_t i = 0; i < grads.size(); ++i) {
-          gd = std::max(gd, double(std::abs(grads[i] - model.grads[i])));
-          gmax = std::max(gmax, double(std::abs(model.grads[i])));
+          gd = std::max(gd, double(std::abs(grads[i] - ref_grads[i])));
+          gmax = std::max(gmax, double(std::abs(ref_grads[i])));
         }
         CHECK(d <= 1e-5);
         CHECK(gd <= 1e-5 * gmax);
@@ -123,14 +125,17 @@ TEST_CASE("LM steps: the window starts from the stored state, not a recomputed o
   // must equal a window started explicitly from the state the previous step handed on.
   Model model(lm_tiny_config("rmt"));
   SplitMixRng rng(5);
-  for (auto& p : model.params) p = float(0.5 * rng.normal());
+  std::vector<float> params(static_cast<size_t>(model.num_params()));
+  for (auto& p : params) p = float(0.5 * rng.normal());
+  model.params.upload(model.backend, params);
   Streams st(model.V, 3);
   Engine engine(model, cpu_backend());
   LmCarry carry(1);
   lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);
   lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);  // segment 1
   const RecurrentState entering1 = carry.stored().front();         // handed on by step 0
-  for (auto& p : model.params) p *= 1.01f;
+  for (auto& p : params) p *= 1.01f;
+  model.params.upload(model.backend, params);
   const double loss = lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);  // window 1..2
   std::vector<int32_t> in, tg, window_in, window_tg;
   for (int b = 0; b < st.B; ++b)

@@ -58,7 +58,7 @@ TEST_CASE("the model, the config checks and resolve_kind follow the traits") {
     const Model model(c);
     CHECK(model.kind == t.kind);
     CHECK(model.mem_len == (t.has_cache ? 3 : 0));
-    CHECK(model.m == (t.has_memory ? 2 : 0));
+    CHECK(model.num_mem == (t.has_memory ? 2 : 0));
     CHECK(model.write_block == t.has_write_block);
     CHECK(bool(model.W.mem) == t.has_memory);
     CHECK(model_param_count(c) == double(model.num_params()));

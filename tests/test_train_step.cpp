@@ -53,11 +53,11 @@ TEST_CASE("train_step is forward, backward with bptt, clip and one Adam step, bi
       CAPTURE(bptt);
       const Batch batch;
       Backend& be = backend_by_name("cpu");
-      Model by_step(step_config(kind)), by_hand(step_config(kind));
+      Model by_step(step_config(kind), be), by_hand(step_config(kind), be);
       by_step.init_weights(3);
       by_hand.init_weights(3);
       Engine e_step(by_step, be), e_hand(by_hand, be);
-      Adam a_step(by_step.num_params()), a_hand(by_hand.num_params());
+      Adam a_step(be, by_step.num_params()), a_hand(be, by_hand.num_params());
       StepSettings s;
       s.bptt = bptt;
       s.clip = 0.05;  // small enough to clip
@@ -76,9 +76,9 @@ TEST_CASE("train_step is forward, backward with bptt, clip and one Adam step, bi
         CHECK(r.grad_norm > s.clip);
       }
       CHECK(a_step.t == 3);
-      CHECK(by_step.params == by_hand.params);
-      CHECK(a_step.m == a_hand.m);
-      CHECK(a_step.v == a_hand.v);
+      CHECK(by_step.params.download() == by_hand.params.download());
+      CHECK(a_step.moment1.download() == a_hand.moment1.download());
+      CHECK(a_step.moment2.download() == a_hand.moment2.download());
     }
   }
 }
@@ -86,22 +86,24 @@ TEST_CASE("train_step is forward, backward with bptt, clip and one Adam step, bi
 TEST_CASE("train_step leaves parameters and Adam alone when the loss is not finite") {
   const Batch batch;
   Backend& be = backend_by_name("cpu");
-  Model model(step_config("rmt"));
+  Model model(step_config("rmt"), be);
   model.init_weights(3);
   Engine engine(model, be);
-  Adam adam(model.num_params());
+  Adam adam(be, model.num_params());
   StepSettings s;
   s.lr = 1e-2;
   const StepResult first = train_step(engine, model, be, adam, batch.view(), s);
   REQUIRE(first.applied);
   // An infinite embedding weight makes the loss NaN.
-  model.params[0] = std::numeric_limits<float>::infinity();
-  const std::vector<float> params = model.params, m = adam.m, v = adam.v;
+  const float inf = std::numeric_limits<float>::infinity();
+  model.params.write(0, &inf, 1);
+  const std::vector<float> params = model.params.download(), m = adam.moment1.download(),
+                           v = adam.moment2.download();
   const StepResult bad = train_step(engine, model, be, adam, batch.view(), s);
   CHECK_FALSE(bad.applied);
   CHECK_FALSE(std::isfinite(bad.loss));
   CHECK(adam.t == 1);
-  CHECK(adam.m == m);
-  CHECK(adam.v == v);
-  CHECK(model.params == params);
+  CHECK(adam.moment1.download() == m);
+  CHECK(adam.moment2.download() == v);
+  CHECK(model.params.download() == params);
 }

@@ -136,7 +136,7 @@ void add_eval_command(CLI::App& app) {
 namespace {
 
 struct StepDumpArgs {
-  std::string checkpoint, input, target, out, bptt = "all";
+  std::string checkpoint, input, target, out, bptt = "all", device = "cpu";
   int segments = 1, answer_size = 0, adam_steps = 0, segment_length = 0;
   double lr = 1e-3, clip = 0.25;
   bool update = false;
@@ -179,6 +179,7 @@ void add_step_dump_command(CLI::App& app) {
   cmd->add_option("--clip", args->clip, "Gradient-norm clip (0: none)")->capture_default_str()
       ->check(number_range(0, HUGE_VAL));
   cmd->add_option("--out", args->out, "Output directory")->required();
+  cmd->add_option("--device", args->device, "Backend: " + known_devices())->capture_default_str();
   cmd->callback([args, answer] {
     if (args->segment_length == 0 && answer->count() == 0) throw CLI::RequiredError("--answer-size");
     check_output_dir("--out", args->out);
@@ -187,6 +188,7 @@ void add_step_dump_command(CLI::App& app) {
     req.input = args->input;
     req.target = args->target;
     req.out = args->out;
+    req.device = args->device;
     req.bptt = args->bptt == "all" ? -1 : std::stoi(args->bptt);  // checked by its validator
     req.lr = args->lr;
     req.clip = args->clip;

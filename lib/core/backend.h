@@ -8,6 +8,7 @@
 //   * "accumulate" kernels add into their outputs (gradients of shared parameters);
 //     everything else overwrites.
 //   * Results are bit-identical for a fixed thread count (no atomics, fixed reduction order).
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -31,6 +32,26 @@ struct AttentionShape {
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // ---- Memory. Every buffer a kernel reads or writes (parameters, gradients, optimizer state,
+  // activations, caches, memory states, token ids, masks) is this backend's, allocated here; the
+  // host reads and writes it only through the copies below (lib/core/device_array.h wraps them).
+  // Host pointers are only ever the `host` arguments of the copies.
+
+  // At least `bytes` bytes aligned to 64 (bytes 0: null). Contents are unspecified.
+  virtual void* allocate(size_t bytes) = 0;
+  // Frees what allocate returned (null: nothing), `bytes` as asked for then.
+  virtual void deallocate(void* p, size_t bytes) = 0;
+  // x[0..n) = value
+  virtual void fill(float* x, int64_t n, float value) = 0;
+  // bytes [p, p + bytes) = value (integer buffers: ids, masks)
+  virtual void fill_bytes(void* p, uint8_t value, size_t bytes) = 0;
+  virtual void copy_host_to_device(void* dst, const void* host, size_t bytes) = 0;
+  virtual void copy_device_to_host(void* host, const void* src, size_t bytes) = 0;
+  // dst and src of this backend; the ranges must not overlap.
+  virtual void copy_device_to_device(void* dst, const void* src, size_t bytes) = 0;
+
+  // ---- Kernels
 
   // C[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T. A is [M,K] (or [K,M] when
   // trans_a), B is [K,N] (or [N,K] when trans_b). beta = 0 ignores C's old contents.
@@ -105,6 +126,13 @@ class Backend {
                                       const float* r, const float* u, const float* v,
                                       const AttentionShape& s, float scale) = 0;
 
+  // out[i, b, :] = x[i, :] for b < B: rows [rows, width] broadcast over the batch into a
+  // time-major [rows, B, width] buffer (the learned memory entering the first segment).
+  virtual void broadcast_batch(float* out, const float* x, int rows, int B, int width) = 0;
+  // dx[i, :] += dout[i, b, :] for b = 0, 1, .., B-1 in that order   (accumulate)
+  virtual void broadcast_batch_backward(float* dx, const float* dout, int rows, int B,
+                                        int width) = 0;
+
   // Softmax cross-entropy over rows of logits [n, V]. loss[i] = -log softmax(logits_i)[t_i];
   // dlogits[i] = (softmax(logits_i) - onehot(t_i)) * grad_scale. dlogits may be null
   // (evaluation). Rows with target < 0 are ignored: loss 0, zero gradient.
@@ -124,14 +152,24 @@ class Backend {
 };
 
 // The backend a run asks for by name (`device:` in the config, `--device` on the CLI):
-// "cpu" (the reference). "cuda" fails with a clear error in a build without the CUDA backend;
-// any other name fails listing the known ones.
+// "cpu" (the reference), "cpu-guarded" (for tests: the CPU kernels on memory the host cannot
+// touch outside a backend call, see guarded_cpu_backend). "cuda" fails with a clear error in a
+// build without the CUDA backend; any other name fails listing the known ones.
 Backend& backend_by_name(const std::string& device);
 // The names backend_by_name accepts in this build, for --help and errors.
 std::string known_devices();
 
 // The CPU reference backend; `threads` <= 0 means all cores.
 Backend& cpu_backend();
+// The CPU kernels on guarded memory, for tests (lib/core/guarded_backend.cpp): its buffers are
+// pages kept inaccessible (PROT_NONE) except while one of its calls runs, so a host access to
+// them anywhere else (a loop left in the engine) crashes instead of passing on the CPU and
+// failing on a device. Each call also checks that its buffer arguments are this backend's
+// (and that host arguments of the copies are not), and new allocations hold NaN bytes, not
+// zeros. Results equal cpu_backend()'s bit for bit; it is slower (two mprotect calls per call).
+Backend& guarded_cpu_backend();
+// How many buffers it has allocated so far (tests: a warm training step allocates none).
+int64_t guarded_cpu_allocations();
 void set_num_threads(int threads);
 int num_threads();
 // The CPU backend's GEMM, with its version: "oneDNN 2.6.3" or "Eigen 3.4.0".

@@ -10,8 +10,10 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -240,6 +242,28 @@ class CpuBackend final : public Backend {
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
   }
 
+  // Memory: host memory, aligned to a cache line; copies are memcpy.
+  void* allocate(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void deallocate(void* p, size_t) override { std::free(p); }
+  void fill(float* x, int64_t n, float value) override { std::fill(x, x + n, value); }
+  void fill_bytes(void* p, uint8_t value, size_t bytes) override {
+    if (bytes) std::memset(p, value, bytes);
+  }
+  void copy_host_to_device(void* dst, const void* host, size_t bytes) override {
+    if (bytes) std::memcpy(dst, host, bytes);
+  }
+  void copy_device_to_host(void* host, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(host, src, bytes);
+  }
+  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+
   void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
               bool trans_b, float alpha, float beta) override {
     gemm(C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b, alpha, beta);
@@ -461,6 +485,28 @@ class CpuBackend final : public Backend {
         for (int k = 0; k < V; ++k)
           dx[k] = (float)(std::exp((double)(x[k] - mx)) * inv) * grad_scale;
         dx[t] -= grad_scale;
+      }
+    }
+  }
+
+  void broadcast_batch(float* out, const float* x, int rows, int B, int width) override {
+    for (int i = 0; i < rows; ++i)
+      for (int b = 0; b < B; ++b)
+        std::memcpy(out + ((int64_t)i * B + b) * width, x + (int64_t)i * width,
+                    sizeof(float) * width);
+  }
+  // Each element sums over b in order: parallel over rows and column blocks only.
+  void broadcast_batch_backward(float* dx, const float* dout, int rows, int B,
+                                int width) override {
+    const int nblock = (width + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static) if ((int64_t)rows * B * width > kGrain)
+    for (int64_t ib = 0; ib < (int64_t)rows * nblock; ++ib) {
+      const int i = int(ib / nblock), c0 = int(ib % nblock) * kColBlock;
+      const int c1 = std::min(width, c0 + kColBlock);
+      float* o = dx + (int64_t)i * width;
+      for (int b = 0; b < B; ++b) {
+        const float* g = dout + ((int64_t)i * B + b) * width;
+        for (int c = c0; c < c1; ++c) o[c] += g[c];
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "lib/core/error.h"
 #include "lib/core/random.h"
@@ -11,13 +12,8 @@ namespace rmt {
 
 namespace {
 
-template <typename T>
-T* sized(std::vector<T>& v, int64_t n) {  // resize without shrinking capacity
-  v.resize(size_t(n));
-  return v.data();
-}
-
-// dst[t, b] = src[b, t] for an [n, m] src (token ids and targets to time-major and back).
+// dst[t, b] = src[b, t] for an [n, m] src (host: token ids and targets to time-major, logits
+// back to the caller's order).
 template <typename T>
 void transpose(T* dst, const T* src, int n, int m, int width = 1) {
   for (int i = 0; i < n; ++i)
@@ -40,30 +36,49 @@ void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool re
   }
 }
 
+// Bytes of n floats (device copies)
+inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
+
 }  // namespace
 
-Engine::Engine(Model& model, Backend& backend) : model_(model), be_(backend) {}
+Engine::Engine(Model& model) : model_(model), be_(model.backend) {}
+
+Engine::Engine(Model& model, Backend& backend) : model_(model), be_(backend) {
+  if (&backend != &model.backend)
+    throw std::logic_error("Engine: the backend is not the one the model's parameters live on");
+}
 
 float Engine::dropout_p(bool training) const {
   return training ? float(model_.config.dropout) : 0.f;
 }
 
+const uint8_t* Engine::mask_for(int q, int mlen, int m_read, int m_write) {
+  DeviceArray<uint8_t>& mask = masks_[{q, mlen, m_read, m_write}];
+  if (mask.empty()) {
+    const int64_t n = int64_t(q) * (q + mlen);
+    host_mask_.resize(size_t(n));
+    build_mask(host_mask_.data(), q, mlen, m_read, m_write, model_.config.read_mem_from_cache);
+    mask.upload(be_, host_mask_);
+  }
+  return mask.data();
+}
+
 void Engine::initial_state(RecurrentState& state, int B) const {
   const Model& M = model_;
   state.mlen = 0;
-  state.cache.assign(size_t(M.mem_len > 0 ? M.L : 0), {});
-  state.mem.resize(size_t(B) * M.m * M.d);  // [m, B, d]: memory row i of every sample
-  for (int i = 0; i < M.m; ++i)
-    for (int b = 0; b < B; ++b)
-      std::copy_n(M.W.mem + int64_t(i) * M.d, M.d, state.mem.data() + (int64_t(i) * B + b) * M.d);
+  state.cache.resize(size_t(M.mem_len > 0 ? M.L : 0));
+  // [num_mem, B, d]: memory row i of every sample
+  float* mem = state.mem.sized(be_, int64_t(B) * M.num_mem * M.d);
+  if (M.num_mem > 0) be_.broadcast_batch(mem, M.W.mem, M.num_mem, B, M.d);
 }
 
-void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const int32_t* targets,
-                             int B, int T, const RecurrentState& state, RecurrentState& next,
-                             bool training, uint64_t seed, float loss_scale, SegmentOutputs need) {
+void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
+                             const int32_t* targets, int B, int T, const RecurrentState& state,
+                             RecurrentState& next, bool training, uint64_t seed, float loss_scale,
+                             SegmentOutputs need) {
   Model& M = model_;
   const Weights& W = M.W;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m;
+  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
   if (m == 0) need.memory = false;
   // No other row attends to the write block (docs/paper.md mask): it only makes the memory passed
   // on. A training segment whose memory nothing reads (the last) runs without it.
@@ -71,154 +86,181 @@ void Engine::forward_segment(SegmentActivations& a, const int32_t* tokens, const
   const int q = m + T + m_write, mlen = state.mlen, klen = q + mlen;
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
-  a.B = B, a.T = T, a.q = q, a.mlen = mlen, a.klen = klen, a.m_write = m_write;
+  seg.B = B, seg.T = T, seg.q = q, seg.mlen = mlen, seg.klen = klen, seg.m_write = m_write;
+  seg.has_logits = false;
 
-  transpose(sized(a.ids, int64_t(T) * B), tokens, B, T);
-  if (targets) transpose(sized(a.targets, int64_t(T) * B), targets, B, T);
-  build_mask(sized(a.mask, int64_t(q) * klen), q, mlen, m, m_write, M.config.read_mem_from_cache);
+  // Token ids and targets: transposed to time-major on the host, then uploaded.
+  host_ids_.resize(size_t(T) * B);
+  transpose(host_ids_.data(), tokens, B, T);
+  seg.ids.upload(be_, host_ids_);
+  if (targets) {
+    host_targets_.resize(size_t(T) * B);
+    transpose(host_targets_.data(), targets, B, T);
+    seg.targets.upload(be_, host_targets_);
+  }
+  const uint8_t* mask = mask_for(q, mlen, m, m_write);
 
   // The last layer's rows past attention: the token rows if logits are needed, the memory rows
   // passed on (write block; mt: the read block) if memory is. Everything in evaluation.
   const int mem_row = m_write ? m + T : 0;  // first row of the memory passed on
-  a.live_begin = q, a.live_end = 0;
+  seg.live_begin = q, seg.live_end = 0;
   auto live = [&](int begin, int end) {
-    a.live_begin = std::min(a.live_begin, begin);
-    a.live_end = std::max(a.live_end, end);
+    seg.live_begin = std::min(seg.live_begin, begin);
+    seg.live_end = std::max(seg.live_end, end);
   };
   if (!training) live(0, q);
   if (need.logits) live(m, m + T);
   if (need.memory) live(mem_row, mem_row + m);
-  const bool last_layer = a.live_begin < a.live_end;
+  const bool last_layer = seg.live_begin < seg.live_end;
 
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
-  float* h0 = sized(a.h0, int64_t(q) * Bd);
-  be_.embedding_forward(h0 + m * Bd, a.ids.data(), W.emb, T * B, d, std::sqrt(float(d)));
+  float* h0 = sized(seg.h0, int64_t(q) * Bd);
+  be_.embedding_forward(h0 + m * Bd, seg.ids.data(), W.emb, T * B, d, std::sqrt(float(d)));
   if (m > 0) {
-    std::copy_n(state.mem.data(), m * Bd, h0);
-    if (m_write) std::copy_n(state.mem.data(), m * Bd, h0 + (m + T) * Bd);
+    be_.copy_device_to_device(h0, state.mem.data(), fbytes(m * Bd));
+    if (m_write) be_.copy_device_to_device(h0 + (m + T) * Bd, state.mem.data(), fbytes(m * Bd));
   }
-  if (p > 0) be_.dropout_forward(h0, h0, sized(a.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
-  float* pos = sized(a.pos, int64_t(klen) * d);
+  if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
+  float* pos = sized(seg.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
-  if (p > 0) be_.dropout_forward(pos, pos, sized(a.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
+  if (p > 0) be_.dropout_forward(pos, pos, sized(seg.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
                                  mix_seed(seed, 2));
 
-  a.layers.resize(size_t(M.L));
-  next.cache.assign(state.cache.size(), {});
+  seg.layers.resize(size_t(M.L));
+  next.cache.resize(state.cache.size());
   const int new_mlen = M.mem_len > 0 ? std::min(M.mem_len, klen) : 0;
   AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   const float* x = h0;  // layer input [q, B, d]
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
-    LayerActivations& A = a.layers[size_t(l)];
+    LayerActivations& act = seg.layers[size_t(l)];
     // keys and values over [cache; x]; only the current rows ask queries.
     const float* cat = x;
     if (mlen > 0) {
-      float* c = sized(A.cat, int64_t(klen) * Bd);
-      std::copy_n(state.cache[size_t(l)].data(), mlen * Bd, c);
-      std::copy_n(x, q * Bd, c + mlen * Bd);
+      float* c = sized(act.cat, int64_t(klen) * Bd);
+      be_.copy_device_to_device(c, state.cache[size_t(l)].data(), fbytes(mlen * Bd));
+      be_.copy_device_to_device(c + mlen * Bd, x, fbytes(q * Bd));
       cat = c;
     }
     if (new_mlen > 0)  // the next cache: the last mem_len rows of [cache; x], detached
-      next.cache[size_t(l)].assign(cat + (klen - new_mlen) * Bd, cat + klen * Bd);
+      be_.copy_device_to_device(sized(next.cache[size_t(l)], new_mlen * Bd),
+                                cat + (klen - new_mlen) * Bd, fbytes(new_mlen * Bd));
     if (l == M.L - 1 && !last_layer) break;  // the next state has what it needs
-    float* qkv = sized(A.qkv, int64_t(klen) * B * 3 * HD);
+    float* qkv = sized(act.qkv, int64_t(klen) * B * 3 * HD);
     if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
       be_.matmul_strided(qkv + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
                          2 * HD, d, false, true);
     be_.matmul(qkv + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
-    float* r = sized(A.r, int64_t(klen) * HD);
+    float* r = sized(act.r, int64_t(klen) * HD);
     be_.matmul(r, pos, w.r_w, klen, HD, d, false, true);
-    float* av = sized(A.av, q * int64_t(B) * HD);
-    if (l == M.L - 1) shape.q_begin = a.live_begin, shape.q_end = a.live_end;  // live rows only
-    be_.rel_attention_forward(av, sized(A.prob, int64_t(B) * M.H * q * klen), qkv, r, W.u, W.v,
-                              a.mask.data(), shape, scale);
+    float* av = sized(act.av, q * int64_t(B) * HD);
+    if (l == M.L - 1) shape.q_begin = seg.live_begin, shape.q_end = seg.live_end;  // live rows only
+    be_.rel_attention_forward(av, sized(act.prob, int64_t(B) * M.H * q * klen), qkv, r, W.u, W.v,
+                              mask, shape, scale);
     // Past attention each row is on its own: the last layer runs only the live rows.
-    const int r0 = l == M.L - 1 ? a.live_begin : 0, r1 = l == M.L - 1 ? a.live_end : q;
+    const int r0 = l == M.L - 1 ? seg.live_begin : 0, r1 = l == M.L - 1 ? seg.live_end : q;
     const int n = (r1 - r0) * B;
     const int64_t o = int64_t(r0) * B;  // first buffer row
-    // a = x + dropout(o_net(av)); h1 = LayerNorm(a)
-    float* ares = sized(A.a, q * Bd) + o * d;
+    // attn_res = x + dropout(o_net(av)); h1 = LayerNorm(attn_res)
+    float* ares = sized(act.attn_res, q * Bd) + o * d;
     be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
     if (p > 0)
-      be_.dropout_forward(ares, ares, sized(A.keep_o, q * Bd) + o * d, n * int64_t(d), p,
+      be_.dropout_forward(ares, ares, sized(act.keep_o, q * Bd) + o * d, n * int64_t(d), p,
                           mix_seed(seed, 3, l));
     be_.add_inplace(ares, x + o * d, n * int64_t(d));
-    float* h1 = sized(A.h1, q * Bd) + o * d;
-    be_.layernorm_forward(h1, sized(A.ln1_mean, q * B) + o, sized(A.ln1_rstd, q * B) + o, ares,
+    float* h1 = sized(act.h1, q * Bd) + o * d;
+    be_.layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
                           w.ln1_w, w.ln1_b, n, d);
-    // c = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(c)
-    float* f1 = sized(A.f1, int64_t(q) * B * di) + o * di;
+    // ff_res = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(ff_res)
+    float* f1 = sized(act.f1, int64_t(q) * B * di) + o * di;
     be_.matmul(f1, h1, w.ff1_w, n, di, d, false, true);
     be_.add_bias(f1, w.ff1_b, n, di);
     be_.relu_forward(f1, f1, int64_t(n) * di);
     const float* f1_used = f1;
     if (p > 0) {
-      float* f1d = sized(A.f1_drop, int64_t(q) * B * di) + o * di;
-      be_.dropout_forward(f1d, f1, sized(A.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
+      float* f1d = sized(act.f1_drop, int64_t(q) * B * di) + o * di;
+      be_.dropout_forward(f1d, f1, sized(act.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
                           mix_seed(seed, 4, l));
       f1_used = f1d;
     }
-    float* c = sized(A.c, q * Bd) + o * d;
-    be_.matmul(c, f1_used, w.ff2_w, n, d, di, false, true);
-    be_.add_bias(c, w.ff2_b, n, d);
+    float* fres = sized(act.ff_res, q * Bd) + o * d;
+    be_.matmul(fres, f1_used, w.ff2_w, n, d, di, false, true);
+    be_.add_bias(fres, w.ff2_b, n, d);
     if (p > 0)
-      be_.dropout_forward(c, c, sized(A.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
+      be_.dropout_forward(fres, fres, sized(act.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
                           mix_seed(seed, 5, l));
-    be_.add_inplace(c, h1, n * int64_t(d));
-    float* h2 = sized(A.h2, q * Bd);
-    be_.layernorm_forward(h2 + o * d, sized(A.ln2_mean, q * B) + o, sized(A.ln2_rstd, q * B) + o, c,
-                          w.ln2_w, w.ln2_b, n, d);
+    be_.add_inplace(fres, h1, n * int64_t(d));
+    float* h2 = sized(act.h2, q * Bd);
+    be_.layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
+                          fres, w.ln2_w, w.ln2_b, n, d);
     x = h2;
   }
   next.mlen = new_mlen;
   if (!last_layer) return;
 
   // The live rows of the last layer's output, after the final dropout.
-  const int64_t lo = a.live_begin * Bd, n_out = (a.live_end - a.live_begin) * Bd;
-  float* out = sized(a.out, q * Bd);
-  be_.dropout_forward(out + lo, x + lo, sized(a.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
+  const int64_t lo = seg.live_begin * Bd, n_out = (seg.live_end - seg.live_begin) * Bd;
+  float* out = sized(seg.out, q * Bd);
+  be_.dropout_forward(out + lo, x + lo, sized(seg.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
   if (need.logits) {  // logits of the token rows through the tied embedding
-    float* logits = sized(a.logits_tb, int64_t(T) * B * V);
+    float* logits = sized(seg.logits, int64_t(T) * B * V);
     be_.matmul(logits, out + m * Bd, W.emb, T * B, V, d, false, true);
     be_.add_bias(logits, W.out_bias, T * B, V);
-    transpose(sized(a.logits, int64_t(B) * T * V), logits, T, B, V);
+    seg.has_logits = true;
     if (targets) {
-      be_.cross_entropy(sized(a.loss_rows, int64_t(T) * B), sized(a.dlogits, int64_t(T) * B * V),
-                        logits, a.targets.data(), T * B, V, loss_scale);
+      be_.cross_entropy(sized(seg.loss_rows, int64_t(T) * B), sized(seg.dlogits, int64_t(T) * B * V),
+                        logits, seg.targets.data(), T * B, V, loss_scale);
     }
   }
   // The memory passed on: the write rows' output (rmt, xl_rmt) or the read rows' (mt).
-  if (need.memory) next.mem.assign(out + mem_row * Bd, out + (mem_row + m) * Bd);
+  if (need.memory)
+    be_.copy_device_to_device(sized(next.mem, m * Bd), out + mem_row * Bd, fbytes(m * Bd));
 }
 
-void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, float* logits) {
+std::vector<uint8_t> Engine::segment_mask(const SegmentActivations& seg) const {
+  std::vector<uint8_t> mask(size_t(seg.q) * size_t(seg.klen));
+  build_mask(mask.data(), seg.q, seg.mlen, model_.num_mem, seg.m_write,
+             model_.config.read_mem_from_cache);
+  return mask;
+}
+
+std::vector<float> Engine::segment_logits(const SegmentActivations& seg) const {
+  if (!seg.has_logits) throw std::logic_error("segment_logits: the segment computed no logits");
+  const std::vector<float> tb = seg.logits.download();  // [T, B, V]
+  std::vector<float> bt(tb.size());
+  transpose(bt.data(), tb.data(), seg.T, seg.B, model_.V);
+  return bt;
+}
+
+void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids,
+                              float* logits) {
   Model& M = model_;
   const Weights& W = M.W;
-  const int B = a.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
-  const int row = a.mlen + M.m + t;  // the token's row among the keys
-  const int klen = row + 1;          // it attends to every key up to itself
+  const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
+  const int row = seg.mlen + M.num_mem + t;  // the token's row among the keys
+  const int klen = row + 1;                  // it attends to every key up to itself
+  row_ids_.sized(be_, B);
+  row_ids_.write(0, ids, B);
   float* x = sized(row_x_, int64_t(B) * d);
-  be_.embedding_forward(x, ids, W.emb, B, d, std::sqrt(float(d)));
+  be_.embedding_forward(x, row_ids_.data(), W.emb, B, d, std::sqrt(float(d)));
   float* av = sized(row_av_, int64_t(B) * HD);
-  float* ares = sized(row_a_, int64_t(B) * d);
+  float* ares = sized(row_attn_res_, int64_t(B) * d);
   float* f1 = sized(row_f_, int64_t(B) * di);
   float* stats = sized(row_stats_, 2 * int64_t(B));
-  uint8_t* mask = sized(row_mask_, klen);
-  std::fill(mask, mask + klen, uint8_t(0));
+  if (row_mask_.size() < klen) row_mask_.zeroed(be_, klen);  // zero: nothing blocked
   // One query row over keys [0, klen), a prefix of the segment's qkv buffer; the position table
   // is the segment's, shifted so that its last row is distance 0 from the query.
   const AttentionShape shape{B, M.H, M.Dh, 1, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
-    LayerActivations& A = a.layers[size_t(l)];
+    LayerActivations& act = seg.layers[size_t(l)];
     // the row's q, k, v go into the key/value cache (row `row` of every sample)
-    be_.matmul(A.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
-    be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), A.qkv.data(),
-                              A.r.data() + int64_t(a.klen - klen) * HD, W.u, W.v, mask, shape,
-                              scale);
+    be_.matmul(act.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
+    be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), act.qkv.data(),
+                              act.r.data() + int64_t(seg.klen - klen) * HD, W.u, W.v,
+                              row_mask_.data(), shape, scale);
     be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
     be_.add_inplace(ares, x, int64_t(B) * d);
     be_.layernorm_forward(x, stats, stats + B, ares, w.ln1_w, w.ln1_b, B, d);  // x = h1
@@ -230,8 +272,10 @@ void Engine::decode_token_row(SegmentActivations& a, int t, const int32_t* ids, 
     be_.add_inplace(ares, x, int64_t(B) * d);
     be_.layernorm_forward(x, stats, stats + B, ares, w.ln2_w, w.ln2_b, B, d);
   }
-  be_.matmul(logits, x, W.emb, B, V, d, false, true);
-  be_.add_bias(logits, W.out_bias, B, V);
+  float* out = sized(row_logits_, int64_t(B) * V);
+  be_.matmul(out, x, W.emb, B, V, d, false, true);
+  be_.add_bias(out, W.out_bias, B, V);
+  row_logits_.read(0, logits, int64_t(B) * V);
 }
 
 double Engine::forward(const int32_t* input, const int32_t* target, int B, int T,
@@ -257,11 +301,11 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   } else {
     const RecurrentState& st = *carry.start;
     const Model& M = model_;
-    if (st.mem.size() != size_t(B) * M.m * M.d || st.mlen < 0 || st.mlen > M.mem_len ||
+    if (st.mem.size() != int64_t(B) * M.num_mem * M.d || st.mlen < 0 || st.mlen > M.mem_len ||
         st.cache.size() != size_t(M.mem_len > 0 ? M.L : 0))
       fail("forward: the start state does not fit this model and batch of {}", B);
     for (const auto& c : st.cache)
-      if (c.size() != size_t(st.mlen) * B * M.d)
+      if (c.size() != int64_t(st.mlen) * B * M.d)
         fail("forward: the start state's cache does not fit this model and batch of {}", B);
     states_[0] = st;
   }
@@ -287,7 +331,7 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
     const bool scored = t0 + Ts > T - answer_size;
     const bool passes_on = s + 1 < N || carry.pass_on;
     const bool cache_needed = model_.mem_len > 0 && passes_on;
-    SegmentOutputs need{!training || scored, model_.m > 0 && (!training || passes_on)};
+    SegmentOutputs need{!training || scored, model_.num_mem > 0 && (!training || passes_on)};
     seg_scored_[size_t(s)] = scored;
     seg_outputs_[size_t(s)] = need;
     t0 += Ts;
@@ -295,13 +339,14 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
       states_[size_t(s) + 1] = states_[size_t(s)];
       continue;
     }
-    SegmentActivations& a = recomputing_ ? work_ : segs_[size_t(s)];
-    forward_segment(a, tokens.data(), targets.data(), B, Ts, states_[size_t(s)],
+    SegmentActivations& seg = recomputing_ ? work_ : segs_[size_t(s)];
+    forward_segment(seg, tokens.data(), targets.data(), B, Ts, states_[size_t(s)],
                     states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)),
                     loss_scale, need);
     if (!need.logits) continue;
-    for (int64_t i = 0; i < int64_t(B) * Ts; ++i) loss_sum += a.loss_rows[size_t(i)];
-    if (recomputing_) seg_logits_[size_t(s)] = a.logits;
+    seg.loss_rows.download(host_loss_);  // the loss is the caller's: summed on the host
+    for (float l : host_loss_) loss_sum += l;
+    if (recomputing_) seg_logits_[size_t(s)] = seg.logits;
   }
   loss_ = loss_sum * loss_scale;
   return loss_;
@@ -312,10 +357,14 @@ const RecurrentState& Engine::state(int s) const {
   return states_[size_t(s)];
 }
 
-const std::vector<float>& Engine::logits(int s) const {
+std::vector<float> Engine::logits(int s) const {
   if (!seg_outputs_[size_t(s)].logits)
     fail("the logits of segment {} were not computed: no loss depends on them in training", s);
-  return recomputing_ ? seg_logits_[size_t(s)] : segs_[size_t(s)].logits;
+  if (!recomputing_) return segment_logits(segs_[size_t(s)]);
+  const std::vector<float> tb = seg_logits_[size_t(s)].download();  // [T, B, V]
+  std::vector<float> bt(tb.size());
+  transpose(bt.data(), tb.data(), seg_len_[size_t(s)], batch_, model_.V);
+  return bt;
 }
 
 SegmentActivations& Engine::activations_for_backward(int s) {
@@ -327,125 +376,123 @@ SegmentActivations& Engine::activations_for_backward(int s) {
   return work_;
 }
 
-void Engine::backward_segment(SegmentActivations& a, bool with_loss, const float* dmem_out,
+void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
                               float* dmem_in) {
   Model& M = model_;
   const Weights& W = M.W;
   const Weights& G = M.G;
-  const int B = a.B, T = a.T, q = a.q, mlen = a.mlen, klen = a.klen;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.m, m_write = a.m_write;
+  const int B = seg.B, T = seg.T, q = seg.q, mlen = seg.mlen, klen = seg.klen;
+  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
+  const int m_write = seg.m_write;
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(training_);
   AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
-  const int64_t lo = int64_t(a.live_begin) * B, hi = int64_t(a.live_end) * B;
+  const int64_t lo = int64_t(seg.live_begin) * B, hi = int64_t(seg.live_end) * B;
 
   // d(out): from the logits of the token rows and from the memory passed on (live rows only).
   float* dh = sized(dh_, rows * d);
-  std::fill(dh, dh + rows * d, 0.f);
+  be_.fill(dh, rows * d, 0.f);
   if (with_loss) {
-    be_.matmul(dh + m * Bd, a.dlogits.data(), W.emb, T * B, d, V, false, false);  // d(token rows)
-    be_.matmul(G.emb, a.dlogits.data(), a.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
-    be_.bias_backward(G.out_bias, a.dlogits.data(), T * B, V);
+    be_.matmul(dh + m * Bd, seg.dlogits.data(), W.emb, T * B, d, V, false, false);  // d(token rows)
+    be_.matmul(G.emb, seg.dlogits.data(), seg.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
+    be_.bias_backward(G.out_bias, seg.dlogits.data(), T * B, V);
   }
   if (dmem_out) be_.add_inplace(dh + (m_write ? m + T : 0) * Bd, dmem_out, m * Bd);
-  if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, a.keep_out.data() + lo * d, (hi - lo) * d, p);
+  if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, seg.keep_out.data() + lo * d, (hi - lo) * d, p);
 
   float* dx = sized(dx_, rows * d);
   float* dtmp = sized(dtmp_, rows * d);
   for (int l = M.L - 1; l >= 0; --l) {
     const LayerWeights& w = W.layers[size_t(l)];
     const LayerWeights& g = G.layers[size_t(l)];
-    LayerActivations& A = a.layers[size_t(l)];
+    LayerActivations& act = seg.layers[size_t(l)];
     // Rows past attention: the live ones in the last layer (the others have zero gradient).
     const int64_t o = l == M.L - 1 ? lo : 0, n64 = (l == M.L - 1 ? hi : rows) - o;
     const int n = int(n64);
-    // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. c)
-    be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, A.c.data() + o * d,
-                           A.ln2_mean.data() + o, A.ln2_rstd.data() + o, w.ln2_w, n, d);
-    // feed-forward: c = h1 + drop(W2 drop(relu(W1 h1 + b1)) + b2)
-    const float* dff2 = dx + o * d;  // d(ff output) = d(c) through dropout
+    // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. ff_res)
+    be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, act.ff_res.data() + o * d,
+                           act.ln2_mean.data() + o, act.ln2_rstd.data() + o, w.ln2_w, n, d);
+    // feed-forward: ff_res = h1 + drop(W2 drop(relu(W1 h1 + b1)) + b2)
+    const float* dff2 = dx + o * d;  // d(ff output) = d(ff_res) through dropout
     if (p > 0) {
-      be_.dropout_backward(dtmp + o * d, dx + o * d, A.keep_f2.data() + o * d, n64 * d, p);
+      be_.dropout_backward(dtmp + o * d, dx + o * d, act.keep_f2.data() + o * d, n64 * d, p);
       dff2 = dtmp + o * d;
     }
     be_.bias_backward(g.ff2_b, dff2, n, d);
-    be_.matmul(g.ff2_w, dff2, (p > 0 ? A.f1_drop.data() : A.f1.data()) + o * di, d, di, n, true,
-               false, 1.f, 1.f);
+    be_.matmul(g.ff2_w, dff2, (p > 0 ? act.f1_drop.data() : act.f1.data()) + o * di, d, di, n,
+               true, false, 1.f, 1.f);
     float* dff = sized(dff_, rows * di) + o * di;
     be_.matmul(dff, dff2, w.ff2_w, n, di, d, false, false);
-    if (p > 0) be_.dropout_backward(dff, dff, A.keep_f1.data() + o * di, n64 * di, p);
-    be_.relu_backward(dff, dff, A.f1.data() + o * di, n64 * di);
+    if (p > 0) be_.dropout_backward(dff, dff, act.keep_f1.data() + o * di, n64 * di, p);
+    be_.relu_backward(dff, dff, act.f1.data() + o * di, n64 * di);
     be_.bias_backward(g.ff1_b, dff, n, di);
-    be_.matmul(g.ff1_w, dff, A.h1.data() + o * d, di, d, n, true, false, 1.f, 1.f);
+    be_.matmul(g.ff1_w, dff, act.h1.data() + o * d, di, d, n, true, false, 1.f, 1.f);
     be_.matmul(dx + o * d, dff, w.ff1_w, n, d, di, false, false, 1.f, 1.f);  // dx = d(h1)
-    // LayerNorm 1: d(h1) -> d(a), a = x + drop(o_net(av))
-    be_.layernorm_backward(dh + o * d, g.ln1_w, g.ln1_b, dx + o * d, A.a.data() + o * d,
-                           A.ln1_mean.data() + o, A.ln1_rstd.data() + o, w.ln1_w, n, d);  // dh = d(a)
+    // LayerNorm 1: d(h1) -> d(attn_res), attn_res = x + drop(o_net(av))
+    be_.layernorm_backward(dh + o * d, g.ln1_w, g.ln1_b, dx + o * d, act.attn_res.data() + o * d,
+                           act.ln1_mean.data() + o, act.ln1_rstd.data() + o, w.ln1_w, n,
+                           d);  // dh = d(attn_res)
     const float* dattn = dh + o * d;  // d(o_net output) through dropout
     if (p > 0) {
-      be_.dropout_backward(dtmp + o * d, dh + o * d, A.keep_o.data() + o * d, n64 * d, p);
+      be_.dropout_backward(dtmp + o * d, dh + o * d, act.keep_o.data() + o * d, n64 * d, p);
       dattn = dtmp + o * d;
     }
-    be_.matmul(g.o_w, dattn, A.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
+    be_.matmul(g.o_w, dattn, act.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
     float* dav = sized(dav_, rows * HD);  // rows past the live ones are not read
     be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
     // attention core
-    shape.q_begin = l == M.L - 1 ? a.live_begin : 0;  // as in forward
-    shape.q_end = l == M.L - 1 ? a.live_end : 0;
+    shape.q_begin = l == M.L - 1 ? seg.live_begin : 0;  // as in forward
+    shape.q_end = l == M.L - 1 ? seg.live_end : 0;
     float* dr = sized(dr_, int64_t(klen) * HD);
-    std::fill(dr, dr + int64_t(klen) * HD, 0.f);
+    be_.fill(dr, int64_t(klen) * HD, 0.f);
     float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
-    be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, A.prob.data(), A.qkv.data(), A.r.data(),
-                               W.u, W.v, shape, scale);
-    be_.matmul(g.r_w, dr, a.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
+    be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, act.prob.data(), act.qkv.data(),
+                               act.r.data(), W.u, W.v, shape, scale);
+    be_.matmul(g.r_w, dr, seg.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
     // qkv weights: the current rows (q, k, v) and the cache rows (k, v only)
     const float* dqkv_cur = dqkv + int64_t(mlen) * B * 3 * HD;
-    const float* x = l > 0 ? a.layers[size_t(l) - 1].h2.data() : a.h0.data();
+    const float* x = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
     be_.matmul(g.qkv_w, dqkv_cur, x, 3 * HD, d, q * B, true, false, 1.f, 1.f);
     if (mlen > 0)
-      be_.matmul_strided(g.qkv_w + int64_t(HD) * d, d, dqkv + HD, 3 * HD, A.cat.data(), d, 2 * HD,
-                         d, mlen * B, true, false, 1.f, 1.f);
-    // d(x) = d(a) (residual; zero past the live rows) + the current rows of d(qkv) W; the
-    // cache rows are detached.
+      be_.matmul_strided(g.qkv_w + int64_t(HD) * d, d, dqkv + HD, 3 * HD, act.cat.data(), d,
+                         2 * HD, d, mlen * B, true, false, 1.f, 1.f);
+    // d(x) = d(attn_res) (residual; zero past the live rows) + the current rows of d(qkv) W;
+    // the cache rows are detached.
     if (n64 < rows) {
-      std::fill(dh, dh + o * d, 0.f);
-      std::fill(dh + (o + n64) * d, dh + rows * d, 0.f);
+      be_.fill(dh, o * d, 0.f);
+      be_.fill(dh + (o + n64) * d, (rows - o - n64) * d, 0.f);
     }
     be_.matmul(dh, dqkv_cur, w.qkv_w, q * B, d, 3 * HD, false, false, 1.f, 1.f);
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
-  if (p > 0) be_.dropout_backward(dh, dh, a.keep_h0.data(), rows * d, p);
-  be_.embedding_backward(G.emb, dh + m * Bd, a.ids.data(), T * B, d, std::sqrt(float(d)));
+  if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
+  be_.embedding_backward(G.emb, dh + m * Bd, seg.ids.data(), T * B, d, std::sqrt(float(d)));
   if (dmem_in && m > 0) {
-    std::copy_n(dh, m * Bd, dmem_in);
+    be_.copy_device_to_device(dmem_in, dh, fbytes(m * Bd));
     if (m_write) be_.add_inplace(dmem_in, dh + (m + T) * Bd, m * Bd);
   }
 }
 
 void Engine::backward(int bptt) {
   Model& M = model_;
-  std::fill(M.grads.begin(), M.grads.end(), 0.f);
   const int N = num_segments();
   if (N == 0) fail("backward() called before forward()");
+  be_.fill(M.grads.data(), M.grads.size(), 0.f);
   const int B = batch_;
-  const int64_t mem_size = int64_t(B) * M.m * M.d;
-  const size_t mem_n = size_t(mem_size);
+  const int64_t mem_size = int64_t(B) * M.num_mem * M.d;
   // The initial memory is the parameter broadcast over the batch: its gradient is the sum over
-  // samples of d(memory) [m, B, d].
-  auto to_param = [&](const std::vector<float>& dmem) {
-    for (int i = 0; i < M.m; ++i)
-      for (int b = 0; b < B; ++b)
-        for (int k = 0; k < M.d; ++k)
-          M.G.mem[int64_t(i) * M.d + k] += dmem[size_t((int64_t(i) * B + b) * M.d + k)];
+  // samples of d(memory) [num_mem, B, d].
+  auto to_param = [&](const DeviceArray<float>& dmem) {
+    be_.broadcast_batch_backward(M.G.mem, dmem.data(), M.num_mem, B, M.d);
   };
 
-  if (M.m == 0) {  // no memory: segments are independent in backward (the cache is detached)
+  if (M.num_mem == 0) {  // no memory: segments are independent in backward (the cache is detached)
     for (int s = N - 1; s >= 0; --s)
       if (seg_scored_[size_t(s)]) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream
-    dmem_in_.resize(mem_n);
-    dmem_out_.resize(mem_n);
+    sized(dmem_in_, mem_size);
+    sized(dmem_out_, mem_size);
     for (int s = N - 1; s >= 0; --s) {
       // A carried start state is detached: nothing flows out of the first segment.
       const bool into_start = s > 0 || from_initial_;
@@ -460,36 +507,48 @@ void Engine::backward(int bptt) {
     // separate passes (their outputs must stay apart); parameter gradients add up. At segment
     // 0 every stream reaches the learned memory, so they merge into one pass.
     const int k = bptt;
-    std::vector<std::vector<float>> arriving(size_t(k) + 1);  // by age (1..k)
-    std::vector<float> out(mem_n);
+    arriving_.resize(size_t(k) + 1);  // by age (1..k)
+    leaving_.resize(size_t(k) + 1);
+    arriving_set_.assign(size_t(k) + 1, 0);
+    DeviceArray<float>& out = tbptt_out_;
+    sized(out, mem_size);
+    // Hands one segment's memory gradient on as the stream of this age.
+    auto leave = [&](int age) {
+      be_.copy_device_to_device(sized(leaving_[size_t(age)], mem_size), out.data(),
+                                fbytes(mem_size));
+      leaving_set_[size_t(age)] = 1;
+    };
     for (int s = N - 1; s >= 0; --s) {
-      std::vector<std::vector<float>> leaving(size_t(k) + 1);
-      SegmentActivations& a = activations_for_backward(s);
+      leaving_set_.assign(size_t(k) + 1, 0);
+      SegmentActivations& seg = activations_for_backward(s);
       if (s == 0) {
-        std::vector<float> merged(size_t(mem_size), 0.f);
+        float* merged = sized(merged_, mem_size);
+        be_.fill(merged, mem_size, 0.f);
         bool any = false;
         for (int age = 1; age <= k; ++age)
-          if (!arriving[size_t(age)].empty()) {
+          if (arriving_set_[size_t(age)]) {
             any = true;
-            for (int64_t i = 0; i < mem_size; ++i) merged[size_t(i)] += arriving[size_t(age)][size_t(i)];
+            be_.add_inplace(merged, arriving_[size_t(age)].data(), mem_size);
           }
-        backward_segment(a, seg_scored_[0] != 0, any ? merged.data() : nullptr,
+        backward_segment(seg, seg_scored_[0] != 0, any ? merged : nullptr,
                          from_initial_ ? out.data() : nullptr);
         if (from_initial_) to_param(out);
         break;
       }
       // age 0: this segment's own loss (none: the stream is zero, skip it)
       if (seg_scored_[size_t(s)]) {
-        backward_segment(a, true, nullptr, k >= 1 ? out.data() : nullptr);
-        if (k >= 1) leaving[1] = out;
+        backward_segment(seg, true, nullptr, k >= 1 ? out.data() : nullptr);
+        if (k >= 1) leave(1);
       }
       for (int age = 1; age <= k; ++age) {
-        if (arriving[size_t(age)].empty()) continue;
+        if (!arriving_set_[size_t(age)]) continue;
         bool continues = age + 1 <= k;
-        backward_segment(a, false, arriving[size_t(age)].data(), continues ? out.data() : nullptr);
-        if (continues) leaving[size_t(age) + 1] = out;
+        backward_segment(seg, false, arriving_[size_t(age)].data(),
+                         continues ? out.data() : nullptr);
+        if (continues) leave(age + 1);
       }
-      arriving.swap(leaving);
+      arriving_.swap(leaving_);
+      arriving_set_.swap(leaving_set_);
     }
   }
 }

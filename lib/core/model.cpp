@@ -15,7 +15,8 @@
 
 namespace rmt {
 
-Model::Model(const ModelConfig& c) : config(c), kind(parse_model_kind(c.kind)) {
+Model::Model(const ModelConfig& c, Backend& be)
+    : config(c), backend(be), kind(parse_model_kind(c.kind)) {
   V = c.n_token, L = c.n_layer, H = c.n_head, Dh = c.d_head, d = c.d_model, d_inner = c.d_inner;
   if (V <= 0 || L <= 0 || H <= 0 || Dh <= 0 || d <= 0 || d_inner <= 0)
     fail("model sizes must be positive (n_token {}, n_layer {}, n_head {}, d_head {}, d_model {}, "
@@ -23,10 +24,10 @@ Model::Model(const ModelConfig& c) : config(c), kind(parse_model_kind(c.kind)) {
   if (d % 2 != 0) fail("model.d_model must be even for the sinusoid position embedding, got {}", d);
   const ModelKindTraits& kt = traits_of(kind);
   mem_len = kt.has_cache ? c.mem_len : 0;
-  m = kt.has_memory ? c.num_mem_tokens : 0;
+  num_mem = kt.has_memory ? c.num_mem_tokens : 0;
   write_block = kt.has_write_block;
   if (kt.has_cache && mem_len <= 0) fail("model.kind={} needs model.mem_len > 0", c.kind);
-  if (kt.has_memory && m <= 0) fail("model.kind={} needs model.num_mem_tokens > 0", c.kind);
+  if (kt.has_memory && num_mem <= 0) fail("model.kind={} needs model.num_mem_tokens > 0", c.kind);
 
   // Layout, in the order of the authors' state_dict.
   int64_t offset = 0;
@@ -37,7 +38,7 @@ Model::Model(const ModelConfig& c) : config(c), kind(parse_model_kind(c.kind)) {
     offset += n;
   };
   const int HD = H * Dh;
-  if (m > 0) add("mem_tokens", {m, 1, d});
+  if (num_mem > 0) add("mem_tokens", {num_mem, 1, d});
   add("r_w_bias", {H, Dh});
   add("r_r_bias", {H, Dh});
   add("word_emb.emb_layers.0.weight", {V, d});
@@ -56,13 +57,13 @@ Model::Model(const ModelConfig& c) : config(c), kind(parse_model_kind(c.kind)) {
     add(p + "pos_ff.layer_norm.bias", {d});
   }
   add("crit.out_layers.0.bias", {V});
-  params.assign(size_t(offset), 0.f);
-  grads.assign(size_t(offset), 0.f);
+  params.zeroed(be, offset);
+  grads.zeroed(be, offset);
 
   auto bind = [&](float* base) {
     auto at = [&](const std::string& name) { return base + find(name)->offset; };
     Weights w;
-    w.mem = m > 0 ? at("mem_tokens") : nullptr;
+    w.mem = num_mem > 0 ? at("mem_tokens") : nullptr;
     w.u = at("r_w_bias");
     w.v = at("r_r_bias");
     w.emb = at("word_emb.emb_layers.0.weight");
@@ -94,8 +95,9 @@ void Model::init_weights(uint64_t seed) {
     for (int64_t i = 0; i < n; ++i) x[i] = float(mean + std * rng.normal());
   };
   const double std = 0.02;
+  std::vector<float> host(static_cast<size_t>(num_params()));
   for (const auto& p : param_info) {
-    float* x = params.data() + p.offset;
+    float* x = host.data() + p.offset;
     const std::string& n = p.name;
     bool is_bias = n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
     bool is_ln = n.find("layer_norm") != std::string::npos;
@@ -103,7 +105,7 @@ void Model::init_weights(uint64_t seed) {
       normal(x, p.numel, 0.0, std);
     } else if (n == "mem_tokens") {
       normal(x, d, 0.0, 1.0);  // one vector, repeated m times
-      for (int i = 1; i < m; ++i) std::copy(x, x + d, x + int64_t(i) * d);
+      for (int i = 1; i < num_mem; ++i) std::copy(x, x + d, x + int64_t(i) * d);
     } else if (is_ln && !is_bias) {
       normal(x, p.numel, 1.0, std);
     } else if (is_bias) {
@@ -112,6 +114,7 @@ void Model::init_weights(uint64_t seed) {
       normal(x, p.numel, 0.0, std);
     }
   }
+  params.upload(backend, host);
 }
 
 double model_param_count(const ModelConfig& c) {
@@ -168,7 +171,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     if (mlen > 0) layer += klen * B * d;           // [cache; input]
     if (dropout) layer += rows * di + (2 * rows * d + rows * di) / f;  // f1_drop and masks
     double seg = L * layer * f;
-    seg += (2 * rows * d + klen * d + 3 * T * B * V + T * B) * f;  // h0, out, pos, logits x3, loss
+    // h0, out, pos, logits, dlogits, a host copy of the logits (callers reading them), loss
+    seg += (2 * rows * d + klen * d + 3 * T * B * V + T * B) * f;
     seg += 2 * T * B * 4 + q * klen + rows * d + (dropout ? rows * d + klen * d : 0);
     return seg;
   };

@@ -7,13 +7,15 @@
 //             next segment's memory, with gradients flowing back through it (BPTT)
 //   mt        + m memory tokens at the start only; the read rows' output is passed on
 //   xl_rmt    both cache and memory
-// Parameters, gradients and Adam moments each live in one contiguous allocation; ParamInfo
-// names every tensor as the authors' PyTorch state_dict does.
+// Parameters, gradients and Adam moments each live in one contiguous allocation of the
+// backend's memory (the host reads and writes them through upload / download); ParamInfo names
+// every tensor as the authors' PyTorch state_dict does.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "lib/core/backend.h"
+#include "lib/core/device_array.h"
 #include "lib/core/model_config.h"
 #include "lib/core/model_kind.h"
 
@@ -25,7 +27,8 @@ struct ParamInfo {
   int64_t offset = 0, numel = 0;
 };
 
-// Pointers to each tensor inside one flat buffer (parameters or gradients share the layout).
+// Pointers to each tensor inside one flat buffer (parameters or gradients share the layout), in
+// the backend's memory: handed to kernels, never dereferenced by the host.
 struct LayerWeights {
   float *qkv_w;         // [3*H*Dh, d]
   float *r_w;           // [H*Dh, d]
@@ -39,24 +42,28 @@ struct Weights {
   float* emb;       // [V, d] token embedding, tied to the output layer
   float* out_bias;  // [V]
   float *u, *v;     // [H, Dh] r_w_bias, r_r_bias (shared by all layers)
-  float* mem;       // [m, d] initial memory (null without memory tokens)
+  float* mem;       // [num_mem, d] initial memory (null without memory tokens)
   std::vector<LayerWeights> layers;
 };
 
 struct Model {
-  explicit Model(const ModelConfig& config);  // config.n_token must be set
+  // config.n_token must be set. Parameters and gradients are allocated on `backend` (zero).
+  explicit Model(const ModelConfig& config, Backend& backend = cpu_backend());
+  Model(const Model&) = delete;  // W and G point into params and grads
+  Model& operator=(const Model&) = delete;
   ModelConfig config;
+  Backend& backend;
   ModelKind kind;
   int V, L, H, Dh, d, d_inner;
   int mem_len;       // cache rows (xl, xl_rmt), else 0
-  int m;             // memory tokens (rmt, mt, xl_rmt), else 0
+  int num_mem;       // memory tokens (rmt, mt, xl_rmt), else 0
   bool write_block;  // memory also at the end (rmt, xl_rmt)
 
   std::vector<ParamInfo> param_info;
-  std::vector<float> params, grads;
+  DeviceArray<float> params, grads;  // [num_params()] each, in param_info's layout
   Weights W, G;      // views into params and grads
 
-  int64_t num_params() const { return int64_t(params.size()); }
+  int64_t num_params() const { return params.size(); }
   // The original's initialisation: weights N(0, 0.02), biases 0, LayerNorm weights N(1, 0.02),
   // u and v N(0, 0.02); the memory is one N(0, 1) vector repeated m times (as the authors'
   // init_mem_tokens does), or N(0, 0.02) entries with config.mem_init = "normal".

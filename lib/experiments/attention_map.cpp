@@ -59,16 +59,16 @@ AttentionMaps compute_attention_maps(Model& model, const std::vector<std::string
                                      const int32_t* input, int T, const std::vector<int>& seg_len) {
   AttentionMaps maps;
   maps.kind = model.config.kind;
-  maps.layers = model.L, maps.heads = model.H, maps.memory_tokens = model.m;
+  maps.layers = model.L, maps.heads = model.H, maps.memory_tokens = model.num_mem;
   maps.mem_len = model.mem_len;
   maps.seg_len = seg_len;
   maps.input.assign(input, input + T);
-  const int m = model.m, L = model.L, H = model.H;
+  const int m = model.num_mem, L = model.L, H = model.H;
   auto symbol = [&](int32_t id) {
     return id >= 0 && size_t(id) < vocab.size() ? vocab[size_t(id)] : fmt::format("<{}>", id);
   };
 
-  Engine engine(model, cpu_backend());
+  Engine engine(model);
   RecurrentState state, next;
   engine.initial_state(state, 1);
   SegmentActivations a;
@@ -99,12 +99,12 @@ AttentionMaps compute_attention_maps(Model& model, const std::vector<std::string
     for (int i = 0; i < a.m_write; ++i) sa.query_labels.push_back(fmt::format("w{}", i));
     sa.key_labels = cache_labels;
     sa.key_labels.insert(sa.key_labels.end(), sa.query_labels.begin(), sa.query_labels.end());
-    sa.mask = a.mask;
+    sa.mask = engine.segment_mask(a);
     // prob is [B, H, q, klen] per layer; B = 1.
     const int64_t per_layer = int64_t(H) * a.q * a.klen;
     sa.prob.resize(size_t(L * per_layer));
     for (int l = 0; l < L; ++l)
-      std::copy_n(a.layers[size_t(l)].prob.data(), per_layer, sa.prob.data() + l * per_layer);
+      a.layers[size_t(l)].prob.read(0, sa.prob.data() + l * per_layer, per_layer);
     maps.segments.push_back(std::move(sa));
     // The next cache holds the last next.mlen rows of [cache; this segment] (engine.cpp).
     const std::vector<std::string>& keys = maps.segments.back().key_labels;

@@ -247,10 +247,13 @@ GemmPeak measure_gemm_gflops(int n, int reps) {
   Backend& be = cpu_backend();
   GemmPeak best;
   for (int size = n; size >= std::max(64, n / 4); size /= 2) {
-    std::vector<float> A(size_t(size) * size), B(size_t(size) * size), C(size_t(size) * size);
+    std::vector<float> host_a(size_t(size) * size), host_b(size_t(size) * size);
     SplitMixRng rng(7);
-    for (auto& x : A) x = float(rng.uniform() - 0.5);
-    for (auto& x : B) x = float(rng.uniform() - 0.5);
+    for (auto& x : host_a) x = float(rng.uniform() - 0.5);
+    for (auto& x : host_b) x = float(rng.uniform() - 0.5);
+    DeviceArray<float> A, B, C(be, int64_t(size) * size);  // the backend's memory
+    A.upload(be, host_a);
+    B.upload(be, host_b);
     be.matmul(C.data(), A.data(), B.data(), size, size, size, false, false);  // warm-up
     const double start = now_s();
     for (int r = 0; r < reps || now_s() - start < 0.3; ++r) {
@@ -394,9 +397,9 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
     check_memory_fits(estimate_memory(mc, mw), "rmt bench " + name);
   }
   Backend& be = cpu_backend();
-  Model model(mc);
+  Model model(mc, be);
   model.init_weights(mix_seed(opt.seed, 0x1417));
-  Adam adam(model.num_params());
+  Adam adam(be, model.num_params());
   Engine engine(model, be);
 
   BenchResult r;

@@ -79,8 +79,10 @@ ModelConfig model_config_from_metadata(const std::map<std::string, std::string>&
   return c;
 }
 
-void save_checkpoint(const std::string& path, const Model& model, const std::vector<float>& values,
+void save_checkpoint(const std::string& path, const Model& model,
+                     const DeviceArray<float>& device_values,
                      std::map<std::string, std::string> extra) {
+  const std::vector<float> values = device_values.download();
   std::vector<TensorRef> refs;
   for (const auto& p : model.param_info)
     refs.push_back({p.name, p.shape, values.data() + p.offset});
@@ -103,6 +105,7 @@ void check_finite(const std::string& path, const std::string& tensor, const floa
 }
 
 static void copy_parameters(const SafetensorsFile& file, const std::string& path, Model& model) {
+  std::vector<float> params = model.params.download();
   for (const auto& p : model.param_info) {
     auto it = file.tensors.find(p.name);
     if (it == file.tensors.end()) fail("{}: missing tensor '{}'", path, p.name);
@@ -110,16 +113,18 @@ static void copy_parameters(const SafetensorsFile& file, const std::string& path
       fail("{}: tensor '{}' has shape {}, the model needs {}", path, p.name,
            shape_str(it->second.shape), shape_str(p.shape));
     check_finite(path, p.name, it->second.data.data(), p.numel);
-    std::copy(it->second.data.begin(), it->second.data.end(), model.params.begin() + p.offset);
+    std::copy(it->second.data.begin(), it->second.data.end(), params.begin() + p.offset);
   }
   for (const auto& [name, t] : file.tensors) {
     if (name == kTiedOutputWeight || name == kInvFreq || model.find(name)) continue;
     fail("{}: unexpected tensor '{}' for a model of kind '{}'", path, name, model.config.kind);
   }
+  model.params.upload(model.backend, params);
 }
 
 std::unique_ptr<Model> load_checkpoint(const std::string& path,
-                                       const std::function<void(const ModelConfig&)>& check) {
+                                       const std::function<void(const ModelConfig&)>& check,
+                                       Backend& backend) {
   SafetensorsFile file = load_safetensors(path);
   const ModelConfig config = model_config_from_metadata(file.metadata, path);
   if (check) check(config);
@@ -139,7 +144,7 @@ std::unique_ptr<Model> load_checkpoint(const std::string& path,
     fail("{}: the metadata describes a {} model of {:.0f} parameters (n_layer {}, d_model {}, "
          "n_token {}) but the file holds {:.0f} values", path, config.kind, described,
          config.n_layer, config.d_model, config.n_token, in_file);
-  auto model = std::make_unique<Model>(config);
+  auto model = std::make_unique<Model>(config, backend);
   copy_parameters(file, path, *model);
   return model;
 }

@@ -38,7 +38,7 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   engine.initial_state(state, B);
   SegmentActivations a;
   std::vector<int32_t> tokens, ids(static_cast<size_t>(B), 0);
-  std::vector<float> row_logits;
+  std::vector<float> row_logits, seg_logits;  // host copies: [B, V], [B, Ts, V]
   const int answer_start = T - answer_size;
   int t0 = 0;
   auto gather = [&](int Ts) {
@@ -46,9 +46,10 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
     for (int b = 0; b < B; ++b)
       std::copy_n(inp.begin() + int64_t(b) * T + t0, Ts, tokens.begin() + int64_t(b) * Ts);
   };
-  auto full_forward = [&](int Ts) {
+  auto full_forward = [&](int Ts, bool read_logits) {
     gather(Ts);
     engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
+    if (read_logits) seg_logits = engine.segment_logits(a);
   };
   // Takes the argmax of logits [B, V] as the prediction at position p and the input at p+1.
   auto emit = [&](const float* logits, int64_t row_stride, int V, int p) {
@@ -62,14 +63,14 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
     if (t0 + Ts > answer_start) {
       const int first = std::max(0, answer_start - t0);  // the segment's first answer row
       if (kv_cache) {
-        full_forward(Ts);
-        const int V = int(a.logits.size() / (size_t(B) * Ts));
+        full_forward(Ts, true);
+        const int V = int(seg_logits.size() / (size_t(B) * Ts));
         row_logits.resize(size_t(B) * V);
         for (int j = first; j < Ts; ++j) {
           // Row j's input was final before this segment's forward when it is the segment's first
           // row or the answer's first row (whose input is the true one): take the forward's logits.
           if (j == 0 || t0 + j <= answer_start) {
-            emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
+            emit(seg_logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
             continue;
           }
           for (int b = 0; b < B; ++b) ids[size_t(b)] = inp[size_t(b) * T + t0 + j];
@@ -78,13 +79,13 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
         }
       } else {
         for (int j = first; j < Ts; ++j) {
-          full_forward(Ts);
-          const int V = int(a.logits.size() / (size_t(B) * Ts));
-          emit(a.logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
+          full_forward(Ts, true);
+          const int V = int(seg_logits.size() / (size_t(B) * Ts));
+          emit(seg_logits.data() + int64_t(j) * V, int64_t(Ts) * V, V, t0 + j);
         }
       }
     }
-    full_forward(Ts);  // the state handed on, from the segment's final inputs
+    full_forward(Ts, false);  // the state handed on, from the segment's final inputs
     std::swap(state, next);
     t0 += Ts;
   }
@@ -109,7 +110,7 @@ EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt
     std::vector<uint8_t> sample_ok(size_t(B), 1);
     int t0 = 0;
     for (int s = 0; s < engine.num_segments(); ++s) {
-      const std::vector<float>& logits = engine.logits(s);
+      const std::vector<float> logits = engine.logits(s);
       const int Ts = engine.segment_length(s);
       const int V = int(logits.size() / (size_t(B) * Ts));
       for (int b = 0; b < B; ++b)

@@ -74,10 +74,11 @@ EvalResult evaluate_lm(Engine& engine, const TextStreams& streams, int T, int64_
   for (int64_t s = 0; s < segments; ++s) {
     TextSegment seg = text_segment(streams, T, s);
     engine.forward_segment(a, seg.input.data(), seg.target.data(), B, seg.len, state, next, false, 0, 1.f);
-    for (int64_t i = 0; i < int64_t(B) * seg.len; ++i) loss_sum += a.loss_rows[size_t(i)];
-    const int64_t V = int64_t(a.logits.size()) / (int64_t(B) * seg.len);
+    for (float l : a.loss_rows.download()) loss_sum += l;
+    const std::vector<float> logits = engine.segment_logits(a);  // [B, len, V]
+    const int64_t V = int64_t(logits.size()) / (int64_t(B) * seg.len);
     for (int64_t i = 0; i < int64_t(B) * seg.len; ++i) {  // logits [B, len, V], targets [B, len]
-      const float* row = a.logits.data() + i * V;
+      const float* row = logits.data() + i * V;
       correct += std::max_element(row, row + V) - row == seg.target[size_t(i)];
     }
     positions += int64_t(B) * seg.len;
@@ -96,17 +97,19 @@ EvalResult evaluate_lm(Engine& engine, const TextStreams& streams, int T, int64_
 }
 
 void add_lm_carry(const LmCarry& carry, const Model& model, int B, std::vector<TensorRef>& refs,
-                  std::map<std::string, std::string>& metadata) {
+                  std::map<std::string, std::string>& metadata,
+                  std::deque<std::vector<float>>& host) {
+  auto on_host = [&](const DeviceArray<float>& x) { return host.emplace_back(x.download()).data(); };
   metadata["lm.next_segment"] = std::to_string(carry.next_segment());
   metadata["lm.states"] = std::to_string(carry.stored().size());
   for (size_t i = 0; i < carry.stored().size(); ++i) {
     const RecurrentState& st = carry.stored()[i];
     const std::string name = fmt::format("lm.state.{}", i);
     metadata[name + ".mlen"] = std::to_string(st.mlen);
-    if (model.m > 0) refs.push_back({name + ".mem", {model.m, B, model.d}, st.mem.data()});
+    if (model.num_mem > 0) refs.push_back({name + ".mem", {model.num_mem, B, model.d}, on_host(st.mem)});
     if (st.mlen > 0)
       for (size_t l = 0; l < st.cache.size(); ++l)
-        refs.push_back({fmt::format("{}.cache.{}", name, l), {st.mlen, B, model.d}, st.cache[l].data()});
+        refs.push_back({fmt::format("{}.cache.{}", name, l), {st.mlen, B, model.d}, on_host(st.cache[l])});
   }
 }
 
@@ -141,11 +144,13 @@ void restore_lm_carry(const SafetensorsFile& f, const std::string& path, const M
     st.mlen = int(md(name + ".mlen"));
     if (st.mlen > model.mem_len)
       fail("{}: {}.mlen is {}, more than the model's cache of {}", path, name, st.mlen, model.mem_len);
-    if (model.m > 0) st.mem = tensor(name + ".mem", int64_t(model.m) * B * model.d);
-    st.cache.assign(size_t(model.mem_len > 0 ? model.L : 0), {});
+    if (model.num_mem > 0)
+      st.mem.upload(model.backend, tensor(name + ".mem", int64_t(model.num_mem) * B * model.d));
+    st.cache.resize(size_t(model.mem_len > 0 ? model.L : 0));
     if (st.mlen > 0)
       for (int l = 0; l < model.L; ++l)
-        st.cache[size_t(l)] = tensor(fmt::format("{}.cache.{}", name, l), int64_t(st.mlen) * B * model.d);
+        st.cache[size_t(l)].upload(model.backend, tensor(fmt::format("{}.cache.{}", name, l),
+                                                         int64_t(st.mlen) * B * model.d));
     stored.push_back(std::move(st));
   }
   try {

@@ -76,9 +76,11 @@ EvalResult evaluate_lm(Engine& engine, const TextStreams& streams, int T, int64_
 
 // The carried state in a training state file (state.safetensors): tensors lm.state.<i>.mem
 // [m, B, d] and lm.state.<i>.cache.<l> [mlen, B, d], metadata lm.next_segment, lm.states and
-// lm.state.<i>.mlen. The refs point into `carry`, which must outlive their use.
+// lm.state.<i>.mlen. The refs point into `host`, where the states are copied from the
+// backend; it must outlive their use.
 void add_lm_carry(const LmCarry& carry, const Model& model, int B, std::vector<TensorRef>& refs,
-                  std::map<std::string, std::string>& metadata);
+                  std::map<std::string, std::string>& metadata,
+                  std::deque<std::vector<float>>& host);
 // Reads them back into `carry` (whose window is the run's), checking every shape against the
 // model and batch; fails naming `path` and what is missing or does not fit.
 void restore_lm_carry(const SafetensorsFile& file, const std::string& path, const Model& model,

@@ -35,13 +35,14 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
   if (B != B2 || T != T2) fail("--input is [{}, {}] but --target is [{}, {}]", B, T, B2, T2);
   if (B <= 0 || T <= 0) fail("--input {} is empty ([{}, {}])", req.input, B, T);
   if (B > 1000000 || T > 1000000) fail("--input {} is [{}, {}]: too large for one step", req.input, B, T);
+  Backend& be = backend_by_name(req.device);
   auto model = load_checkpoint(req.checkpoint, [&](const ModelConfig& c) {
     Workload w;
     w.batch = int(B);
     w.seg_len = segment_lengths(int(T), req.segments);
     w.training = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", req.checkpoint, B));
-  });
+  }, be);
   model->config.dropout = 0;  // deterministic: golden runs compare without dropout
   std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
   if (req.answer_size < 1 || req.answer_size > T)
@@ -58,7 +59,6 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
   const std::vector<int> seg_len = segment_lengths(int(T), req.segments);
   create_directories_or_fail(req.out);
   const fs::path out(req.out);
-  Backend& be = cpu_backend();
   Engine engine(*model, be);
   const StepBatch batch{input.data(), target.data(), int(B), int(T), &seg_len, req.answer_size};
 
@@ -72,8 +72,9 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
   int t0 = 0;
   for (int s = 0; s < engine.num_segments(); ++s) {
     const int Ts = engine.segment_length(s);
+    const std::vector<float> seg_logits = engine.logits(s);  // [B, Ts, V]
     for (int b = 0; b < B; ++b)
-      std::copy_n(engine.logits(s).begin() + int64_t(b) * Ts * V, Ts * V,
+      std::copy_n(seg_logits.begin() + int64_t(b) * Ts * V, Ts * V,
                   logits.begin() + (b * T + t0) * V);
     t0 += Ts;
   }
@@ -82,7 +83,7 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
   save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
 
   if (req.adam_steps > 0) {
-    Adam adam(model->num_params());
+    Adam adam(be, model->num_params());
     StepSettings settings;
     settings.bptt = req.bptt;
     settings.clip = req.clip;
@@ -115,6 +116,7 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     fail("--input {} has {} columns, not a whole number of segments of --segment-length {}",
          req.input, cols, T);
   const int64_t steps = cols / T;
+  Backend& be = backend_by_name(req.device);
   auto model = load_checkpoint(req.checkpoint, [&](const ModelConfig& c) {
     Workload w;
     w.batch = int(B);
@@ -124,12 +126,12 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     w.seg_len.assign(size_t(memory ? std::min<int64_t>(window, steps - 1) + 1 : 1), T);
     w.training = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", req.checkpoint, B));
-  });
+  }, be);
   model->config.dropout = 0;  // deterministic: golden runs compare without dropout
-  if (req.bptt < 0 && model->m > 0)
+  if (req.bptt < 0 && model->num_mem > 0)
     fail("--bptt all: a language model's streams have no end to back-propagate to; give the "
          "number of earlier segments, --bptt k");
-  const int window = model->m > 0 ? req.bptt : 0;
+  const int window = model->num_mem > 0 ? req.bptt : 0;
   for (size_t i = 0; i < in64.size(); ++i)
     if (in64[i] < 0 || in64[i] >= model->V || tg64[i] < 0 || tg64[i] >= model->V)
       fail("{}: id {} at row {} is outside the checkpoint's vocabulary 0..{}",
@@ -145,9 +147,8 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     }
   };
   create_directories_or_fail(req.out);
-  Backend& be = cpu_backend();
   Engine engine(*model, be);
-  Adam adam(model->num_params());
+  Adam adam(be, model->num_params());
   LmCarry carry(window);
   StepDumpResult result;
   for (int64_t s = 0; s < steps; ++s) {

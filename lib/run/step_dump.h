@@ -25,6 +25,7 @@ struct StepDumpRequest {
   std::string input;        // int64 .npy [B, T] input ids
   std::string target;       // int64 .npy [B, T] target ids
   std::string out;          // output directory (created)
+  std::string device = "cpu";  // the backend (backend_by_name)
   int bptt = -1;            // -1 = all, else k
   double lr = 1e-3, clip = 0.25;
   // scored-answer step

@@ -284,13 +284,16 @@ struct TrainState {  // what --resume restores besides parameters and Adam momen
 // lm: a language model's carried state (its B streams), saved with the rest.
 void save_state(const std::string& path, const Model& model, const Adam& adam,
                 const LrSchedule& sched, const TrainState& st, const LmCarry* lm = nullptr, int B = 0) {
+  const std::vector<float> params = model.params.download(), moment1 = adam.moment1.download(),
+                           moment2 = adam.moment2.download();
   std::vector<TensorRef> refs;
-  for (const auto& p : model.param_info) refs.push_back({"param." + p.name, p.shape, model.params.data() + p.offset});
-  refs.push_back({"adam.m", {int64_t(adam.m.size())}, adam.m.data()});
-  refs.push_back({"adam.v", {int64_t(adam.v.size())}, adam.v.data()});
+  for (const auto& p : model.param_info) refs.push_back({"param." + p.name, p.shape, params.data() + p.offset});
+  refs.push_back({"adam.m", {int64_t(moment1.size())}, moment1.data()});
+  refs.push_back({"adam.v", {int64_t(moment2.size())}, moment2.data()});
   auto num = [](double x) { return fmt::format("{}", x); };
   std::map<std::string, std::string> lm_metadata;
-  if (lm) add_lm_carry(*lm, model, B, refs, lm_metadata);
+  std::deque<std::vector<float>> lm_host;  // host copies the refs point into
+  if (lm) add_lm_carry(*lm, model, B, refs, lm_metadata, lm_host);
   std::map<std::string, std::string> metadata =
                    {{"step", std::to_string(st.step)},
                     {"wall_time_s", num(st.wall_time_s)},
@@ -318,15 +321,19 @@ void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& s
            it->second.numel(), numel);
     return it->second;
   };
+  std::vector<float> params(static_cast<size_t>(model.num_params()));
   for (const auto& p : model.param_info) {
     const Tensor& t = tensor("param." + p.name, p.numel);
     check_finite(path, "param." + p.name, t.data.data(), p.numel);
-    std::copy(t.data.begin(), t.data.end(), model.params.begin() + p.offset);
+    std::copy(t.data.begin(), t.data.end(), params.begin() + p.offset);
   }
-  adam.m = tensor("adam.m", model.num_params()).data;
-  adam.v = tensor("adam.v", model.num_params()).data;
-  check_finite(path, "adam.m", adam.m.data(), model.num_params());
-  check_finite(path, "adam.v", adam.v.data(), model.num_params());
+  const std::vector<float>& moment1 = tensor("adam.m", model.num_params()).data;
+  const std::vector<float>& moment2 = tensor("adam.v", model.num_params()).data;
+  check_finite(path, "adam.m", moment1.data(), model.num_params());
+  check_finite(path, "adam.v", moment2.data(), model.num_params());
+  model.params.upload(model.backend, params);
+  adam.moment1.upload(model.backend, moment1);
+  adam.moment2.upload(model.backend, moment2);
   auto md = [&](const char* key) {
     auto it = f.metadata.find(key);
     if (it == f.metadata.end()) fail("{}: missing metadata '{}'", path, key);
@@ -449,9 +456,9 @@ void train(const Config& config_in, const TrainOptions& opt) {
   // A language model's carried state: the state entering each segment of the next step's window.
   LmCarry carry(lm_window(run) - 1);
   Backend& be = cpu_backend();
-  Model model(config.model);
+  Model model(config.model, be);
   model.init_weights(mix_seed(tc.seed, 0x1417));
-  Adam adam(model.num_params());
+  Adam adam(be, model.num_params());
   LrSchedule sched(tc);
   TrainState st;
   st.dataset_fingerprint = fingerprint;
@@ -769,7 +776,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
     check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
   });
   set_num_threads(req.threads);
-  Engine engine(*model, cpu_backend());
+  Engine engine(*model);
   LmSplit split = load_lm_split(run.config.data, run.meta, req.split);
   EvalRunResult out;
   try {

@@ -2,6 +2,7 @@
 """Golden comparison of `rmt step-dump` against the PyTorch reference.
 
     /usr/bin/python3 tests/reference/test_golden.py --rmt PATH_TO_RMT
+    /usr/bin/python3 tests/reference/test_golden.py --rmt PATH --device cpu-guarded --skip-self-test
     /usr/bin/python3 tests/reference/test_golden.py --self-test     # reference only
 
 Without --self-test, the reference's self-test runs first, then the golden
@@ -443,7 +444,7 @@ LM_CASES = [
 ]
 
 
-def run_lm_case(c, rmt, seed, keep):
+def run_lm_case(c, rmt, seed, keep, device=None):
     a = c["arch"]
     model = _small_model(c["kind"], seed, mem_len=c["mem_len"], m=c["m"], rfc=c["rfc"],
                          V=a["V"], n_layer=a["n_layer"], n_head=a["n_head"],
@@ -463,6 +464,8 @@ def run_lm_case(c, rmt, seed, keep):
                "--target", os.path.join(tmp, "target.npy"), "--segment-length", str(T),
                "--bptt", str(c["bptt"]), "--update", "--lr", _fmt(c["lr"]),
                "--clip", _fmt(c["clip"]), "--out", out]
+        if device:
+            cmd += ["--device", device]
         try:
             pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -529,7 +532,7 @@ def _fmt(x):
     return repr(float(x))
 
 
-def run_case(c, rmt, seed, keep):
+def run_case(c, rmt, seed, keep, device=None):
     """Returns (ok, worst_ratio, message)."""
     a = c["arch"]
     model = _small_model(c["kind"], seed, mem_len=c["mem_len"], m=c["m"], rfc=c["rfc"],
@@ -553,6 +556,8 @@ def run_case(c, rmt, seed, keep):
         if c["adam"]:
             cmd += ["--adam-steps", str(c["adam"]["steps"]), "--lr", _fmt(c["adam"]["lr"]),
                     "--clip", _fmt(c["adam"]["clip"])]
+        if device:
+            cmd += ["--device", device]
         try:
             pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -682,6 +687,8 @@ def main():
     ap.add_argument("--skip-self-test", action="store_true")
     ap.add_argument("--only", default="", help="run only cases whose name contains this")
     ap.add_argument("--keep", action="store_true", help="keep the temp dirs")
+    ap.add_argument("--device", help="run `rmt step-dump --device DEVICE` (e.g. cpu-guarded, "
+                    "whose buffers the host cannot touch outside a kernel)")
     args = ap.parse_args()
 
     passed = failed = 0
@@ -705,7 +712,7 @@ def main():
         if args.only and args.only not in c["name"]:
             continue
         try:
-            ok, worst, msg = run_case(c, rmt, 100 + i, args.keep)
+            ok, worst, msg = run_case(c, rmt, 100 + i, args.keep, args.device)
         except Exception:
             ok, worst, msg = False, math.inf, traceback.format_exc()
         print(f"{'PASS' if ok else 'FAIL'} {c['name']}: {msg}", flush=True)
@@ -714,7 +721,7 @@ def main():
         if args.only and args.only not in c["name"]:
             continue
         try:
-            ok, worst, msg = run_lm_case(c, rmt, 300 + i, args.keep)
+            ok, worst, msg = run_lm_case(c, rmt, 300 + i, args.keep, args.device)
         except Exception:
             ok, worst, msg = False, math.inf, traceback.format_exc()
         print(f"{'PASS' if ok else 'FAIL'} {c['name']}: {msg}", flush=True)
