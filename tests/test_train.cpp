@@ -119,6 +119,10 @@ TEST_CASE("bptt_recompute gives the same run as stored activations") {
   REQUIRE(t.train("stored").status == 0);
   REQUIRE(t.train("recomputed", "--set bptt_recompute=true").status == 0);
   CHECK(t.file("stored", "last.safetensors") == t.file("recomputed", "last.safetensors"));
+  // and with truncated BPTT (an algorithmic run: no language-model window to size)
+  REQUIRE(t.train("stored_k1", "--set bptt=1").status == 0);
+  REQUIRE(t.train("recomputed_k1", "--set bptt=1 --set bptt_recompute=true").status == 0);
+  CHECK(t.file("stored_k1", "last.safetensors") == t.file("recomputed_k1", "last.safetensors"));
 }
 
 TEST_CASE("a run killed mid-way and resumed ends bit-identical to an uninterrupted one") {

@@ -454,7 +454,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
     val_split = load_lm_split(config.data, run.meta, "val");
   }
   // A language model's carried state: the state entering each segment of the next step's window.
-  LmCarry carry(lm_window(run) - 1);
+  LmCarry carry(lm ? lm_window(run) - 1 : 0);
   Backend& be = cpu_backend();
   Model model(config.model, be);
   model.init_weights(mix_seed(tc.seed, 0x1417));
