@@ -16,6 +16,8 @@ void manifest(const std::string& dir, const std::string& item) {
   std::ofstream(dir + "/m.yaml") << "paper: paper.yaml\nitems:\n  a:\n" << item;
 }
 
+const std::string kLmItem = "    kind: lm\n    title: t\n    paper_says: p\n    sweep: s.yaml\n";
+
 const std::string kSweepItem =
     "    kind: sweep\n    title: t\n    paper_says: p\n    sweep: s.yaml\n    metrics: [acc_teacher_forced]\n";
 
@@ -30,7 +32,7 @@ RMT_CATALOGUE({
     {"reproduce", "unknown key in an item", [](const std::string& d) { manifest(d, kSweepItem + "    colour: red\n"); },
      "reproduce --manifest {dir}/m.yaml --list", 1, "items.a: unknown key 'colour'"},
     {"reproduce", "unknown item kind", [](const std::string& d) { manifest(d, "    kind: film\n    title: t\n    paper_says: p\n"); },
-     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.kind: unknown kind 'film' (kinds: sweep, attention, length)"},
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.kind: unknown kind 'film' (kinds: sweep, attention, length, lm)"},
     {"reproduce", "claim without a bound",
      [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3]}]\n"); },
      "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0]: a claim needs min, max or above"},
@@ -48,6 +50,20 @@ RMT_CATALOGUE({
      "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.from: 'a' is not a sweep item given before this one"},
     {"reproduce", "manifest not YAML", [](const std::string& d) { std::ofstream(d + "/m.yaml") << "paper: [1\n"; },
      "reproduce --manifest {dir}/m.yaml --list", 1, "not valid YAML"},
+    {"reproduce", "lm claim without a run", [](const std::string& d) {
+       manifest(d, kLmItem + "    claims: [{text: t, below: {model: xl}}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].run: expected a map {model, cache, memory, bptt}"},
+    {"reproduce", "lm claim selector with an unknown key", [](const std::string& d) {
+       manifest(d, kLmItem + "    claims: [{text: t, run: {model: rmt, mem: 4}, below: {model: xl}}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].run: unknown key 'mem'"},
+    {"reproduce", "lm claim on an unknown model kind", [](const std::string& d) {
+       manifest(d, kLmItem + "    claims: [{text: t, run: {model: rmt}, below: {model: lstm}}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].below.model: unknown model kind 'lstm'"},
+    {"reproduce", "lm claim with a negative cache", [](const std::string& d) {
+       manifest(d, kLmItem + "    claims: [{text: t, run: {model: xl, cache: -4}, below: {model: baseline}}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].run.cache: must be in 0.."},
+    {"reproduce", "lm item with metrics", [](const std::string& d) { manifest(d, kLmItem + "    metrics: [bpc]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a: unknown key 'metrics'"},
     {"reproduce", "jobs zero", [](const std::string& d) { manifest(d, kSweepItem); },
      "reproduce --manifest {dir}/m.yaml -j 0", 1, "-j"},
 });

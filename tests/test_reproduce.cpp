@@ -179,3 +179,54 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   write(out / "tiny/timing.json", R"Y({"wall_s": "soon", "train_s": 1, "runs": 6, "jobs": 2})Y");
   expect_error(base + " tiny", "timing.json: 'wall_s' is not a number");
 }
+
+TEST_CASE("reproduce: a tiny language-model item (table of runs, bpc plot, claims comparing runs)") {
+  fs::path dir = fresh_tmp("rmt_reproduce", "lm");
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the cat sat on the mat; the dog ate the log. ";
+  write(dir / "corpus.txt", text);
+  write(dir / "lm.yaml", R"Y(data: {task: text, input: )Y" + (dir / "corpus.txt").string() + R"Y(}
+base:
+  segment_length: 8
+  bptt: 1
+  model: {n_layer: 1, n_head: 2, d_head: 8, d_model: 16, d_inner: 32, dropout: 0.0, mem_init: normal}
+  train: {batch_size: 4, lr: 1.0e-3, schedule: constant, warmup_steps: 0, clip: 1.0, max_steps: 20,
+          eval_every: 20, log_every: 20}
+grid:
+  - {model.kind: [baseline]}
+  - {model.kind: [xl], model.mem_len: [4]}
+  - {model.kind: [rmt], model.num_mem_tokens: [2], bptt: [0, 1]}
+)Y");
+  write(dir / "paper.yaml", kPaper);
+  write(dir / "m.yaml", R"Y(paper: paper.yaml
+items:
+  lm:
+    kind: lm
+    title: "a tiny LM"
+    paper_says: "memory helps"
+    sweep: lm.yaml
+    claims:
+      - {text: "RMT is within 100 bpc of the baseline", run: {model: rmt, memory: 2, bptt: 1}, below: {model: baseline}, margin: 100}
+      - {text: "the baseline is 100 bpc below Tr-XL", run: {model: baseline}, below: {model: xl, cache: 4}, margin: -100}
+      - {text: "an ambiguous selector", run: {model: rmt}, below: {model: baseline}}
+      - {text: "a run that does not exist", run: {model: rmt, memory: 3}, below: {model: baseline}}
+)Y");
+  const std::string base = "reproduce --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                           (dir / "runs").string() + " --out " + (dir / "out").string();
+  Run r = rmt_run(base + " -j 2");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  for (const char* f : {"REPORT.md", "lm/results.csv", "lm/table.md", "lm/lm.png", "lm/timing.json"})
+    CHECK_MESSAGE(fs::exists(dir / "out" / f), f);
+  const std::string table = read_file(dir / "out/lm/table.md");
+  CHECK(table.find("| model | cache | memory | BPTT | test bpc |") != std::string::npos);
+  CHECK(table.find("| xl | 4 | - | - | ") != std::string::npos);
+  CHECK(table.find("| rmt | - | 2 | 0 | ") != std::string::npos);
+  CHECK(table.find("| rmt | - | 2 | 1 | ") != std::string::npos);
+  const std::string report = read_file(dir / "out/REPORT.md");
+  CHECK(report.find("holds: RMT is within 100 bpc of the baseline") != std::string::npos);
+  CHECK(report.find("FAILS: the baseline is 100 bpc below Tr-XL") != std::string::npos);
+  CHECK(report.find("no data: an ambiguous selector (test bpc; more than one run matches rmt)") != std::string::npos);
+  CHECK(report.find("no data: a run that does not exist (test bpc; no finished run of rmt memory 3)") != std::string::npos);
+  CHECK(report.find("1 of 4 checks hold") != std::string::npos);
+}

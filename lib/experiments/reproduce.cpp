@@ -108,6 +108,35 @@ RunPick read_pick(const ManifestReader& r, const YAML::Node& node, const std::st
   return p;
 }
 
+LmSelector read_selector(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
+  if (!node || !node.IsMap()) r.bad(where, "expected a map {model, cache, memory, bptt} naming runs");
+  r.only_keys(node, where, {"model", "cache", "memory", "bptt"});
+  LmSelector sel;
+  sel.model = r.kind(node["model"], where + ".model");
+  if (node["cache"]) sel.cache = r.integer(node["cache"], where + ".cache", 0, 1 << 20);
+  if (node["memory"]) sel.memory = r.integer(node["memory"], where + ".memory", 0, 1 << 20);
+  if (node["bptt"]) sel.bptt = r.integer(node["bptt"], where + ".bptt", 0, 1 << 20);
+  return sel;
+}
+
+LmClaim read_lm_claim(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
+  r.only_keys(node, where, {"text", "run", "below", "margin"});
+  LmClaim c;
+  c.text = r.text(node["text"], where + ".text");
+  c.run = read_selector(r, node["run"], where + ".run");
+  c.below = read_selector(r, node["below"], where + ".below");
+  if (node["margin"]) c.margin = r.number(node["margin"], where + ".margin");
+  return c;
+}
+
+std::string selector_text(const LmSelector& s) {
+  std::string t = s.model;
+  if (s.cache >= 0) t += fmt::format(" cache {}", s.cache);
+  if (s.memory >= 0) t += fmt::format(" memory {}", s.memory);
+  if (s.bptt) t += fmt::format(" BPTT {}", *s.bptt);
+  return t;
+}
+
 // ---- helpers ----------------------------------------------------------------------------------
 
 std::string seconds_text(double s) {
@@ -156,7 +185,79 @@ struct SweepOutcome {
   std::vector<std::pair<std::string, Pivot>> tables;  // metric -> pivot (with paper rows)
   std::vector<ClaimResult> claims;
   int failed = 0;
+  std::string markdown;  // lm items: the table of runs (sweep items format their pivots)
 };
+
+// One finished run of a language-model sweep, as its results.csv row says.
+struct LmRow {
+  std::string model;
+  int cache = 0, memory = 0, bptt = 0;
+  double bpc = 0, loss = 0, wall_s = 0;
+};
+
+bool lm_matches(const LmSelector& sel, const LmRow& row) {
+  return sel.model == row.model && (sel.cache < 0 || sel.cache == row.cache) &&
+         (sel.memory < 0 || sel.memory == row.memory) && (!sel.bptt || *sel.bptt == row.bptt);
+}
+
+ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows) {
+  ClaimResult res;
+  auto find_one = [&](const LmSelector& sel) -> const LmRow* {
+    const LmRow* found = nullptr;
+    for (const auto& r : rows)
+      if (lm_matches(sel, r)) {
+        if (found) {
+          res.detail = fmt::format("more than one run matches {}", selector_text(sel));
+          return nullptr;
+        }
+        found = &r;
+      }
+    if (!found && res.detail.empty()) res.detail = fmt::format("no finished run of {}", selector_text(sel));
+    return found;
+  };
+  const LmRow* a = find_one(claim.run);
+  if (!a) return res;
+  const LmRow* b = find_one(claim.below);
+  if (!b) return res;
+  const bool ok = a->bpc < b->bpc + claim.margin;
+  res.state = ok ? ClaimResult::holds : ClaimResult::fails;
+  res.detail = fmt::format("{}: {:.3f} vs {}: {:.3f}{}", selector_text(claim.run), a->bpc, selector_text(claim.below),
+                           b->bpc, claim.margin != 0 ? fmt::format(" (margin {:+.3f})", claim.margin) : "");
+  return res;
+}
+
+// bpc against the cache (Tr-XL) or memory (RMT, one line per BPTT) size; the baseline and
+// xl_rmt as points at their size (the baseline at 0 drawn as a horizontal line).
+std::string lm_plot_script(const std::vector<LmRow>& rows, const std::string& out, const std::string& title) {
+  std::map<std::string, std::vector<std::pair<int, double>>> lines;
+  double baseline = -1;
+  for (const auto& r : rows) {
+    if (r.model == "baseline") baseline = r.bpc;
+    else if (r.model == "xl") lines["Tr-XL, cache"].push_back({r.cache, r.bpc});
+    else if (r.model == "rmt") lines[fmt::format("RMT, memory, BPTT {}", r.bptt)].push_back({r.memory, r.bpc});
+    else if (r.model == "mt") lines["MT, memory"].push_back({r.memory, r.bpc});
+    else lines[fmt::format("Tr-XL + RMT, cache {}, memory", r.cache)].push_back({r.memory, r.bpc});
+  }
+  std::string s = "set terminal pngcairo size 900,600 enhanced font 'Helvetica,12'\n";
+  s += "set output '" + out + "'\n";
+  s += "set title '" + title + "' noenhanced\n";
+  s += "set xlabel 'cache rows (Tr-XL) or memory tokens (RMT) per segment'\nset ylabel 'test bits per character'\n";
+  s += "set logscale x 2\nset grid\nset key outside right top noenhanced\n";
+  std::vector<std::string> plots;
+  int i = 0;
+  for (auto& [name, points] : lines) {
+    std::sort(points.begin(), points.end());
+    s += fmt::format("$line{} << EOD\n", i);
+    for (const auto& [x, y] : points) s += fmt::format("{} {:.6g}\n", x, y);
+    s += "EOD\n";
+    plots.push_back(fmt::format("$line{} using 1:2 with linespoints lw 2 pt 7 title '{}'", i, name));
+    ++i;
+  }
+  if (baseline >= 0) plots.push_back(fmt::format("{:.6g} with lines dt 2 lw 2 title 'baseline (no memory)'", baseline));
+  if (plots.empty()) plots.push_back("NaN notitle");
+  s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
+  return s;
+}
 
 // How the write memory of one segment takes its tokens, measured on the maps (Figures 6 and 8):
 // for every layer and head, the number of write slots i whose most attended token is token i
@@ -290,8 +391,16 @@ static ReproManifest read_manifest(const std::string& path) {
       for (size_t i = 0; i < n["runs"].size(); ++i)
         it.runs.push_back(read_pick(r, n["runs"][i], fmt::format("{}.runs[{}]", w, i)));
       if (it.kind == "length") it.lengths = r.integers(n["lengths"], w + ".lengths", 1, 100000);
+    } else if (it.kind == "lm") {
+      r.only_keys(n, w, {"kind", "title", "paper_says", "notes", "sweep", "claims"});
+      it.sweep = r.file(n["sweep"], w + ".sweep");
+      if (n["claims"]) {
+        if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
+        for (size_t i = 0; i < n["claims"].size(); ++i)
+          it.lm_claims.push_back(read_lm_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
+      }
     } else {
-      r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length)", it.kind));
+      r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm)", it.kind));
     }
     m.items.push_back(std::move(it));
   }
@@ -362,6 +471,7 @@ class Reproduction {
   const SweepPlan& plan_of(const ReproItem& it) const;
   int run_sweep_item(const ReproItem& it);
   void summarise_sweep(const ReproItem& it);
+  void summarise_lm(const ReproItem& it);
   void run_attention(const ReproItem& it);
   void run_length(const ReproItem& it);
   const SweepRun* pick_run(const ReproItem& from, const RunPick& p, const std::string& where) const;
@@ -460,6 +570,73 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
   for (const auto& row : csv.rows)
     if (c_status >= 0 && row[size_t(c_status)] == "failed") ++out.failed;
   write_file_atomic(dir / "table.md", tables_md);
+  sweeps_[it.name] = std::move(out);
+}
+
+void Reproduction::summarise_lm(const ReproItem& it) {
+  const SweepPlan& plan = plan_of(it);
+  SweepOutcome out;
+  const std::string csv_path = csv_of(plan);
+  if (!fs::exists(csv_path)) {
+    sweeps_[it.name] = out;
+    return;
+  }
+  const fs::path dir = out_dir(it);
+  create_directories_or_fail(dir);
+  const std::string text = read_file(csv_path);
+  write_file_atomic(dir / "results.csv", text);
+  CsvTable csv = parse_csv(text, csv_path);
+  auto col = [&](const char* name) {
+    const int c = csv.column(name);
+    if (c < 0) fail("{}: {} has no column {}", it.name, csv_path, name);
+    return size_t(c);
+  };
+  const size_t c_kind = col("model.kind"), c_cache = col("model.mem_len"), c_mem = col("model.num_mem_tokens"),
+               c_bptt = col("bptt"), c_bpc = col("bpc"), c_loss = col("loss"), c_wall = col("wall_time_s"),
+               c_status = col("status");
+  auto number = [&](const std::vector<std::string>& row, size_t c, int line) {
+    char* end = nullptr;
+    const double v = std::strtod(row[c].c_str(), &end);
+    if (row[c].empty() || *end != '\0' || !std::isfinite(v))
+      fail("{}:{}: column {}: expected a number, got '{}'", csv_path, line, csv.header[c], row[c]);
+    return v;
+  };
+  std::vector<LmRow> rows;
+  for (size_t i = 0; i < csv.rows.size(); ++i) {
+    const auto& row = csv.rows[i];
+    const int line = csv.row_lines[i];
+    if (row[c_status] != "done") {
+      ++out.failed;
+      continue;
+    }
+    LmRow r;
+    r.model = row[c_kind];
+    r.cache = int(number(row, c_cache, line));
+    r.memory = int(number(row, c_mem, line));
+    r.bptt = row[c_bptt] == "all" ? -1 : int(number(row, c_bptt, line));
+    r.bpc = number(row, c_bpc, line);
+    r.loss = number(row, c_loss, line);
+    r.wall_s = number(row, c_wall, line);
+    rows.push_back(r);
+  }
+  if (rows.empty()) {
+    sweeps_[it.name] = out;
+    return;
+  }
+  std::string md = "| model | cache | memory | BPTT | test bpc | test loss (nats) | training time |\n"
+                   "|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    const bool memory = r.memory > 0;
+    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.4f} | {} |\n", r.model, r.cache > 0 ? std::to_string(r.cache) : "-",
+                      memory ? std::to_string(r.memory) : "-", memory ? std::to_string(r.bptt) : "-", r.bpc, r.loss,
+                      seconds_text(r.wall_s));
+  }
+  out.markdown = md;
+  for (const auto& claim : it.lm_claims) out.claims.push_back(check_lm_claim(claim, rows));
+  const fs::path png = dir / (it.name + ".png");
+  draw_plot(lm_plot_script(rows, png.string(), it.title), png.string());
+  write_file_atomic(dir / "table.md", md);
+  out.has_results = true;
   sweeps_[it.name] = std::move(out);
 }
 
@@ -576,7 +753,7 @@ int Reproduction::run(const std::vector<std::string>& names) {
   int failed = 0;
   for (const auto& it : m_.items) {
     if (!names.empty() && !wanted.count(it.name)) continue;
-    if (it.kind == "sweep") {
+    if (it.kind == "sweep" || it.kind == "lm") {
       failed += run_sweep_item(it);
     } else {
       auto t0 = std::chrono::steady_clock::now();
@@ -590,8 +767,10 @@ int Reproduction::run(const std::vector<std::string>& names) {
     }
   }
   // Every sweep item with results is tabulated, so the report covers all that is on disk.
-  for (const auto& it : m_.items)
+  for (const auto& it : m_.items) {
     if (it.kind == "sweep") summarise_sweep(it);
+    if (it.kind == "lm") summarise_lm(it);
+  }
   write_report();
   return failed;
 }
@@ -607,8 +786,9 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
   s += "The config's comment says which of the paper's ratios the scaled-down setting keeps.\n\n";
   if (!out.has_results) return s + fmt::format("*Not run yet: `{}`.*\n\n", cmd);
   for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
+  s += out.markdown.empty() ? "" : out.markdown + "\n";
   s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);
-  if (!it.claims.empty()) {
+  if (!out.claims.empty()) {
     const int holds = claims_holding(out.claims);
     const int n = int(out.claims.size());
     std::string verdict = holds == n ? "**The paper's pattern holds**"
@@ -618,7 +798,8 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
     for (size_t i = 0; i < out.claims.size(); ++i) {
       const auto& r = out.claims[i];
       const char* mark = r.state == ClaimResult::holds ? "holds" : r.state == ClaimResult::fails ? "FAILS" : "no data";
-      s += fmt::format("- {}: {} ({}; {})\n", mark, it.claims[i].text, it.claims[i].metric, r.detail);
+      if (it.kind == "lm") s += fmt::format("- {}: {} (test bpc; {})\n", mark, it.lm_claims[i].text, r.detail);
+      else s += fmt::format("- {}: {} ({}; {})\n", mark, it.claims[i].text, it.claims[i].metric, r.detail);
     }
     s += "\n";
   }
@@ -628,13 +809,13 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
 
 void Reproduction::write_report() const {
   std::string s;
-  s += "# The RMT paper's algorithmic results, reproduced at CPU scale\n\n";
+  s += "# The RMT paper's results, reproduced at CPU scale\n\n";
   s += fmt::format(
       "Written by `rmt reproduce` from `{}` (run it all with `make reproduce`; one item with "
       "`rmt reproduce NAME`). Every number below was measured by rmt on this machine ({}). The "
-      "paper's numbers (docs/paper.md §4) are the rows marked `paper:`; the paper trained 4-6 layer "
-      "models for 250k+ steps on a GPU, these are 2-layer models trained for a few thousand steps "
-      "on a CPU, with the same recipe for every model of a figure.\n\n",
+      "paper's numbers (docs/paper.md §4, §7) are the rows marked `paper:` or quoted in each item; "
+      "the paper trained 4-16 layer models for 100k+ steps on GPUs, these are 2-layer models trained "
+      "for a few thousand steps on a CPU, with the same recipe for every model of a figure.\n\n",
       m_.path, machine_text());
   // Summary table.
   double total = 0;
@@ -644,10 +825,10 @@ void Reproduction::write_report() const {
     const ItemTiming& t = timing[it.name] = read_timing(out_dir(it) / "timing.json");
     total += t.wall_s;
     std::string pattern = "-";
-    if (it.kind == "sweep") {
+    if (it.kind == "sweep" || it.kind == "lm") {
       const SweepOutcome& out = sweeps_.at(it.name);
       if (!out.has_results) pattern = "not run";
-      else if (!it.claims.empty()) {
+      else if (!out.claims.empty()) {
         pattern = fmt::format("{} of {} checks hold", claims_holding(out.claims), out.claims.size());
       }
     }
@@ -662,7 +843,7 @@ void Reproduction::write_report() const {
     s += fmt::format("## {}\n\n**{}.** The paper: {}\n\n", it.name, it.title, it.paper_says);
     const ItemTiming& t = timing.at(it.name);
     const std::string notes = it.notes.empty() ? "" : "**Reading.** " + it.notes + "\n\n";
-    if (it.kind == "sweep") {
+    if (it.kind == "sweep" || it.kind == "lm") {
       s += sweep_section(it) + notes;
       if (t.runs > 0)
         s += fmt::format("Wall time: {} ({} runs, {} at a time; training time summed over runs {}).\n\n",

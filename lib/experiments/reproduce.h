@@ -12,6 +12,11 @@
 //   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen runs of a sweep item.
 //   length:    runs of a sweep item evaluated on longer datasets of the same task at the trained
 //              segment length (length generalisation), tabulated and plotted.
+//   lm:        a language-model sweep (text data), tabulated one row per run (model, cache,
+//              memory, BPTT, test bpc), plotted as bpc against the cache / memory size, and checked
+//              against claims comparing two runs:
+//                {text, run: SEL, below: SEL, margin: M}  run's test bpc < the other's + M (M = 0)
+//              SEL = {model, cache, memory, bptt} (cache, memory, bptt optional: any)
 // Everything is resumable: sweeps skip finished runs and resume interrupted ones; tables, plots,
 // maps and the report are rewritten (atomically) from what is on disk, so a killed reproduction
 // loses nothing and a re-run only does what is missing.
@@ -30,6 +35,18 @@ struct Claim {
   std::string metric;            // "" = the item's first metric
 };
 
+struct LmSelector {              // runs of an lm item: -1 / unset = any
+  std::string model;
+  int cache = -1, memory = -1;
+  std::optional<int> bptt;
+};
+
+struct LmClaim {
+  std::string text;
+  LmSelector run, below;
+  double margin = 0;
+};
+
 struct RunPick {                 // one run of a sweep item
   std::string model;             // model kind
   int segments = 0;
@@ -38,7 +55,7 @@ struct RunPick {                 // one run of a sweep item
 };
 
 struct ReproItem {
-  std::string name, kind;        // kind: sweep | attention | length
+  std::string name, kind;        // kind: sweep | attention | length | lm
   std::string title, paper_says; // the figure or table, and the paper's finding in one line
   std::string notes;             // the researcher's reading of the results (printed after them)
   // sweep
@@ -46,6 +63,7 @@ struct ReproItem {
   std::string paper_section;     // section of the paper file ("" = none)
   std::vector<std::string> metrics;  // first = the one the claims and the plot use
   std::vector<Claim> claims;
+  std::vector<LmClaim> lm_claims;  // lm items
   // attention and length
   std::string from;              // the sweep item whose runs are used
   std::vector<RunPick> runs;
