@@ -77,6 +77,7 @@ run: deps-run build
 REPRODUCE ?=
 REPRODUCE_JOBS ?= $(shell nproc)
 reproduce: deps-run build
+	@[ -f $(CORPUS_TEXT) ] || $(MAKE) --no-print-directory corpus   # the language-modelling item reads it
 	$(RMT) reproduce $(REPRODUCE) -j $(REPRODUCE_JOBS)
 	@echo "report: experiments/results/REPORT.md"
 
