@@ -58,7 +58,7 @@ void sweep_file(const std::string& dir) {
 RMT_CATALOGUE({
     // ---- cli-usage: exit 2 ----------------------------------------------------------------
     {"cli-usage", "no subcommand", nullptr, "", 2,
-     "'rmt' needs a subcommand: generate, data, train, eval, step-dump, sweep, table, plot, bench, attn, reproduce; see 'rmt --help'"},
+     "'rmt' needs a subcommand: generate, data, train, eval, step-dump, sweep, table, plot, bench, attn, sample, reproduce; see 'rmt --help'"},
     {"cli-usage", "unknown subcommand lists the valid ones", nullptr, "frobnicate", 2,
      "unknown subcommand 'frobnicate' (rmt has: generate, data, train"},
     {"cli-usage", "misspelt subcommand names the closest", nullptr, "trian --out x", 2,
@@ -181,7 +181,7 @@ RMT_CATALOGUE({
 
 TEST_CASE("cli: --help of every subcommand and --version exit 0 and print to stdout") {
   for (const char* cmd : {"", "generate", "data", "data show", "data check", "train", "eval", "step-dump", "sweep",
-                          "table", "plot", "bench", "attn"}) {
+                          "table", "plot", "bench", "attn", "sample"}) {
     for (const char* flag : {"--help", "-h"}) {
       Run r = rmt_run(std::string(cmd) + " " + flag, /*stdout_only=*/true);
       CAPTURE(cmd);

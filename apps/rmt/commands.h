@@ -16,5 +16,6 @@ void add_report_commands(CLI::App& app);  // rmt table, rmt plot
 void add_bench_command(CLI::App& app);
 void add_attn_command(CLI::App& app);    // rmt attn (attention maps)
 void add_reproduce_command(CLI::App& app);  // rmt reproduce (REPORT.md)
+void add_sample_command(CLI::App& app);     // rmt sample (text from a language model)
 
 }  // namespace rmt::cli

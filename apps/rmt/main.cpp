@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
   rmt::cli::add_report_commands(app);
   rmt::cli::add_bench_command(app);
   rmt::cli::add_attn_command(app);
+  rmt::cli::add_sample_command(app);
   rmt::cli::add_reproduce_command(app);
   try {
     check_command_line(app, argc, argv);
