@@ -32,7 +32,7 @@ rmt::Config lm_config(const std::string& dir) {
 void save_model(const rmt::ModelConfig& mc, const std::string& path, float poison = 0) {
   rmt::Model model(mc);
   model.init_weights(1);
-  if (poison != 0) model.params[3] = poison;
+  if (poison != 0) model.params.write(3, &poison, 1);
   rmt::save_checkpoint(path, model, model.params);
 }
 

@@ -39,7 +39,9 @@ std::unique_ptr<Model> sample_model(const std::string& kind, int V = 20, float s
   resolve_kind(c);
   auto m = std::make_unique<Model>(c);
   m->init_weights(mix_seed(7, uint64_t(kind.size())));
-  for (float& p : m->params) p *= scale;
+  std::vector<float> params = m->params.download();
+  for (float& p : params) p *= scale;
+  m->params.upload(m->backend, params);
   return m;
 }
 

@@ -63,13 +63,14 @@ std::vector<int32_t> sample_continuation(Engine& engine, int T, const std::vecto
     const int64_t known = std::min<int64_t>(int64_t(seq.size()) - s0, T);
     for (int t = 0; t < T; ++t) tokens[size_t(t)] = t < known ? seq[size_t(s0 + t)] : 0;
     engine.forward_segment(a, tokens.data(), nullptr, 1, T, state, next, false, 0, 1.f, everything);
-    const int V = int(a.logits.size()) / T;
+    const std::vector<float> seg_logits = engine.segment_logits(a);  // [1, T, V]
+    const int V = int(seg_logits.size()) / T;
     const int draw_from = settings.vocab > 0 ? std::min(settings.vocab, V) : V;
     bool decoded = false;
     for (int t = 0; t < T && s0 + t <= last_input; ++t) {
       const int64_t i = s0 + t;
       if (i < P - 1) continue;  // inside the prompt: its next byte is known
-      const float* logits = a.logits.data() + int64_t(t) * V;
+      const float* logits = seg_logits.data() + int64_t(t) * V;
       if (i > P - 1) {  // a generated input: run its row against the segment's keys and values
         row.resize(size_t(V));
         const int32_t id = seq[size_t(i)];
