@@ -397,11 +397,12 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 33);
+  REQUIRE(keys.size() == 34);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
-  CHECK(keys[5] == "model.kind");
+  CHECK(keys[5] == "device");
+  CHECK(keys[6] == "model.kind");
   CHECK(keys.back() == "train.curriculum");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
@@ -436,4 +437,62 @@ TEST_CASE("segment_length: a language model's config, written only when set") {
   // models without memory tokens have nothing to back-propagate through: bptt does not matter
   rmt::validate(rmt::parse_config("segment_length: 64\nmodel: {kind: xl, mem_len: 64}\n", "c.yaml"));
   rmt::validate(rmt::parse_config("segment_length: 64\nmodel: {kind: baseline}\n", "c.yaml"));
+}
+
+TEST_CASE("device: a backend's name, cpu by default, checked where the backend is taken") {
+  rmt::Config c;
+  CHECK(c.device == "cpu");
+  CHECK(contains(rmt::to_yaml(c), "\ndevice: cpu\nmodel:\n"));
+  // A device this build lacks is still a valid config (it may be meant for another machine).
+  CHECK(rmt::parse_config("device: cuda", "c.yaml").device == "cuda");
+  CHECK(rmt::parse_config("device: cpu-guarded", "c.yaml").device == "cpu-guarded");
+  rmt::apply_override(c, "device=cuda");
+  CHECK(c.device == "cuda");
+  CHECK(rmt::parse_config(rmt::to_yaml(c), "to_yaml").device == "cuda");
+  for (const char* bad : {"device: GPU", "device: \"\"", "device: [cpu]", "device: {a: 1}", "device: cu da",
+                          "device: ../cpu"}) {
+    CAPTURE(bad);
+    const std::string message = error_of([&] { rmt::parse_config(bad, "c.yaml"); });
+    CHECK(contains(message, "c.yaml: invalid value"));
+    CHECK(contains(message, "for 'device': expected a device name (cpu"));
+  }
+  rmt::Config built;
+  built.device = "Not A Name";
+  CHECK(contains(error_of([&] { rmt::validate(built); }), "invalid config: device = Not A Name: expected a device name"));
+}
+
+TEST_CASE("identity_yaml: what a run computes (run ids); threads and a cpu device left out") {
+  rmt::Config c;
+  c.train.threads = 3;
+  std::string full = rmt::to_yaml(c);
+  const std::string identity = rmt::identity_yaml(c);
+  // The text of every run id made before the device key existed: to_yaml without its line.
+  CHECK_FALSE(contains(identity, "device"));
+  full.erase(full.find("device: cpu\n"), std::string("device: cpu\n").size());
+  full.replace(full.find("threads: 3"), 10, "threads: 0");
+  CHECK(identity == full);
+  c.train.threads = 1;
+  CHECK(rmt::identity_yaml(c) == identity);  // the thread count is not identity
+  c.device = "cuda";                           // another device computes other numbers: another run
+  CHECK(contains(rmt::identity_yaml(c), "\ndevice: cuda\n"));
+  CHECK(rmt::identity_yaml(c) != identity);
+  c.model.n_layer = 3;
+  c.device = "cpu";
+  CHECK(rmt::identity_yaml(c) != identity);
+}
+
+TEST_CASE("same_config_text: a config.yaml written before a key existed reads as its default") {
+  rmt::Config c;
+  std::string text = rmt::to_yaml(c);
+  std::string old = text;
+  old.erase(old.find("device: cpu\n"), std::string("device: cpu\n").size());
+  CHECK(rmt::same_config_text(old, text));
+  CHECK(rmt::same_config_text(text, text));
+  c.device = "cuda";
+  CHECK_FALSE(rmt::same_config_text(old, rmt::to_yaml(c)));
+  c.device = "cpu";
+  c.train.seed = 2;
+  CHECK_FALSE(rmt::same_config_text(old, rmt::to_yaml(c)));
+  CHECK_FALSE(rmt::same_config_text("x: [", text));        // does not parse
+  CHECK_FALSE(rmt::same_config_text("unknown: 1\n", text));  // not a config of this rmt
 }

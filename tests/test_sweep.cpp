@@ -161,6 +161,45 @@ derive: {model.num_mem_tokens: segment_length}
   CHECK(rmt::plan_sweep(rmt::parse_sweep(blocks, "blocks.yaml"), dir.string(), 1).runs.size() == 5);
 }
 
+TEST_CASE("sweep: RUN_IDs of the committed results stay valid; --device names another run") {
+  // experiments/results/quick_copy/results.csv was made by `make run` (runs dir "runs"): the same
+  // sweep file must still plan exactly those runs, or a re-run would train them again.
+  const std::string source = RMT_SOURCE_DIR;
+  rmt::SweepPlan plan = rmt::plan_sweep(rmt::load_sweep(source + "/experiments/quick_copy.yaml"), "runs", 2);
+  rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(source + "/experiments/results/quick_copy/results.csv"),
+                                     "results.csv");
+  std::set<std::string> committed, planned;
+  for (const auto& row : csv.rows) committed.insert(row[size_t(csv.column("run_id"))]);
+  for (const auto& run : plan.runs) planned.insert(run.run_id);
+  CHECK(committed.size() == 14);
+  CHECK(planned == committed);
+  // --device cpu is the default: the same runs. Another device: other runs, every one of them.
+  rmt::SweepPlan cpu = rmt::plan_sweep(plan.spec, "runs", 2, "cpu");
+  rmt::SweepPlan cuda = rmt::plan_sweep(plan.spec, "runs", 2, "cuda");
+  REQUIRE(cpu.runs.size() == plan.runs.size());
+  REQUIRE(cuda.runs.size() == plan.runs.size());
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    CHECK(cpu.runs[i].run_id == plan.runs[i].run_id);
+    CHECK(cuda.runs[i].run_id != plan.runs[i].run_id);
+    CHECK(cuda.runs[i].config.device == "cuda");
+    CHECK(committed.count(cuda.runs[i].run_id) == 0);
+  }
+  // A grid over devices and --device at once is a contradiction.
+  const char* grid = R"(
+data: {task: copy, length: 4, symbols: 4}
+grid:
+  device: [cpu, cuda]
+)";
+  rmt::SweepSpec by_grid = rmt::parse_sweep(grid, "g.yaml");
+  CHECK(rmt::plan_sweep(by_grid, "runs", 1).runs.size() == 2);
+  try {
+    rmt::plan_sweep(by_grid, "runs", 1, "cpu");
+    FAIL("expected an error");
+  } catch (const rmt::Error& e) {
+    CHECK(std::string(e.what()).find("g.yaml: grid.device gives the runs their devices; --device cpu") == 0);
+  }
+}
+
 TEST_CASE("sweep: bad sweep files are rejected naming file, key and reason") {
   auto error = [](const std::string& text) {
     return error_of([&] { rmt::plan_sweep(rmt::parse_sweep(text, "bad.yaml"), "/tmp/unused", 1); });

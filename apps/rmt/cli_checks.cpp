@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 
 namespace rmt::cli {
@@ -208,6 +209,12 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   }
   // A typo: at most a third of the word changed (and at least one edit allowed).
   return best_d <= std::max<int>(1, int(word.size()) / 3) ? best : "";
+}
+
+CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text) {
+  return cmd->add_option("--device", device,
+                         fmt::format("Backend that runs it: {} in this build, cuda in one built with CUDA "
+                                     "(default: {})", known_devices(), default_text));
 }
 
 }  // namespace rmt::cli

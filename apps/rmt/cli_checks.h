@@ -24,6 +24,10 @@ CLI::Validator any_uint64();
 CLI::Validator number_range(double lo, double hi, bool lo_open = false);
 // One of `choices` (exact, case-sensitive); the message lists them.
 CLI::Validator one_of(std::vector<std::string> choices);
+// `--device NAME`: the backend (backend_by_name, lib/core/backend.h). The name is checked where
+// the backend is taken, so a device this build lacks is one clear error line with exit 1.
+// default_text says what an absent --device means.
+CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text);
 // An existing regular file / directory (exit 1 with the path and the OS's reason otherwise).
 CLI::Validator existing_file();
 CLI::Validator existing_dir();

@@ -63,7 +63,7 @@ void add_attn_command(CLI::App& app) {
       "dataset (config.yaml's data).\n"
       "Example: rmt attn --run runs/rmt_copy6 --sample 0 --out attn.png --dump attn.json");
   struct Args {
-    std::string run, checkpoint = "best", split = "test", out, dump;
+    std::string run, checkpoint = "best", split = "test", out, dump, device;
     int sample = 0, segment = 0, layer = 0, head = 0, threads = 0;
   };
   auto args = std::make_shared<Args>();
@@ -81,6 +81,7 @@ void add_attn_command(CLI::App& app) {
   cmd->add_option("--dump", args->dump,
                   "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
+  add_device_option(cmd, args->device, "the device the run was trained on");
   cmd->callback([args, segment, layer, head] {
     if (args->out.empty() && args->dump.empty())
       throw CLI::RequiredError("--out FILE.png|FILE.svg or --dump FILE.json");
@@ -95,7 +96,7 @@ void add_attn_command(CLI::App& app) {
     if (!args->dump.empty() && args->dump != "-") prepare_output("--dump", args->dump);
     check_threads(args->threads, "--threads");
 
-    TrainedRun t = load_trained_run(args->run, args->checkpoint);
+    TrainedRun t = load_trained_run(args->run, args->checkpoint, args->device);
     const Model& model = *t.model;
     const int segments = int(t.run.seg_len.size());
     if (layer->count())

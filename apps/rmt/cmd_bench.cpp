@@ -25,7 +25,7 @@ void add_bench_command(CLI::App& app) {
                "models and of its enwik8 language model (a stated smaller batch); report tokens/s, "
                "FLOPs, MFU and peak memory");
   struct Args {
-    std::string model = "all";
+    std::string model = "all", device = kDefaultDevice;
     int threads = 0, reps = 10, warmup = 3, gemm_size = 2048;
     bool json = false, tiny = false, no_eval = false, peak_only = false, list = false;
     double peak_gflops = 0;
@@ -52,6 +52,7 @@ void add_bench_command(CLI::App& app) {
   auto* peak_only = cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
+  add_device_option(cmd, args->device, kDefaultDevice);
   cmd->add_flag("--list", args->list,
                 "Describe the selected models' workloads (sizes, batch, parameters, FLOPs per "
                 "step) as JSON lines without running them")
@@ -61,7 +62,7 @@ void add_bench_command(CLI::App& app) {
     check_threads(args->threads, "--threads");
     set_num_threads(args->threads);
     if (args->peak_only) {
-      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);
+      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10, args->device);
       if (args->json)
         std::printf("%s\n", nlohmann::json{{"engine", "rmt"}, {"threads", num_threads()},
                                            {"gemm_n", g.n}, {"gemm_gflops", g.gflops}}.dump().c_str());
@@ -85,6 +86,7 @@ void add_bench_command(CLI::App& app) {
     opt.reps = args->reps;
     opt.warmup = args->warmup;
     opt.tiny = args->tiny;
+    opt.device = args->device;
     opt.eval = !args->no_eval;
     std::vector<BenchResult> results;
     for (const auto& k : kinds) results.push_back(run_bench(k, opt));
@@ -92,7 +94,7 @@ void add_bench_command(CLI::App& app) {
     double peak = args->peak_gflops;
     std::string source = "given (--peak-gflops)";
     if (peak <= 0) {
-      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10);
+      GemmPeak g = measure_gemm_gflops(args->gemm_size, 10, args->device);
       peak = g.gflops;
       source = fmt::format("rmt matmul {}^3", g.n);
     }
@@ -102,8 +104,9 @@ void add_bench_command(CLI::App& app) {
       for (const auto& r : results) std::printf("%s\n", bench_json(r, source).c_str());
       return;
     }
-    std::printf("fp32 peak %.1f GFLOP/s (%s), %d threads, %d timed steps after %d warm-up\n",
-                peak, source.c_str(), results.front().threads, args->reps, args->warmup);
+    std::printf("fp32 peak %.1f GFLOP/s (%s), device %s, %d threads, %d timed steps after %d warm-up\n",
+                peak, source.c_str(), results.front().device.c_str(), results.front().threads, args->reps,
+                args->warmup);
     std::printf("FLOPs: %s\n", flop_formula());
     for (const char* workload : {"copy", "lm"}) {
       bool header = false;

@@ -55,7 +55,7 @@ void add_sweep_command(CLI::App& app) {
       "--time resumes from its last checkpoint).",
       kDefaultSlurmTime));
   struct Args {
-    std::string file, emit, runs_dir = "runs";
+    std::string file, emit, runs_dir = "runs", device;
     int jobs = 1, threads_per_run = 1;
     bool dry_run = false, collect = false;
     SlurmOptions slurm;
@@ -70,6 +70,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--collect", args->collect, "Write results.csv from the run directories (after runs "
                 "started by --emit finished); run nothing")->excludes(dry_run)->excludes(emit);
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs go")->capture_default_str();
+  add_device_option(cmd, args->device, "the sweep file's device, cpu unless it sets one; a run on "
+                    "another device than cpu is another run (another RUN_ID)");
   const std::string commands_group = "--emit commands", slurm_group = "--emit slurm (sbatch resources per run)";
   cmd->add_option("--threads-per-run", args->threads_per_run, "Threads of each emitted command")
       ->capture_default_str()->transform(int_range(1, kMaxThreads))->group(commands_group);
@@ -80,8 +82,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--mem", args->slurm.mem, "Memory per run, e.g. 4G or 4000M")->group(slurm_group);
   cmd->add_option("--partition", args->slurm.partition, "Partition(s)")->group(slurm_group);
   cmd->add_option("--account", args->slurm.account, "Account to charge")->group(slurm_group);
-  cmd->add_option("--gpus", args->slurm.gpus, "GPUs per run: N or TYPE:N (rmt trains on the CPU; this "
-                  "only requests them)")->group(slurm_group);
+  cmd->add_option("--gpus", args->slurm.gpus, "GPUs per run: N or TYPE:N (only requests them; the runs "
+                  "use one with --device cuda)")->group(slurm_group);
   cmd->callback([args, cmd] {
     // Options of one output mode given with another: a command line of the wrong shape (exit 2).
     for (const char* name : {"--cpus-per-task", "--time", "--mem", "--partition", "--account", "--gpus"})
@@ -103,7 +105,7 @@ void add_sweep_command(CLI::App& app) {
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     // -j N splits the cores; emitted commands set their thread count on their command line.
     int threads = args->emit.empty() ? std::max(1, cores / args->jobs) : 0;
-    SweepPlan plan = plan_sweep(spec, args->runs_dir, threads);
+    SweepPlan plan = plan_sweep(spec, args->runs_dir, threads, args->device);
     SweepOptions opt;
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.jobs = args->jobs;

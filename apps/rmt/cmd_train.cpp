@@ -50,7 +50,7 @@ void add_train_command(CLI::App& app) {
   cmd->footer("Config keys (defaults = the paper's recipe): " + fmt::format("{}", fmt::join(config_keys(), ", ")) +
               "\nExample: rmt train --config experiments/quick_copy.yaml --set model.kind=xl --out runs/x");
   struct Args {
-    std::string config, out;
+    std::string config, out, device;
     std::vector<std::string> sets;
     bool resume = false;
     int64_t abort_after_step = 0;
@@ -62,10 +62,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", args->sets, "Override a config key: --set model.kind=xl (repeatable)");
   cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
   cmd->add_flag("--resume", args->resume, "Continue the run in --out from its last checkpoint");
+  add_device_option(cmd, args->device, "the config's device; --device X is --set device=X");
   cmd->callback([args] {
     check_output_dir("--out", args->out);
     Config config = args->config.empty() ? Config{} : load_config(args->config);
     for (const auto& s : args->sets) apply_override(config, s);
+    if (!args->device.empty()) config.device = args->device;  // checked as the config's device
     TrainOptions opt;
     opt.run_dir = args->out;
     opt.resume = args->resume;
@@ -91,12 +93,12 @@ void add_train_command(CLI::App& app) {
                      start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
         return;
       }
-      std::fprintf(stderr, "%s %s on %s: %d segments of %s%s, bptt %s, %lld parameters, %d threads, "
+      std::fprintf(stderr, "%s %s on %s: %d segments of %s%s, bptt %s, %lld parameters, device %s, %d threads, "
                    "about %s of memory%s\n",
                    start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
                    run.meta.task.c_str(), run.config.segments,
                    describe_segments(run.seg_len).c_str(), stages.c_str(), bptt_to_string(run.config.bptt).c_str(),
-                   (long long)params, num_threads(),
+                   (long long)params, run.config.device.c_str(), num_threads(),
                    format_bytes(train_memory_estimate(run).total()).c_str(),
                    start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
     };
@@ -130,13 +132,14 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--samples", req->samples, "Evaluate only the first N samples (default: all)")
       ->transform(int_range(1));
   cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(an_int());
+  add_device_option(cmd, req->device, "the device the run was trained on");
   cmd->callback([req] { std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str()); });
 }
 
 namespace {
 
 struct StepDumpArgs {
-  std::string checkpoint, input, target, out, bptt = "all", device = "cpu";
+  std::string checkpoint, input, target, out, bptt = "all", device = kDefaultDevice;
   int segments = 1, answer_size = 0, adam_steps = 0, segment_length = 0;
   double lr = 1e-3, clip = 0.25;
   bool update = false;
@@ -179,7 +182,7 @@ void add_step_dump_command(CLI::App& app) {
   cmd->add_option("--clip", args->clip, "Gradient-norm clip (0: none)")->capture_default_str()
       ->check(number_range(0, HUGE_VAL));
   cmd->add_option("--out", args->out, "Output directory")->required();
-  cmd->add_option("--device", args->device, "Backend: " + known_devices())->capture_default_str();
+  add_device_option(cmd, args->device, kDefaultDevice);
   cmd->callback([args, answer] {
     if (args->segment_length == 0 && answer->count() == 0) throw CLI::RequiredError("--answer-size");
     check_output_dir("--out", args->out);

@@ -23,7 +23,8 @@ namespace rmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& checkpoint) {
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& checkpoint,
+                            const std::string& device) {
   // As `rmt eval` loads a run (apps/rmt/cmd_train.cpp): its config, then the checkpoint,
   // checked against it.
   const fs::path dir(run_dir);
@@ -43,9 +44,10 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& check
            "each evaluation)", ck);
     fail("checkpoint {} does not exist", ck);
   }
+  Backend& be = run_backend(device, t.run.config, run_dir);
   t.model = load_checkpoint(ck, [&](const ModelConfig& c) {
     check_checkpoint_fits_run(c, ck, t.run, config_sets_n_token, config_path.string());
-  });
+  }, be);
   t.checkpoint_path = ck;
   return t;
 }

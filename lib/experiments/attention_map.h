@@ -20,8 +20,10 @@ struct TrainedRun {
   std::unique_ptr<Model> model;
   std::string checkpoint_path;
 };
-// checkpoint: best | last | a .safetensors file.
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& checkpoint);
+// checkpoint: best | last | a .safetensors file. device: the backend the model is loaded on
+// (run_backend); empty: the run's.
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& checkpoint,
+                            const std::string& device = "");
 
 struct AttentionBlock {
   std::string name;        // "cache", "read memory", "tokens", "write memory"

@@ -241,10 +241,10 @@ const char* flop_formula() {
          "segment's write block once (forward only: the next step's memory)";
 }
 
-GemmPeak measure_gemm_gflops(int n, int reps) {
+GemmPeak measure_gemm_gflops(int n, int reps, const std::string& device) {
   // n, n/2 and n/4, each repeated for at least reps calls and 0.3 s; the best rate wins. On a
   // shared machine the best of many short calls is the closest to what the cores can do.
-  Backend& be = cpu_backend();
+  Backend& be = backend_by_name(device);
   GemmPeak best;
   for (int size = n; size >= std::max(64, n / 4); size /= 2) {
     std::vector<float> host_a(size_t(size) * size), host_b(size_t(size) * size);
@@ -385,6 +385,7 @@ void bench_lm(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engi
 BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   if (opt.reps < 1) fail("--reps must be at least 1");
   if (opt.warmup < 0) fail("--warmup must be at least 0");
+  Backend& be = backend_by_name(opt.device);
   set_num_threads(opt.threads);
   const BenchWorkload w = bench_workload(name, opt.tiny);
   ModelConfig mc = w.model;
@@ -396,7 +397,6 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
                       : segment_lengths(w.seq_len(), w.segments);
     check_memory_fits(estimate_memory(mc, mw), "rmt bench " + name);
   }
-  Backend& be = cpu_backend();
   Model model(mc, be);
   model.init_weights(mix_seed(opt.seed, 0x1417));
   Adam adam(be, model.num_params());
@@ -405,6 +405,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   BenchResult r;
   r.model = name;
   r.workload = w.lm ? "lm" : "copy";
+  r.device = opt.device;
   if (w.lm) bench_lm(r, w, model, engine, be, adam, opt);
   else bench_copy(r, w, model, engine, be, adam, opt);
   r.threads = num_threads();
@@ -456,6 +457,7 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source) {
   j["engine"] = "rmt";
   j["model"] = r.model;
   j["workload"] = r.workload;
+  j["device"] = r.device;
   j["threads"] = r.threads;
   j["batch"] = r.batch;
   j["seq_len"] = r.seq_len;

@@ -79,17 +79,18 @@ double step_flops(const BenchWorkload& w);
 const char* flop_formula();  // the formula above in one line, for reports
 
 // The best rate of a large single-precision GEMM (n x n x n, also n/2 and n/4) through the
-// backend's matmul, in GFLOP/s, and the n that reached it.
+// backend's matmul, in GFLOP/s, and the n that reached it. device: backend_by_name.
 struct GemmPeak {
   double gflops = 0;
   int n = 0;
 };
-GemmPeak measure_gemm_gflops(int n, int reps);
+GemmPeak measure_gemm_gflops(int n, int reps, const std::string& device = kDefaultDevice);
 
 struct BenchOptions {
   int threads = 0;             // 0 = all cores
   int reps = 10, warmup = 3;
   bool tiny = false;
+  std::string device = kDefaultDevice;  // the backend (backend_by_name)
   bool eval = true;            // also time a greedy free-running evaluation of one batch
   uint64_t seed = 1;
 };
@@ -97,6 +98,7 @@ struct BenchOptions {
 struct BenchResult {
   std::string model;
   std::string workload;        // copy | lm
+  std::string device;          // BenchOptions::device
   int threads = 0, batch = 0, seq_len = 0, segments = 0, reps = 0;
   int bptt_window = 0;         // language model: earlier segments re-run per step
   int warmup = 0;              // untimed steps run (language model: at least lm_fill_steps)

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/model.h"
 #include "lib/files/io.h"
@@ -480,7 +481,14 @@ SweepSpec load_sweep(const std::string& path) {
   return parse_sweep(read_file(path), path);
 }
 
-SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads) {
+SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads,
+                     const std::string& device) {
+  if (!device.empty())
+    for (const auto& grid : spec.grids)
+      for (const auto& entry : grid)
+        if (entry.first == "device")
+          fail("{}: grid.device gives the runs their devices; --device {} would give them all the "
+               "same one: leave out one of the two", spec.path, device);
   SweepPlan plan;
   plan.spec = spec;
   plan.sweep_dir = fs::path(runs_dir) / spec.name;
@@ -541,6 +549,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
         apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));
       }
+      if (!device.empty()) apply_value(config, "device", device, "--device " + device);
       try {
         validate(config);
       } catch (const Error& e) {
@@ -548,10 +557,9 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
       }
       resolve_kind(config.model);  // what prepare_run does, so that RUN_ID names what runs
 
-      // RUN_ID: readable prefix + hash of the resolved config with threads left out.
-      config.train.threads = 0;
-      std::string hash = sha256_hex(to_yaml(config)).substr(0, 8);
+      // RUN_ID: readable prefix + hash of what the run computes (threads, a cpu device left out).
       config.train.threads = threads;
+      std::string hash = sha256_hex(identity_yaml(config)).substr(0, 8);
       std::string id = config.model.kind;
       for (const auto& key : plan.columns) {
         if (key == "model.kind" || key == "data.task") continue;
@@ -798,6 +806,16 @@ static void wait_for_run_directory(const fs::path& dir) {
 }
 
 int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
+  // A device this build lacks would fail every run on it: refuse it once, before anything runs.
+  std::set<std::string> checked;
+  for (const auto& run : plan.runs) {
+    if (run_state(run) == RunState::done || !checked.insert(run.config.device).second) continue;
+    try {
+      backend_by_name(run.config.device);
+    } catch (const Error& e) {
+      fail("{} (sweep {}, run {} and any other on that device)", e.what(), plan.spec.name, run.run_id);
+    }
+  }
   fs::create_directories(plan.sweep_dir);
   // One sweep per directory at a time; the lock dies with the process (even on SIGKILL).
   // A sweep killed with SIGKILL leaves the file but not the lock: the next sweep just takes it.

@@ -70,8 +70,11 @@ struct SweepPlan {
 };
 
 // Expands the grid (no files touched). threads goes into every run's train.threads; it is not
-// part of RUN_ID, so changing -j never changes which runs exist.
-SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads);
+// part of RUN_ID, so changing -j never changes which runs exist. device, when not empty, is
+// every run's device (`rmt sweep --device`); RUN_ID hashes identity_yaml, which leaves the
+// device out when it is cpu, so a run on another device is another run.
+SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads,
+                     const std::string& device = "");
 
 enum class RunState { done, failed, resumable, pending };
 RunState run_state(const SweepRun& run);
@@ -89,7 +92,8 @@ struct SweepOptions {
 // Generates each dataset whose directory has no meta.yaml; writes each run's config file.
 void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options);
 // Runs every run that is not done, `jobs` at a time, rebuilding results.csv after each.
-// Returns the number of failed runs.
+// Returns the number of failed runs. First refuses (backend_by_name's error) a device this
+// build lacks, before anything runs.
 int run_sweep(const SweepPlan& plan, const SweepOptions& options);
 // Rewrites RUNS/NAME/results.csv (atomically) from the run directories.
 void write_results_csv(const SweepPlan& plan);

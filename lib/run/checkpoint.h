@@ -20,14 +20,14 @@ ModelConfig model_config_from_metadata(const std::map<std::string, std::string>&
 void save_checkpoint(const std::string& path, const Model& model,
                      const DeviceArray<float>& values,
                      std::map<std::string, std::string> extra_metadata = {});
-// Builds the model described by the file's metadata on `backend` and loads its parameters.
-// `check`, if given, sees the file's model config before anything is allocated and may refuse
-// it (fail).
+// Builds the model described by the file's metadata on `backend` (the run's device:
+// backend_by_name) and loads its parameters. `check`, if not empty, sees the file's model config
+// before anything is allocated and may refuse it (fail).
 // The metadata must agree with the tensors, and every value must be finite: a checkpoint with
 // NaN or Inf is refused, naming the file and the first such tensor.
 std::unique_ptr<Model> load_checkpoint(
-    const std::string& path, const std::function<void(const ModelConfig&)>& check = {},
-    Backend& backend = cpu_backend());
+    const std::string& path, const std::function<void(const ModelConfig&)>& check,
+    Backend& backend);
 // Loads parameters into an existing model; shapes and names must match, values be finite.
 void load_parameters(const std::string& path, Model& model);
 // Fails, naming `path` and the tensor, if data[0..n) holds a NaN or an infinity.

@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
 #include "lib/files/io.h"
@@ -235,6 +236,30 @@ KeyDescriptor bptt_key() {
   return key;
 }
 
+// A backend's name: checked against this build's backends only where one is used, so a config
+// for another machine (cuda, from a CPU-only login node) can still be written and emitted.
+KeyDescriptor device_key() {
+  KeyDescriptor key;
+  key.path = "device";
+  key.allowed = fmt::format("a device name ({} in this build; cuda where rmt is built with CUDA)",
+                            known_devices());
+  auto is_name = [](const std::string& s) {
+    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char ch) {
+      return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) ||
+             ch == '-' || ch == '_';
+    });
+  };
+  key.parse = [is_name](Config& c, const YAML::Node& node) {
+    auto text = scalar_text(node);
+    if (!text || !is_name(*text)) return false;
+    c.device = *text;
+    return true;
+  };
+  key.in_range = [is_name](const Config& c) { return is_name(c.device); };
+  key.to_text = [](const Config& c) { return c.device; };
+  return key;
+}
+
 const std::vector<KeyDescriptor>& key_table() {
   static const std::vector<KeyDescriptor> table = {
       string_key("data", FIELD(data)),
@@ -242,6 +267,7 @@ const std::vector<KeyDescriptor>& key_table() {
       written_when(integer_key("segment_length", FIELD(segment_length), 0), is_lm),
       bptt_key(),
       bool_key("bptt_recompute", FIELD(bptt_recompute)),
+      device_key(),
       choice_key("model.kind", FIELD(model.kind), model_kind_names()),
       integer_key("model.n_layer", FIELD(model.n_layer), 1),
       integer_key("model.n_head", FIELD(model.n_head), 1),
@@ -465,11 +491,14 @@ void resolve_kind(ModelConfig& model) {
   if (!traits_of(*kind).has_cache) model.mem_len = 0;
 }
 
-std::string to_yaml(const Config& config) {
+namespace {
+
+// to_yaml of the keys `keep` admits.
+std::string yaml_of(const Config& config, const std::function<bool(const KeyDescriptor&)>& keep) {
   std::string out;
   std::string current_section;
   for (const auto& key : key_table()) {
-    if (key.written && !key.written(config)) continue;
+    if (!keep(key) || (key.written && !key.written(config))) continue;
     std::string section = section_of(key.path);
     if (section != current_section) {
       out += section + ":\n";
@@ -479,6 +508,29 @@ std::string to_yaml(const Config& config) {
                        key.to_text(config));
   }
   return out;
+}
+
+}  // namespace
+
+std::string to_yaml(const Config& config) {
+  return yaml_of(config, [](const KeyDescriptor&) { return true; });
+}
+
+std::string identity_yaml(const Config& config) {
+  Config c = config;
+  c.train.threads = 0;
+  return yaml_of(c, [&](const KeyDescriptor& key) {
+    return !(key.path == "device" && c.device == kDefaultDevice);
+  });
+}
+
+bool same_config_text(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  try {
+    return to_yaml(parse_config(a, "a")) == to_yaml(parse_config(b, "b"));
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 }  // namespace rmt

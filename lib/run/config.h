@@ -10,6 +10,8 @@
 namespace rmt {
 
 
+inline constexpr const char* kDefaultDevice = "cpu";
+
 struct TrainConfig {
   int batch_size = 32;
   double lr = 1.0e-4;
@@ -40,6 +42,9 @@ struct Config {
   int segment_length = 0;
   int bptt = -1;             // -1 = all; 0 = memory detached at every border; k = k segments
   bool bptt_recompute = false;
+  // The backend that runs it (backend_by_name, lib/core/backend.h): cpu, or cuda in a build
+  // with the CUDA backend. Where a run goes, not what it computes: left out of run ids when cpu.
+  std::string device = kDefaultDevice;
   ModelConfig model;
   TrainConfig train;
 };
@@ -60,6 +65,13 @@ inline bool is_lm(const Config& config) { return config.segment_length > 0; }
 // YAML text of the whole resolved config; parse_config(to_yaml(c)) == c (keys that do not apply
 // are left out: segment_length when 0, segments when segment_length is set).
 std::string to_yaml(const Config& config);
+// The text a run's identity is hashed from (the sweep's RUN_ID): to_yaml without what says where
+// and how fast a run goes rather than what it computes: train.threads reads 0, and device is left
+// out when it is the default cpu (so every id made before the key existed still names its run).
+std::string identity_yaml(const Config& config);
+// Whether two config texts say the same (a config.yaml written before a key existed reads as
+// that key's default); false when either does not parse.
+bool same_config_text(const std::string& a, const std::string& b);
 // All valid dotted keys, in file order (for --help and "did you mean").
 std::vector<std::string> config_keys();
 // "bptt: all" <-> -1

@@ -391,6 +391,8 @@ void train(const Config& config_in, const TrainOptions& opt) {
                                      config.model.kind, tc.batch_size, lm_window(run), config.segment_length)
                        : fmt::format("training ({} model, batch {}, {} segments)", config.model.kind,
                                      tc.batch_size, config.segments));
+  // The backend, before the run directory is touched: a device this build lacks is refused here.
+  Backend& be = backend_by_name(config.device);
   set_num_threads(tc.threads);
   fs::path dir(opt.run_dir);
   std::error_code ec;
@@ -420,7 +422,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
     if (!fs::exists(config_path)) {
       if (has_checkpoint)
         fail("{}: missing; cannot check that --resume uses the run's config", config_path.string());
-    } else if (read_file(config_path) != config_text) {
+    } else if (!same_config_text(read_file(config_path), config_text)) {
       fail("{}: the saved config differs from this one; resume with the same config and --set "
            "options, or train into a new directory", config_path.string());
     }
@@ -455,7 +457,6 @@ void train(const Config& config_in, const TrainOptions& opt) {
   }
   // A language model's carried state: the state entering each segment of the next step's window.
   LmCarry carry(lm ? lm_window(run) - 1 : 0);
-  Backend& be = cpu_backend();
   Model model(config.model, be);
   model.init_weights(mix_seed(tc.seed, 0x1417));
   Adam adam(be, model.num_params());
@@ -631,6 +632,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["git_commit"] = RMT_GIT_COMMIT;
   results["rmt_version"] = RMT_VERSION;
   results["threads"] = num_threads();
+  results["device"] = config.device;
   results["bptt"] = bptt_to_string(config.bptt);
   results["dataset_fingerprint"] = fingerprint;
   // The memory estimate the run was admitted with, beside what it used (tests keep them close).
@@ -695,6 +697,7 @@ EvalRunResult evaluate_lm_run(const EvalRunRequest& req, Config config, const st
   if (ck == "best" || ck == "last") ck = (fs::path(req.run_dir) / (ck + ".safetensors")).string();
   if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
   check_threads(req.threads, "--threads");
+  Backend& be = run_backend(req.device, run.config, req.run_dir);
   auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
     check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
     Workload w;
@@ -702,9 +705,9 @@ EvalRunResult evaluate_lm_run(const EvalRunRequest& req, Config config, const st
     w.seg_len = {T};
     w.data_bytes = 2 * split_file_bytes(run, req.split);  // the split and its streams
     check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} ({} streams)", ck, batch));
-  });
+  }, be);
   set_num_threads(req.threads);
-  Engine engine(*model, cpu_backend());
+  Engine engine(*model);
   TextStreams streams = make_text_streams(load_text_split(run.config.data, run.text, req.split), batch,
                                           fmt::format("the {} split of {}", req.split, run.config.data));
   EvalRunResult out;
@@ -722,6 +725,16 @@ EvalRunResult evaluate_lm_run(const EvalRunRequest& req, Config config, const st
 }
 
 }  // namespace
+
+Backend& run_backend(const std::string& device, const Config& run_config, const std::string& run_dir) {
+  if (!device.empty()) return backend_by_name(device);
+  try {
+    return backend_by_name(run_config.device);
+  } catch (const Error& e) {
+    fail("{} (the device run {} was trained on, from its config.yaml); --device chooses another",
+         e.what(), run_dir);
+  }
+}
 
 EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const fs::path run_dir(req.run_dir);
@@ -765,6 +778,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
   if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
   check_threads(req.threads, "--threads");
+  Backend& be = run_backend(req.device, run.config, run_dir.string());
   const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
   auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
     check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
@@ -774,7 +788,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
     w.decoding = true;
     w.data_bytes = 2 * split_file_bytes(run, req.split);  // int32 arrays + int64 while read
     check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
-  });
+  }, be);
   set_num_threads(req.threads);
   Engine engine(*model);
   LmSplit split = load_lm_split(run.config.data, run.meta, req.split);

@@ -94,6 +94,7 @@ struct EvalRunRequest {
   int batch_size = 0;   // 0: the training batch
   int64_t samples = 0;  // 0: the whole split, else its first N samples
   int threads = 0;      // CPU threads for the process (0 = all cores), checked as --threads
+  std::string device;   // the backend (backend_by_name); empty: the run's (its config's device)
 };
 struct EvalRunResult {
   EvalResult result;
@@ -108,6 +109,9 @@ struct EvalRunResult {
 // kind and vocabulary as the run's dataset (which must still be readable). Fails (rmt::Error)
 // naming what does not fit. Sets the process's thread count.
 EvalRunResult evaluate_run(const EvalRunRequest& request);
+// The backend of a trained run: `device` when given, else the device in the run's config
+// (config.yaml); fails naming the run when this build lacks it.
+Backend& run_backend(const std::string& device, const Config& run_config, const std::string& run_dir);
 // `rmt eval`'s JSON object: eval_result_json's keys and data, seq_len, split, checkpoint.
 std::string eval_run_json(const EvalRunResult& r);
 
