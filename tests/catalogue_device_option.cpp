@@ -1,11 +1,15 @@
 // Catalogue of bad inputs (tests/catalogue.h) of the device a command runs on: `--device` on
-// rmt train, eval, bench, sweep and attn, and the config's `device:` key. This build has no CUDA
+// rmt train, eval, bench, sweep, attn and sample, and the config's `device:` key. This build has no CUDA
 // backend: `--device cuda` must be one clear error line (exit 1) before anything is written or
 // run, and so must a name no build has. (step-dump's --device: tests/catalogue_device.cpp.)
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "lib/core/model.h"
 #include "lib/files/io.h"
+#include "lib/run/checkpoint.h"
+#include "lib/run/config.h"
 #include "tasks/tasks.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"
@@ -57,6 +61,26 @@ void device_sweep(const std::string& dir, const std::string& base_extra = "") {
       << "grid: {model.kind: [baseline], segments: [1, 3]}\n";
 }
 
+// {dir}/run: a tiny language model's run directory (config.yaml saying `device`, its initial
+// weights as best.safetensors), as rmt sample reads it; no dataset is needed.
+void lm_run(const std::string& dir, const std::string& device) {
+  rmt::Config c;
+  c.data = dir + "/t";
+  c.segment_length = 8;
+  c.bptt = 1;
+  c.device = device;
+  c.model.kind = "rmt";
+  c.model.n_token = 256;
+  c.model.n_layer = 1, c.model.n_head = 2, c.model.d_head = 4, c.model.d_model = 8;
+  c.model.d_inner = 16, c.model.num_mem_tokens = 2;
+  rmt::resolve_kind(c.model);
+  std::filesystem::create_directories(dir + "/run");
+  rmt::write_file_atomic(dir + "/run/config.yaml", rmt::to_yaml(c));
+  rmt::Model model(c.model, rmt::cpu_backend());
+  model.init_weights(1);
+  rmt::save_checkpoint(dir + "/run/best.safetensors", model, model.params);
+}
+
 const char* kNoCuda = "device 'cuda': this rmt was built without the CUDA backend (devices here: cpu";
 const char* kUnknown = "unknown device 'gpu0' (devices here: cpu";
 
@@ -88,6 +112,10 @@ RMT_CATALOGUE({
     {"device", "attn --device cuda", device_run, "attn --run {dir}/run --dump - --device cuda", 1, kNoCuda},
     {"device", "attn --device of an unknown name", device_run, "attn --run {dir}/run --dump - --device gpu0",
      1, kUnknown},
+    {"device", "sample --device cuda", [](const std::string& d) { lm_run(d, "cpu"); },
+     "sample {dir}/run --prompt ab --bytes 2 --device cuda", 1, kNoCuda},
+    {"device", "sample of a run trained on cuda", [](const std::string& d) { lm_run(d, "cuda"); },
+     "sample {dir}/run --prompt ab --bytes 2", 1, "/run was trained on, from its config.yaml); --device chooses another"},
     // ---- rmt bench ------------------------------------------------------------------------------
     {"device", "bench --device cuda", nullptr, "bench --tiny --reps 1 --warmup 0 --device cuda", 1, kNoCuda},
     {"device", "bench --device of an unknown name", nullptr, "bench --tiny --reps 1 --device gpu0", 1,

@@ -225,7 +225,7 @@ TEST_CASE("rmt sample continues a prompt from a trained run: the CLI prints what
     REQUIRE(raw.status == 0);
     REQUIRE(raw.output.size() == 30);
     // The same bytes through the library from the run's best checkpoint.
-    auto model = load_checkpoint(dir + "/run/best.safetensors");
+    auto model = load_checkpoint(dir + "/run/best.safetensors", {}, cpu_backend());
     Engine engine(*model, cpu_backend());
     const std::vector<int32_t> prompt = {'t', 'h', 'e', ' ', 'c'};
     SampleSettings greedy;

@@ -131,6 +131,7 @@ SampleRunResult sample_run(const SampleRunRequest& req) {
     fail("checkpoint {} does not exist", ck);
   }
   const int T = config.segment_length;
+  Backend& be = run_backend(req.device, config, req.run_dir);
   auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
     check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
     Workload w;
@@ -138,9 +139,9 @@ SampleRunResult sample_run(const SampleRunRequest& req) {
     w.seg_len = {T};
     w.decoding = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("sampling from {}", ck));
-  });
+  }, be);
   set_num_threads(req.threads);
-  Engine engine(*model, cpu_backend());
+  Engine engine(*model);
   std::vector<int32_t> prompt(req.prompt.size());
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(uint8_t(req.prompt[i]));
   SampleSettings settings = req.settings;

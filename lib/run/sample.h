@@ -45,6 +45,7 @@ struct SampleRunRequest {
   int64_t bytes = 0;                // bytes to generate: 1..kMaxSampleBytes
   SampleSettings settings;
   int threads = 0;                  // CPU threads (0 = all cores), checked as --threads
+  std::string device;               // the backend (run_backend); empty: the run's
 };
 struct SampleRunResult {
   std::string checkpoint;  // the checkpoint file used
