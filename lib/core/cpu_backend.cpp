@@ -418,9 +418,7 @@ class CpuBackend final : public Backend {
     const uint64_t key = splitmix64(seed);
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t i = 0; i < n; ++i) {
-      // top 24 bits -> uniform in [0, 1) exactly representable in float
-      const float r = (float)(splitmix64(key ^ (uint64_t)i) >> 40) * (1.f / 16777216.f);
-      const uint8_t k = r >= p;
+      const uint8_t k = dropout_uniform(key, i) >= p;
       keep[i] = k;
       out[i] = k ? x[i] * s : 0.f;
     }

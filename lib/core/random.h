@@ -6,13 +6,22 @@
 #include <cmath>
 #include <cstdint>
 
+#include "lib/core/host_device.h"
+
 namespace rmt {
 
-inline uint64_t splitmix64(uint64_t x) {
+RMT_HOST_DEVICE inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+// Dropout's draw for element i of a call whose mask key is splitmix64(seed): uniform in [0, 1),
+// the top 24 bits, exactly representable in float. A pure function of (key, i), so the mask does
+// not depend on the thread count, and the CUDA backend draws the same mask as the CPU's.
+RMT_HOST_DEVICE inline float dropout_uniform(uint64_t key, int64_t i) {
+  return (float)(splitmix64(key ^ (uint64_t)i) >> 40) * (1.f / 16777216.f);
 }
 
 // Mixes several values into one seed (e.g. run seed, step, segment, layer).
