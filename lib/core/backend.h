@@ -50,6 +50,9 @@ class Backend {
   virtual void copy_device_to_host(void* host, const void* src, size_t bytes) = 0;
   // dst and src of this backend; the ranges must not overlap.
   virtual void copy_device_to_device(void* dst, const void* src, size_t bytes) = 0;
+  // Returns when every kernel and copy issued so far has finished (timing a step). The CPU
+  // backends run everything synchronously; a device backend waits for its stream.
+  virtual void synchronize() {}
 
   // ---- Kernels
 
