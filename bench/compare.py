@@ -155,6 +155,14 @@ def main():
             print(f"{k:<11} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
                   f"free-running {r['eval_free_running_ms']:>8.1f} ms (kv cache), "
                   f"{r.get('eval_free_running_rerun_ms', float('nan')):>8.1f} ms (re-running segments)")
+    samples = [k for k in models if "sample_ms" in rows[k][0]]
+    if samples:
+        print()
+        print("rmt sample's path (one stream, greedy): one segment of bytes after a one-segment prompt")
+        for k in samples:
+            r = rows[k][0]
+            print(f"{k:<11} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
+                  f"({1e3 * r['sample_bytes'] / r['sample_ms']:.0f} bytes/s, prompt included)")
     print(f"\nraw JSON lines: {args.out}")
 
 

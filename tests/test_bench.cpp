@@ -174,6 +174,8 @@ TEST_CASE("rmt bench --model lm runs the language models from a full carried sta
     CHECK(j["loss"].get<double>() > 4.5);  // random bytes: about ln 256 = 5.5 at the start
     CHECK(j["loss"].get<double>() < 6.5);
     CHECK(j["peak_gflops"].get<double>() == 50);
+    CHECK(j["sample_bytes"].get<int>() == bench_workload(model, true).lm_segment);  // rmt sample's path
+    CHECK(j["sample_ms"].get<double>() > 0);
   }
   CHECK(models == std::vector<std::string>{"lm_baseline", "lm_xl", "lm_rmt"});
 }

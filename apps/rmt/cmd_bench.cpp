@@ -130,7 +130,7 @@ void add_bench_command(CLI::App& app) {
         std::printf("%-11s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
                     r.model.c_str(), r.step_ms_min, r.step_ms_median, r.tokens_per_s,
                     r.gflop_per_step, r.gflops, 100 * r.mfu, r.peak_rss_mb,
-                    ms_or_dash(r.eval_free_running_ms).c_str(),
+                    ms_or_dash(r.workload == "lm" ? r.sample_ms : r.eval_free_running_ms).c_str(),
                     ms_or_dash(r.eval_free_running_rerun_ms).c_str());
       }
     }
@@ -138,7 +138,8 @@ void add_bench_command(CLI::App& app) {
                 "time; RSS = process high-water mark after the model (cumulative with several "
                 "models); greedy ms = one copy batch of free-running evaluation with cached "
                 "keys/values, re-run ms = the same re-running each answer segment per generated "
-                "token\n");
+                "token; for a language model greedy ms = rmt sample's path, one segment of "
+                "bytes generated after a one-segment prompt\n");
   });
 }
 

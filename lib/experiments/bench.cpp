@@ -20,6 +20,7 @@
 #include "lib/core/random.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/lm.h"
+#include "lib/run/sample.h"
 #include "lib/run/train_step.h"
 
 namespace rmt {
@@ -378,6 +379,16 @@ void bench_lm(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engi
   });
   r.warmup = warmup;
   fill_times(r, w, times);
+
+  if (opt.eval) {
+    // rmt sample's path: the first stream's first segment as the prompt, then one segment of
+    // greedy bytes (decoded row by row against the segment's keys and values).
+    std::vector<int32_t> prompt(streams.begin(), streams.begin() + T);
+    const double t0 = now_s();
+    sample_continuation(engine, T, prompt, T, SampleSettings{});
+    r.sample_ms = (now_s() - t0) * 1e3;
+    r.sample_bytes = T;
+  }
 }
 
 }  // namespace
@@ -480,6 +491,10 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source) {
     j["eval_teacher_forced_ms"] = r.eval_teacher_forced_ms;
     j["eval_free_running_ms"] = r.eval_free_running_ms;
     j["eval_free_running_rerun_ms"] = r.eval_free_running_rerun_ms;
+  }
+  if (r.sample_ms >= 0) {
+    j["sample_ms"] = r.sample_ms;
+    j["sample_bytes"] = r.sample_bytes;
   }
   return j.dump();
 }

@@ -92,6 +92,7 @@ struct BenchOptions {
   bool tiny = false;
   std::string device = kDefaultDevice;  // the backend (backend_by_name)
   bool eval = true;            // also time a greedy free-running evaluation of one batch
+                               // (language model: greedy sampling of one segment)
   uint64_t seed = 1;
 };
 
@@ -111,6 +112,10 @@ struct BenchResult {
   double loss = 0;             // last step's loss (a sanity check that training runs)
   // one batch; -1 = not run. free_running: with cached keys/values; _rerun: re-running segments
   double eval_teacher_forced_ms = -1, eval_free_running_ms = -1, eval_free_running_rerun_ms = -1;
+  // language model (opt.eval): rmt sample's path, one stream: a prompt of one segment, then
+  // sample_bytes (one segment) generated greedily; -1 = not run
+  double sample_ms = -1;
+  int sample_bytes = 0;
 };
 
 BenchResult run_bench(const std::string& name, const BenchOptions& options);
