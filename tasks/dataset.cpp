@@ -282,6 +282,20 @@ bool is_hex64(const std::string& s) {
   return true;
 }
 
+std::vector<std::pair<std::string, std::string>> meta_sha256_map(const YAML::Node& sums, const std::string& path) {
+  if (!sums.IsMap()) fail("{}: 'sha256' must be a map of file names to sums, got {}", path, yaml_what(sums));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it : sums) {
+    const std::string name = meta_string(it.first, path, "sha256 file name");
+    const std::string hex = meta_string(it.second, path, "sha256." + name);
+    if (!is_hex64(hex)) fail("{}: 'sha256.{}' must be 64 lowercase hex digits, got '{}'", path, name, hex);
+    for (auto& [other, _] : out)
+      if (other == name) fail("{}: key 'sha256.{}' appears twice", path, name);
+    out.push_back({name, hex});
+  }
+  return out;
+}
+
 namespace {
 
 bool is_plain_name(const std::string& s) {
@@ -378,16 +392,7 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   auto c = meta_map(e["counts"], path, "counts.", {"train", "val", "test"}, {"train", "val", "test"});
   for (int k = 0; k < 3; k++)
     m.counts[k] = meta_int(c[kSplits[k]], path, std::string("counts.") + kSplits[k], 0, INT64_MAX);
-  const YAML::Node& sums = e["sha256"];
-  if (!sums.IsMap()) fail("{}: 'sha256' must be a map of file names to sums, got {}", path, yaml_what(sums));
-  for (auto it : sums) {
-    const std::string name = meta_string(it.first, path, "sha256 file name");
-    const std::string hex = meta_string(it.second, path, "sha256." + name);
-    if (!is_hex64(hex)) fail("{}: 'sha256.{}' must be 64 lowercase hex digits, got '{}'", path, name, hex);
-    for (auto& [other, _] : m.sha256)
-      if (other == name) fail("{}: key 'sha256.{}' appears twice", path, name);
-    m.sha256.push_back({name, hex});
-  }
+  m.sha256 = meta_sha256_map(e["sha256"], path);
   return m;
 }
 

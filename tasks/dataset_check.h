@@ -68,6 +68,9 @@ int64_t meta_int(const YAML::Node& n, const std::string& path, const std::string
 std::string meta_string(const YAML::Node& n, const std::string& path, const std::string& key);
 bool meta_bool(const YAML::Node& n, const std::string& path, const std::string& key);
 bool is_hex64(const std::string& s);  // 64 lowercase hex digits
+// meta.yaml's `sha256` map (file name -> 64 lowercase hex digits), in file order; fails naming
+// `path` on a non-map, a bad sum or a name given twice.
+std::vector<std::pair<std::string, std::string>> meta_sha256_map(const YAML::Node& sums, const std::string& path);
 
 // An output directory that exists (or is created) and is writable; fails naming it otherwise.
 void prepare_out_dir(const std::string& dir);

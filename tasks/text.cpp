@@ -302,16 +302,7 @@ TextMeta read_text_meta(const std::string& dir) {
   }
   const int64_t vocab = meta_int(e["vocab_size"], path, "vocab_size", INT32_MIN, INT32_MAX);
   if (vocab != kTextVocab) fail("{}: 'vocab_size' is {}, but a byte-level dataset has {}", path, vocab, kTextVocab);
-  const YAML::Node& sums = e["sha256"];
-  if (!sums.IsMap()) fail("{}: 'sha256' must be a map of file names to sums, got {}", path, yaml_what(sums));
-  for (auto it : sums) {
-    const std::string name = meta_string(it.first, path, "sha256 file name");
-    const std::string hex = meta_string(it.second, path, "sha256." + name);
-    if (!is_hex64(hex)) fail("{}: 'sha256.{}' must be 64 lowercase hex digits, got '{}'", path, name, hex);
-    for (auto& [other, _] : m.sha256)
-      if (other == name) fail("{}: key 'sha256.{}' appears twice", path, name);
-    m.sha256.push_back({name, hex});
-  }
+  m.sha256 = meta_sha256_map(e["sha256"], path);
   return m;
 }
 

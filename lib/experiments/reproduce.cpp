@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -470,6 +471,8 @@ class Reproduction {
   fs::path out_dir(const ReproItem& it) const { return fs::path(o_.out_dir) / it.name; }
   const SweepPlan& plan_of(const ReproItem& it) const;
   int run_sweep_item(const ReproItem& it);
+  // The item's sweep results.csv copied into its output folder, parsed (nothing yet: nullopt).
+  std::optional<CsvTable> copy_results(const ReproItem& it);
   void summarise_sweep(const ReproItem& it);
   void summarise_lm(const ReproItem& it);
   void run_attention(const ReproItem& it);
@@ -529,19 +532,25 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
   return failed;
 }
 
+std::optional<CsvTable> Reproduction::copy_results(const ReproItem& it) {
+  const std::string csv_path = csv_of(plan_of(it));
+  if (!fs::exists(csv_path)) return std::nullopt;
+  create_directories_or_fail(out_dir(it));
+  const std::string text = read_file(csv_path);
+  write_file_atomic(out_dir(it) / "results.csv", text);
+  return parse_csv(text, csv_path);
+}
+
 void Reproduction::summarise_sweep(const ReproItem& it) {
-  const SweepPlan& plan = plan_of(it);
   SweepOutcome out;
-  const std::string csv_path = csv_of(plan);
-  if (!fs::exists(csv_path)) {
+  const std::string csv_path = csv_of(plan_of(it));
+  std::optional<CsvTable> results = copy_results(it);
+  if (!results) {
     sweeps_[it.name] = out;
     return;
   }
+  const CsvTable& csv = *results;
   const fs::path dir = out_dir(it);
-  create_directories_or_fail(dir);
-  const std::string text = read_file(csv_path);
-  write_file_atomic(dir / "results.csv", text);
-  CsvTable csv = parse_csv(text, csv_path);
   const std::string paper_text = it.paper_section.empty() ? "" : read_file(m_.paper_file);
   std::string tables_md;
   std::vector<ClaimResult> claim_results(it.claims.size());
@@ -574,18 +583,15 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
 }
 
 void Reproduction::summarise_lm(const ReproItem& it) {
-  const SweepPlan& plan = plan_of(it);
   SweepOutcome out;
-  const std::string csv_path = csv_of(plan);
-  if (!fs::exists(csv_path)) {
+  const std::string csv_path = csv_of(plan_of(it));
+  std::optional<CsvTable> results = copy_results(it);
+  if (!results) {
     sweeps_[it.name] = out;
     return;
   }
+  const CsvTable& csv = *results;
   const fs::path dir = out_dir(it);
-  create_directories_or_fail(dir);
-  const std::string text = read_file(csv_path);
-  write_file_atomic(dir / "results.csv", text);
-  CsvTable csv = parse_csv(text, csv_path);
   auto col = [&](const char* name) {
     const int c = csv.column(name);
     if (c < 0) fail("{}: {} has no column {}", it.name, csv_path, name);
