@@ -2,9 +2,18 @@
 """`make bench`: runs `rmt bench --json` and bench/pytorch_reference.py on the same threads and
 prints them side by side, with the ratio rmt / PyTorch and rmt's 1- vs 2-thread scaling.
 
-Two workloads (bench/README.md): the paper's copy models (baseline, xl, rmt) and the paper's
-12-layer enwik8 language model at a small batch (lm_baseline, lm_xl, lm_rmt: one segment of
-every stream per step, the cache and memory carried). Every model runs in its own process in
+Workloads (bench/README.md): the paper's copy models (baseline, xl, rmt), the paper's 12-layer
+enwik8 language model at a small batch (lm_baseline, lm_xl, lm_rmt: one segment of every stream
+per step, the cache and memory carried), and, by name or group only, the paper's copy120 task
+(copy120_baseline, copy120_xl, copy120_rmt: 360 positions in 3 segments of 120). --batch B
+replaces every selected workload's batch in both engines.
+
+On a GPU (--device cuda, issue 13): both engines run on the device, and PyTorch runs twice more
+per model, under torch.compile (--compile-modes, default "default,reduce-overhead": the plain
+compiled graph, and the one replayed as CUDA graphs); the table gives rmt / eager and rmt /
+compiled per mode. A compiled run that fails is reported as such (its error's last line), not
+fatal. The peak GEMM (largest n --gemm-size, default 8192 on the GPU) runs on the device in
+both engines; rounds default to 1 and there is no thread-scaling run. Every model runs in its own process in
 both engines, so that peak RSS is per model. This VM has slow spells of tens of seconds (a run
 then takes up to 1.6x as long): with --rounds N (default 2) each model runs N times, alternating
 the engines, and each engine's fastest run is kept. The fp32 peak is measured once per engine (a
@@ -22,7 +31,11 @@ import sys
 
 COPY_MODELS = ["baseline", "xl", "rmt"]
 LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
-GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "all": COPY_MODELS + LM_MODELS}
+COPY120_MODELS = ["copy120_baseline", "copy120_xl", "copy120_rmt"]
+EVERY_MODEL = COPY_MODELS + LM_MODELS + COPY120_MODELS
+# all = the CPU bench's set (as rmt bench --model all); copy120 only when asked for.
+GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS,
+          "all": COPY_MODELS + LM_MODELS}
 
 
 def run_json(cmd):
@@ -31,75 +44,132 @@ def run_json(cmd):
     return [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
 
 
+def try_run_json(cmd):
+    """run_json, but a failure returns (None, the last line it printed on stderr)."""
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        return None, last
+    return [json.loads(line) for line in p.stdout.splitlines() if line.strip().startswith("{")], ""
+
+
 def parse_models(text):
     models = []
     for part in text.split(","):
         part = part.strip()
         if part in GROUPS:
             models += GROUPS[part]
-        elif part in GROUPS["all"]:
+        elif part in EVERY_MODEL:
             models.append(part)
         else:
             raise SystemExit(f"compare.py: --models: unknown model or group '{part}' "
-                             f"(models: {', '.join(GROUPS['all'])}; groups: copy, lm, all)")
-    return [m for m in GROUPS["all"] if m in models]  # in the usual order, once each
+                             f"(models: {', '.join(EVERY_MODEL)}; groups: {', '.join(GROUPS)})")
+    return [m for m in EVERY_MODEL if m in models]  # in the usual order, once each
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rmt", default="build/rmt")
-    ap.add_argument("--python", default="bench/.venv/bin/python")
+    ap.add_argument("--python", default=None,
+                    help="the python with PyTorch (default: bench/.venv/bin/python if it exists, "
+                         "else the python3 running this script, e.g. a GPU machine's own)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--models", default="all",
-                    help="comma-separated models or groups (copy, lm, all); default all")
+                    help="comma-separated models or groups (copy, lm, copy120, all = copy and "
+                         "lm); default all")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lm-reps", type=int, default=5, help="timed steps of the language models")
     ap.add_argument("--lm-warmup", type=int, default=1,
                     help="untimed language-model steps besides those that fill the carried state")
-    ap.add_argument("--rounds", type=int, default=2,
-                    help="runs per model and engine, alternating; the fastest of each is kept")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="runs per model and engine, alternating; the fastest of each is kept "
+                         "(default 2; 1 with --device cuda)")
     ap.add_argument("--no-scaling", action="store_true",
-                    help="skip rmt's separate 1- vs 2-thread runs")
+                    help="skip rmt's separate 1- vs 2-thread runs (always skipped on cuda)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where both engines run (rmt bench --device, pytorch_reference.py --device)")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="samples (language model: streams) per step in both engines; default "
+                         "each workload's own (copy, copy120: 32; lm: 2)")
+    ap.add_argument("--compile-modes", default=None,
+                    help="comma-separated torch.compile modes PyTorch also runs under (default: "
+                         "none on the cpu; 'default,reduce-overhead' on cuda; 'none' for none)")
+    ap.add_argument("--gemm-size", type=int, default=None,
+                    help="largest n of the peak GEMM (default 2048; 8192 on cuda)")
     ap.add_argument("--out", default="build/bench_results.jsonl")
     args = ap.parse_args()
     models = parse_models(args.models)
+    if args.python is None:
+        args.python = "bench/.venv/bin/python" if os.path.exists("bench/.venv/bin/python") else sys.executable
+    cuda = args.device == "cuda"
+    if args.batch is not None and not 1 <= args.batch <= 65536:
+        raise SystemExit(f"compare.py: --batch must be from 1 to 65536 (got {args.batch})")
+    if args.rounds is None:
+        args.rounds = 1 if cuda else 2
+    modes = args.compile_modes if args.compile_modes is not None else ("default,reduce-overhead" if cuda else "none")
+    modes = [] if modes.strip() == "none" else [m.strip() for m in modes.split(",") if m.strip()]
+    known = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+    if any(m not in known for m in modes):
+        raise SystemExit(f"compare.py: --compile-modes: each must be one of {', '.join(known)} "
+                         f"(or 'none'); got '{args.compile_modes}'")
     here = os.path.dirname(os.path.abspath(__file__))
     pyref = [args.python, os.path.join(here, "pytorch_reference.py")]
     T = str(args.threads)
+    # Flags both engines take; none on the CPU by default, so `make bench` runs what it ran.
+    common = (["--device", "cuda"] if cuda else []) + (["--batch", str(args.batch)] if args.batch else [])
+    gemm = ["--gemm-size", str(args.gemm_size or 8192)] if (cuda or args.gemm_size) else []
 
     def steps(model):
         if model in LM_MODELS:
             return ["--reps", str(args.lm_reps), "--warmup", str(args.lm_warmup)]
         return ["--reps", str(args.reps), "--warmup", str(args.warmup)]
 
-    # The peak: the faster of the two GEMMs, same threads.
-    g_rmt = run_json([args.rmt, "bench", "--peak-only", "--json", "--threads", T])[0]
-    g_pt = run_json(pyref + ["--peak-only", "--threads", T])[0]
+    # The peak: the faster of the two GEMMs, same threads (same device).
+    dev = ["--device", "cuda"] if cuda else []
+    g_rmt = run_json([args.rmt, "bench", "--peak-only", "--json", "--threads", T] + dev + gemm)[0]
+    g_pt = run_json(pyref + ["--peak-only", "--threads", T] + dev + gemm)[0]
     peak = max(g_rmt["gemm_gflops"], g_pt["gemm_gflops"])
     peak_arg = ["--peak-gflops", repr(peak)]
 
     def fastest(runs):
         return min(runs, key=lambda e: e["step_ms"])
 
-    rows, saved = {}, [g_rmt, g_pt]
+    rows, compiled, saved = {}, {}, [g_rmt, g_pt]
     for k in models:
         rs, ps = [], []
+        cs = {m: [] for m in modes}
         for _ in range(max(1, args.rounds)):
-            rs += run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + steps(k) + peak_arg)
-            ps += run_json(pyref + ["--model", k, "--threads", T] + steps(k) + peak_arg)
+            rs += run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + steps(k) + peak_arg + common)
+            ps += run_json(pyref + ["--model", k, "--threads", T] + steps(k) + peak_arg + common)
+            for m in modes:
+                if cs[m] is None:
+                    continue  # failed in an earlier round
+                got, why = try_run_json(pyref + ["--model", k, "--threads", T, "--compile",
+                                                 "--compile-mode", m] + steps(k) + peak_arg + common)
+                if got is None:
+                    compiled[(k, m)] = why
+                    cs[m] = None
+                else:
+                    cs[m] += got
         rows[k] = (fastest(rs), fastest(ps))
         saved += rs + ps
+        for m in modes:
+            if cs[m]:
+                compiled[(k, m)] = fastest(cs[m])
+                saved += cs[m]
     # Thread scaling of rmt (training steps only); the runs above serve for their thread count.
     scale = {(k, rows[k][0]["threads"]): rows[k][0] for k in models}
-    if not args.no_scaling:
+    if not args.no_scaling and not cuda:
         for t in (1, 2):
             for k in models:
                 if (k, t) in scale:
                     continue
                 for _ in range(max(1, args.rounds)):
                     for r in run_json([args.rmt, "bench", "--json", "--no-eval", "--model", k,
-                                       "--threads", str(t)] + steps(k) + peak_arg):
+                                       "--threads", str(t)] + steps(k) + peak_arg + common):
                         key = (r["model"], t)
                         if key not in scale or r["step_ms"] < scale[key]["step_ms"]:
                             scale[key] = r
@@ -111,48 +181,68 @@ def main():
 
     torch_version = rows[models[0]][1].get("torch_version", "?")
     print()
-    print(f"{T} threads, fastest of {args.rounds} alternating runs per engine; copy: min over "
+    where = (f"device cuda ({rows[models[0]][1].get('device_name', '?')}), " if cuda else "") + f"{T} threads"
+    print(f"{where}, fastest of {args.rounds} alternating runs per engine; copy: min over "
           f"{args.reps} steps after {args.warmup} warm-up; language model: min over "
           f"{args.lm_reps} steps after {args.lm_warmup} warm-up and the steps that fill the "
-          f"carried state")
+          f"carried state" + ("; compiled: at least 3 warm-up steps" if modes else ""))
     print(f"fp32 peak {peak:.1f} GFLOP/s = max(rmt matmul {g_rmt['gemm_gflops']:.1f} at "
           f"{g_rmt['gemm_n']}^3, torch.mm {g_pt['gemm_gflops']:.1f} at {g_pt['gemm_n']}^3); "
           f"PyTorch {torch_version}")
-    hdr = (f"{'model':<11} {'engine':<8} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
-           f"{'GFLOP/st':>9} {'GFLOP/s':>8} {'MFU':>7} {'RSS MB':>8}")
-    for group, title in ((COPY_MODELS, "copy workload (batch 32, 72 positions in 3 segments of 24)"),
-                         (LM_MODELS, "language model (12 layers, d_model 512, 2 streams, one "
+    mem = "GPU MB" if cuda else "RSS MB"
+    ew = 32 if modes else 8  # the engine column: "pytorch compiled reduce-overhead"
+    hdr = (f"{'model':<16} {'engine':<{ew}} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
+           f"{'GFLOP/st':>9} {'GFLOP/s':>8} {'MFU':>7} {mem:>8}")
+
+    def memory(e):
+        v = e.get("peak_device_mb") if cuda else e["peak_rss_mb"]
+        return f"{v:>8.0f}" if v is not None else f"{'-':>8}"
+
+    def batch_of(group):
+        return next(rows[k][0]["batch"] for k in group if k in rows)
+
+    for group, title in ((COPY_MODELS, "copy workload (batch {b}, 72 positions in 3 segments of 24)"),
+                         (COPY120_MODELS, "copy120 workload (batch {b}, 360 positions in 3 segments "
+                                          "of 120, xl cache / rmt memory 60)"),
+                         (LM_MODELS, "language model (12 layers, d_model 512, {b} streams, one "
                                      "segment of 128 bytes per step, state carried; lm_rmt "
                                      "BPTT-1)")):
         shown = [k for k in group if k in rows]
         if not shown:
             continue
         print()
-        print(title)
+        print(title.format(b=batch_of(group)))
         print(hdr)
         print("-" * len(hdr))
         for k in shown:
-            for e in rows[k]:
-                print(f"{k:<11} {e['engine']:<8} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.1f} "
-                      f"{e['step_ms_median']:>9.1f} {e['gflop_per_step']:>9.2f} {e['gflops']:>8.1f} "
-                      f"{100 * e['mfu']:>6.1f}% {e['peak_rss_mb']:>8.0f}")
-            r, p = rows[k]
-            print(f"{k:<11} {'ratio':<8} {r['tokens_per_s'] / p['tokens_per_s']:>9.2f}x "
-                  f"  (rmt / PyTorch tokens/s)")
+            engines = [("rmt", rows[k][0]), ("pytorch eager" if modes else "pytorch", rows[k][1])]
+            engines += [(f"pytorch compiled {m}", compiled[(k, m)]) for m in modes]
+            for label, e in engines:
+                if isinstance(e, str):
+                    print(f"{k:<16} {label:<{ew}} failed: {e}")
+                    continue
+                print(f"{k:<16} {label:<{ew}} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.2f} "
+                      f"{e['step_ms_median']:>9.2f} {e['gflop_per_step']:>9.2f} {e['gflops']:>8.1f} "
+                      f"{100 * e['mfu']:>6.1f}% {memory(e)}")
+            r = rows[k][0]
+            for label, e in engines[1:]:
+                if not isinstance(e, str):
+                    print(f"{k:<16} {'rmt / ' + label[len('pytorch '):] if modes else 'ratio':<{ew}} "
+                          f"{r['tokens_per_s'] / e['tokens_per_s']:>9.2f}x  (rmt / PyTorch tokens/s)")
     if all((k, t) in scale for k in models for t in (1, 2)):
         print()
         print("rmt thread scaling (tokens/s)")
         for k in models:
             one, two = scale[(k, 1)]["tokens_per_s"], scale[(k, 2)]["tokens_per_s"]
-            print(f"{k:<11} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
+            print(f"{k:<16} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
     evals = [k for k in models if "eval_free_running_ms" in rows[k][0]]
     if evals:
         print()
-        print("rmt greedy free-running evaluation of one copy batch of 32 (cached keys/values vs "
-              "re-running the answer segment per generated token)")
+        print(f"rmt greedy free-running evaluation of one copy batch of {rows[evals[0]][0]['batch']} "
+              "(cached keys/values vs re-running the answer segment per generated token)")
         for k in evals:
             r = rows[k][0]
-            print(f"{k:<11} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
+            print(f"{k:<16} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
                   f"free-running {r['eval_free_running_ms']:>8.1f} ms (kv cache), "
                   f"{r.get('eval_free_running_rerun_ms', float('nan')):>8.1f} ms (re-running segments)")
     samples = [k for k in models if "sample_ms" in rows[k][0]]

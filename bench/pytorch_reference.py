@@ -10,15 +10,28 @@ segments and layers).
 Copy models (baseline, xl, rmt): forward over 3 segments (train mode, dropout 0.1),
 cross-entropy over the answer positions, backward through every segment (bptt all),
 clip_grad_norm_(0.25), Adam(lr 1e-4).
+Copy120 models (copy120_baseline, copy120_xl, copy120_rmt): the paper's copy of 120 symbols
+(360 positions, vocab 10) in 3 segments of 120, xl cache / rmt memory 60; otherwise as copy.
 Language models (lm_baseline, lm_xl, lm_rmt): B streams of random bytes; step s runs the
 reference's lm_window_loss (the golden LM tests' path: segment s from the state that step s-1
 carried, detached; lm_rmt re-runs its BPTT window from the state entering it), every position of
 segment s scored, backward through the window, clip_grad_norm_(0.25), Adam(lr 2.5e-4). The
 first steps that fill the carried state are untimed, as in rmt bench.
 
-Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model NAME|copy|lm|all]
-           [--threads T] [--reps N] [--warmup N] [--peak-gflops P | --peak-only] [--tiny]
-Prints one JSON object per model per line (keys as `rmt bench --json`).
+Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model NAME|copy|lm|copy120|all]
+           [--threads T] [--reps N] [--warmup N] [--batch B] [--peak-gflops P | --peak-only]
+           [--tiny] [--device cpu|cuda] [--compile [--compile-mode MODE]]
+Prints one JSON object per model per line (keys as `rmt bench --json`). `all` is the copy and
+language models (as rmt bench); the copy120 models run when named or by their group.
+
+--device cuda: the model, its batches and the optimizer state on the GPU (batches made on the
+host and copied before the clock starts), torch.cuda.synchronize() before the clock is read at
+both ends of a timed step, fp32 matmuls (float32_matmul_precision "highest": no TF32), peak GPU
+memory from torch.cuda.max_memory_allocated (peak_device_mb), the GEMM peak through torch.mm on
+the GPU. --compile: torch.compile (dynamic=False, --compile-mode, default "default") of the
+copy step's forward and loss (all segments in one graph; backward through the compiled graph)
+or, for the language models, of the model's segment function; clip and Adam stay eager. At
+least 3 warm-up steps (compilation, CUDA graph recording) are run untimed with it.
 """
 import argparse
 import json
@@ -36,10 +49,22 @@ from rmt_reference import RMTReference, answer_loss, lm_window_loss, run_segment
 
 COPY_MODELS = ["baseline", "xl", "rmt"]
 LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
+COPY120_MODELS = ["copy120_baseline", "copy120_xl", "copy120_rmt"]
+ALL_MODELS = COPY_MODELS + LM_MODELS + COPY120_MODELS  # rmt bench's bench_models() order
+GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS,
+          "all": COPY_MODELS + LM_MODELS}
+COMPILE_MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 
 
-def workload(name, tiny):
-    """Same numbers as lib/experiments/bench.cpp bench_workload."""
+def workload(name, tiny, batch=0):
+    """Same numbers as lib/experiments/bench.cpp bench_workload; batch > 0 replaces the batch."""
+    w = _workload(name, tiny)
+    if batch > 0:
+        w["batch"] = batch
+    return w
+
+
+def _workload(name, tiny):
     if name in LM_MODELS:
         kind = name[3:]
         w = dict(kind=kind, lm=True, n_layer=12, n_head=8, d_head=64, d_model=512, d_inner=2048,
@@ -51,14 +76,18 @@ def workload(name, tiny):
         w["window"] = 1 if kind == "rmt" else 0
         w.update(segments=1, answer=w["T"])
         return w
-    w = dict(kind=name, lm=False, n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256,
-             batch=32, L=24, lr=1e-4)
+    long_copy = name in COPY120_MODELS  # copy of 120 symbols of 8, vocab 10 (docs/paper.md §1)
+    kind = name[len("copy120_"):] if long_copy else name
+    w = dict(kind=kind, lm=False, n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256,
+             batch=32, L=120 if long_copy else 24, lr=1e-4)
     if tiny:
         w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, batch=4, L=6)
-    w.update(vocab=12, segments=3, T=3 * w["L"], answer=2 * w["L"], dropout=0.1)
+    w.update(vocab=10 if long_copy else 12, segments=3, T=3 * w["L"], answer=2 * w["L"],
+             dropout=0.1)
     seg = w["T"] // w["segments"]
-    w["mem_len"] = seg if name == "xl" else 0
-    w["num_mem_tokens"] = seg if name == "rmt" else 0
+    memory = seg // 2 if long_copy else seg  # copy120: the paper's cache / memory 60
+    w["mem_len"] = memory if kind == "xl" else 0
+    w["num_mem_tokens"] = memory if kind == "rmt" else 0
     return w
 
 
@@ -134,7 +163,7 @@ def step_flops(kind, w):
     back-propagates their zero gradients."""
     if w["lm"]:
         return lm_step_flops(w)
-    segs = segment_flops(kind, w)
+    segs = segment_flops(w["kind"], w)
     total = 0.0
     for s, (full, cache_only, scored) in enumerate(segs):
         if scored or w["num_mem_tokens"] > 0:
@@ -150,18 +179,31 @@ def copy_batch(gen, B, L, V):
     return s[:, :-1].contiguous(), s[:, 1:].contiguous()
 
 
-def gemm_gflops(n=2048, reps=10):
-    """Best rate over n, n/2, n/4, each for at least reps calls and 0.3 s (as rmt bench)."""
+def gemm_gflops(n=2048, reps=10, device="cpu"):
+    """Best rate over n, n/2, n/4, each for at least reps samples and 0.3 s (as rmt bench). On the
+    CPU a sample is one call; on a GPU as many calls as fill about 2 ms, then a synchronize."""
+    cuda = device == "cuda"
     best, best_n = 0.0, n
     size = n
     while size >= max(64, n // 4):
-        a, b = torch.rand(size, size) - 0.5, torch.rand(size, size) - 0.5
+        a = (torch.rand(size, size) - 0.5).to(device)
+        b = (torch.rand(size, size) - 0.5).to(device)
         torch.mm(a, b)
+        calls = 1
+        if cuda:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            torch.cuda.synchronize()
+            calls = int(min(10000, max(1, math.ceil(2e-3 / max(time.perf_counter() - t0, 1e-7)))))
         start, r = time.perf_counter(), 0
         while r < reps or time.perf_counter() - start < 0.3:
             t0 = time.perf_counter()
-            torch.mm(a, b)
-            g = 2.0 * size ** 3 / (time.perf_counter() - t0) * 1e-9
+            for _ in range(calls):
+                torch.mm(a, b)
+            if cuda:
+                torch.cuda.synchronize()
+            g = 2.0 * size ** 3 * calls / (time.perf_counter() - t0) * 1e-9
             if g > best:
                 best, best_n = g, size
             r += 1
@@ -173,68 +215,135 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-def bench(kind, args):
-    w = workload(kind, args.tiny)
-    if w["lm"]:
-        return bench_lm(kind, w, args)
+class Runner:
+    """What differs between the CPU and the GPU, eager and compiled: where tensors live, how the
+    clock waits for finished work, what is compiled."""
+
+    def __init__(self, args):
+        self.device = args.device
+        self.cuda = args.device == "cuda"
+        self.compile = args.compile
+        self.mode = args.compile_mode
+        # CUDA graphs (reduce-overhead, max-autotune) reuse their output buffers on the next
+        # replay: the step marks its start, and state carried across steps is cloned.
+        self.graphs = self.compile and self.cuda and self.mode in ("reduce-overhead", "max-autotune")
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def step_begin(self):
+        if self.graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+
+    def compiled(self, fn):
+        return torch.compile(fn, mode=self.mode, dynamic=False) if self.compile else fn
+
+    def warmup(self, n):
+        return max(n, 3) if self.compile else n  # compilation (and graph recording) untimed
+
+    def start_model(self):
+        if self.cuda:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+
+    def report(self, what):
+        r = dict(device=self.device,
+                 compile=what if self.compile else "eager",
+                 compile_mode=self.mode if self.compile else None)
+        if self.cuda:
+            r.update(device_name=torch.cuda.get_device_name(),
+                     peak_device_mb=torch.cuda.max_memory_allocated() / 2 ** 20,
+                     fp32_matmul_precision=torch.get_float32_matmul_precision())
+        return r
+
+
+def make_model(w):
     torch.manual_seed(1)
-    model = RMTReference(kind, w["vocab"], w["n_layer"], w["n_head"], w["d_head"], w["d_model"],
-                         w["d_inner"], mem_len=w["mem_len"], num_mem_tokens=w["num_mem_tokens"],
-                         read_mem_from_cache=True, dropout=w["dropout"], dropatt=0.0).float()
+    return RMTReference(w["kind"], w["vocab"], w["n_layer"], w["n_head"], w["d_head"],
+                        w["d_model"], w["d_inner"], mem_len=w["mem_len"],
+                        num_mem_tokens=w["num_mem_tokens"], read_mem_from_cache=True,
+                        dropout=w["dropout"], dropatt=0.0).float()
+
+
+def bench(name, args, run):
+    w = workload(name, args.tiny, args.batch)
+    run.start_model()
+    if w["lm"]:
+        return bench_lm(name, w, args, run)
+    model = make_model(w).to(run.device)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     params = list(model.parameters())
     gen = torch.Generator().manual_seed(0xBE7C)
-    B, T, A = w["batch"], w["T"], w["answer"]
+    B, T, A, N = w["batch"], w["T"], w["answer"], w["segments"]
+
+    def forward_loss(inp, tgt):  # all segments and the loss: one graph when compiled
+        logits, _ = run_segments(model, inp, N)
+        return answer_loss(logits, tgt, A)
+
+    step_loss = run.compiled(forward_loss)
+    warmup = run.warmup(args.warmup)
     times, loss = [], 0.0
-    for step in range(args.warmup + args.reps):
+    for step in range(warmup + args.reps):
         inp, tgt = copy_batch(gen, B, w["L"], w["vocab"])
+        inp, tgt = inp.to(run.device), tgt.to(run.device)
+        run.sync()
         t0 = time.perf_counter()
-        logits, _ = run_segments(model, inp, w["segments"])
-        loss_t = answer_loss(logits, tgt, A)
+        run.step_begin()
+        loss_t = step_loss(inp, tgt)
         opt.zero_grad(set_to_none=True)
         loss_t.backward()
         torch.nn.utils.clip_grad_norm_(params, 0.25)
         opt.step()
         loss = loss_t.item()
+        run.sync()
         dt = time.perf_counter() - t0
-        if step >= args.warmup:
+        if step >= warmup:
             times.append(dt)
     best = min(times)
-    gflop = step_flops(kind, w) * 1e-9
-    return dict(engine="pytorch", torch_version=torch.__version__, model=kind, workload="copy",
+    gflop = step_flops(name, w) * 1e-9
+    return dict(engine="pytorch", torch_version=torch.__version__, model=name,
+                workload="copy120" if name in COPY120_MODELS else "copy",
                 threads=torch.get_num_threads(), batch=B, seq_len=T, segments=w["segments"],
-                bptt_window=0, warmup=args.warmup,
+                bptt_window=0, warmup=warmup,
                 params=sum(p.numel() for p in params), reps=args.reps,
                 tokens_per_s=B * T / best, step_ms=best * 1e3,
                 step_ms_median=statistics.median(times) * 1e3, gflop_per_step=gflop,
-                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss)
+                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss,
+                **run.report("forward+loss"))
 
 
-def bench_lm(name, w, args):
-    torch.manual_seed(1)
-    model = RMTReference(w["kind"], w["vocab"], w["n_layer"], w["n_head"], w["d_head"],
-                         w["d_model"], w["d_inner"], mem_len=w["mem_len"],
-                         num_mem_tokens=w["num_mem_tokens"], read_mem_from_cache=True,
-                         dropout=w["dropout"], dropatt=0.0).float()
+def bench_lm(name, w, args, run):
+    model = make_model(w).to(run.device)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=w["lr"])
     params = list(model.parameters())
     B, T, k = w["batch"], w["T"], w["window"]
-    warmup = max(args.warmup, lm_fill_steps(w))
+    warmup = max(run.warmup(args.warmup), lm_fill_steps(w))
     S = warmup + args.reps
     gen = torch.Generator().manual_seed(0x1B7E)
     streams = torch.randint(0, w["vocab"], (B, S * T + 1), generator=gen)
-    inp, tgt = streams[:, :-1].contiguous(), streams[:, 1:].contiguous()
+    inp = streams[:, :-1].contiguous().to(run.device)
+    tgt = streams[:, 1:].contiguous().to(run.device)
+    if run.compile:  # the window's segments go through one compiled segment function
+        model.segment = run.compiled(model.segment)
     stored, times, loss = {}, [], 0.0
     for s in range(S):
+        run.sync()
         t0 = time.perf_counter()
+        run.step_begin()
         _, loss_t = lm_window_loss(model, inp, tgt, T, s, k, stored)
+        if run.graphs:  # the carried state outlives the graphs' next replay
+            mem, cache = stored[s + 1]
+            stored[s + 1] = (None if mem is None else mem.clone(),
+                             None if cache is None else [c.clone() for c in cache])
         opt.zero_grad(set_to_none=True)
         loss_t.backward()
         torch.nn.utils.clip_grad_norm_(params, 0.25)
         opt.step()
         loss = loss_t.item()
+        run.sync()
         dt = time.perf_counter() - t0
         for u in [u for u in stored if u < s + 1 - k]:  # states no later window starts from
             del stored[u]
@@ -247,35 +356,63 @@ def bench_lm(name, w, args):
                 bptt_window=k, warmup=warmup, params=sum(p.numel() for p in params),
                 reps=args.reps, tokens_per_s=B * T / best, step_ms=best * 1e3,
                 step_ms_median=statistics.median(times) * 1e3, gflop_per_step=gflop,
-                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss)
+                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss,
+                **run.report("segment"))
+
+
+def check_device(args):
+    """Refuses, in one line, what this PyTorch cannot run (before any work)."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        built = (f"built with CUDA {torch.version.cuda}, but it sees no GPU"
+                 if torch.version.cuda else "built without CUDA")
+        raise SystemExit(f"pytorch_reference.py: error: --device cuda: PyTorch "
+                         f"{torch.__version__} is {built} (torch.cuda.is_available() is False)")
+    if args.compile and not hasattr(torch, "compile"):
+        raise SystemExit(f"pytorch_reference.py: error: --compile needs torch.compile (PyTorch "
+                         f"2.0 or later); this is PyTorch {torch.__version__}")
+    if args.compile_mode != "default" and not args.compile:
+        raise SystemExit("pytorch_reference.py: error: --compile-mode needs --compile")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="all",
-                    choices=COPY_MODELS + LM_MODELS + ["copy", "lm", "all"])
+    ap.add_argument("--model", default="all", choices=ALL_MODELS + list(GROUPS))
     ap.add_argument("--threads", type=int, default=0, help="0 = all cores")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="samples per step (language model: streams); default the workload's "
+                         "(copy, copy120: 32; lm: 2; --tiny: 4 / 2), as rmt bench --batch")
     ap.add_argument("--peak-gflops", type=float, default=0.0,
                     help="fp32 peak for the MFU (default: measure a GEMM through torch.mm)")
     ap.add_argument("--gemm-size", type=int, default=2048)
     ap.add_argument("--peak-only", action="store_true", help="only measure the GEMM peak")
     ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the forward and loss (language models: the segment)")
+    ap.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
     args = ap.parse_args()
+    if args.batch is not None and not 1 <= args.batch <= 65536:
+        raise SystemExit(f"pytorch_reference.py: error: --batch must be from 1 to 65536 (got {args.batch})")
+    args.batch = args.batch or 0  # 0: the workload's own
+    check_device(args)
     torch.set_num_threads(args.threads if args.threads > 0 else os.cpu_count())
+    if args.device == "cuda":  # fp32 as rmt's backend: no TF32 in matmuls (PyTorch's default)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     if args.peak_only:
-        g, n = gemm_gflops(args.gemm_size)
+        g, n = gemm_gflops(args.gemm_size, device=args.device)
         print(json.dumps(dict(engine="pytorch", threads=torch.get_num_threads(), gemm_n=n,
-                              gemm_gflops=g)))
+                              gemm_gflops=g, device=args.device)))
         return
-    groups = {"copy": COPY_MODELS, "lm": LM_MODELS, "all": COPY_MODELS + LM_MODELS}
-    kinds = groups.get(args.model, [args.model])
-    results = [bench(k, args) for k in kinds]
+    run = Runner(args)
+    kinds = GROUPS.get(args.model, [args.model])
+    results = [bench(k, args, run) for k in kinds]
     peak, source = args.peak_gflops, "given (--peak-gflops)"
     if peak <= 0:  # after the models, so that the GEMM buffers do not count in their RSS
-        peak, n = gemm_gflops(args.gemm_size)
-        source = f"torch.mm {n}^3"
+        peak, n = gemm_gflops(args.gemm_size, device=args.device)
+        source = f"torch.mm {n}^3" + (" on the GPU" if run.cuda else "")
     for r in results:
         r.update(mfu=r["gflops"] / peak, peak_gflops=peak, peak_source=source)
         print(json.dumps(r), flush=True)

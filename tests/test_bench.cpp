@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -118,7 +119,7 @@ TEST_CASE("bench language-model workloads are the paper's enwik8 model at a stat
   CHECK(bench_workload("lm_rmt", false).lm_window == 1);
   CHECK(bench_workload("lm_baseline", false).model.num_mem_tokens == 0);
   CHECK_THROWS(bench_workload("lm_mt", false));
-  CHECK(bench_models().size() == 6);
+  CHECK(bench_models().size() == 9);
 }
 
 TEST_CASE("bench workload is the paper's copy config") {
@@ -152,7 +153,7 @@ TEST_CASE("rmt bench --json emits one object per model with the report keys") {
     CHECK(j["threads"].get<int>() == 1);
     models.push_back(j["model"]);
   }
-  CHECK(models == bench_models());
+  CHECK(models == bench_selection("all"));
 }
 
 TEST_CASE("rmt bench --model lm runs the language models from a full carried state") {
@@ -194,6 +195,151 @@ TEST_CASE("rmt bench --list describes the workloads without running them") {
   Run all = rmt_run("bench --list --model copy");
   CHECK(all.status == 0);
   CHECK(std::count(all.output.begin(), all.output.end(), '\n') == 3);
+}
+
+TEST_CASE("bench copy120 workload is the paper's copy of 120 symbols in 3 segments") {
+  // docs/paper.md §1: copy120 = 120 symbols of 8 (ids 2..9, vocab 10), 360 input positions,
+  // answer 240; §4 Figure 5b: segments of 120 with cache / memory 60.
+  for (const char* kind : {"baseline", "xl", "rmt"}) {
+    BenchWorkload w = bench_workload(std::string("copy120_") + kind, false);
+    CAPTURE(kind);
+    CHECK(w.workload == "copy120");
+    CHECK(!w.lm);
+    CHECK(w.model.kind == kind);
+    CHECK(w.model.n_layer == 4);
+    CHECK(w.model.d_model == 128);
+    CHECK(w.model.n_head * w.model.d_head == 256);
+    CHECK(w.model.n_token == 10);
+    CHECK(w.batch == 32);
+    CHECK(w.seq_len() == 360);
+    CHECK(w.answer_size() == 240);
+    CHECK(w.segments == 3);
+  }
+  CHECK(bench_workload("copy120_xl", false).model.mem_len == 60);
+  CHECK(bench_workload("copy120_xl", false).model.num_mem_tokens == 0);
+  CHECK(bench_workload("copy120_rmt", false).model.num_mem_tokens == 60);
+  CHECK(bench_workload("copy120_rmt", false).model.mem_len == 0);
+  CHECK(bench_workload("copy120_rmt", true).model.num_mem_tokens == 3);  // tiny: half of 6
+  CHECK(bench_workload("rmt", false).workload == "copy");
+  CHECK(bench_workload("lm_rmt", false).workload == "lm");
+}
+
+TEST_CASE("bench --model groups select their models; all is the copy and language models") {
+  CHECK(bench_selection("copy") == std::vector<std::string>{"baseline", "xl", "rmt"});
+  CHECK(bench_selection("copy120") ==
+        std::vector<std::string>{"copy120_baseline", "copy120_xl", "copy120_rmt"});
+  CHECK(bench_selection("lm") == std::vector<std::string>{"lm_baseline", "lm_xl", "lm_rmt"});
+  CHECK(bench_selection("all") == std::vector<std::string>{"baseline", "xl", "rmt", "lm_baseline",
+                                                           "lm_xl", "lm_rmt"});
+  CHECK(bench_selection("copy120_xl") == std::vector<std::string>{"copy120_xl"});
+  CHECK_THROWS_WITH(bench_selection("copy360"),
+                    doctest::Contains("--model must be one of baseline, xl, rmt"));
+}
+
+TEST_CASE("bench batch override: FLOPs scale with the batch, except r_net's") {
+  for (const std::string& name : bench_models()) {
+    CAPTURE(name);
+    const BenchWorkload w = bench_workload(name, true), w5 = bench_workload(name, true, 5);
+    CHECK(w5.batch == 5);
+    CHECK(w5.seq_len() == w.seq_len());
+    CHECK(w5.model.num_mem_tokens == w.model.num_mem_tokens);
+    CHECK(w5.model.mem_len == w.model.mem_len);
+    // r_net (2*klen*d*hd per layer) is the only term without B: 5x the FLOPs minus 4x r_net.
+    CHECK(step_flops(w5) < 5 * step_flops(w) / w.batch);
+    CHECK(step_flops(w5) > 4 * step_flops(w) / w.batch);
+  }
+  CHECK(bench_workload("rmt", false, 256).batch == 256);
+  CHECK(bench_workload("lm_xl", false, 8).batch == 8);
+  CHECK_THROWS_WITH(bench_workload("rmt", false, -1), doctest::Contains("--batch must be at least 1"));
+}
+
+// The copy120 workload's structure (memory and cache half the segment, vocab 10) on the hand
+// model: B=1, H=1, Dh=2, d=2, d_inner=4, V=3, 3 segments of 4 (copy_length 4), memory / cache 2.
+TEST_CASE("bench FLOP formula of the copy120 structure matches a hand count") {
+  auto hand = [](const std::string& kind) {
+    BenchWorkload w = bench_workload("copy120_" + kind, true);
+    ModelConfig& m = w.model;
+    m.n_layer = 1, m.n_head = 1, m.d_head = 2, m.d_model = 2, m.d_inner = 4, m.n_token = 3;
+    w.batch = 1;
+    w.copy_length = 4;  // T = 12, segments of 4
+    if (m.mem_len > 0) m.mem_len = 2;
+    if (m.num_mem_tokens > 0) m.num_mem_tokens = 2;
+    return w;
+  };
+  auto layer = [](double n, double klen) { return 24 * klen + 8 * klen + 12 * n * klen + 40 * n; };
+  const double output = 2 * 4 * 2 * 3;  // 2*B*T_seg*d*V = 48
+  // baseline: segments 2 and 3 (q = klen = 4, 4 scored rows): 480 + 48 each, 3 x (fwd + bwd).
+  CHECK(layer(4, 4) == 480);
+  CHECK(step_flops(hand("baseline")) == 3 * 2 * (480 + output));
+  // xl: the cache keeps 2 of the first segment's 4 rows: klen = 6 in segments 2 and 3.
+  CHECK(layer(4, 6) == 640);
+  CHECK(step_flops(hand("xl")) == 3 * 2 * (640 + output));
+  // rmt, 2 memory tokens: segment 1 q = klen = 2 + 4 + 2 = 8, live = its 2 write rows, no
+  // output; segment 2 q = 8, live = 4 tokens + 2 write rows; segment 3 (last) no write block:
+  // q = klen = 6, live 4.
+  CHECK(layer(2, 8) == 528);
+  CHECK(layer(6, 8) == 1072);
+  CHECK(step_flops(hand("rmt")) == 3 * (528 + (1072 + output) + (640 + output)));
+  // An evaluation forward: every row of every segment.
+  CHECK(forward_flops(hand("rmt")) == 3 * (layer(8, 8) + output));
+  CHECK(forward_flops(hand("xl")) == layer(4, 4) + 2 * layer(4, 6) + 3 * output);
+}
+
+// One step of each tiny model at batch 3: the FLOPs the run reports, counted by hand. Tiny:
+// 1 layer, H=2, Dh=8, d=16, d_inner=32, segments of 6; copy: V=12, memory / cache 6; copy120:
+// V=10, memory / cache 3. Per layer with n live rows of klen keys, B=3:
+//   qkv 2*3*klen*16*48 = 4608 klen, r_net 2*klen*16*16 = 512 klen, AC+BD+AV 3*2*3*2*n*klen*8
+//   = 288 n klen, o_net 2*3*n*16*16 = 1536 n, FF 2*2*3*n*16*32 = 6144 n;
+// output layer 2*3*6*16*V: 6912 (V=12), 5760 (V=10).
+TEST_CASE("rmt bench --tiny --batch 3 runs and counts the FLOPs of batch 3") {
+  auto layer = [](double n, double klen) { return 5120 * klen + 288 * n * klen + 7680 * n; };
+  const double out12 = 6912, out10 = 5760;
+  CHECK(layer(6, 6) == 87168);
+  const std::map<std::string, double> hand = {
+      // copy: segments 2 and 3 scored, q = 6
+      {"baseline", 3 * 2 * (layer(6, 6) + out12)},
+      {"xl", 3 * 2 * (layer(6, 12) + out12)},  // cache 6
+      // 6 read + 6 tokens + 6 write rows; live: write rows, tokens + write rows, tokens
+      {"rmt", 3 * (layer(6, 18) + (layer(12, 18) + out12) + (layer(6, 12) + out12))},
+      {"copy120_baseline", 3 * 2 * (layer(6, 6) + out10)},
+      {"copy120_xl", 3 * 2 * (layer(6, 9) + out10)},  // cache 3
+      // 3 read + 6 tokens + 3 write rows
+      {"copy120_rmt", 3 * (layer(3, 12) + (layer(9, 12) + out10) + (layer(6, 9) + out10))},
+  };
+  CHECK(hand.at("rmt") == 1673856);
+  CHECK(hand.at("copy120_rmt") == 1127232);
+  std::vector<std::string> seen;
+  for (const char* group : {"copy", "copy120"}) {
+    Run r = rmt_run(std::string("bench --tiny --json --no-eval --batch 3 --reps 1 --warmup 0 "
+                                "--threads 1 --peak-gflops 10 --model ") + group);
+    CAPTURE(r.output);
+    REQUIRE(r.status == 0);
+    std::istringstream lines(r.output);
+    std::string line;
+    while (std::getline(lines, line)) {
+      auto j = nlohmann::json::parse(line);
+      const std::string model = j["model"];
+      CAPTURE(model);
+      seen.push_back(model);
+      CHECK(j["batch"].get<int>() == 3);
+      CHECK(j["workload"] == group);
+      CHECK(j["seq_len"].get<int>() == 18);
+      CHECK(j["gflop_per_step"].get<double>() == doctest::Approx(hand.at(model) * 1e-9).epsilon(1e-12));
+      CHECK(j["tokens_per_s"].get<double>() ==
+            doctest::Approx(3 * 18 / (j["step_ms"].get<double>() * 1e-3)));
+      CHECK(j["loss"].get<double>() > 0);
+    }
+  }
+  CHECK(seen == std::vector<std::string>{"baseline", "xl", "rmt", "copy120_baseline",
+                                         "copy120_xl", "copy120_rmt"});
+  // --list reflects --batch without running anything.
+  Run l = rmt_run("bench --list --tiny --batch 3 --model copy120_rmt");
+  REQUIRE(l.status == 0);
+  auto j = nlohmann::json::parse(l.output);
+  CHECK(j["batch"] == 3);
+  CHECK(j["vocab"] == 10);
+  CHECK(j["num_mem_tokens"] == 3);
+  CHECK(j["gflop_per_step"].get<double>() == doctest::Approx(hand.at("copy120_rmt") * 1e-9));
 }
 
 TEST_CASE("rmt --version names the GEMM library the CPU backend was built with") {

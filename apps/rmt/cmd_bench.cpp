@@ -26,16 +26,18 @@ void add_bench_command(CLI::App& app) {
                "FLOPs, MFU and peak memory");
   struct Args {
     std::string model = "all", device = kDefaultDevice;
-    int threads = 0, reps = 10, warmup = 3, gemm_size = 2048;
+    int threads = 0, reps = 10, warmup = 3, gemm_size = 2048, batch = 0;
     bool json = false, tiny = false, no_eval = false, peak_only = false, list = false;
     double peak_gflops = 0;
   };
   auto args = std::make_shared<Args>();
   std::vector<std::string> models = bench_models();
-  for (const char* group : {"copy", "lm", "all"}) models.push_back(group);
+  for (const std::string& group : bench_groups()) models.push_back(group);
   cmd->add_option("--model", args->model,
-                  "baseline | xl | rmt (copy task) | lm_baseline | lm_xl | lm_rmt (byte-level "
-                  "language model, carried state) | copy | lm (those three) | all")
+                  "baseline | xl | rmt (copy task, 72 positions) | lm_baseline | lm_xl | lm_rmt "
+                  "(byte-level language model, carried state) | copy120_baseline | copy120_xl | "
+                  "copy120_rmt (the paper's copy120 task: 360 positions in 3 segments of 120, "
+                  "cache / memory 60) | copy | lm | copy120 (those three) | all (copy and lm)")
       ->check(one_of(models))->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
       ->transform(an_int())->capture_default_str();
@@ -43,13 +45,19 @@ void add_bench_command(CLI::App& app) {
       ->transform(int_range(1, 100000))->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed steps first")
       ->transform(int_range(0, 100000))->capture_default_str();
+  auto* batch = cmd->add_option(
+      "--batch", args->batch,
+      "Samples per step (language model: streams); default the workload's: copy and copy120 "
+      "32 (the paper's), lm 2, --tiny 4 (copy) / 2 (lm)")
+      ->transform(int_range(1, 65536));
   cmd->add_flag("--json", args->json, "One JSON object per model, one per line");
   cmd->add_option("--peak-gflops", args->peak_gflops,
                   "fp32 peak for the MFU (default: measure a GEMM through our matmul)")
       ->check(number_range(0, HUGE_VAL, true));
   cmd->add_option("--gemm-size", args->gemm_size, "Largest n of the n x n x n peak GEMM (n/2, n/4 also tried)")
       ->transform(int_range(16, 16384))->capture_default_str();  // 3 n^2 floats: 3.2 GB at most
-  auto* peak_only = cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak");
+  auto* peak_only = cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak")
+                        ->excludes(batch);
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
   add_device_option(cmd, args->device, kDefaultDevice);
@@ -71,20 +79,17 @@ void add_bench_command(CLI::App& app) {
                     num_threads(), g.gflops);
       return;
     }
-    std::vector<std::string> kinds;
-    for (const std::string& m : bench_models())
-      if (args->model == "all" || m == args->model ||
-          (args->model == "copy" && m.rfind("lm_", 0) != 0) ||
-          (args->model == "lm" && m.rfind("lm_", 0) == 0))
-        kinds.push_back(m);
+    const std::vector<std::string> kinds = bench_selection(args->model);
     if (args->list) {
-      for (const auto& k : kinds) std::printf("%s\n", bench_workload_json(k, args->tiny).c_str());
+      for (const auto& k : kinds)
+        std::printf("%s\n", bench_workload_json(k, args->tiny, args->batch).c_str());
       return;
     }
     BenchOptions opt;
     opt.threads = args->threads;
     opt.reps = args->reps;
     opt.warmup = args->warmup;
+    opt.batch = args->batch;
     opt.tiny = args->tiny;
     opt.device = args->device;
     opt.eval = !args->no_eval;
@@ -108,7 +113,7 @@ void add_bench_command(CLI::App& app) {
                 peak, source.c_str(), results.front().device.c_str(), results.front().threads, args->reps,
                 args->warmup);
     std::printf("FLOPs: %s\n", flop_formula());
-    for (const char* workload : {"copy", "lm"}) {
+    for (const char* workload : {"copy", "copy120", "lm"}) {
       bool header = false;
       for (const auto& r : results) {
         if (r.workload != workload) continue;
@@ -117,6 +122,10 @@ void add_bench_command(CLI::App& app) {
           if (r.workload == "copy")
             std::printf("\ncopy workload: batch %d, %d positions in %d segments\n", r.batch,
                         r.seq_len, r.segments);
+          else if (r.workload == "copy120")
+            std::printf("\ncopy120 workload (the paper's copy of 120 symbols): batch %d, %d "
+                        "positions in %d segments, xl cache / rmt memory %d\n", r.batch, r.seq_len,
+                        r.segments, bench_workload("copy120_rmt", args->tiny).model.num_mem_tokens);
           else
             std::printf("\nlanguage model (byte level, the paper's 12-layer enwik8 model): %d "
                         "streams, one new segment of %d bytes per step, the cache and memory "

@@ -58,25 +58,57 @@ void copy_batch(SplitMixRng& rng, int B, int L, int V, std::vector<int32_t>& inp
 
 const std::vector<std::string>& bench_models() {
   static const std::vector<std::string> models = [] {
-    std::vector<std::string> copy, lm;
+    std::vector<std::string> copy, lm, copy120;
     for (ModelKind k : {ModelKind::baseline, ModelKind::xl, ModelKind::rmt}) {
       copy.push_back(traits_of(k).name);
       lm.push_back(std::string("lm_") + traits_of(k).name);
+      copy120.push_back(std::string("copy120_") + traits_of(k).name);
     }
     copy.insert(copy.end(), lm.begin(), lm.end());
+    copy.insert(copy.end(), copy120.begin(), copy120.end());
     return copy;
   }();
   return models;
 }
 
-BenchWorkload bench_workload(const std::string& name, bool tiny) {
+const std::vector<std::string>& bench_groups() {
+  static const std::vector<std::string> groups = {"copy", "lm", "copy120", "all"};
+  return groups;
+}
+
+namespace {
+// copy | copy120 | lm, from the model's name.
+std::string workload_of(const std::string& name) {
+  if (name.rfind("lm_", 0) == 0) return "lm";
+  if (name.rfind("copy120_", 0) == 0) return "copy120";
+  return "copy";
+}
+}  // namespace
+
+std::vector<std::string> bench_selection(const std::string& m) {
+  const std::vector<std::string>& all = bench_models();
+  const std::vector<std::string>& groups = bench_groups();
+  if (std::find(all.begin(), all.end(), m) == all.end() &&
+      std::find(groups.begin(), groups.end(), m) == groups.end())
+    fail("--model must be one of {}, {} (got '{}')", fmt::join(all, ", "), fmt::join(groups, ", "), m);
+  std::vector<std::string> out;
+  for (const std::string& name : all) {
+    const std::string w = workload_of(name);
+    if (name == m || w == m || (m == "all" && w != "copy120")) out.push_back(name);
+  }
+  return out;
+}
+
+BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
   const std::vector<std::string>& all = bench_models();
   if (std::find(all.begin(), all.end(), name) == all.end())
     fail("bench model must be one of {} (got '{}')", fmt::join(all, ", "), name);
+  if (batch < 0) fail("--batch must be at least 1 (got {})", batch);
   BenchWorkload w;
   w.name = name;
-  w.lm = name.rfind("lm_", 0) == 0;
-  const std::string kind = w.lm ? name.substr(3) : name;
+  w.workload = workload_of(name);
+  w.lm = w.workload == "lm";
+  const std::string kind = w.workload == "copy" ? name : name.substr(name.find('_') + 1);
   const ModelKindTraits& traits = traits_of(kind);
   ModelConfig& m = w.model;
   m.kind = kind;
@@ -99,17 +131,23 @@ BenchWorkload bench_workload(const std::string& name, bool tiny) {
     w.lm_window = traits.has_memory ? 1 : 0;
     w.segments = 1;
     w.bptt = w.lm_window;
+    if (batch > 0) w.batch = batch;
     return w;
   }
-  m.n_token = 12;
+  // copy: 12 ids (10 symbols); copy120: 10 ids (8 symbols), L 120 (docs/paper.md §1).
+  const bool long_copy = w.workload == "copy120";
+  m.n_token = long_copy ? 10 : 12;
+  w.copy_length = long_copy ? 120 : 24;
   if (tiny) {
     m.n_layer = 1, m.n_head = 2, m.d_head = 8, m.d_model = 16, m.d_inner = 32;
     w.batch = 4;
     w.copy_length = 6;
   }
+  if (batch > 0) w.batch = batch;
   const int seg = w.seq_len() / w.segments;
-  m.mem_len = traits.has_cache ? seg : 0;
-  m.num_mem_tokens = traits.has_memory ? seg : 0;
+  const int memory = long_copy ? seg / 2 : seg;  // copy120: the paper's cache / memory 60
+  m.mem_len = traits.has_cache ? memory : 0;
+  m.num_mem_tokens = traits.has_memory ? memory : 0;
   return w;
 }
 
@@ -243,9 +281,10 @@ const char* flop_formula() {
 }
 
 GemmPeak measure_gemm_gflops(int n, int reps, const std::string& device) {
-  // n, n/2 and n/4, each repeated for at least reps calls and 0.3 s; the best rate wins. On a
+  // n, n/2 and n/4, each repeated for at least reps samples and 0.3 s; the best rate wins. On a
   // shared machine the best of many short calls is the closest to what the cores can do.
   Backend& be = backend_by_name(device);
+  const bool host = device == "cpu" || device == "cpu-guarded";  // synchronous backends
   GemmPeak best;
   for (int size = n; size >= std::max(64, n / 4); size /= 2) {
     std::vector<float> host_a(size_t(size) * size), host_b(size_t(size) * size);
@@ -255,12 +294,25 @@ GemmPeak measure_gemm_gflops(int n, int reps, const std::string& device) {
     DeviceArray<float> A, B, C(be, int64_t(size) * size);  // the backend's memory
     A.upload(be, host_a);
     B.upload(be, host_b);
-    be.matmul(C.data(), A.data(), B.data(), size, size, size, false, false);  // warm-up
+    auto gemm = [&] { be.matmul(C.data(), A.data(), B.data(), size, size, size, false, false); };
+    gemm();  // warm-up (a device: also the library's first-call setup)
+    be.synchronize();
+    // Calls per timed sample: one on the CPU; on a device enough to fill about 2 ms.
+    int calls = 1;
+    if (!host) {
+      double t0 = now_s();
+      gemm();
+      be.synchronize();
+      const double one = std::max(now_s() - t0, 1e-7);
+      calls = int(std::clamp(std::ceil(2e-3 / one), 1.0, 10000.0));
+    }
+    const double flop = 2.0 * double(size) * size * size * calls;
     const double start = now_s();
     for (int r = 0; r < reps || now_s() - start < 0.3; ++r) {
       double t0 = now_s();
-      be.matmul(C.data(), A.data(), B.data(), size, size, size, false, false);
-      double g = 2.0 * double(size) * size * size / (now_s() - t0) * 1e-9;
+      for (int c = 0; c < calls; ++c) gemm();
+      be.synchronize();
+      double g = flop / (now_s() - t0) * 1e-9;
       if (g > best.gflops) best = {g, size};
     }
   }
@@ -276,14 +328,18 @@ double peak_rss_mb() {
 namespace {
 
 // The untimed then timed steps of one model; each call of `step` runs one training step, after
-// `prepare` (not timed) made its batch.
-std::vector<double> time_steps(int warmup, int reps, const std::function<void(int)>& prepare,
+// `prepare` (not timed) made its batch. The clock is read with the backend idle at both ends
+// (synchronize: a no-op on the CPU), so a device's queued work counts in the step that issued it.
+std::vector<double> time_steps(Backend& be, int warmup, int reps,
+                               const std::function<void(int)>& prepare,
                                const std::function<void(int)>& step) {
   std::vector<double> times;
   for (int i = 0; i < warmup + reps; ++i) {
     prepare(i);
+    be.synchronize();
     double t0 = now_s();
     step(i);
+    be.synchronize();
     double dt = now_s() - t0;
     if (i >= warmup) times.push_back(dt);
   }
@@ -315,7 +371,7 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
     copy_batch(rng, B, T / 3, mc.n_token, input, target);
     settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step));
   };
-  std::vector<double> times = time_steps(opt.warmup, opt.reps, prepare, [&](int) {
+  std::vector<double> times = time_steps(be, opt.warmup, opt.reps, prepare, [&](int) {
     r.loss = train_step(engine, model, be, adam, {input.data(), target.data(), B, T, &seg_len, A},
                         settings).loss;
   });
@@ -334,17 +390,19 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
     eo.answer_size = A;
     eo.batch_size = B;
     eo.free_running = false;
-    double t0 = now_s();
-    evaluate(engine, split, eo);
-    r.eval_teacher_forced_ms = (now_s() - t0) * 1e3;
+    // Each evaluation timed from an idle backend to an idle backend (as the steps).
+    auto timed_ms = [&] {
+      be.synchronize();
+      const double t0 = now_s();
+      evaluate(engine, split, eo);
+      be.synchronize();
+      return (now_s() - t0) * 1e3;
+    };
+    r.eval_teacher_forced_ms = timed_ms();
     eo.free_running = true;
-    t0 = now_s();
-    evaluate(engine, split, eo);
-    r.eval_free_running_ms = (now_s() - t0) * 1e3;
+    r.eval_free_running_ms = timed_ms();
     eo.kv_cache_decoding = false;
-    t0 = now_s();
-    evaluate(engine, split, eo);
-    r.eval_free_running_rerun_ms = (now_s() - t0) * 1e3;
+    r.eval_free_running_rerun_ms = timed_ms();
   }
 }
 
@@ -372,7 +430,7 @@ void bench_lm(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engi
   };
   LmCarry carry(w.lm_window);
   // The segment source copies B x T ids per segment (inside the step, as rmt train's does).
-  std::vector<double> times = time_steps(warmup, opt.reps, [](int) {}, [&](int step) {
+  std::vector<double> times = time_steps(be, warmup, opt.reps, [](int) {}, [&](int step) {
     const double loss = lm_train_step(engine, carry, source, B, T, true,
                                       mix_seed(opt.seed, 0xD81, uint64_t(step)));
     r.loss = optimizer_step(model, be, adam, loss, w.clip, w.lr).loss;
@@ -398,7 +456,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   if (opt.warmup < 0) fail("--warmup must be at least 0");
   Backend& be = backend_by_name(opt.device);
   set_num_threads(opt.threads);
-  const BenchWorkload w = bench_workload(name, opt.tiny);
+  const BenchWorkload w = bench_workload(name, opt.tiny, opt.batch);
   ModelConfig mc = w.model;
   resolve_kind(mc);
   {  // refuse, before allocating, what does not fit in this machine's memory
@@ -415,7 +473,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
 
   BenchResult r;
   r.model = name;
-  r.workload = w.lm ? "lm" : "copy";
+  r.workload = w.workload;
   r.device = opt.device;
   if (w.lm) bench_lm(r, w, model, engine, be, adam, opt);
   else bench_copy(r, w, model, engine, be, adam, opt);
@@ -427,13 +485,13 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   return r;
 }
 
-std::string bench_workload_json(const std::string& name, bool tiny) {
-  const BenchWorkload w = bench_workload(name, tiny);
+std::string bench_workload_json(const std::string& name, bool tiny, int batch) {
+  const BenchWorkload w = bench_workload(name, tiny, batch);
   ModelConfig mc = w.model;
   resolve_kind(mc);
   nlohmann::ordered_json j;
   j["model"] = name;
-  j["workload"] = w.lm ? "lm" : "copy";
+  j["workload"] = w.workload;
   j["kind"] = mc.kind;
   j["n_layer"] = mc.n_layer;
   j["d_model"] = mc.d_model;

@@ -1,9 +1,11 @@
 #pragma once
 // `rmt bench`: times full training steps (forward, backward, clip, Adam) of the paper's copy
-// workload (all segments of a batch, backward through every segment) and of a byte-level
-// language model (one segment of B streams per step, the cache and memory carried from step to
-// step, lib/run/lm.h), and counts the model FLOPs they stand for. bench/pytorch_reference.py
-// measures the same workloads in PyTorch with the same report keys.
+// workload (all segments of a batch, backward through every segment), of its longer copy120
+// workload (360 positions) and of a byte-level language model (one segment of B streams per
+// step, the cache and memory carried from step to step, lib/run/lm.h), and counts the model
+// FLOPs they stand for. bench/pytorch_reference.py measures the same workloads in PyTorch with
+// the same report keys. On a device (--device cuda) every timed region ends with
+// Backend::synchronize(), so the clock reads finished work.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,7 +16,9 @@ namespace rmt {
 
 // The workload of one benchmarked model.
 struct BenchWorkload {
-  std::string name;         // the bench model: baseline | xl | rmt | lm_baseline | lm_xl | lm_rmt
+  std::string name;         // the bench model: baseline | xl | rmt | lm_baseline | lm_xl |
+                            // lm_rmt | copy120_baseline | copy120_xl | copy120_rmt
+  std::string workload;     // copy | copy120 | lm
   ModelConfig model;        // kind, sizes, mem_len / num_mem_tokens, dropout; n_token set
   int batch = 32;           // copy: samples; language model: streams
   double clip = 0.25, lr = 1e-4;
@@ -32,8 +36,16 @@ struct BenchWorkload {
   int answer_size() const { return lm ? lm_segment : 2 * copy_length; }
 };
 
-// The bench models, in the order --model all runs them.
+// Every bench model, in the order reports list them: the copy models, the language models,
+// the copy120 models.
 const std::vector<std::string>& bench_models();
+// The groups --model also takes: copy, lm, copy120, and all = copy + lm (the CPU bench's set,
+// `make bench`; the copy120 models take seconds per step on a CPU, so they run only when asked
+// for by name or by their group).
+const std::vector<std::string>& bench_groups();
+// The models a --model value selects (a model or a group), in bench_models() order; fails
+// listing the models and groups otherwise.
+std::vector<std::string> bench_selection(const std::string& model_or_group);
 
 // baseline | xl | rmt: the paper's copy config (docs/paper.md §3): 4 layers, 4 heads x 64,
 // d_model 128, d_inner 256, vocab 12, batch 32, 72 positions in 3 segments of 24, xl mem_len
@@ -44,10 +56,17 @@ const std::vector<std::string>& bench_models();
 // CPU); lm_xl caches 128 rows per layer (= the segment, Transformer-XL's enwik8 setting),
 // lm_rmt has 10 memory tokens and BPTT-1 (each step re-runs the previous segment from the
 // carried state), as in the paper's enwik8 RMT rows. clip 0.25, lr 2.5e-4.
+// copy120_baseline | copy120_xl | copy120_rmt: the paper's copy120 task (docs/paper.md §1, §4
+// Figure 5: copy of 120 symbols of 8, vocab 10, 360 input positions, answer 240), issue 13's
+// "copy-360 config", in 3 segments of 120 with the copy model above; xl caches 60 rows and rmt
+// has 60 memory tokens (half the segment: the paper's Figure 5b "cache 60" / "mem 60" rows and
+// experiments/fig5a_copy360_segments.yaml's choice at 3 segments). batch 32.
 // tiny: a few-ms stand-in with the same structure (1 layer, 2 heads x 8, d_model 16; copy:
-// batch 4, 18 positions; language model: 2 streams, segments of 8, xl cache 8, rmt 2 memory
-// tokens with BPTT-1), for tests.
-BenchWorkload bench_workload(const std::string& name, bool tiny);
+// batch 4, 18 positions; copy120: the same with vocab 10 and memory / cache 3, half the segment;
+// language model: 2 streams, segments of 8, xl cache 8, rmt 2 memory tokens with BPTT-1), for
+// tests.
+// batch > 0 replaces the workload's batch (copy: samples, language model: streams); 0 keeps it.
+BenchWorkload bench_workload(const std::string& name, bool tiny, int batch = 0);
 // Language model: the untimed steps that bring the carried state to its steady size (the
 // cache full, the BPTT window of earlier segments full); every timed step then does the same
 // work. 0 for the copy workload.
@@ -79,7 +98,10 @@ double step_flops(const BenchWorkload& w);
 const char* flop_formula();  // the formula above in one line, for reports
 
 // The best rate of a large single-precision GEMM (n x n x n, also n/2 and n/4) through the
-// backend's matmul, in GFLOP/s, and the n that reached it. device: backend_by_name.
+// backend's matmul on the backend's own buffers, in GFLOP/s, and the n that reached it.
+// device: backend_by_name. On the CPU backends each call is timed alone; on a device a timed
+// sample is as many calls as fill about 2 ms, ended by synchronize() (one call at n = 512 is a
+// few microseconds there, of the order of the launch and synchronisation it would otherwise time).
 struct GemmPeak {
   double gflops = 0;
   int n = 0;
@@ -89,6 +111,7 @@ GemmPeak measure_gemm_gflops(int n, int reps, const std::string& device = kDefau
 struct BenchOptions {
   int threads = 0;             // 0 = all cores
   int reps = 10, warmup = 3;
+  int batch = 0;               // > 0: replaces the workload's batch (--batch)
   bool tiny = false;
   std::string device = kDefaultDevice;  // the backend (backend_by_name)
   bool eval = true;            // also time a greedy free-running evaluation of one batch
@@ -98,7 +121,7 @@ struct BenchOptions {
 
 struct BenchResult {
   std::string model;
-  std::string workload;        // copy | lm
+  std::string workload;        // copy | copy120 | lm
   std::string device;          // BenchOptions::device
   int threads = 0, batch = 0, seq_len = 0, segments = 0, reps = 0;
   int bptt_window = 0;         // language model: earlier segments re-run per step
@@ -122,7 +145,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& options);
 // One JSON object (one line) describing a bench model's workload without running it: sizes,
 // memory, batch, positions per step, BPTT window, parameters, untimed fill steps, GFLOP per
 // step and per evaluation forward (`rmt bench --list`).
-std::string bench_workload_json(const std::string& name, bool tiny);
+std::string bench_workload_json(const std::string& name, bool tiny, int batch = 0);
 void set_peak(BenchResult& r, double peak_gflops);  // peak_gflops and mfu
 double peak_rss_mb();
 // One JSON object (one line) with the keys bench/pytorch_reference.py also prints.

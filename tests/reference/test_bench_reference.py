@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """bench/pytorch_reference.py, the PyTorch side of `make bench`: it runs (tiny workloads, one
 step per model) and reports the same FLOPs per step as `rmt bench`, for the tiny and the full
-workloads of the copy models and the language models, so that both engines' MFU share one
-definition; the language models' carried state fills in the same number of untimed steps.
+workloads of the copy, copy120 and language models, at their own batch and at --batch 3 and
+256, so that both engines' MFU share one definition; the language models' carried state fills
+in the same number of untimed steps. Its --device cuda fails in one line where PyTorch sees no
+GPU (and runs where it does), and --compile fails in one line on a PyTorch without
+torch.compile (and runs a compiled step where it has one).
 
     /usr/bin/python3 tests/reference/test_bench_reference.py --rmt PATH_TO_RMT
 """
@@ -17,7 +20,7 @@ BENCH = os.path.join(HERE, "..", "..", "bench")
 sys.path.insert(0, BENCH)
 import pytorch_reference as P  # noqa: E402
 
-MODELS = P.COPY_MODELS + P.LM_MODELS
+MODELS = P.ALL_MODELS
 
 
 def json_lines(cmd):
@@ -37,49 +40,102 @@ def main():
         failed += not ok
 
     one_step = ["--reps", "1", "--warmup", "0", "--threads", "1", "--peak-gflops", "100"]
+
+    def listed_by_rmt(flags):  # the workloads as rmt bench describes them (no step run)
+        out = {}
+        for group in ("all", "copy120"):
+            out.update({r["model"]: r for r in json_lines([rmt, "bench", "--list", "--model", group] + flags)})
+        return out
+
     for tiny in (True, False):
-        size = "tiny" if tiny else "full"
-        flag = ["--tiny"] if tiny else []
-        # The workloads as rmt bench describes them (no step run) ...
-        listed = {r["model"]: r for r in json_lines([rmt, "bench", "--list"] + flag)}
-        # ... and as it runs them (tiny only: the full language models take seconds per step).
-        ran = {r["model"]: r for r in json_lines([rmt, "bench", "--json", "--no-eval"] + one_step + flag)} if tiny else {}
-        for k in MODELS:
-            w, o = P.workload(k, tiny), listed[k]
-            py = P.step_flops(k, w) * 1e-9
-            check(f"{size} {k}: FLOPs per step rmt {o['gflop_per_step']:.6g} = PyTorch reference "
-                  f"{py:.6g}", abs(o["gflop_per_step"] - py) <= 1e-9 * py)
-            same = {key: (o[key], w[wk]) for key, wk in
-                    [("n_layer", "n_layer"), ("d_model", "d_model"), ("n_head", "n_head"),
-                     ("d_head", "d_head"), ("d_inner", "d_inner"), ("vocab", "vocab"),
-                     ("mem_len", "mem_len"), ("num_mem_tokens", "num_mem_tokens"),
-                     ("batch", "batch"), ("seq_len", "T"), ("segments", "segments"),
-                     ("answer_size", "answer"), ("dropout", "dropout"), ("lr", "lr")]}
-            if w["lm"]:
-                same["bptt_window"] = (o["bptt_window"], w["window"])
-                same["fill_steps"] = (o["fill_steps"], P.lm_fill_steps(w))
-            bad = {key: v for key, v in same.items() if v[0] != v[1]}
-            check(f"{size} {k}: the same workload in both engines{'' if not bad else ' ' + str(bad)}", not bad)
-            if tiny:
-                check(f"{size} {k}: the run reports the listed FLOPs",
-                      abs(ran[k]["gflop_per_step"] - o["gflop_per_step"]) <= 1e-12)
+        for batch in (0, 3, 256):
+            size = ("tiny" if tiny else "full") + (f" --batch {batch}" if batch else "")
+            flag = (["--tiny"] if tiny else []) + (["--batch", str(batch)] if batch else [])
+            listed = listed_by_rmt(flag)
+            # ... and as it runs them (tiny only: the full language models take seconds per step).
+            ran = {}
+            if tiny and batch in (0, 3):
+                for group in ("all", "copy120"):
+                    ran.update({r["model"]: r for r in json_lines(
+                        [rmt, "bench", "--json", "--no-eval", "--model", group] + one_step + flag)})
+            for k in MODELS:
+                w, o = P.workload(k, tiny, batch), listed[k]
+                py = P.step_flops(k, w) * 1e-9
+                check(f"{size} {k}: FLOPs per step rmt {o['gflop_per_step']:.6g} = PyTorch reference "
+                      f"{py:.6g}", abs(o["gflop_per_step"] - py) <= 1e-9 * py)
+                same = {key: (o[key], w[wk]) for key, wk in
+                        [("n_layer", "n_layer"), ("d_model", "d_model"), ("n_head", "n_head"),
+                         ("d_head", "d_head"), ("d_inner", "d_inner"), ("vocab", "vocab"),
+                         ("mem_len", "mem_len"), ("num_mem_tokens", "num_mem_tokens"),
+                         ("batch", "batch"), ("seq_len", "T"), ("segments", "segments"),
+                         ("answer_size", "answer"), ("dropout", "dropout"), ("lr", "lr"),
+                         ("kind", "kind")]}
+                if w["lm"]:
+                    same["bptt_window"] = (o["bptt_window"], w["window"])
+                    same["fill_steps"] = (o["fill_steps"], P.lm_fill_steps(w))
+                bad = {key: v for key, v in same.items() if v[0] != v[1]}
+                check(f"{size} {k}: the same workload in both engines{'' if not bad else ' ' + str(bad)}", not bad)
+                if batch:
+                    check(f"{size} {k}: the batch is {batch}", o["batch"] == batch)
+                if ran:
+                    check(f"{size} {k}: the run reports the listed FLOPs and batch",
+                          abs(ran[k]["gflop_per_step"] - o["gflop_per_step"]) <= 1e-12
+                          and ran[k]["batch"] == o["batch"])
+    full = listed_by_rmt([])
+    check("copy120 is the paper's copy of 120 symbols: 360 positions, vocab 10, memory / cache 60",
+          (full["copy120_rmt"]["seq_len"], full["copy120_rmt"]["vocab"],
+           full["copy120_rmt"]["num_mem_tokens"], full["copy120_xl"]["mem_len"]) == (360, 10, 60, 60))
 
     # The reference itself runs a training step of each model and reports the keys make bench reads.
-    runs = json_lines([sys.executable, os.path.join(BENCH, "pytorch_reference.py"), "--tiny",
-                       "--model", "all"] + one_step)
-    check("pytorch_reference.py --tiny reports all six models", [r["model"] for r in runs] == MODELS)
-    tiny_rmt = {r["model"]: r for r in json_lines([rmt, "bench", "--list", "--tiny"])}
+    ref = [sys.executable, os.path.join(BENCH, "pytorch_reference.py")]
+    runs = json_lines(ref + ["--tiny", "--model", "all"] + one_step)
+    check("pytorch_reference.py --tiny reports the six models of all", [r["model"] for r in runs] == MODELS[:6])
+    runs += json_lines(ref + ["--tiny", "--model", "copy120"] + one_step)
+    check("pytorch_reference.py --tiny --model copy120 reports the copy120 models",
+          [r["model"] for r in runs[6:]] == P.COPY120_MODELS)
+    tiny_rmt = listed_by_rmt(["--tiny"])
     for r in runs:
         o = tiny_rmt[r["model"]]
-        same = all(r[key] == o[key] for key in ("batch", "seq_len", "segments", "bptt_window", "params"))
+        same = all(r[key] == o[key] for key in ("batch", "seq_len", "segments", "bptt_window", "params", "workload"))
         if r["workload"] == "lm":
             same = same and r["warmup"] == o["fill_steps"]  # --warmup 0: only the fill steps
         check(f"{r['model']}: batch, positions, BPTT window, parameters (and untimed fill steps) as "
               f"in rmt bench", same)
     for r in runs:
         keys = ["tokens_per_s", "step_ms", "gflop_per_step", "gflops", "mfu", "peak_rss_mb", "loss"]
-        check(f"{r['model']}: report keys present, loss finite and positive",
-              all(k in r for k in keys) and 0 < r["loss"] < 100 and r["tokens_per_s"] > 0)
+        check(f"{r['model']}: report keys present, loss finite and positive, cpu, eager",
+              all(k in r for k in keys) and 0 < r["loss"] < 100 and r["tokens_per_s"] > 0
+              and r["device"] == "cpu" and r["compile"] == "eager")
+    b3 = json_lines(ref + ["--tiny", "--model", "rmt", "--batch", "3"] + one_step)
+    check("pytorch_reference.py --batch 3 trains and reports batch 3 and rmt bench's FLOPs",
+          [r["batch"] for r in b3] == [3]
+          and abs(b3[0]["gflop_per_step"] - listed_by_rmt(["--tiny", "--batch", "3"])["rmt"]["gflop_per_step"]) <= 1e-12)
+
+    def one_line_error(args, expected):
+        p = subprocess.run(ref + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = p.stderr.strip().splitlines()
+        check(f"pytorch_reference.py {' '.join(args)}: exit 1, one line: {p.stderr.strip()!r}",
+              p.returncode == 1 and p.stdout == "" and len(lines) == 1 and expected in lines[0])
+
+    for bad in ("0", "-2", "100000"):
+        one_line_error(["--tiny", "--batch", bad], f"--batch must be from 1 to 65536 (got {bad})")
+    import torch
+    if torch.cuda.is_available():
+        g = json_lines(ref + ["--tiny", "--model", "rmt", "--device", "cuda"] + one_step)
+        check("pytorch_reference.py --device cuda trains on the GPU and reports its peak memory",
+              g[0]["device"] == "cuda" and g[0]["peak_device_mb"] > 0 and 0 < g[0]["loss"] < 100)
+    else:
+        one_line_error(["--tiny", "--model", "rmt", "--device", "cuda"] + one_step,
+                       "--device cuda: PyTorch ")
+    if hasattr(torch, "compile"):
+        # A compiled step of the tiny rmt model (compilation needs a C++ compiler on the CPU).
+        c = json_lines(ref + ["--tiny", "--model", "rmt", "--compile"] + one_step)
+        check("pytorch_reference.py --compile runs a compiled step after 3 untimed ones",
+              c[0]["compile"] == "forward+loss" and c[0]["compile_mode"] == "default"
+              and c[0]["warmup"] == 3 and 0 < c[0]["loss"] < 100)
+    else:
+        one_line_error(["--tiny", "--model", "rmt", "--compile"] + one_step,
+                       "--compile needs torch.compile (PyTorch 2.0 or later)")
     print(f"{failed} failed")
     sys.exit(1 if failed else 0)
 
