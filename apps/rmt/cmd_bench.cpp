@@ -132,11 +132,11 @@ void add_bench_command(CLI::App& app) {
                         "carried; lm_rmt re-runs %d earlier segment(s) (BPTT); warm-up at least "
                         "until the carried state is full\n",
                         r.batch, r.seq_len, bench_workload("lm_rmt", args->tiny).lm_window);
-          std::printf("%-11s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
+          std::printf("%-16s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
                       "median", "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms",
                       "re-run ms");
         }
-        std::printf("%-11s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
+        std::printf("%-16s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
                     r.model.c_str(), r.step_ms_min, r.step_ms_median, r.tokens_per_s,
                     r.gflop_per_step, r.gflops, 100 * r.mfu, r.peak_rss_mb,
                     ms_or_dash(r.workload == "lm" ? r.sample_ms : r.eval_free_running_ms).c_str(),
