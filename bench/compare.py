@@ -251,7 +251,7 @@ def main():
         print("rmt sample's path (one stream, greedy): one segment of bytes after a one-segment prompt")
         for k in samples:
             r = rows[k][0]
-            print(f"{k:<11} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
+            print(f"{k:<16} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
                   f"({1e3 * r['sample_bytes'] / r['sample_ms']:.0f} bytes/s, prompt included)")
     print(f"\nraw JSON lines: {args.out}")
 
