@@ -638,6 +638,17 @@ static void read_split(const std::string& dir, const DatasetMeta& meta, const st
   read_checked_matrix(dataset_file(dir, meta.file_prefix, split, "y"), n, meta.len_y, Y);
 }
 
+void sample_model_view(bool stacked, const int64_t* x, int len_x, const int64_t* y, int len_y,
+                       int32_t* input, int32_t* target) {
+  if (!stacked) {
+    for (int k = 0; k < len_x; ++k) input[k] = int32_t(x[k]), target[k] = int32_t(y[k]);
+    return;
+  }
+  // S[k] for k < len_x + len_y
+  auto s = [&](int k) { return int32_t(k < len_x ? x[k] : y[k - len_x]); };
+  for (int k = 0; k + 1 < len_x + len_y; ++k) input[k] = s(k), target[k] = s(k + 1);
+}
+
 LmSplit load_lm_split(const std::string& dir, const DatasetMeta& given, const std::string& split) {
   const DatasetMeta meta = implied_meta(given);
   std::vector<int64_t> X, Y;
@@ -660,26 +671,13 @@ LmSplit load_lm_split(const std::string& dir, const DatasetMeta& given, const st
   LmSplit s;
   s.n = nx;
   s.max_id = int32_t(max_id);
-  if (meta.stacked) {
-    // S = concat(X, y); input = S[:-1], target = S[1:].
-    const int len_s = int(cx + cy);
-    s.seq_len = len_s - 1;
-    s.input.resize(size_t(nx) * s.seq_len);
-    s.target.resize(size_t(nx) * s.seq_len);
-    std::vector<int64_t> row(len_s);
-    for (int64_t i = 0; i < nx; i++) {
-      std::copy(X.begin() + i * cx, X.begin() + (i + 1) * cx, row.begin());
-      std::copy(Y.begin() + i * cy, Y.begin() + (i + 1) * cy, row.begin() + cx);
-      for (int k = 0; k < s.seq_len; k++) {
-        s.input[i * s.seq_len + k] = int32_t(row[k]);
-        s.target[i * s.seq_len + k] = int32_t(row[k + 1]);
-      }
-    }
-  } else {
-    s.seq_len = int(cx);  // the task makes cx == cy (sqeq)
-    s.input.assign(X.begin(), X.end());
-    s.target.assign(Y.begin(), Y.end());
-  }
+  // The model's view, one sample at a time (sample_model_view states the layout).
+  s.seq_len = meta.stacked ? int(cx + cy) - 1 : int(cx);  // not stacked (sqeq): cx == cy
+  s.input.resize(size_t(nx) * s.seq_len);
+  s.target.resize(size_t(nx) * s.seq_len);
+  for (int64_t i = 0; i < nx; i++)
+    sample_model_view(meta.stacked, X.data() + i * cx, int(cx), Y.data() + i * cy, int(cy),
+                      s.input.data() + i * s.seq_len, s.target.data() + i * s.seq_len);
   return s;
 }
 

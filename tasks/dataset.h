@@ -47,6 +47,12 @@ struct LmSplit {
   std::vector<int32_t> input, target;
   int32_t max_id = -1;  // the largest id in input and target (always < the dataset's vocab size)
 };
+// The model's view of one sample (x: len_x ids, y: len_y ids). Stacked tasks: S = concat(x, y),
+// input = S[:-1] and target = S[1:], len_x + len_y - 1 positions each; otherwise (sqeq)
+// input = x and target = y, len_x positions.
+void sample_model_view(bool stacked, const int64_t* x, int len_x, const int64_t* y, int len_y,
+                       int32_t* input, int32_t* target);
+
 // Checks the split's files (dtype int64, shapes [N, len_x] / [N, len_y], N >= 1 in both, every id
 // inside meta.vocab) before it builds the view; fails naming the file otherwise.
 LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std::string& split);

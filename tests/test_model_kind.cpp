@@ -20,6 +20,9 @@ TEST_CASE("model kinds: names, order and parsing") {
     CHECK(&traits_of(t.kind) == &t);
     CHECK(&traits_of(std::string(t.name)) == &t);
   }
+  std::string labels;
+  for (const ModelKindTraits& t : kModelKinds) labels += std::string(t.label) + "; ";
+  CHECK(labels == "baseline; MT; Tr-XL; RMT; Tr-XL + RMT; ");  // the paper's names
   CHECK_FALSE(find_model_kind("gpt").has_value());
   CHECK_FALSE(find_model_kind("RMT").has_value());
   CHECK_FALSE(find_model_kind("").has_value());

@@ -19,6 +19,7 @@ enum class ModelKind { baseline, mt, xl, rmt, xl_rmt };
 struct ModelKindTraits {
   ModelKind kind;
   const char* name;      // the value of model.kind, and the start of a table row's label
+  const char* label;     // the paper's name for it, in plots and reports
   bool has_cache;        // a detached Transformer-XL cache of each layer's last model.mem_len input rows
   bool has_memory;       // model.num_mem_tokens memory tokens read at the start of every segment
   bool has_write_block;  // the memory is also written at the segment's end; the written memory is
@@ -30,12 +31,12 @@ struct ModelKindTraits {
 };
 
 inline constexpr ModelKindTraits kModelKinds[] = {
-    //                          cache  memory write
-    {ModelKind::baseline, "baseline", false, false, false},  // segments processed independently
-    {ModelKind::mt, "mt", false, true, false},               // memory at the start only
-    {ModelKind::xl, "xl", true, false, false},               // Transformer-XL
-    {ModelKind::rmt, "rmt", false, true, true},              // Recurrent Memory Transformer
-    {ModelKind::xl_rmt, "xl_rmt", true, true, true},         // both
+    //                                       cache  memory write
+    {ModelKind::baseline, "baseline", "baseline", false, false, false},  // segments independent
+    {ModelKind::mt, "mt", "MT", false, true, false},                     // Memory Transformer
+    {ModelKind::xl, "xl", "Tr-XL", true, false, false},                  // Transformer-XL
+    {ModelKind::rmt, "rmt", "RMT", false, true, true},                   // Recurrent Memory Transformer
+    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", true, true, true},      // both
 };
 inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
 

@@ -233,11 +233,13 @@ std::string lm_plot_script(const std::vector<LmRow>& rows, const std::string& ou
   std::map<std::string, std::vector<std::pair<int, double>>> lines;
   double baseline = -1;
   for (const auto& r : rows) {
-    if (r.model == "baseline") baseline = r.bpc;
-    else if (r.model == "xl") lines["Tr-XL, cache"].push_back({r.cache, r.bpc});
-    else if (r.model == "rmt") lines[fmt::format("RMT, memory, BPTT {}", r.bptt)].push_back({r.memory, r.bpc});
-    else if (r.model == "mt") lines["MT, memory"].push_back({r.memory, r.bpc});
-    else lines[fmt::format("Tr-XL + RMT, cache {}, memory", r.cache)].push_back({r.memory, r.bpc});
+    const ModelKindTraits& k = traits_of(r.model);  // a known kind: checked as the rows were read
+    if (!k.has_cache && !k.has_memory) baseline = r.bpc;
+    else if (!k.has_memory) lines[fmt::format("{}, cache", k.label)].push_back({r.cache, r.bpc});
+    else if (!k.has_cache && k.has_write_block)  // BPTT through the memory: one line per setting
+      lines[fmt::format("{}, memory, BPTT {}", k.label, r.bptt)].push_back({r.memory, r.bpc});
+    else if (!k.has_cache) lines[fmt::format("{}, memory", k.label)].push_back({r.memory, r.bpc});
+    else lines[fmt::format("{}, cache {}, memory", k.label, r.cache)].push_back({r.memory, r.bpc});
   }
   std::string s = "set terminal pngcairo size 900,600 enhanced font 'Helvetica,12'\n";
   s += "set output '" + out + "'\n";
@@ -617,6 +619,8 @@ void Reproduction::summarise_lm(const ReproItem& it) {
     }
     LmRow r;
     r.model = row[c_kind];
+    if (!find_model_kind(r.model))
+      fail("{}:{}: model.kind '{}' is not one of {}", csv_path, line, r.model, model_kind_list());
     r.cache = int(number(row, c_cache, line));
     r.memory = int(number(row, c_mem, line));
     r.bptt = row[c_bptt] == "all" ? -1 : int(number(row, c_bptt, line));
