@@ -22,6 +22,9 @@
 #include "lib/run/lm.h"
 #include "lib/run/sample.h"
 #include "lib/run/train_step.h"
+#include "tasks/dataset.h"
+#include "tasks/rng.h"
+#include "tasks/tasks.h"
 
 namespace rmt {
 
@@ -37,20 +40,19 @@ double median(std::vector<double> x) {
   return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-// A batch of the copy task: X uniform over the symbols 2..V-1, S = X ++ [1] ++ X ++ X,
-// input = S[:-1], target = S[1:] (docs/paper.md §1, "stacked").
-void copy_batch(SplitMixRng& rng, int B, int L, int V, std::vector<int32_t>& input,
+// A batch of fresh samples of the copy task with L symbols to copy and vocabulary V, in the
+// model's view (tasks/: i.i.d. draws, sample_model_view).
+void copy_batch(TaskRng& rng, int B, int L, int V, std::vector<int32_t>& input,
                 std::vector<int32_t>& target) {
-  const int T = 3 * L;
+  const TaskOptions copy = resolve_task("copy", L, V - 2);  // ids 0, 1: <pad>, <go>
+  const int len_x = task_len_x(copy), len_y = task_len_y(copy), T = len_x + len_y - 1;
   input.resize(size_t(B) * T);
   target.resize(size_t(B) * T);
-  std::vector<int32_t> s(size_t(T) + 1);
+  std::vector<int64_t> x(static_cast<size_t>(len_x)), y(static_cast<size_t>(len_y));
   for (int b = 0; b < B; ++b) {
-    for (int i = 0; i < L; ++i) s[size_t(i)] = int32_t(2 + rng.below(uint64_t(V - 2)));
-    s[size_t(L)] = 1;
-    for (int i = 0; i < L; ++i) s[size_t(L + 1 + i)] = s[size_t(L + 1 + L + i)] = s[size_t(i)];
-    std::copy(s.begin(), s.end() - 1, input.begin() + int64_t(b) * T);
-    std::copy(s.begin() + 1, s.end(), target.begin() + int64_t(b) * T);
+    draw_sample(copy, rng, x.data(), y.data());
+    sample_model_view(task_stacked(copy), x.data(), len_x, y.data(), len_y,
+                      input.data() + int64_t(b) * T, target.data() + int64_t(b) * T);
   }
 }
 
@@ -361,7 +363,7 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
   const ModelConfig& mc = model.config;
   const int B = w.batch, T = w.seq_len(), A = w.answer_size();
   const std::vector<int> seg_len = segment_lengths(T, w.segments);
-  SplitMixRng rng(mix_seed(opt.seed, 0xBE7C));
+  TaskRng rng(mix_seed(opt.seed, 0xBE7C));
   std::vector<int32_t> input, target;
   StepSettings settings;
   settings.bptt = w.bptt;
