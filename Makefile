@@ -3,7 +3,7 @@
 SANITIZE ?=
 ifeq ($(strip $(SANITIZE)),1)
 BUILD   ?= build-san
-CMAKE_OPTIONS += -DRMT_SANITIZE=ON
+CMAKE_OPTIONS += -DRMT_SANITIZE=ON -DRMT_CUDA=OFF
 # Any report (leaks included) ends the process with status 86: the sanitizers' default, 1, is
 # rmt's "bad input" status, so a finding in a child `rmt` could pass for an expected error.
 export ASAN_OPTIONS ?= detect_leaks=1:exitcode=86:strict_string_checks=1:detect_stack_use_after_return=1
@@ -12,6 +12,9 @@ else
 BUILD   ?= build
 endif
 NATIVE  ?= ON            # NATIVE=OFF for a portable binary (no -march=native)
+# CUDA=1 / CUDA=0: build with / without the CUDA backend (-DRMT_CUDA=ON/OFF, docs/cuda.md); unset:
+# the build directory's choice (at first configure: on where nvcc is found).
+CUDA    ?=
 JOBS    ?= $(shell nproc)
 RMT     := $(BUILD)/rmt
 CTEST_ARGS ?=            # e.g. make test CTEST_ARGS='-R golden'
@@ -46,14 +49,40 @@ _install:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(PKGS); \
 	fi
 
-$(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE)) $(CMAKE_OPTIONS)
+ifeq ($(strip $(CUDA)),1)
+CUDA_OPTION := -DRMT_CUDA=ON
+else ifeq ($(strip $(CUDA)),0)
+CUDA_OPTION := -DRMT_CUDA=OFF
+else ifneq ($(strip $(CUDA)),)
+$(error CUDA=$(CUDA): expected CUDA=1 (build the CUDA backend) or CUDA=0 (without it))
+endif
 
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE)) $(CUDA_OPTION) $(CMAKE_OPTIONS)
+
+# CUDA=1/0 on an existing build directory reconfigures it with that choice.
 build: deps-build $(BUILD)/CMakeCache.txt
+	$(if $(CUDA_OPTION),cmake -S . -B $(BUILD) $(CUDA_OPTION) > /dev/null)
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Everything but the GPU suite (label cuda: `make test-cuda`), so that a machine without a GPU
+# never reports it as passed or failed.
 test: deps-test build
-	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -LE cuda $(CTEST_ARGS)
+
+# The GPU suite (tests/cuda/, docs/cuda.md): the cuda backend against the cpu backend on the
+# device. Fails (one line) in a build without the CUDA backend or on a machine without a GPU.
+# Its whole output, with the measured ratio of every tensor, is kept in $(CUDA_TEST_LOG).
+CUDA_TEST_LOG ?= $(BUILD)/cuda_tests.log
+.PHONY: test-cuda
+test-cuda: build
+	@grep -q '^RMT_CUDA:BOOL=ON$$' $(BUILD)/CMakeCache.txt || { \
+	  echo "make test-cuda: $(BUILD) is built without the CUDA backend (RMT_CUDA=OFF): make CUDA=1 test-cuda needs nvcc"; exit 1; }
+	@echo "make test-cuda: the GPU suite's output goes to $(CUDA_TEST_LOG)"
+	@cd $(BUILD) && ctest -L cuda --no-tests=error --output-on-failure -V $(CTEST_ARGS) > $(abspath $(CUDA_TEST_LOG)) 2>&1; \
+	  rc=$$?; tail -n 25 $(abspath $(CUDA_TEST_LOG)); \
+	  if [ $$rc -eq 0 ]; then echo "make test-cuda: passed (log: $(CUDA_TEST_LOG))"; \
+	  else echo "make test-cuda: FAILED (log: $(CUDA_TEST_LOG))"; fi; exit $$rc
 
 # A real SLURM on this machine: Debian's slurm-wlm and munge (installed when missing; needs root
 # or sudo), one node, state in a temp directory, runs an `rmt sweep --emit slurm` job array of a

@@ -1,7 +1,8 @@
 // Catalogue of bad inputs (tests/catalogue.h) of the device a command runs on: `--device` on
-// rmt train, eval, bench, sweep, attn and sample, and the config's `device:` key. This build has no CUDA
-// backend: `--device cuda` must be one clear error line (exit 1) before anything is written or
-// run, and so must a name no build has. (step-dump's --device: tests/catalogue_device.cpp.)
+// rmt train, eval, bench, sweep, attn and sample, and the config's `device:` key. Without a usable
+// CUDA device (a build without the backend, or none visible: the unit suite hides GPUs),
+// `--device cuda` must be one clear error line (exit 1) before anything is written or run, and so
+// must a name no build has. (step-dump's --device: tests/catalogue_device.cpp.)
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -81,7 +82,7 @@ void lm_run(const std::string& dir, const std::string& device) {
   rmt::save_checkpoint(dir + "/run/best.safetensors", model, model.params);
 }
 
-const char* kNoCuda = "device 'cuda': this rmt was built without the CUDA backend (devices here: cpu";
+const std::string kNoCuda = kCudaUnavailable;  // GPUs hidden: the same error with or without CUDA built
 const char* kUnknown = "unknown device 'gpu0' (devices here: cpu";
 
 }  // namespace
@@ -105,8 +106,7 @@ RMT_CATALOGUE({
     {"device", "eval --device of an unknown name", device_run, "eval --run {dir}/run --device gpu0", 1,
      kUnknown},
     {"device", "eval of a run trained on cuda", [](const std::string& d) { run_trained_on(d, "cuda"); },
-     "eval --run {dir}/run", 1,
-     "this rmt was built without the CUDA backend (devices here: cpu"},
+     "eval --run {dir}/run", 1, kNoCuda},
     {"device", "eval of a run trained on cuda names the run", [](const std::string& d) { run_trained_on(d, "cuda"); },
      "eval --run {dir}/run", 1, "/run was trained on, from its config.yaml); --device chooses another"},
     {"device", "attn --device cuda", device_run, "attn --run {dir}/run --dump - --device cuda", 1, kNoCuda},

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 
 // The message of the rmt::Error that `action` throws ("" if it throws nothing).
@@ -66,6 +67,13 @@ grid:
 derive:
   model.num_mem_tokens: segment_length / 2 + 1
 )";
+
+// What `--device cuda` says in the unit suite, which hides every GPU (tests/test_main.cpp): a build
+// without the CUDA backend says so; a build with it (known_devices() names cuda) finds no device.
+inline const std::string kCudaUnavailable =
+    rmt::known_devices().find("cuda") != std::string::npos
+        ? "device 'cuda': no CUDA device found ("
+        : "device 'cuda': this rmt was built without the CUDA backend (devices here: cpu, cpu-guarded";
 
 // Expects `rmt ARGS` to fail with a message containing `message`.
 inline void expect_error(const std::string& args, const std::string& message) {

@@ -17,6 +17,8 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 
+// Built only when --version is asked for (CLI11 calls it then): loading the CUDA backend and
+// asking the driver about the device takes a while, and no other command should pay for it.
 static std::string version_text() {
   return fmt::format(
       "rmt {}\ncommit: {}\ncompiler: {}\nopenmp threads: {}\ngemm: {}\ncuda: {}\n", RMT_VERSION,
@@ -29,12 +31,7 @@ static std::string version_text() {
       "unknown",
 #endif
       omp_get_max_threads(), rmt::cpu_gemm_library(),
-#ifdef RMT_WITH_CUDA
-      "yes"
-#else
-      "no (CPU backend only)"
-#endif
-  );
+      rmt::cuda_description());
 }
 
 namespace {
@@ -190,7 +187,7 @@ int main(int argc, char** argv) {
   CLI::App app{"rmt: train and evaluate memory-augmented transformers (Transformer-XL, RMT)\n"
                "on algorithmic tasks, and reproduce the RMT paper's results."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", version_text(), "Print version, commit, compiler, threads, CUDA");
+  app.set_version_flag("--version", version_text, "Print version, commit, compiler, threads, CUDA");
   rmt::cli::add_generate_command(app);
   rmt::cli::add_data_command(app);
   rmt::cli::add_train_command(app);

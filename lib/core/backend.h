@@ -156,11 +156,17 @@ class Backend {
 
 // The backend a run asks for by name (`device:` in the config, `--device` on the CLI):
 // "cpu" (the reference), "cpu-guarded" (for tests: the CPU kernels on memory the host cannot
-// touch outside a backend call, see guarded_cpu_backend). "cuda" fails with a clear error in a
-// build without the CUDA backend; any other name fails listing the known ones.
+// touch outside a backend call, see guarded_cpu_backend), "cuda" (built with RMT_CUDA: the GPU,
+// lib/cuda/cuda_backend.h, loaded from librmt_cuda.so next to the program when first asked for).
+// "cuda" fails with one clear line in a build without the CUDA backend or on a machine without a
+// usable GPU; any other name fails listing the known ones.
 Backend& backend_by_name(const std::string& device);
 // The names backend_by_name accepts in this build, for --help and errors.
 std::string known_devices();
+// The CUDA backend in one line, for `rmt --version`: its runtime and driver versions and the
+// device, or why there is no device, or why the backend cannot be loaded; "no (CPU backend
+// only)" in a build without it. Never fails.
+std::string cuda_description();
 
 // The CPU reference backend; `threads` <= 0 means all cores.
 Backend& cpu_backend();

@@ -1,0 +1,240 @@
+// Whole models on the cuda backend against the cpu backend, from the same parameters and batch:
+// the paper's copy model (4 layers, 4 heads x 64, d_model 128, d_inner 256, dropout 0.1, 72
+// positions in 3 segments, memory and cache of one segment) for all five kinds, BPTT through all
+// segments / 0 / 1, recompute, uneven segments: loss, logits and every parameter gradient with
+// max |diff| / max |ref| <= 1e-4 per tensor; ten optimizer steps; greedy decoding; determinism;
+// language-model steps.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/core/backend.h"
+#include "lib/core/engine.h"
+#include "lib/core/model.h"
+#include "lib/core/optim.h"
+#include "lib/core/random.h"
+#include "lib/run/evaluate.h"
+#include "lib/run/lm.h"
+#include "lib/run/train_step.h"
+#include "tests/cuda/compare.h"
+
+using namespace rmt;
+using namespace rmt::cuda_test;
+
+namespace {
+
+constexpr double kModelLimit = 1e-4;
+const char* const kKinds[] = {"baseline", "mt", "xl", "rmt", "xl_rmt"};
+
+// The copy model of experiments/fig4_copy.yaml at 3 segments of 24 (memory and cache 24).
+ModelConfig copy_model(const std::string& kind, int n_token = 12) {
+  ModelConfig c;
+  c.kind = kind;
+  c.n_token = n_token;
+  c.n_layer = 4, c.n_head = 4, c.d_head = 64, c.d_model = 128, c.d_inner = 256;
+  c.dropout = 0.1;
+  c.mem_len = (kind == "xl" || kind == "xl_rmt") ? 24 : 0;
+  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? 24 : 0;
+  return c;
+}
+
+// A batch of 72 positions: random symbols 2..V-1, the loss over the last 48 (the two copies).
+struct Batch {
+  int B, T = 72, A = 48;
+  std::vector<int> seg_len;
+  std::vector<int32_t> input, target;
+  Batch(int B, std::vector<int> seg_len, int V = 12, uint64_t seed = 3) : B(B), seg_len(std::move(seg_len)) {
+    SplitMixRng rng(seed);
+    for (int i = 0; i < B * T; ++i) input.push_back(int32_t(2 + rng.below(uint64_t(V - 2))));
+    for (int i = 0; i < B * T; ++i) target.push_back(int32_t(2 + rng.below(uint64_t(V - 2))));
+  }
+  StepBatch view() const { return {input.data(), target.data(), B, T, &seg_len, A}; }
+};
+
+// The same model on both backends: the cpu's initial parameters copied to the cuda one.
+struct Twin {
+  Model ref, dev;
+  std::unique_ptr<Engine> ref_engine, dev_engine;
+  Twin(const ModelConfig& c, uint64_t seed, double random_scale = 0)
+      : ref(c, cpu()), dev(c, gpu()) {
+    ref.init_weights(seed);
+    if (random_scale > 0) {  // O(random_scale) everywhere: decisive logits for decoding
+      SplitMixRng rng(seed);
+      std::vector<float> p(static_cast<size_t>(ref.num_params()));
+      for (float& x : p) x = float(random_scale * rng.normal());
+      ref.params.upload(ref.backend, p);
+    }
+    dev.params.upload(dev.backend, ref.params.download());
+    ref_engine = std::make_unique<Engine>(ref);
+    dev_engine = std::make_unique<Engine>(dev);
+  }
+  void set_recompute(bool on) {
+    ref_engine->set_recompute(on);
+    dev_engine->set_recompute(on);
+  }
+};
+
+// Compares two flat parameter-layout vectors (parameters, gradients) tensor by tensor.
+void compare_tensors(const std::string& what, const Model& m, const std::vector<float>& ref,
+                     const std::vector<float>& got) {
+  REQUIRE(ref.size() == got.size());
+  for (const ParamInfo& info : m.param_info) {
+    const auto begin = size_t(info.offset), end = size_t(info.offset + info.numel);
+    CHECK_MESSAGE(close(what + " " + info.name, std::vector<float>(ref.begin() + begin, ref.begin() + end),
+                        std::vector<float>(got.begin() + begin, got.begin() + end), kModelLimit),
+                  what, " ", info.name);
+  }
+}
+
+struct Variant {
+  int B;
+  int bptt;
+  bool recompute;
+  std::vector<int> seg_len;
+};
+
+std::string describe(const std::string& kind, const Variant& v) {
+  std::string segs;
+  for (int s : v.seg_len) segs += (segs.empty() ? "" : ",") + std::to_string(s);
+  return fmt::format("{} B={} bptt {} segments {}{}", kind, v.B, v.bptt < 0 ? "all" : std::to_string(v.bptt),
+                     segs, v.recompute ? " recompute" : "");
+}
+
+}  // namespace
+
+TEST_CASE("cuda models: loss, logits and every gradient of all five kinds (bptt all / 0 / 1, recompute, uneven segments)") {
+  const std::vector<Variant> variants = {
+      {32, -1, false, {24, 24, 24}},  // the paper's batch
+      {8, 0, false, {24, 24, 24}},
+      {8, 1, false, {24, 24, 24}},
+      {8, -1, true, {24, 24, 24}},
+      {8, 1, true, {25, 24, 23}},
+      {8, -1, false, {30, 22, 20}},
+  };
+  for (const char* kind : kKinds)
+    for (const Variant& v : variants) {
+      const std::string what = describe(kind, v);
+      CAPTURE(what);
+      ModelConfig c = copy_model(kind);
+      const int longest = *std::max_element(v.seg_len.begin(), v.seg_len.end());
+      if (c.mem_len > 0) c.mem_len = longest;
+      if (c.num_mem_tokens > 0) c.num_mem_tokens = longest;
+      Twin twin(c, 7);
+      twin.set_recompute(v.recompute);
+      const Batch batch(v.B, v.seg_len);
+      // A training step's forward and backward (dropout 0.1: the masks are the same function).
+      const double ref_loss = forward_backward(*twin.ref_engine, batch.view(), v.bptt, true, 1234);
+      const double dev_loss = forward_backward(*twin.dev_engine, batch.view(), v.bptt, true, 1234);
+      CHECK(close_scalar(what + " training loss", ref_loss, dev_loss, kModelLimit));
+      compare_tensors(what + " grad", twin.ref, twin.ref.grads.download(), twin.dev.grads.download());
+      // Evaluation: every segment's logits.
+      const double ref_eval = twin.ref_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
+                                                       v.seg_len, batch.A, false, 0);
+      const double dev_eval = twin.dev_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
+                                                       v.seg_len, batch.A, false, 0);
+      CHECK(close_scalar(what + " evaluation loss", ref_eval, dev_eval, kModelLimit));
+      for (int s = 0; s < int(v.seg_len.size()); ++s)
+        CHECK(close(fmt::format("{} logits of segment {}", what, s), twin.ref_engine->logits(s),
+                    twin.dev_engine->logits(s), kModelLimit));
+    }
+}
+
+TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's parameters") {
+  for (const char* kind : kKinds) {
+    CAPTURE(kind);
+    Twin twin(copy_model(kind), 11);
+    const Batch batch(8, {24, 24, 24});
+    Adam ref_adam(cpu(), twin.ref.num_params()), dev_adam(gpu(), twin.dev.num_params());
+    StepSettings s;
+    s.bptt = -1;
+    s.clip = 0.25;
+    s.lr = 1e-3;
+    for (int step = 0; step < 10; ++step) {
+      s.dropout_seed = 500 + uint64_t(step);
+      const Batch b(8, {24, 24, 24}, 12, 100 + uint64_t(step));
+      const StepResult r = train_step(*twin.ref_engine, twin.ref, cpu(), ref_adam, b.view(), s);
+      const StepResult d = train_step(*twin.dev_engine, twin.dev, gpu(), dev_adam, b.view(), s);
+      CHECK(r.applied == d.applied);
+      CHECK(close_scalar(fmt::format("{} step {} loss", kind, step), r.loss, d.loss, kModelLimit));
+      CHECK(close_scalar(fmt::format("{} step {} gradient norm", kind, step), r.grad_norm, d.grad_norm,
+                         kModelLimit));
+    }
+    compare_tensors(std::string(kind) + " after 10 steps: param", twin.ref, twin.ref.params.download(),
+                    twin.dev.params.download());
+  }
+}
+
+TEST_CASE("cuda models: greedy decoding gives the cpu's tokens") {
+  for (const char* kind : kKinds)
+    for (bool kv_cache : {true, false}) {
+      CAPTURE(kind);
+      CAPTURE(kv_cache);
+      ModelConfig c = copy_model(kind);
+      c.dropout = 0;
+      Twin twin(c, 13, 0.1);  // O(0.1) parameters: logits far apart, no near-ties to flip
+      const Batch batch(8, {24, 24, 24});
+      std::vector<int32_t> ref, got;
+      decode_greedy(*twin.ref_engine, batch.input.data(), batch.B, batch.T, batch.seg_len, batch.A, kv_cache, ref);
+      decode_greedy(*twin.dev_engine, batch.input.data(), batch.B, batch.T, batch.seg_len, batch.A, kv_cache, got);
+      CHECK(same(fmt::format("{} greedy decoding{} tokens", kind, kv_cache ? " (kv cache)" : ""), ref, got));
+    }
+}
+
+TEST_CASE("cuda models: a step repeated is bit-identical (determinism), also on fresh buffers") {
+  for (const char* kind : {"rmt", "xl_rmt"}) {
+    CAPTURE(kind);
+    Twin twin(copy_model(kind), 17);
+    const Batch batch(32, {24, 24, 24});
+    const double l1 = forward_backward(*twin.dev_engine, batch.view(), -1, true, 99);
+    const std::vector<float> g1 = twin.dev.grads.download();
+    const double l2 = forward_backward(*twin.dev_engine, batch.view(), -1, true, 99);
+    const std::vector<float> g2 = twin.dev.grads.download();
+    Model other(copy_model(kind), gpu());
+    other.params.upload(other.backend, twin.dev.params.download());
+    Engine other_engine(other);
+    const double l3 = forward_backward(other_engine, batch.view(), -1, true, 99);
+    CHECK(l1 == l2);
+    CHECK(l1 == l3);
+    CHECK(same(std::string(kind) + " gradients of a repeated step (bits)", g1, g2));
+    CHECK(same(std::string(kind) + " gradients on another model's buffers (bits)", g1, other.grads.download()));
+  }
+}
+
+TEST_CASE("cuda models: language-model steps (carried state, bptt window) match the cpu") {
+  for (const char* kind : {"xl", "rmt", "xl_rmt"}) {
+    CAPTURE(kind);
+    ModelConfig c = copy_model(kind, 256);
+    c.mem_len = c.mem_len > 0 ? 32 : 0;
+    c.num_mem_tokens = c.num_mem_tokens > 0 ? 8 : 0;
+    Twin twin(c, 19);
+    const int B = 4, T = 32, steps = 4;
+    SplitMixRng rng(23);
+    std::vector<int32_t> stream(size_t(B) * (steps * T + 1));
+    for (int32_t& x : stream) x = int32_t(rng.below(256));
+    const LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+      in.clear();
+      tg.clear();
+      for (int b = 0; b < B; ++b) {
+        const size_t row = size_t(b) * (steps * T + 1) + size_t(s) * T;
+        in.insert(in.end(), stream.begin() + row, stream.begin() + row + T);
+        tg.insert(tg.end(), stream.begin() + row + 1, stream.begin() + row + 1 + T);
+      }
+    };
+    const int window = c.num_mem_tokens > 0 ? 1 : 0;
+    LmCarry ref_carry(window), dev_carry(window);
+    for (int step = 0; step < steps; ++step) {
+      const double r = lm_train_step(*twin.ref_engine, ref_carry, source, B, T, true, 40 + uint64_t(step));
+      const double d = lm_train_step(*twin.dev_engine, dev_carry, source, B, T, true, 40 + uint64_t(step));
+      CHECK(close_scalar(fmt::format("{} LM step {} loss", kind, step), r, d, kModelLimit));
+      compare_tensors(fmt::format("{} LM step {} grad", kind, step), twin.ref, twin.ref.grads.download(),
+                      twin.dev.grads.download());
+    }
+  }
+}
