@@ -150,7 +150,6 @@ TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's paramete
   for (const char* kind : kKinds) {
     CAPTURE(kind);
     Twin twin(copy_model(kind), 11);
-    const Batch batch(8, {24, 24, 24});
     Adam ref_adam(cpu(), twin.ref.num_params()), dev_adam(gpu(), twin.dev.num_params());
     StepSettings s;
     s.bptt = -1;
