@@ -78,8 +78,6 @@ Backend& cuda_backend() {
 
 }  // namespace
 
-std::string known_devices() { return "cpu, cpu-guarded (for tests), cuda"; }
-
 std::string cuda_description() {
   const CudaLibrary& lib = cuda_library();
   if (!lib.error.empty()) return lib.error;
@@ -89,8 +87,6 @@ std::string cuda_description() {
 }
 
 #else
-
-std::string known_devices() { return "cpu, cpu-guarded (for tests)"; }
 
 std::string cuda_description() { return "no (CPU backend only)"; }
 
