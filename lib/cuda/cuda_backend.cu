@@ -188,8 +188,10 @@ class CudaBackend final : public Backend {
   void deallocate(void* p, size_t) override {
     // Never throws: buffers are freed by destructors, also while an earlier CUDA error unwinds
     // the stack (the runtime then refuses every call, and that error has been reported).
-    // cudaFree waits for the device, so no queued kernel still uses the buffer.
+    // A kernel still queued may use the buffer: the stream drains first (cudaFree waits for the
+    // device too; this makes it explicit). Warm steps free nothing, so no step pays for it.
     if (!p || !st_) return;
+    if (cudaStreamSynchronize(st_->stream) != cudaSuccess) (void)cudaGetLastError();
     if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
   }
   void fill(float* x, int64_t n, float value) override { rmt::cuda::fill(ex(), x, n, value); }
