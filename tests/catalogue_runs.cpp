@@ -101,6 +101,27 @@ std::string step_args(const std::string& extra) {
 }  // namespace
 
 RMT_CATALOGUE({
+    // ---- train: the curriculum and the stopping rule (lib/run/curriculum.h) -----------------
+    {"train", "mastery curriculum without a target", tiny_config,
+     train_args("{dir}", "--set train.curriculum=3 --set train.curriculum_advance=mastery"), 1,
+     "train.curriculum_advance mastery needs train.target"},
+    {"train", "mastery curriculum of one stage", tiny_config,
+     train_args("{dir}", "--set train.curriculum_advance=mastery --set train.target=0.9"), 1,
+     "needs train.curriculum >= 2 stages (got 1)"},
+    {"train", "curriculum_advance of an unknown kind", tiny_config,
+     train_args("{dir}", "--set train.curriculum_advance=sometimes"), 1, "fixed|mastery"},
+    {"train", "target above 1", tiny_config, train_args("{dir}", "--set train.target=1.5"), 1,
+     "train.target"},
+    {"train", "target below 0", tiny_config, train_args("{dir}", "--set train.target=-0.5"), 1,
+     "train.target"},
+    {"train", "target NaN", tiny_config, train_args("{dir}", "--set train.target=.nan"), 1,
+     "train.target"},
+    {"train", "target_evals without a target", tiny_config,
+     train_args("{dir}", "--set train.target_evals=3"), 1,
+     "train.target_evals 3 without train.target"},
+    {"train", "target_evals 0", tiny_config,
+     train_args("{dir}", "--set train.target=0.9 --set train.target_evals=0"), 1,
+     "train.target_evals"},
     // ---- train: sizes, threads, divergence ------------------------------------------------
     {"train", "n_layer of 10^8 (would allocate gigabytes)", tiny_config,
      "train --config {dir}/c.yaml --set model.n_layer=100000000 --out {dir}/run", 1,

@@ -29,6 +29,11 @@ static std::string duration_text(double s) {
 }
 
 static void print_progress(const TrainProgress& p, bool tty) {
+  if (p.note) {  // an event: its own line
+    std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", p.note->c_str());
+    std::fflush(stderr);
+    return;
+  }
   double rate = p.step > 0 ? p.elapsed_s / double(p.step) : 0;
   std::string val = p.val_acc ? fmt::format("{:.4f}", *p.val_acc) : "-";
   if (p.val_bpc) val = fmt::format("{:.4f}", *p.val_bpc);  // a language model: bits per character
@@ -78,9 +83,14 @@ void add_train_command(CLI::App& app) {
       std::string stages;  // "; curriculum: 3, 6, 9 segments"
       const TrainConfig& tc = run.config.train;
       for (int s = 0; tc.curriculum > 1 && s < tc.curriculum; ++s)
-        stages += fmt::format("{}{}", s ? ", " : "; curriculum: ",
-                              curriculum_segments(run.config, s * tc.max_steps / tc.curriculum));
-      if (!stages.empty()) stages += " segments";
+        stages += fmt::format("{}{}", s ? ", " : "; curriculum: ", curriculum_stage_segments(run.config, s));
+      if (!stages.empty())
+        stages += fmt::format(" segments ({})", tc.curriculum_advance == "mastery"
+                                                    ? "a stage ends once mastered or when its share of the steps runs out"
+                                                    : "equal shares of the steps");
+      if (tc.target > 0)
+        stages += fmt::format("; stops once validation accuracy >= {} at {} evaluations in a row",
+                              tc.target, tc.target_evals);
       if (is_lm(run.config)) {
         std::fprintf(stderr, "%s %s on text (%s): %d streams, segments of %d (%lld per pass), "
                      "bptt %s (windows of %d segments), %lld parameters, %d threads, about %s of "

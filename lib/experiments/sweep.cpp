@@ -688,7 +688,8 @@ std::string results_csv_text(const SweepPlan& plan) {
   if (any_lm) metrics.push_back("bpc");
   std::vector<std::string> tail = {"segment_length"};
   tail.insert(tail.end(), metrics.begin(), metrics.end());
-  for (const char* k : {"run_id", "status", "steps", "wall_time_s", "git_commit", "threads", "error"}) tail.push_back(k);
+  for (const char* k : {"run_id", "status", "steps", "end_reason", "solved_step", "wall_time_s", "git_commit", "threads", "error"})
+    tail.push_back(k);
   std::vector<std::string> header = config_cols;
   header.insert(header.end(), tail.begin(), tail.end());
   std::string out;
@@ -717,6 +718,11 @@ std::string results_csv_text(const SweepPlan& plan) {
     row.push_back(run.run_id);
     row.push_back(state == RunState::done ? "done" : "failed");
     row.push_back(json_number(r, "steps"));
+    // results.json written before the stopping rule: a done run went to its max_steps
+    row.push_back(state != RunState::done ? ""
+                  : r.contains("end_reason") && r["end_reason"].is_string() ? r["end_reason"].get<std::string>()
+                                                                             : "max_steps");
+    row.push_back(json_number(r, "solved_step"));
     row.push_back(r.contains("wall_time_s") ? fmt::format("{:.1f}", r["wall_time_s"].get<double>()) : "");
     row.push_back(r.contains("git_commit") ? r["git_commit"].get<std::string>() : "");
     row.push_back(json_number(r, "threads"));

@@ -100,6 +100,7 @@ struct Bound {
 Bound at_or_above(double v) { return {v, true, true}; }
 Bound above(double v) { return {v, false, true}; }
 Bound below(double v) { return {v, false, true}; }
+Bound at_or_below(double v) { return {v, true, true}; }
 Bound no_bound() { return {}; }
 
 bool within(double v, Bound lo, Bound hi) {
@@ -296,6 +297,13 @@ const std::vector<KeyDescriptor>& key_table() {
       integer_key("train.seed", FIELD(train.seed), 0),
       integer_key("train.threads", FIELD(train.threads), 0),
       integer_key("train.curriculum", FIELD(train.curriculum), 1),
+      // written only when used, so that the run ids of configs without them do not change
+      written_when(choice_key("train.curriculum_advance", FIELD(train.curriculum_advance), {"fixed", "mastery"}),
+                   [](const Config& c) { return c.train.curriculum_advance != "fixed"; }),
+      written_when(real_key("train.target", FIELD(train.target), at_or_above(0), at_or_below(1)),
+                   [](const Config& c) { return c.train.target > 0; }),
+      written_when(integer_key("train.target_evals", FIELD(train.target_evals), 1),
+                   [](const Config& c) { return c.train.target > 0; }),
   };
   return table;
 }
@@ -455,6 +463,23 @@ void apply_override(Config& config, const std::string& assignment) {
   set_key(config, path, value, origin);
 }
 
+// The curriculum and stopping keys (lib/run/curriculum.h); after the language-model checks,
+// which name the keys a language model must leave out.
+static void validate_curriculum(const Config& config) {
+  const TrainConfig& tc = config.train;
+  if (tc.curriculum_advance == "mastery") {
+    if (tc.curriculum < 2)
+      fail("invalid config: train.curriculum_advance mastery needs train.curriculum >= 2 stages "
+           "(got {}): it decides when a stage ends", tc.curriculum);
+    if (tc.target <= 0)
+      fail("invalid config: train.curriculum_advance mastery needs train.target, the validation "
+           "accuracy that ends a stage, e.g. --set train.target=0.99");
+  }
+  if (tc.target_evals != TrainConfig().target_evals && tc.target <= 0)
+    fail("invalid config: train.target_evals {} without train.target: set the target accuracy "
+         "it counts evaluations of, e.g. --set train.target=0.99", tc.target_evals);
+}
+
 void validate(const Config& config) {
   for (const auto& key : key_table())
     if (!key.in_range(config))
@@ -477,11 +502,16 @@ void validate(const Config& config) {
       fail("invalid config: train.curriculum {} applies to algorithmic tasks (it grows the number "
            "of segments per sample); a language model (segment_length {}) has none to grow",
            config.train.curriculum, config.segment_length);
+    if (config.train.target > 0)
+      fail("invalid config: train.target {} is a validation accuracy to stop at; a language model "
+           "(segment_length {}) reports bpc: leave train.target out", config.train.target,
+           config.segment_length);
     if (config.bptt < 0 && kind.has_memory && model.num_mem_tokens > 0)
       fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
            "end to back-propagate to; give the number of earlier segments the memory's gradient "
            "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
   }
+  validate_curriculum(config);
 }
 
 void resolve_kind(ModelConfig& model) {

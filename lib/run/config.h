@@ -26,10 +26,16 @@ struct TrainConfig {
   int64_t log_every = 100;
   int64_t eval_samples = 0;  // 0 = the whole validation split at every evaluation
   uint64_t seed = 1;
-  // Curriculum over the number of segments: max_steps in `curriculum` equal stages, stage i of N
-  // (1-based) training on ceil(segments * i / N) segments of the same input, so the last stage
-  // trains on `segments`; validation and test always use `segments`. 1 = no curriculum.
+  // Curriculum over the number of segments (lib/run/curriculum.h): `curriculum` stages, stage i
+  // of N (1-based) training on ceil(segments * i / N) segments of the same input, the last on
+  // `segments`. 1 = no curriculum. curriculum_advance: fixed (each stage gets an equal share of
+  // max_steps) or mastery (a stage also ends once validation at its own segments meets target).
   int curriculum = 1;
+  std::string curriculum_advance = "fixed";
+  // Stop when solved: 0 = train max_steps; else the run ends once the validation accuracy
+  // (teacher-forced, at `segments`) is >= target at target_evals consecutive evaluations.
+  double target = 0;
+  int target_evals = 2;
   int threads = 0;           // 0 = all cores
 };
 

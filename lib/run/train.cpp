@@ -18,6 +18,7 @@
 #include "lib/files/io.h"
 #include "lib/files/safetensors.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/curriculum.h"
 #include "lib/run/lm.h"
 #include "lib/run/schedule.h"
 #include "lib/run/train_step.h"
@@ -169,18 +170,11 @@ double split_file_bytes(const RunSetup& run, const std::string& split) {
   return bytes;
 }
 
-int curriculum_segments(const Config& config, int64_t step) {
-  const int64_t stages = config.train.curriculum;
-  const int64_t stage = std::min(stages - 1, step * stages / config.train.max_steps);  // 0-based
-  return int((int64_t(config.segments) * (stage + 1) + stages - 1) / stages);
-}
-
 MemoryEstimate train_memory_estimate(const RunSetup& run) {
   MemoryEstimate largest;
-  for (int64_t stage = 0; stage < run.config.train.curriculum; ++stage) {
-    const int64_t step = stage * run.config.train.max_steps / run.config.train.curriculum;
+  for (int stage = 0; stage < run.config.train.curriculum; ++stage) {
     Workload w = train_workload(run);
-    w.seg_len = segment_lengths(run.seq_len, curriculum_segments(run.config, step));
+    w.seg_len = segment_lengths(run.seq_len, curriculum_stage_segments(run.config, stage));
     MemoryEstimate e = estimate_memory(run.config.model, w);
     if (e.total() > largest.total()) largest = e;
   }
@@ -279,11 +273,15 @@ struct TrainState {  // what --resume restores besides parameters and Adam momen
   double best_val_loss = INFINITY;
   int64_t best_step = -1;
   std::string dataset_fingerprint;  // dataset_fingerprint() of the data the run started on
+  Progression progression = start_progression();  // curriculum stage and target streak
 };
 
 // lm: a language model's carried state (its B streams), saved with the rest.
+// with_progression: the curriculum and target progression too (runs with train.target; other
+// runs' state files stay as they were).
 void save_state(const std::string& path, const Model& model, const Adam& adam,
-                const LrSchedule& sched, const TrainState& st, const LmCarry* lm = nullptr, int B = 0) {
+                const LrSchedule& sched, const TrainState& st, bool with_progression,
+                const LmCarry* lm = nullptr, int B = 0) {
   const std::vector<float> params = model.params.download(), moment1 = adam.moment1.download(),
                            moment2 = adam.moment2.download();
   std::vector<TensorRef> refs;
@@ -306,11 +304,19 @@ void save_state(const std::string& path, const Model& model, const Adam& adam,
                     {"plateau_has_best", sched.has_best ? "1" : "0"},
                     {"dataset_fingerprint", st.dataset_fingerprint}};
   metadata.insert(lm_metadata.begin(), lm_metadata.end());
+  if (with_progression) {
+    const Progression& p = st.progression;
+    metadata["stage"] = std::to_string(p.stage);
+    metadata["stage_first_step"] = steps_text(p.stage_first_step);
+    metadata["target_streak"] = std::to_string(p.streak);
+    metadata["target_streak_first_step"] = std::to_string(p.streak_first_step);
+    metadata["solved_step"] = std::to_string(p.solved_step);
+  }
   save_safetensors(path, refs, metadata);
 }
 
 void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& sched, TrainState& st,
-                LmCarry* lm = nullptr, int B = 0) {
+                bool with_progression, LmCarry* lm = nullptr, int B = 0) {
   SafetensorsFile f = load_safetensors(path);
   if (lm) restore_lm_carry(f, path, model, B, *lm);
   auto tensor = [&](const std::string& name, int64_t numel) -> const Tensor& {
@@ -352,6 +358,17 @@ void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& s
     // absent from states written before fingerprints were recorded
     auto fp = f.metadata.find("dataset_fingerprint");
     st.dataset_fingerprint = fp == f.metadata.end() ? "" : fp->second;
+    if (with_progression) {
+      Progression& p = st.progression;
+      p.stage = std::stoi(md("stage"));
+      p.stage_first_step = parse_steps_text(md("stage_first_step"), path + ": stage_first_step");
+      p.streak = std::stoi(md("target_streak"));
+      p.streak_first_step = std::stoll(md("target_streak_first_step"));
+      p.solved_step = std::stoll(md("solved_step"));
+      if (p.stage < 0 || size_t(p.stage) + 1 != p.stage_first_step.size() || p.streak < 0)
+        fail("{}: corrupt training state metadata (stage {} with {} stage starts)", path, p.stage,
+             p.stage_first_step.size());
+    }
   } catch (const std::logic_error&) {
     fail("{}: corrupt training state metadata", path);
   }
@@ -461,10 +478,16 @@ void train(const Config& config_in, const TrainOptions& opt) {
   model.init_weights(mix_seed(tc.seed, 0x1417));
   Adam adam(be, model.num_params());
   LrSchedule sched(tc);
+  const bool with_progression = tc.target > 0;  // the state files of other runs stay as they were
   TrainState st;
   st.dataset_fingerprint = fingerprint;
   if (resuming) {
-    load_state(state_path.string(), model, adam, sched, st, lm ? &carry : nullptr, tc.batch_size);
+    load_state(state_path.string(), model, adam, sched, st, with_progression, lm ? &carry : nullptr,
+               tc.batch_size);
+    if (!with_progression) st.progression = fixed_progression(config, st.step);
+    if (st.progression.stage >= tc.curriculum)
+      fail("{}: corrupt training state: curriculum stage {} of a run with train.curriculum {}",
+           state_path.string(), st.progression.stage + 1, tc.curriculum);
     if (st.dataset_fingerprint.empty()) {
       fmt::print(stderr, "note: {} records no dataset fingerprint (an older rmt wrote it); the "
                  "dataset is not checked against the one the run started on\n", state_path.string());
@@ -515,7 +538,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
       if (is_best)
         save_checkpoint((dir / "best.safetensors").string(), model, model.params,
                         {{"step", std::to_string(st.step)}});
-      save_state(state_path.string(), model, adam, sched, st, lm ? &carry : nullptr,
+      save_state(state_path.string(), model, adam, sched, st, with_progression, lm ? &carry : nullptr,
                  tc.batch_size);  // the commit point for --resume
     } catch (const Error& e) {
       // A failed write (disk full, ...) leaves the previous files whole (atomic writes).
@@ -524,10 +547,31 @@ void train(const Config& config_in, const TrainOptions& opt) {
     checkpoint_step = st.step;
   };
 
+  auto announce = [&](std::string text) {  // an event, shown on its own line
+    if (!opt.on_progress) return;
+    TrainProgress event = progress;
+    event.note = std::move(text);
+    opt.on_progress(event);
+  };
+  // A stage that began: one metrics line (written before the checkpoint that includes it, so a
+  // resumed run neither loses nor repeats it) and one progress note.
+  const bool mastery = tc.curriculum_advance == "mastery";
+  auto stage_began = [&](const char* why) {
+    const Progression& p = st.progression;
+    const int segments = curriculum_stage_segments(config, p.stage);
+    append_line(metrics_path, json{{"step", st.step}, {"stage", p.stage + 1}, {"segments", segments},
+                                   {"why", why}}.dump());
+    if (mastery) {  // validation moves to the new number of segments: the best starts anew
+      st.best_val_loss = INFINITY;
+      st.best_step = -1;
+    }
+    announce(fmt::format("curriculum stage {} of {}: {} segments from step {} ({})", p.stage + 1,
+                         tc.curriculum, segments, st.step, why));
+  };
   std::vector<int> step_seg_len = run.seg_len;  // this curriculum stage's segments
   const int64_t epoch_segments = lm ? lm_epoch_segments(run) : 0;
   const LmSegmentSource lm_source = lm ? text_segment_source(train_streams, T) : LmSegmentSource();
-  while (st.step < tc.max_steps) {
+  while (st.step < tc.max_steps && !st.progression.solved()) {
     const double lr = sched.lr_at(st.step);
     const uint64_t dropout_seed = mix_seed(tc.seed, 0xD80, uint64_t(st.step));
     StepResult step;
@@ -542,7 +586,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
       const double lm_loss = lm_train_step(engine, carry, lm_source, B, T, true, dropout_seed);
       step = optimizer_step(model, be, adam, lm_loss, tc.clip, lr);
     } else {
-      const int step_segments = curriculum_segments(config, st.step);
+      const int step_segments = curriculum_stage_segments(config, st.progression.stage);
       if (int(step_seg_len.size()) != step_segments) step_seg_len = segment_lengths(T, step_segments);
       for (int b = 0; b < B; ++b) {
         int64_t row = order.at(st.step * B + b);
@@ -564,6 +608,9 @@ void train(const Config& config_in, const TrainOptions& opt) {
     st.step += 1;
     interval_steps += 1;
     interval_loss += loss;
+    bool stage_scheduled = false;  // the stage's share of the steps ran out with this step
+    if (!lm) progression_segments(config, st.progression, st.step, &stage_scheduled);
+    if (stage_scheduled) stage_began(mastery ? "its share of the steps ran out" : "scheduled");
 
     const bool log_now = st.step % tc.log_every == 0 || st.step == tc.max_steps;
     const bool eval_now = st.step % tc.eval_every == 0 || st.step == tc.max_steps;
@@ -585,6 +632,8 @@ void train(const Config& config_in, const TrainOptions& opt) {
     }
     if (eval_now) {
       EvalResult val;
+      const int val_segments = validation_segments(config, st.progression);
+      if (!lm && int(val_opts.seg_len.size()) != val_segments) val_opts.seg_len = segment_lengths(T, val_segments);
       try {
         val = lm ? evaluate_lm(engine, val_streams, T, tc.eval_samples) : evaluate(engine, val_split, val_opts);
       } catch (const Error& e) {
@@ -603,9 +652,20 @@ void train(const Config& config_in, const TrainOptions& opt) {
                 {"val_acc_teacher_forced", val.acc_teacher_forced},
                 {"lr", sched.lr_at(st.step)}, {"best", is_best}};
       if (val.bpc) line["val_bpc"] = *val.bpc;
+      if (mastery) line["val_segments"] = val_segments;
       append_line(metrics_path, line.dump());
+      const ValidationOutcome outcome =
+          lm ? ValidationOutcome::none
+             : record_validation(config, st.progression, st.step, val.acc_teacher_forced);
+      if (outcome == ValidationOutcome::stage_mastered) stage_began("mastered");
+      if (outcome == ValidationOutcome::solved) {
+        append_line(metrics_path, json{{"step", st.step}, {"solved_step", st.progression.solved_step}}.dump());
+      }
       checkpoint(is_best);
       if (opt.on_progress) opt.on_progress(progress);
+      if (outcome == ValidationOutcome::solved)
+        announce(fmt::format("solved: validation accuracy >= {} at {} evaluations in a row from step {}",
+                             tc.target, tc.target_evals, st.progression.solved_step));
       interval_start = std::chrono::steady_clock::now();  // evaluation time is not training time
     }
     if (opt.abort_after_step > 0 && st.step == opt.abort_after_step) std::_Exit(86);
@@ -635,6 +695,17 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["device"] = config.device;
   results["bptt"] = bptt_to_string(config.bptt);
   results["dataset_fingerprint"] = fingerprint;
+  // Why the run ended, and when its curriculum stages began (lib/run/curriculum.h).
+  results["end_reason"] = st.progression.solved() ? "solved" : "max_steps";
+  if (tc.target > 0)
+    results["solved_step"] = st.progression.solved() ? json(st.progression.solved_step) : json(nullptr);
+  if (!lm && tc.curriculum > 1) {
+    json stages = json::array();
+    for (size_t i = 0; i < st.progression.stage_first_step.size(); ++i)
+      stages.push_back({{"segments", curriculum_stage_segments(config, int(i))},
+                        {"first_step", st.progression.stage_first_step[i]}});
+    results["curriculum"] = stages;
+  }
   // The memory estimate the run was admitted with, beside what it used (tests keep them close).
   results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / 1e6);
   results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);

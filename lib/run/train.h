@@ -16,6 +16,7 @@
 
 #include "lib/core/model.h"
 #include "lib/run/config.h"
+#include "lib/run/curriculum.h"
 #include "lib/run/evaluate.h"
 #include "tasks/dataset.h"
 #include "tasks/text.h"
@@ -29,6 +30,7 @@ struct TrainProgress {
   std::optional<double> val_bpc;            // of the last evaluation of a language model
   bool lm = false;                          // a language model (validation reports bpc)
   bool is_eval = false;                     // this report follows an evaluation
+  std::optional<std::string> note;          // an event to show on its own line (a stage began, solved)
 };
 
 // Everything derived from a config and its dataset that training and evaluation share.
@@ -73,8 +75,6 @@ int lm_window(const RunSetup& run);
 double split_file_bytes(const RunSetup& run, const std::string& split);
 // What `rmt train` of this run keeps in memory (for estimate_memory).
 Workload train_workload(const RunSetup& run);
-// The number of segments that training step `step` (0-based) uses under train.curriculum.
-int curriculum_segments(const Config& config, int64_t step);
 // The largest estimate over the curriculum's stages (earlier stages have fewer, longer segments).
 MemoryEstimate train_memory_estimate(const RunSetup& run);
 
