@@ -48,6 +48,10 @@ void check_equal(const rmt::Config& a, const rmt::Config& b) {
   CHECK(a.train.eval_samples == b.train.eval_samples);
   CHECK(a.train.seed == b.train.seed);
   CHECK(a.train.threads == b.train.threads);
+  CHECK(a.train.curriculum == b.train.curriculum);
+  CHECK(a.train.curriculum_advance == b.train.curriculum_advance);
+  CHECK(a.train.target == b.train.target);
+  CHECK(a.train.target_evals == b.train.target_evals);
 }
 
 const char* kExample = R"(data: runs/data/copy
@@ -384,6 +388,8 @@ TEST_CASE("to_yaml round-trips every field exactly") {
   size_t position = 0;
   for (const std::string& key : rmt::config_keys()) {
     if (key == "segment_length") continue;  // language models only
+    // written only when used (their defaults leave run ids unchanged): tested below
+    if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals") continue;
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
     CAPTURE(key);
@@ -397,15 +403,35 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 34);
+  REQUIRE(keys.size() == 37);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
   CHECK(keys[5] == "device");
   CHECK(keys[6] == "model.kind");
-  CHECK(keys.back() == "train.curriculum");
+  CHECK(keys[33] == "train.curriculum");
+  CHECK(keys.back() == "train.target_evals");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
+}
+
+TEST_CASE("the curriculum and stopping keys: written only when used, round-tripped when they are") {
+  // Configs without them are as before (their run ids hash this text).
+  rmt::Config plain;
+  for (const char* key : {"curriculum_advance", "target"}) CHECK(!contains(rmt::to_yaml(plain), key));
+  rmt::Config c;
+  c.train.curriculum = 3;
+  c.train.curriculum_advance = "mastery";
+  c.train.target = 0.99;
+  c.train.target_evals = 3;
+  const std::string yaml = rmt::to_yaml(c);
+  CHECK(contains(yaml, "  curriculum: 3\n  curriculum_advance: mastery\n  target: 0.99\n  target_evals: 3\n"));
+  const rmt::Config back = rmt::parse_config(yaml, "t");
+  CHECK(back.train.curriculum_advance == "mastery");
+  CHECK(back.train.target == 0.99);
+  CHECK(back.train.target_evals == 3);
+  CHECK_NOTHROW(rmt::validate(back));
+  CHECK(rmt::identity_yaml(back) != rmt::identity_yaml(plain));
 }
 
 TEST_CASE("segment_length: a language model's config, written only when set") {

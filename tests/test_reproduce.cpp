@@ -26,7 +26,8 @@ base:
   bptt: all
   model: {n_layer: 1, n_head: 2, d_head: 8, d_model: 16, d_inner: 32, dropout: 0.0, mem_init: normal}
   train: {batch_size: 16, lr: 1.0e-3, schedule: constant, warmup_steps: 0, clip: 1.0, max_steps: 30,
-          eval_every: 15, log_every: 15}
+          eval_every: 15, log_every: 15, curriculum: 3, curriculum_advance: mastery, target: 0.01,
+          target_evals: 1}
 grid:
   - {model.kind: [baseline], segments: [1, 3], train.seed: [1]}
   - {model.kind: [xl, rmt], segments: [3], train.seed: [1, 2]}
@@ -161,6 +162,22 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(report.find("1 of 2 checks hold") != std::string::npos);
   CHECK(report.find("paper: baseline") != std::string::npos);
   CHECK(report.find("![tiny](tiny/tiny.png)") != std::string::npos);
+  // Runs that stop when solved: the cells count the seeds that met the target (the 1-segment
+  // baseline at its first evaluation; the 3-segment runs master their first stage at step 15, the
+  // second stage's share ends at step 20, the last stage is met at step 30), and the hardest
+  // cell's learning curves are drawn.
+  CHECK(report.find("seeds whose validation accuracy met the target / seeds") != std::string::npos);
+  CHECK(report.find("(1/1 solved, median step 15)") != std::string::npos);
+  CHECK(report.find("(2/2 solved, median step 30)") != std::string::npos);
+  CHECK(report.find("![tiny learning curves](tiny/tiny_curves.png)") != std::string::npos);
+  CHECK(fs::exists(out / "tiny/tiny_curves.png"));
+  const std::string curves = read_file(out / "tiny/learning_curves.csv");
+  CHECK(curves.rfind("kind,seed,segments,run_id,step,val_acc,val_segments\n", 0) == 0);
+  CHECK(curves.find("rmt,2,3,") != std::string::npos);
+  CHECK(curves.find("baseline,1,1,") == std::string::npos);  // not the hardest cell
+  const std::string results = read_file(out / "tiny/results.csv");
+  CHECK(results.find("train.target") != std::string::npos);
+  CHECK(results.find(",solved,15,") != std::string::npos);
   CHECK(report.find("rmt_3seg_seed1.png") != std::string::npos);
   // Length generalisation: each run at 4 and 8 symbols (12 and 24 positions, 3 and 6 segments of 4).
   const std::string longer = read_file(out / "longer/results.csv");

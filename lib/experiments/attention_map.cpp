@@ -15,6 +15,7 @@
 
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
+#include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
 
@@ -167,15 +168,6 @@ std::string attention_maps_json(const AttentionMaps& maps, const AttentionSelect
 
 namespace {
 
-// A gnuplot double-quoted string.
-std::string quote(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    o += ch;
-  }
-  return o + "\"";
-}
 
 // Rough text width in pixels of the 8-point tick font (pngcairo, Sans).
 int text_px(const std::string& s) { return int(s.size()) * 6 + 2; }
@@ -190,7 +182,7 @@ const char* short_name(const std::string& block) {
 std::string tic_list(const std::vector<std::string>& labels, int step) {
   std::string s;
   for (size_t i = 0; i < labels.size(); i += size_t(step))
-    s += fmt::format("{}{} {}", s.empty() ? "" : ", ", quote(labels[i]), i);
+    s += fmt::format("{}{} {}", s.empty() ? "" : ", ", gnuplot_string(labels[i]), i);
   return s;
 }
 
@@ -239,9 +231,9 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
   g += "set palette defined (0 'white', 1 'black')\nset cbrange [0:1]\nunset colorbox\nunset key\n";
   g += "set tics font ',8'\nset style line 1 lc rgb '#d62728' lw 1.5\n";
   g += "set multiplot\n";
-  g += fmt::format("set label 1 {} at screen 0.5, screen {:.6f} center font ',11'\n", quote(title),
+  g += fmt::format("set label 1 {} at screen 0.5, screen {:.6f} center font ',11'\n", gnuplot_string(title),
                    1.0 - 16.0 / Hpx);
-  g += fmt::format("set label 2 {} at screen 0.5, screen {:.6f} center\n", quote(legend),
+  g += fmt::format("set label 2 {} at screen 0.5, screen {:.6f} center\n", gnuplot_string(legend),
                    1.0 - 34.0 / Hpx);
   // Masked cells are not drawn (NaN): this hatching behind the map shows through, unlike any
   // grey level a probability can take.
@@ -285,10 +277,10 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
           std::string label = b.name;
           if (text_px(label) > px) label = short_name(b.name);
           if (text_px(label) > px) label = label.substr(0, 1);
-          x2 += fmt::format("{}{} {}", x2.empty() ? "" : ", ", quote(label), (b.begin + b.end - 1) / 2.0);
+          x2 += fmt::format("{}{} {}", x2.empty() ? "" : ", ", gnuplot_string(label), (b.begin + b.end - 1) / 2.0);
         }
         for (const AttentionBlock& b : a.query_blocks)
-          y2 += fmt::format("{}{} {}", y2.empty() ? "" : ", ", quote(b.name), (b.begin + b.end - 1) / 2.0);
+          y2 += fmt::format("{}{} {}", y2.empty() ? "" : ", ", gnuplot_string(b.name), (b.begin + b.end - 1) / 2.0);
         g += "set x2tics (" + x2 + ") scale 0 font ',9'\nset y2tics (" + y2 + ") scale 0 font ',9'\n";
         g += "unset arrow\n";
         for (size_t k = 1; k < a.key_blocks.size(); ++k)
@@ -298,7 +290,7 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
           g += fmt::format("set arrow from graph 0, first {0} to graph 1, first {0} nohead front ls 1\n",
                            a.query_blocks[k].begin - 0.5);
         g += fmt::format("set title {} offset 0,-0.3\n",
-                         quote(fmt::format("layer {}, head {}, segment {}", l, h, s)));
+                         gnuplot_string(fmt::format("layer {}, head {}, segment {}", l, h, s)));
         g += "plot " + name + " matrix with image\n";
         ++col;
       }

@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
 #include "lib/experiments/attention_map.h"
+#include "lib/experiments/learning_curves.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
@@ -187,6 +188,8 @@ struct SweepOutcome {
   std::vector<ClaimResult> claims;
   int failed = 0;
   std::string markdown;  // lm items: the table of runs (sweep items format their pivots)
+  int curves = 0;        // learning curves drawn (the hardest cell's runs), 0: none
+  int curve_segments = 0;
 };
 
 // One finished run of a language-model sweep, as its results.csv row says.
@@ -575,6 +578,20 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
     out.tables.emplace_back(metric, std::move(pivot));
     out.has_results = true;
   }
+  // The hardest cell's learning curves: from the runs where they exist, else from the CSV kept
+  // beside the results (a report redrawn without the run directories).
+  const fs::path curves_file = dir / "learning_curves.csv";
+  std::vector<LearningCurve> curves = hardest_cell_curves(plan_of(it));
+  if (!curves.empty()) write_file_atomic(curves_file, curves_csv(curves));
+  else if (fs::exists(curves_file)) curves = parse_curves_csv(read_file(curves_file), curves_file.string());
+  if (!curves.empty()) {
+    const fs::path png = dir / (it.name + "_curves.png");
+    draw_plot(curves_gnuplot_script(curves, png.string(),
+                                    fmt::format("{}: learning curves at {} segments", it.title, curves.front().segments)),
+              png.string());
+    out.curves = int(curves.size());
+    out.curve_segments = curves.front().segments;
+  }
   out.claims = claim_results;
   out.failed = 0;
   const int c_status = csv.column("status");
@@ -798,6 +815,12 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
   for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
   s += out.markdown.empty() ? "" : out.markdown + "\n";
   s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);
+  if (out.curves > 0)
+    s += fmt::format("Learning curves of the hardest cell ({} segments; {} runs, every model and seed; "
+                     "validation accuracy at the segments of the run's curriculum stage, so a curve "
+                     "drops where a stage begins; data in [learning_curves.csv]({}/learning_curves.csv)):\n\n"
+                     "![{} learning curves]({}/{}_curves.png)\n\n",
+                     out.curve_segments, out.curves, it.name, it.name, it.name, it.name);
   if (!out.claims.empty()) {
     const int holds = claims_holding(out.claims);
     const int n = int(out.claims.size());

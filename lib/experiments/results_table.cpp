@@ -146,9 +146,49 @@ std::string memory_text(const std::string& what, int value, int segment_length) 
   return fmt::format("{} {}", what, value);
 }
 
+// Whether every run of a cell had a target: then the cell says how many met it.
+bool solve_counts(const Cell& c) { return c.n > 0 && c.targeted == c.n; }
+
 std::string cell_text(const Cell& c) {
   if (c.n == 0) return "";
-  return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
+  if (!solve_counts(c)) return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
+  return fmt::format("{:.3f} ± {:.3f} ({}/{} solved{})", c.mean, c.std, c.solved, c.n,
+                     c.median_solved_step ? fmt::format(", median step {:.0f}", *c.median_solved_step) : "");
+}
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  const size_t n = xs.size();
+  return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+}
+
+// A run's target and whether it met it, from the columns a stopping sweep writes (-1: absent).
+struct SolveColumns {
+  int target = -1, end_reason = -1, solved_step = -1;
+  bool present() const { return target >= 0 && end_reason >= 0 && solved_step >= 0; }
+};
+
+// Checks a done row's stopping columns; returns whether the run had a target, and sets `solved`
+// and `step` (the solved step) when it met it.
+bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std::string& source,
+                bool& solved, double& step) {
+  if (!sc.present()) return false;
+  const auto& row = csv.rows[r];
+  const std::string &target = row[size_t(sc.target)], &end = row[size_t(sc.end_reason)],
+                    &at = row[size_t(sc.solved_step)];
+  if (end != "solved" && end != "max_steps")
+    fail("{}: line {}: end_reason '{}' is neither solved nor max_steps", source, csv.row_lines[r], end);
+  double t = 0;  // empty: the run had no target (the key is written only when set)
+  auto [ptr, ec] = std::from_chars(target.data(), target.data() + target.size(), t);
+  if (!target.empty() && (ec != std::errc() || ptr != target.data() + target.size() || !(t >= 0 && t <= 1)))
+    fail("{}: line {}: train.target '{}' is not a number in [0, 1]", source, csv.row_lines[r], target);
+  solved = end == "solved";
+  if (solved) step = int_cell(csv, r, sc.solved_step, 0, source);
+  else if (!at.empty())
+    fail("{}: line {}: solved_step {} of a run that ended at max_steps", source, csv.row_lines[r], at);
+  if (solved && t <= 0)
+    fail("{}: line {}: end_reason solved of a run without a target (train.target 0)", source, csv.row_lines[r]);
+  return t > 0;
 }
 
 std::string paper_text(const Cell& c) { return fmt::format("{:.2f}", c.mean); }
@@ -228,6 +268,10 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
             c_status = need("status"), c_seglen = csv.column("segment_length");
   std::vector<int> c_by;
   for (const auto& b : by) c_by.push_back(need(b));
+  SolveColumns c_solve;
+  c_solve.target = csv.column("train.target");
+  c_solve.end_reason = csv.column("end_reason");
+  c_solve.solved_step = csv.column("solved_step");
 
   // Is the memory (and cache) of each kind the same in every run? Then rows say "mem 9";
   // otherwise it follows the segment length and rows say "mem = seg len".
@@ -247,6 +291,9 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
     if (row[c_status] == "done") {
       if (c_seglen >= 0) int_cell(csv, r, c_seglen, 1, source);
       if (!row[c_metric].empty()) metric_cell(csv, r, c_metric, source);
+      bool solved = false;
+      double step = 0;
+      read_solve(csv, r, c_solve, source, solved, step);
     }
   }
   // Each kind's memory and cache, over its finished runs: one description if one holds for all.
@@ -263,6 +310,11 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   for (const auto& [kind, runs] : cache_runs) cache_setting[kind] = memory_setting("cache", runs);
 
   std::map<std::string, std::map<int, std::vector<double>>> values;
+  struct Solves {
+    int targeted = 0;
+    std::vector<double> steps;  // of the runs that met their target
+  };
+  std::map<std::string, std::map<int, Solves>> solves;
   std::map<std::string, std::string> kind_of_label;
   std::vector<std::string> order;
   std::set<int> segments;
@@ -289,6 +341,13 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
     if (row[c_metric].empty()) continue;  // e.g. acc_free_running of a run that did not decode
     if (!values.count(label)) order.push_back(label), kind_of_label[label] = kind;
     values[label][seg].push_back(metric_cell(csv, r, c_metric, source));
+    bool solved = false;
+    double step = 0;
+    if (read_solve(csv, r, c_solve, source, solved, step)) {
+      Solves& sv = solves[label][seg];
+      ++sv.targeted;
+      if (solved) sv.steps.push_back(step);
+    }
     segments.insert(seg);
     if (seglen > 0) pivot.segment_length[seg] = seglen;
   }
@@ -312,6 +371,10 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
         for (double x : xs) ss += (x - c.mean) * (x - c.mean);
         c.std = std::sqrt(ss / (c.n - 1));
       }
+      const Solves& sv = solves[label][seg];
+      c.targeted = sv.targeted;
+      c.solved = int(sv.steps.size());
+      if (!sv.steps.empty()) c.median_solved_step = median(sv.steps);
       row.cells[seg] = c;
     }
     pivot.rows.push_back(row);
@@ -485,8 +548,13 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
     if (it == r.cells.end()) return std::string();
     return r.paper ? paper_text(it->second) : cell_text(it->second);
   };
+  bool any_solve_counts = false;
+  for (const auto& r : pivot.rows)
+    for (const auto& [seg, c] : r.cells) any_solve_counts = any_solve_counts || (!r.paper && solve_counts(c));
   const std::string caption = fmt::format(
-      "{}: mean ± std over seeds (n){}; columns: {}", metric_caption(pivot.metric),
+      "{}: mean ± std over seeds ({}){}; columns: {}", metric_caption(pivot.metric),
+      any_solve_counts ? "seeds whose validation accuracy met the target / seeds, and the median step they met it at"
+                       : "n",
       any_paper ? ", paper rows: the paper's value" : "",
       note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
   std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
@@ -506,7 +574,8 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
     if (!footnote.empty()) out += "\n" + footnote + "\n";
   } else if (format == "csv") {
     // One line per cell; a paper cell has the paper's segment length and no std or n.
-    out += "model,source,segments,segment_length,mean,std,n\n";
+    out += std::string("model,source,segments,segment_length,mean,std,n") +
+           (any_solve_counts ? ",solved,median_solved_step\n" : "\n");
     for (const auto& r : pivot.rows)
       for (const auto& [seg, c] : r.cells) {
         if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) == pivot.segments.end()) continue;
@@ -519,9 +588,14 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
           label = quoted + "\"";
         }
         if (r.paper)
-          out += fmt::format("{},paper,{},{},{:.6g},,\n", label, seg, len, c.mean);
+          out += fmt::format("{},paper,{},{},{:.6g},,", label, seg, len, c.mean);
         else
-          out += fmt::format("{},measured,{},{},{:.6g},{:.6g},{}\n", label, seg, len, c.mean, c.std, c.n);
+          out += fmt::format("{},measured,{},{},{:.6g},{:.6g},{}", label, seg, len, c.mean, c.std, c.n);
+        if (any_solve_counts)
+          out += !solve_counts(c) ? std::string(",,")
+                                  : fmt::format(",{},{}", c.solved, c.median_solved_step
+                                                                      ? fmt::format("{:.0f}", *c.median_solved_step) : "");
+        out += "\n";
       }
   } else if (format == "latex") {
     auto esc = [](std::string s) {
@@ -552,19 +626,22 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
   return out;
 }
 
-std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title) {
+std::string gnuplot_string(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+  return o + "\"";
+}
+
+std::string plot_terminal(const std::string& out) {
   std::string ext = out.size() >= 4 ? out.substr(out.size() - 4) : "";
-  std::string terminal;
-  if (ext == ".svg") terminal = "svg size 720,480 dynamic enhanced font 'Helvetica,13'";
-  else if (ext == ".png") terminal = "pngcairo size 900,600 enhanced font 'Helvetica,12'";
-  else fail("--out {}: the plot file must end in .svg or .png", out);
-  auto quote = [](const std::string& s) {
-    std::string o = "\"";
-    for (char ch : s) o += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-    return o + "\"";
-  };
-  std::string s;
-  s += "set terminal " + terminal + "\n";
+  if (ext == ".svg") return "set terminal svg size 720,480 dynamic enhanced font 'Helvetica,13'\n";
+  if (ext == ".png") return "set terminal pngcairo size 900,600 enhanced font 'Helvetica,12'\n";
+  fail("--out {}: the plot file must end in .svg or .png", out);
+}
+
+std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title) {
+  const auto& quote = gnuplot_string;
+  std::string s = plot_terminal(out);
   s += "set output " + quote(out) + "\n";
   // Where the paper ran other segment lengths, the title says so (as the table's note does).
   std::string quoted_title = quote(title);

@@ -23,6 +23,10 @@ CsvTable parse_csv(const std::string& text, const std::string& origin);
 struct Cell {
   double mean = 0, std = 0;  // std: sample standard deviation (n-1), 0 for one seed
   int n = 0;                 // seeds; 0 in a paper row (the paper's value only: no std, no n)
+  // Runs with a target (train.target, lib/run/curriculum.h): how many of the n met it, and the
+  // median step at which they did. targeted < n: some runs had none (no solve counts shown).
+  int targeted = 0, solved = 0;
+  std::optional<double> median_solved_step;
 };
 
 struct PivotRow {
@@ -50,7 +54,9 @@ struct Pivot {
 // cache (xl: mem_len) are named from the runs of each kind: "mem 6" when the same in all of them,
 // "mem = seg len" / "mem = 2 x seg len" / "mem = seg len/2" (integer division, as derive:
 // computes it) when one ratio to the longest segment holds for all of them, else per run.
-// Only runs with status done count. Every row is checked first (status done|failed, a known
+// Only runs with status done count. Where results.csv has train.target, end_reason and
+// solved_step (sweeps whose runs stop when solved), cells also count the seeds that met the
+// target and their median solved step. Every row is checked first (status done|failed, a known
 // model.kind, integer segments >= 1 and memory sizes >= 0, finite metrics, accuracies in [0, 1]):
 // a bad value is an error naming the file and line.
 Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
@@ -77,6 +83,10 @@ std::string format_pivot(const Pivot& pivot, const std::string& format);
 // A gnuplot script drawing metric against segments, one line with error bars per measured row
 // (paper rows dashed), into out (.svg or .png).
 std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title);
+// A gnuplot double-quoted string, and the terminal line for an output file (.svg or .png; other
+// endings fail naming the file).
+std::string gnuplot_string(const std::string& s);
+std::string plot_terminal(const std::string& out);
 // Runs gnuplot on such a script (which writes `out` itself), via OUT.gp next to it. Fails with
 // what to install when gnuplot is missing, and with gnuplot's own message when it fails.
 void draw_plot(const std::string& script, const std::string& out);

@@ -680,6 +680,12 @@ std::string results_csv_text(const SweepPlan& plan) {
   std::vector<std::string> config_cols = plan.columns;
   for (const char* k : {"model.kind", "segments", "model.num_mem_tokens", "model.mem_len", "bptt", "train.seed"})
     if (std::find(config_cols.begin(), config_cols.end(), k) == config_cols.end()) config_cols.push_back(k);
+  // Sweeps whose runs stop when solved: the target, for the tables' solve counts (other sweeps'
+  // files stay as they were).
+  bool any_target = false;
+  for (const auto& run : plan.runs) any_target = any_target || run.config.train.target > 0;
+  if (any_target && std::find(config_cols.begin(), config_cols.end(), "train.target") == config_cols.end())
+    config_cols.push_back("train.target");
   // Language models (a sweep over text) add bpc after loss; other sweeps' files stay as they were.
   bool any_lm = false;
   for (const auto& run : plan.runs) any_lm = any_lm || is_lm(run.config);

@@ -1,0 +1,126 @@
+#include "lib/experiments/learning_curves.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.h"
+#include "lib/core/model_kind.h"
+#include "lib/experiments/results_table.h"
+#include "lib/files/io.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments) {
+  std::vector<CurvePoint> points;
+  std::istringstream in(read_file(metrics_path));
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("val_acc_teacher_forced")) continue;
+    const json &step = j["step"], &acc = j["val_acc_teacher_forced"];
+    if (!step.is_number_integer() || !acc.is_number()) continue;
+    CurvePoint p;
+    p.step = step.get<int64_t>();
+    p.val_acc = acc.get<double>();
+    p.val_segments = j.contains("val_segments") && j["val_segments"].is_number_integer()
+                         ? j["val_segments"].get<int>() : segments;
+    points.push_back(p);
+  }
+  return points;
+}
+
+std::vector<LearningCurve> hardest_cell_curves(const SweepPlan& plan) {
+  int hardest = 0;
+  for (const auto& run : plan.runs) hardest = std::max(hardest, run.config.segments);
+  std::vector<LearningCurve> curves;
+  for (const auto& run : plan.runs) {
+    const fs::path metrics = run.dir / "metrics.jsonl";
+    if (run.config.segments != hardest || !fs::exists(metrics)) continue;
+    LearningCurve c;
+    c.kind = run.config.model.kind;
+    c.seed = run.config.train.seed;
+    c.segments = run.config.segments;
+    c.run_id = run.run_id;
+    c.points = read_validation_curve(metrics.string(), c.segments);
+    if (!c.points.empty()) curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+std::string curves_csv(const std::vector<LearningCurve>& curves) {
+  std::string out = "kind,seed,segments,run_id,step,val_acc,val_segments\n";
+  for (const auto& c : curves)
+    for (const auto& p : c.points)
+      out += fmt::format("{},{},{},{},{},{:.6g},{}\n", c.kind, c.seed, c.segments, c.run_id, p.step,
+                         p.val_acc, p.val_segments);
+  return out;
+}
+
+std::vector<LearningCurve> parse_curves_csv(const std::string& text, const std::string& origin) {
+  const CsvTable csv = parse_csv(text, origin);
+  const std::vector<std::string> expected = {"kind", "seed", "segments", "run_id", "step", "val_acc", "val_segments"};
+  if (csv.header != expected)
+    fail("{}: columns are {}, expected {}", origin, fmt::join(csv.header, ","), fmt::join(expected, ","));
+  std::vector<LearningCurve> curves;
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    const auto& row = csv.rows[r];
+    auto number = [&](size_t c, auto& v, const char* what) {
+      const std::string& s = row[c];
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+        fail("{}: line {}: {} '{}' is not a number", origin, csv.row_lines[r], what, s);
+    };
+    if (!find_model_kind(row[0])) fail("{}: line {}: '{}' is not a model kind", origin, csv.row_lines[r], row[0]);
+    LearningCurve key;
+    key.kind = row[0];
+    number(1, key.seed, "seed");
+    number(2, key.segments, "segments");
+    key.run_id = row[3];
+    CurvePoint p;
+    number(4, p.step, "step");
+    number(5, p.val_acc, "val_acc");
+    number(6, p.val_segments, "val_segments");
+    if (!(p.val_acc >= 0 && p.val_acc <= 1) || p.step < 0 || key.segments < 1 || p.val_segments < 1)
+      fail("{}: line {}: a value out of range (step >= 0, val_acc in [0, 1], segments >= 1)", origin,
+           csv.row_lines[r]);
+    if (curves.empty() || curves.back().run_id != key.run_id) curves.push_back(key);
+    curves.back().points.push_back(p);
+  }
+  return curves;
+}
+
+std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, const std::string& out,
+                                  const std::string& title) {
+  std::string s = plot_terminal(out);
+  s += "set output " + gnuplot_string(out) + "\n";
+  s += "set title " + gnuplot_string(title) + " noenhanced\n";
+  s += "set xlabel 'training step'\n";
+  s += "set ylabel 'validation accuracy (teacher-forced, at the stage''s segments)' noenhanced\n";
+  s += "set yrange [0:1.05]\nset grid\nset key outside right top noenhanced\nset format x '%.0s%c'\n";
+  std::map<std::string, int> color;  // one per kind, in the paper's order
+  for (const auto& name : model_kind_names()) color.emplace(name, int(color.size()) + 1);
+  std::vector<std::string> plots;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    const LearningCurve& c = curves[i];
+    s += fmt::format("$run{} << EOD\n", i);
+    for (const auto& p : c.points) s += fmt::format("{} {:.6g}\n", p.step, p.val_acc);
+    s += "EOD\n";
+    plots.push_back(fmt::format("$run{} using 1:2 with lines linewidth 2 linecolor {} dashtype {} title {}", i,
+                                color[c.kind], int((c.seed + 4) % 5) + 1,
+                                gnuplot_string(fmt::format("{} seed {}", c.kind, c.seed))));
+  }
+  if (plots.empty()) fail("nothing to plot: no run has a validation curve");
+  s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
+  return s;
+}
+
+}  // namespace rmt

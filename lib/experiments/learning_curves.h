@@ -1,0 +1,45 @@
+#pragma once
+// Learning curves of a sweep's runs: the validation accuracy at every evaluation, from each run's
+// metrics.jsonl, kept in a CSV beside the results (so a report can be redrawn without the runs)
+// and drawn with gnuplot, one line per run. The reproduction draws the hardest cell of each
+// figure (the most segments), every model and seed of it (docs/reproduce.md).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/experiments/sweep.h"
+
+namespace rmt {
+
+struct CurvePoint {
+  int64_t step = 0;
+  double val_acc = 0;    // teacher-forced validation accuracy
+  int val_segments = 0;  // the segments it was measured at (a mastery curriculum's stage)
+};
+
+struct LearningCurve {
+  std::string kind;  // model kind
+  uint64_t seed = 0;
+  int segments = 0;  // of the run's task (its last curriculum stage)
+  std::string run_id;
+  std::vector<CurvePoint> points;
+};
+
+// The evaluations in a run's metrics.jsonl (torn or foreign lines are skipped: the file of a
+// run in progress may end mid-line). val_segments defaults to `segments` where not recorded.
+std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments);
+
+// The curves of the plan's runs with the most segments that have a metrics.jsonl.
+std::vector<LearningCurve> hardest_cell_curves(const SweepPlan& plan);
+
+// kind,seed,segments,run_id,step,val_acc,val_segments: one line per evaluation.
+std::string curves_csv(const std::vector<LearningCurve>& curves);
+// Reads curves_csv's output back; errors name the file and line.
+std::vector<LearningCurve> parse_curves_csv(const std::string& text, const std::string& origin);
+
+// A gnuplot script: validation accuracy against step, one line per run (a colour per model
+// kind, a dash pattern per seed), into out (.png or .svg).
+std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, const std::string& out,
+                                  const std::string& title);
+
+}  // namespace rmt
