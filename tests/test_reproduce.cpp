@@ -192,6 +192,31 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(r.output.find("all 6 runs done") != std::string::npos);
   CHECK(read_file(dir / "runs/tiny/results.csv") == csv);
 
+  // --report-only trains nothing. An unfinished run (its results.json gone) leaves the item in
+  // progress; without the runs directory the committed results of the same config are reported;
+  // after a change of config they are not (other run ids).
+  for (const auto& e : fs::directory_iterator(dir / "runs/tiny"))
+    if (e.path().filename().string().rfind("rmt-seg3-seed2-", 0) == 0) fs::remove(e.path() / "results.json");
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("sweep:") == std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("*In progress: 5 of 6 runs done;") != std::string::npos);
+  fs::remove_all(dir / "runs");
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "REPORT.md").find("(1/1 solved, median step 15)") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("*In progress: 5 of 6 runs done;") != std::string::npos);  // as kept
+  CHECK(fs::exists(out / "tiny/tiny_curves.png"));  // redrawn from learning_curves.csv
+  std::string sweep = read_file(dir / "tiny.yaml");
+  sweep.replace(sweep.find("max_steps: 30"), 13, "max_steps: 31");
+  write(dir / "tiny.yaml", sweep);
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("holds the results of an earlier config") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("*Not run yet: `rmt reproduce tiny`.*") != std::string::npos);
+  expect_error(base + " tiny --report-only", "--report-only rewrites the whole report");
+  write(dir / "tiny.yaml", kReproSweep);
+
   // A damaged timing file is a clear error naming it, not an internal one.
   write(out / "tiny/timing.json", R"Y({"wall_s": "soon", "train_s": 1, "runs": 6, "jobs": 2})Y");
   expect_error(base + " tiny", "timing.json: 'wall_s' is not a number");

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
@@ -29,7 +30,7 @@ void add_reproduce_command(CLI::App& app) {
     std::string manifest = "experiments/reproduce/reproduce.yaml", runs_dir = "runs/reproduce",
                 out_dir = "experiments/results";
     int jobs = 1;
-    bool list = false;
+    bool list = false, report_only = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("names", args->names, "Items to run (default: all)");
@@ -39,6 +40,9 @@ void add_reproduce_command(CLI::App& app) {
   cmd->add_option("--runs-dir", args->runs_dir, "Where the runs go")->capture_default_str();
   cmd->add_option("--out", args->out_dir, "Where REPORT.md, tables and plots go")->capture_default_str();
   cmd->add_flag("--list", args->list, "List the items and what each reproduces; run nothing");
+  cmd->add_flag("--report-only", args->report_only,
+                "Train nothing: rewrite REPORT.md, tables and plots from the runs finished so far (and, for "
+                "items without runs here, from the committed results of the same config)");
   cmd->callback([args] {
     if (!fs::is_regular_file(args->manifest)) fail("--manifest {}: no such file", args->manifest);
     ReproManifest manifest = load_manifest(args->manifest);
@@ -53,6 +57,9 @@ void add_reproduce_command(CLI::App& app) {
     opt.runs_dir = args->runs_dir;
     opt.out_dir = args->out_dir;
     opt.jobs = args->jobs;
+    opt.report_only = args->report_only;
+    if (opt.report_only && !args->names.empty())
+      fail("--report-only rewrites the whole report; leave out the item names ({})", fmt::join(args->names, " "));
     const int failed = reproduce(manifest, args->names, opt);
     if (failed > 0) fail("{} runs failed (see status and error in the results.csv files under {})", failed, args->runs_dir);
   });

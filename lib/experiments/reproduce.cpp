@@ -478,6 +478,7 @@ class Reproduction {
   int run_sweep_item(const ReproItem& it);
   // The item's sweep results.csv copied into its output folder, parsed (nothing yet: nullopt).
   std::optional<CsvTable> copy_results(const ReproItem& it);
+  std::map<std::string, std::pair<int, int>> progress_;  // item -> (runs done, runs planned)
   void summarise_sweep(const ReproItem& it);
   void summarise_lm(const ReproItem& it);
   void run_attention(const ReproItem& it);
@@ -538,12 +539,39 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
 }
 
 std::optional<CsvTable> Reproduction::copy_results(const ReproItem& it) {
-  const std::string csv_path = csv_of(plan_of(it));
-  if (!fs::exists(csv_path)) return std::nullopt;
+  const SweepPlan& plan = plan_of(it);
+  const std::string runs_csv = csv_of(plan);
+  const fs::path kept = out_dir(it) / "results.csv";
+  std::string text, origin;
+  if (fs::exists(runs_csv)) {
+    text = read_file(runs_csv), origin = runs_csv;
+  } else if (fs::exists(kept)) {
+    // No runs here (another machine, or runs/ removed): the committed results, if they are this
+    // config's runs. Results of an earlier config (other run ids) are not reported as this one's.
+    text = read_file(kept), origin = kept.string();
+    const CsvTable csv = parse_csv(text, origin);
+    const int c_id = csv.column("run_id");
+    std::set<std::string> ids;
+    for (const auto& run : plan.runs) ids.insert(run.run_id);
+    bool ours = c_id >= 0 && !csv.rows.empty();
+    for (const auto& row : csv.rows) ours = ours && ids.count(row[size_t(c_id)]);
+    if (!ours) {
+      log(fmt::format("{}: {} holds the results of an earlier config (other run ids); not reported", it.name,
+                      kept.string()));
+      return std::nullopt;
+    }
+  } else {
+    return std::nullopt;
+  }
   create_directories_or_fail(out_dir(it));
-  const std::string text = read_file(csv_path);
-  write_file_atomic(out_dir(it) / "results.csv", text);
-  return parse_csv(text, csv_path);
+  write_file_atomic(kept, text);
+  CsvTable csv = parse_csv(text, origin);
+  // How far the item is: its finished runs against its planned ones.
+  const int c_status = csv.column("status");
+  int done = 0;
+  for (const auto& row : csv.rows) done += c_status >= 0 && row[size_t(c_status)] == "done";
+  progress_[it.name] = {done, int(plan.runs.size())};
+  return csv;
 }
 
 void Reproduction::summarise_sweep(const ReproItem& it) {
@@ -779,6 +807,10 @@ int Reproduction::run(const std::vector<std::string>& names) {
     if (wanted.count(it.name) && !it.from.empty()) wanted.insert(it.from);
   int failed = 0;
   for (const auto& it : m_.items) {
+    if (o_.report_only) {  // the finished runs on disk so far, for the tables
+      if ((it.kind == "sweep" || it.kind == "lm") && fs::exists(plan_of(it).sweep_dir)) write_results_csv(plan_of(it));
+      continue;
+    }
     if (!names.empty() && !wanted.count(it.name)) continue;
     if (it.kind == "sweep" || it.kind == "lm") {
       failed += run_sweep_item(it);
@@ -812,6 +844,9 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
                    "results.csv).\n\n", cmd, it.sweep, o_.jobs, o_.runs_dir);
   s += "The config's comment says which of the paper's ratios the scaled-down setting keeps.\n\n";
   if (!out.has_results) return s + fmt::format("*Not run yet: `{}`.*\n\n", cmd);
+  if (auto p = progress_.find(it.name); p != progress_.end() && p->second.first < p->second.second)
+    s += fmt::format("*In progress: {} of {} runs done; the tables, plots and checks below cover the "
+                     "finished runs only (`{}` continues it).*\n\n", p->second.first, p->second.second, cmd);
   for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
   s += out.markdown.empty() ? "" : out.markdown + "\n";
   s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);

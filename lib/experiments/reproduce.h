@@ -87,6 +87,9 @@ struct ReproOptions {
   std::string out_dir = "experiments/results";
   int jobs = 1;
   bool quiet = false;
+  // Train nothing: rewrite the tables, plots and REPORT.md from the runs on disk (finished runs
+  // of items in progress too) and, where an item has no runs here, from its committed results.
+  bool report_only = false;
 };
 
 // Runs the named items (all when empty; an item's `from` item runs first), then writes every
