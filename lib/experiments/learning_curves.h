@@ -2,7 +2,7 @@
 // Learning curves of a sweep's runs: the validation accuracy at every evaluation, from each run's
 // metrics.jsonl, kept in a CSV beside the results (so a report can be redrawn without the runs)
 // and drawn with gnuplot, one line per run. The reproduction draws the hardest cell of each
-// figure (the most segments), every model and seed of it (docs/reproduce.md).
+// figure (the most segments), every model and seed of it (docs/paper.md §6).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -478,6 +478,8 @@ class Reproduction {
   int run_sweep_item(const ReproItem& it);
   // The item's sweep results.csv copied into its output folder, parsed (nothing yet: nullopt).
   std::optional<CsvTable> copy_results(const ReproItem& it);
+  // Whether the committed results.csv of the item holds this config's runs (its run ids).
+  bool kept_results_are_this_config(const ReproItem& it);
   std::map<std::string, std::pair<int, int>> progress_;  // item -> (runs done, runs planned)
   void summarise_sweep(const ReproItem& it);
   void summarise_lm(const ReproItem& it);
@@ -505,7 +507,10 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
   int pending = 0;
   for (const auto& run : plan.runs) pending += run_state(run) != RunState::done;
   const fs::path timing_file = out_dir(it) / "timing.json";
-  ItemTiming timing = read_timing(timing_file);
+  // The times of an earlier config's runs (the committed results are not this config's) are not
+  // this one's: they start from zero.
+  const bool earlier_config = fs::exists(out_dir(it) / "results.csv") && !kept_results_are_this_config(it);
+  ItemTiming timing = earlier_config ? ItemTiming() : read_timing(timing_file);
   int failed = 0;
   if (pending > 0) {
     log(fmt::format("{}: {} of {} runs to do, {} at a time", it.name, pending, plan.runs.size(), o_.jobs));
@@ -538,6 +543,18 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
   return failed;
 }
 
+bool Reproduction::kept_results_are_this_config(const ReproItem& it) {
+  const fs::path kept = out_dir(it) / "results.csv";
+  if (!fs::exists(kept)) return false;
+  const CsvTable csv = parse_csv(read_file(kept), kept.string());
+  const int c_id = csv.column("run_id");
+  std::set<std::string> ids;
+  for (const auto& run : plan_of(it).runs) ids.insert(run.run_id);
+  bool ours = c_id >= 0 && !csv.rows.empty();
+  for (const auto& row : csv.rows) ours = ours && ids.count(row[size_t(c_id)]);
+  return ours;
+}
+
 std::optional<CsvTable> Reproduction::copy_results(const ReproItem& it) {
   const SweepPlan& plan = plan_of(it);
   const std::string runs_csv = csv_of(plan);
@@ -548,18 +565,12 @@ std::optional<CsvTable> Reproduction::copy_results(const ReproItem& it) {
   } else if (fs::exists(kept)) {
     // No runs here (another machine, or runs/ removed): the committed results, if they are this
     // config's runs. Results of an earlier config (other run ids) are not reported as this one's.
-    text = read_file(kept), origin = kept.string();
-    const CsvTable csv = parse_csv(text, origin);
-    const int c_id = csv.column("run_id");
-    std::set<std::string> ids;
-    for (const auto& run : plan.runs) ids.insert(run.run_id);
-    bool ours = c_id >= 0 && !csv.rows.empty();
-    for (const auto& row : csv.rows) ours = ours && ids.count(row[size_t(c_id)]);
-    if (!ours) {
+    if (!kept_results_are_this_config(it)) {
       log(fmt::format("{}: {} holds the results of an earlier config (other run ids); not reported", it.name,
                       kept.string()));
       return std::nullopt;
     }
+    text = read_file(kept), origin = kept.string();
   } else {
     return std::nullopt;
   }
@@ -883,7 +894,8 @@ void Reproduction::write_report() const {
       "`rmt reproduce NAME`). Every number below was measured by rmt on this machine ({}). The "
       "paper's numbers (docs/paper.md §4, §7) are the rows marked `paper:` or quoted in each item; "
       "the paper trained 4-16 layer models for 100k+ steps on GPUs, these are 2-layer models trained "
-      "for a few thousand steps on a CPU, with the same recipe for every model of a figure.\n\n",
+      "on a CPU until solved or up to their figure's step ceiling, with the same recipe, stopping rule "
+      "and ceiling for every model of a figure.\n\n",
       m_.path, machine_text());
   // Summary table.
   double total = 0;
@@ -899,6 +911,8 @@ void Reproduction::write_report() const {
       else if (!out.claims.empty()) {
         pattern = fmt::format("{} of {} checks hold", claims_holding(out.claims), out.claims.size());
       }
+      if (auto p = progress_.find(it.name); out.has_results && p != progress_.end() && p->second.first < p->second.second)
+        pattern = fmt::format("in progress ({} of {} runs): {}", p->second.first, p->second.second, pattern);
     }
     rows += fmt::format("| [{}](#{}) | {} | {} | {} |\n", it.name, it.name, it.title, pattern,
                         t.wall_s > 0 ? seconds_text(t.wall_s) : "-");
