@@ -366,3 +366,47 @@ TEST_CASE("table: every section of experiments/paper_results.yaml reads, with th
       if (r.paper && r.kind != "baseline") CHECK(r.label.find(" (") != std::string::npos);  // says its memory
   }
 }
+
+TEST_CASE("table: runs that stop when solved: seeds that met the target and their median step") {
+  const std::string header =
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,train.target,segment_length,"
+      "acc_teacher_forced,run_id,status,steps,end_reason,solved_step\n";
+  const std::string rows = "rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,solved,1000\n"
+                           "rmt,3,6,0,all,2,0.99,6,0.99,r2,done,4500,solved,4000\n"
+                           "rmt,3,6,0,all,3,0.99,6,0.98,r3,done,2500,solved,2000\n"
+                           "rmt,9,2,0,all,1,0.99,2,0.5,r4,done,40000,max_steps,\n"
+                           "rmt,9,2,0,all,2,0.99,2,0.3,r5,done,40000,max_steps,\n"
+                           "baseline,3,0,0,all,1,,6,0.2,b1,done,100,max_steps,\n";
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(header + rows, "s.csv"), "acc_teacher_forced", {}, "s.csv");
+  REQUIRE(p.rows.size() == 2);
+  const rmt::Cell& three = p.rows[1].cells.at(3);
+  CHECK(three.targeted == 3);
+  CHECK(three.solved == 3);
+  CHECK(*three.median_solved_step == 2000);
+  CHECK(p.rows[1].cells.at(9).solved == 0);
+  CHECK(!p.rows[1].cells.at(9).median_solved_step);
+  const std::string md = rmt::format_pivot(p, "md");
+  CHECK(md.find("seeds whose validation accuracy met the target / seeds") != std::string::npos);
+  CHECK(md.find("| 0.990 ± 0.010 (3/3 solved, median step 2000) |") != std::string::npos);
+  CHECK(md.find("| 0.400 ± 0.141 (0/2 solved) |") != std::string::npos);
+  CHECK(md.find("| baseline | 0.200 ± 0.000 (1) |  |") != std::string::npos);  // no target: n only
+  const std::string csv = rmt::format_pivot(p, "csv");
+  CHECK(csv.rfind("model,source,segments,segment_length,mean,std,n,solved,median_solved_step\n", 0) == 0);
+  CHECK(csv.find("measured,3,6,0.99,0.01,3,3,2000\n") != std::string::npos);
+  CHECK(csv.find("baseline,measured,3,6,0.2,0,1,,\n") != std::string::npos);
+
+  // A stopping column that cannot be read is an error naming the line.
+  auto bad = [&](const std::string& row) {
+    try {
+      rmt::pivot_results(rmt::parse_csv(header + row, "s.csv"), "acc_teacher_forced", {}, "s.csv");
+    } catch (const rmt::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,finished,1000\n").find("line 2: end_reason 'finished'") != std::string::npos);
+  CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,solved,\n").find("line 2: solved_step ''") != std::string::npos);
+  CHECK(bad("rmt,3,6,0,all,1,1.5,6,1.0,r1,done,1500,solved,10\n").find("train.target '1.5'") != std::string::npos);
+  CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,max_steps,10\n").find("solved_step 10 of a run that ended at max_steps") != std::string::npos);
+  CHECK(bad("rmt,3,6,0,all,1,,6,1.0,r1,done,1500,solved,10\n").find("without a target") != std::string::npos);
+}
