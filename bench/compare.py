@@ -32,9 +32,10 @@ import sys
 COPY_MODELS = ["baseline", "xl", "rmt"]
 LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
 COPY120_MODELS = ["copy120_baseline", "copy120_xl", "copy120_rmt"]
-EVERY_MODEL = COPY_MODELS + LM_MODELS + COPY120_MODELS
-# all = the CPU bench's set (as rmt bench --model all); copy120 only when asked for.
-GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS,
+REPRO_MODELS = ["repro_copy_rmt", "repro_retrieval_rmt"]
+EVERY_MODEL = COPY_MODELS + LM_MODELS + COPY120_MODELS + REPRO_MODELS
+# all = the CPU bench's set (as rmt bench --model all); copy120 and repro only when asked for.
+GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS, "repro": REPRO_MODELS,
           "all": COPY_MODELS + LM_MODELS}
 
 
@@ -77,7 +78,7 @@ def main():
                          "else the python3 running this script, e.g. a GPU machine's own)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--models", default="all",
-                    help="comma-separated models or groups (copy, lm, copy120, all = copy and "
+                    help="comma-separated models or groups (copy, lm, copy120, repro, all = copy and "
                          "lm); default all")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
@@ -191,7 +192,7 @@ def main():
           f"PyTorch {torch_version}")
     mem = "GPU MB" if cuda else "RSS MB"
     ew = 32 if modes else 8  # the engine column: "pytorch compiled reduce-overhead"
-    hdr = (f"{'model':<16} {'engine':<{ew}} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
+    hdr = (f"{'model':<20} {'engine':<{ew}} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
            f"{'GFLOP/st':>9} {'GFLOP/s':>8} {'MFU':>7} {mem:>8}")
 
     def memory(e):
@@ -206,7 +207,10 @@ def main():
                                           "of 120, xl cache / rmt memory 60)"),
                          (LM_MODELS, "language model (12 layers, d_model 512, {b} streams, one "
                                      "segment of 128 bytes per step, state carried; lm_rmt "
-                                     "BPTT-1)")):
+                                     "BPTT-1)"),
+                         (REPRO_MODELS, "the shapes rmt reproduce trains (batch {b}; RMT, 2 layers, 2 "
+                                        "memory tokens: copy of 6 in 9 segments of 2 at d_model 32, "
+                                        "retrieval in 5 segments of 2 at d_model 64)")):
         shown = [k for k in group if k in rows]
         if not shown:
             continue
@@ -219,22 +223,22 @@ def main():
             engines += [(f"pytorch compiled {m}", compiled[(k, m)]) for m in modes]
             for label, e in engines:
                 if isinstance(e, str):
-                    print(f"{k:<16} {label:<{ew}} failed: {e}")
+                    print(f"{k:<20} {label:<{ew}} failed: {e}")
                     continue
-                print(f"{k:<16} {label:<{ew}} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.2f} "
+                print(f"{k:<20} {label:<{ew}} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.2f} "
                       f"{e['step_ms_median']:>9.2f} {e['gflop_per_step']:>9.2f} {e['gflops']:>8.1f} "
                       f"{100 * e['mfu']:>6.1f}% {memory(e)}")
             r = rows[k][0]
             for label, e in engines[1:]:
                 if not isinstance(e, str):
-                    print(f"{k:<16} {'rmt / ' + label[len('pytorch '):] if modes else 'ratio':<{ew}} "
+                    print(f"{k:<20} {'rmt / ' + label[len('pytorch '):] if modes else 'ratio':<{ew}} "
                           f"{r['tokens_per_s'] / e['tokens_per_s']:>9.2f}x  (rmt / PyTorch tokens/s)")
     if all((k, t) in scale for k in models for t in (1, 2)):
         print()
         print("rmt thread scaling (tokens/s)")
         for k in models:
             one, two = scale[(k, 1)]["tokens_per_s"], scale[(k, 2)]["tokens_per_s"]
-            print(f"{k:<16} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
+            print(f"{k:<20} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
     evals = [k for k in models if "eval_free_running_ms" in rows[k][0]]
     if evals:
         print()
@@ -242,7 +246,7 @@ def main():
               "(cached keys/values vs re-running the answer segment per generated token)")
         for k in evals:
             r = rows[k][0]
-            print(f"{k:<16} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
+            print(f"{k:<20} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
                   f"free-running {r['eval_free_running_ms']:>8.1f} ms (kv cache), "
                   f"{r.get('eval_free_running_rerun_ms', float('nan')):>8.1f} ms (re-running segments)")
     samples = [k for k in models if "sample_ms" in rows[k][0]]
@@ -251,7 +255,7 @@ def main():
         print("rmt sample's path (one stream, greedy): one segment of bytes after a one-segment prompt")
         for k in samples:
             r = rows[k][0]
-            print(f"{k:<16} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
+            print(f"{k:<20} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
                   f"({1e3 * r['sample_bytes'] / r['sample_ms']:.0f} bytes/s, prompt included)")
     print(f"\nraw JSON lines: {args.out}")
 

@@ -18,7 +18,11 @@ carried, detached; lm_rmt re-runs its BPTT window from the state entering it), e
 segment s scored, backward through the window, clip_grad_norm_(0.25), Adam(lr 2.5e-4). The
 first steps that fill the carried state are untimed, as in rmt bench.
 
-Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model NAME|copy|lm|copy120|all]
+Repro models (repro_copy_rmt, repro_retrieval_rmt): the small shapes rmt reproduce trains (RMT
+on copy in 9 segments of 2 at d_model 32, on associative retrieval in 5 segments of 2 at d_model
+64; 2 layers, dropout 0, clip 1.0, bptt all), by name or as the group repro.
+
+Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model NAME|copy|lm|copy120|repro|all]
            [--threads T] [--reps N] [--warmup N] [--batch B] [--peak-gflops P | --peak-only]
            [--tiny] [--device cpu|cuda] [--compile [--compile-mode MODE]]
 Prints one JSON object per model per line (keys as `rmt bench --json`). `all` is the copy and
@@ -50,8 +54,9 @@ from rmt_reference import RMTReference, answer_loss, lm_window_loss, run_segment
 COPY_MODELS = ["baseline", "xl", "rmt"]
 LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
 COPY120_MODELS = ["copy120_baseline", "copy120_xl", "copy120_rmt"]
-ALL_MODELS = COPY_MODELS + LM_MODELS + COPY120_MODELS  # rmt bench's bench_models() order
-GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS,
+REPRO_MODELS = ["repro_copy_rmt", "repro_retrieval_rmt"]
+ALL_MODELS = COPY_MODELS + LM_MODELS + COPY120_MODELS + REPRO_MODELS  # rmt bench's bench_models() order
+GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS, "repro": REPRO_MODELS,
           "all": COPY_MODELS + LM_MODELS}
 COMPILE_MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 
@@ -75,6 +80,16 @@ def _workload(name, tiny):
         w["num_mem_tokens"] = w["memory"] if kind == "rmt" else 0
         w["window"] = 1 if kind == "rmt" else 0
         w.update(segments=1, answer=w["T"])
+        return w
+    if name in REPRO_MODELS:  # the shapes rmt reproduce trains (bench.h: repro_copy_rmt, ...)
+        retrieval = name == "repro_retrieval_rmt"
+        d = 64 if retrieval else 32
+        w = dict(kind="rmt", lm=False, n_layer=2, n_head=4 if retrieval else 2, d_head=16, d_model=d,
+                 d_inner=2 * d, batch=32, lr=1e-3 if retrieval else 2e-3, clip=1.0, dropout=0.0,
+                 vocab=37 if retrieval else 12, segments=5 if retrieval else 9, L=6, pairs=4 if retrieval else 0)
+        if tiny:
+            w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, batch=4)
+        w.update(T=2 * 4 + 2 if retrieval else 18, answer=1 if retrieval else 12, mem_len=0, num_mem_tokens=2)
         return w
     long_copy = name in COPY120_MODELS  # copy of 120 symbols of 8, vocab 10 (docs/paper.md §1)
     kind = name[len("copy120_"):] if long_copy else name
@@ -179,6 +194,24 @@ def copy_batch(gen, B, L, V):
     return s[:, :-1].contiguous(), s[:, 1:].contiguous()
 
 
+def retrieval_batch(gen, B, K):
+    """K key-value pairs (keys: letters, ids 11..36; values: digits, ids 0..9), a query key, '?'
+    (id 10) and the query's value: the layout of tasks/ (10 positions for K = 4, the answer last)."""
+    keys = torch.stack([torch.randperm(26, generator=gen)[:K] + 11 for _ in range(B)])
+    values = torch.randint(0, 10, (B, K), generator=gen)
+    pick = torch.randint(0, K, (B,), generator=gen)
+    pairs = torch.stack([keys, values], dim=2).reshape(B, 2 * K)
+    rows = torch.arange(B)
+    s = torch.cat([pairs, keys[rows, pick][:, None], torch.full((B, 1), 10), values[rows, pick][:, None]], dim=1)
+    return s[:, :-1].contiguous(), s[:, 1:].contiguous()
+
+
+def task_batch(gen, w):
+    if w.get("pairs", 0) > 0:
+        return retrieval_batch(gen, w["batch"], w["pairs"])
+    return copy_batch(gen, w["batch"], w["L"], w["vocab"])
+
+
 def gemm_gflops(n=2048, reps=10, device="cpu"):
     """Best rate over n, n/2, n/4, each for at least reps samples and 0.3 s (as rmt bench). On the
     CPU a sample is one call; on a GPU as many calls as fill about 2 ms, then a synchronize."""
@@ -273,7 +306,7 @@ def bench(name, args, run):
         return bench_lm(name, w, args, run)
     model = make_model(w).to(run.device)
     model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    opt = torch.optim.Adam(model.parameters(), lr=w["lr"])
     params = list(model.parameters())
     gen = torch.Generator().manual_seed(0xBE7C)
     B, T, A, N = w["batch"], w["T"], w["answer"], w["segments"]
@@ -286,7 +319,7 @@ def bench(name, args, run):
     warmup = run.warmup(args.warmup)
     times, loss = [], 0.0
     for step in range(warmup + args.reps):
-        inp, tgt = copy_batch(gen, B, w["L"], w["vocab"])
+        inp, tgt = task_batch(gen, w)
         inp, tgt = inp.to(run.device), tgt.to(run.device)
         run.sync()
         t0 = time.perf_counter()
@@ -294,7 +327,7 @@ def bench(name, args, run):
         loss_t = step_loss(inp, tgt)
         opt.zero_grad(set_to_none=True)
         loss_t.backward()
-        torch.nn.utils.clip_grad_norm_(params, 0.25)
+        torch.nn.utils.clip_grad_norm_(params, w.get("clip", 0.25))
         opt.step()
         loss = loss_t.item()
         run.sync()
@@ -304,7 +337,8 @@ def bench(name, args, run):
     best = min(times)
     gflop = step_flops(name, w) * 1e-9
     return dict(engine="pytorch", torch_version=torch.__version__, model=name,
-                workload="copy120" if name in COPY120_MODELS else "copy",
+                workload=("copy120" if name in COPY120_MODELS else
+                          name[:name.rfind("_")] if name in REPRO_MODELS else "copy"),
                 threads=torch.get_num_threads(), batch=B, seq_len=T, segments=w["segments"],
                 bptt_window=0, warmup=warmup,
                 params=sum(p.numel() for p in params), reps=args.reps,
@@ -340,7 +374,7 @@ def bench_lm(name, w, args, run):
                              None if cache is None else [c.clone() for c in cache])
         opt.zero_grad(set_to_none=True)
         loss_t.backward()
-        torch.nn.utils.clip_grad_norm_(params, 0.25)
+        torch.nn.utils.clip_grad_norm_(params, w.get("clip", 0.25))
         opt.step()
         loss = loss_t.item()
         run.sync()

@@ -12,6 +12,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/experiments/bench.h"
+#include "lib/experiments/sweep.h"
 #include "tests/cli.h"
 
 using namespace rmt;
@@ -119,7 +120,7 @@ TEST_CASE("bench language-model workloads are the paper's enwik8 model at a stat
   CHECK(bench_workload("lm_rmt", false).lm_window == 1);
   CHECK(bench_workload("lm_baseline", false).model.num_mem_tokens == 0);
   CHECK_THROWS(bench_workload("lm_mt", false));
-  CHECK(bench_models().size() == 9);
+  CHECK(bench_models().size() == 11);  // copy, lm, copy120 (3 each), repro (2)
 }
 
 TEST_CASE("bench workload is the paper's copy config") {
@@ -222,6 +223,49 @@ TEST_CASE("bench copy120 workload is the paper's copy of 120 symbols in 3 segmen
   CHECK(bench_workload("copy120_rmt", true).model.num_mem_tokens == 3);  // tiny: half of 6
   CHECK(bench_workload("rmt", false).workload == "copy");
   CHECK(bench_workload("lm_rmt", false).workload == "lm");
+}
+
+TEST_CASE("bench repro workloads are the shapes rmt reproduce trains") {
+  // repro_copy_rmt: the hardest RMT cell of experiments/reproduce/fig4_copy.yaml, as planned.
+  const SweepPlan plan = plan_sweep(load_sweep(std::string(RMT_SOURCE_DIR) + "/experiments/reproduce/fig4_copy.yaml"),
+                                    fresh_tmp("rmt_test_bench", "runs"), 1);
+  const SweepRun* cell = nullptr;
+  for (const auto& run : plan.runs)
+    if (run.config.model.kind == "rmt" && run.config.segments == 9) cell = &run;
+  REQUIRE(cell != nullptr);
+  const BenchWorkload copy = bench_workload("repro_copy_rmt", false);
+  const ModelConfig &a = copy.model, &b = cell->config.model;
+  CHECK(copy.workload == "repro_copy");
+  CHECK(a.kind == b.kind);
+  CHECK(a.n_layer == b.n_layer);
+  CHECK(a.n_head == b.n_head);
+  CHECK(a.d_head == b.d_head);
+  CHECK(a.d_model == b.d_model);
+  CHECK(a.d_inner == b.d_inner);
+  CHECK(a.num_mem_tokens == b.num_mem_tokens);
+  CHECK(a.dropout == b.dropout);
+  CHECK(copy.segments == cell->config.segments);
+  CHECK(copy.batch == cell->config.train.batch_size);
+  CHECK(copy.lr == cell->config.train.lr);
+  CHECK(copy.clip == cell->config.train.clip);
+  CHECK(copy.bptt == cell->config.bptt);
+  CHECK(copy.seq_len() == 18);  // copy of 6: 3 x 6 positions
+  CHECK(copy.answer_size() == 12);
+  // repro_retrieval_rmt: retrieval with 4 pairs (10 positions, the answer the last) in 5 segments
+  // of 2, d_model 64 with 4 heads, as bench.h says.
+  const BenchWorkload retrieval = bench_workload("repro_retrieval_rmt", false);
+  CHECK(retrieval.workload == "repro_retrieval");
+  CHECK(retrieval.seq_len() == 10);
+  CHECK(retrieval.answer_size() == 1);
+  CHECK(retrieval.segments == 5);
+  CHECK(retrieval.model.d_model == 64);
+  CHECK(retrieval.model.n_head * retrieval.model.d_head == 64);
+  CHECK(retrieval.model.n_token == 37);
+  CHECK(bench_selection("repro") == std::vector<std::string>{"repro_copy_rmt", "repro_retrieval_rmt"});
+  Run r = rmt_run("bench --model repro --tiny --reps 2 --warmup 1 --threads 1 --json");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("\"model\":\"repro_retrieval_rmt\"") != std::string::npos);
+  CHECK(r.output.find("\"workload\":\"repro_retrieval\"") != std::string::npos);
 }
 
 TEST_CASE("bench --model groups select their models; all is the copy and language models") {

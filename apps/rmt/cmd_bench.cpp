@@ -37,7 +37,9 @@ void add_bench_command(CLI::App& app) {
                   "baseline | xl | rmt (copy task, 72 positions) | lm_baseline | lm_xl | lm_rmt "
                   "(byte-level language model, carried state) | copy120_baseline | copy120_xl | "
                   "copy120_rmt (the paper's copy120 task: 360 positions in 3 segments of 120, "
-                  "cache / memory 60) | copy | lm | copy120 (those three) | all (copy and lm)")
+                  "cache / memory 60) | repro_copy_rmt | repro_retrieval_rmt (shapes `rmt reproduce` "
+                  "trains: RMT on copy in 9 segments of 2 at d_model 32, on retrieval in 5 segments of "
+                  "2 at d_model 64) | copy | lm | copy120 | repro (those groups) | all (copy and lm)")
       ->check(one_of(models))->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
       ->transform(an_int())->capture_default_str();
@@ -113,7 +115,7 @@ void add_bench_command(CLI::App& app) {
                 peak, source.c_str(), results.front().device.c_str(), results.front().threads, args->reps,
                 args->warmup);
     std::printf("FLOPs: %s\n", flop_formula());
-    for (const char* workload : {"copy", "copy120", "lm"}) {
+    for (const char* workload : {"copy", "copy120", "lm", "repro_copy", "repro_retrieval"}) {
       bool header = false;
       for (const auto& r : results) {
         if (r.workload != workload) continue;
@@ -126,17 +128,24 @@ void add_bench_command(CLI::App& app) {
             std::printf("\ncopy120 workload (the paper's copy of 120 symbols): batch %d, %d "
                         "positions in %d segments, xl cache / rmt memory %d\n", r.batch, r.seq_len,
                         r.segments, bench_workload("copy120_rmt", args->tiny).model.num_mem_tokens);
+          else if (r.workload == "repro_copy" || r.workload == "repro_retrieval")
+            std::printf("\n%s (a shape `rmt reproduce` trains: 2 layers, d_model %d, %d memory "
+                        "tokens, bptt all): batch %d, %d positions in %d segments\n",
+                        r.workload == "repro_copy" ? "copy of 6 symbols" : "associative retrieval, 4 pairs",
+                        bench_workload(r.model, args->tiny).model.d_model,
+                        bench_workload(r.model, args->tiny).model.num_mem_tokens, r.batch, r.seq_len,
+                        r.segments);
           else
             std::printf("\nlanguage model (byte level, the paper's 12-layer enwik8 model): %d "
                         "streams, one new segment of %d bytes per step, the cache and memory "
                         "carried; lm_rmt re-runs %d earlier segment(s) (BPTT); warm-up at least "
                         "until the carried state is full\n",
                         r.batch, r.seq_len, bench_workload("lm_rmt", args->tiny).lm_window);
-          std::printf("%-16s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
+          std::printf("%-20s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
                       "median", "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms",
                       "re-run ms");
         }
-        std::printf("%-16s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
+        std::printf("%-20s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
                     r.model.c_str(), r.step_ms_min, r.step_ms_median, r.tokens_per_s,
                     r.gflop_per_step, r.gflops, 100 * r.mfu, r.peak_rss_mb,
                     ms_or_dash(r.workload == "lm" ? r.sample_ms : r.eval_free_running_ms).c_str(),

@@ -40,18 +40,24 @@ double median(std::vector<double> x) {
   return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-// A batch of fresh samples of the copy task with L symbols to copy and vocabulary V, in the
-// model's view (tasks/: i.i.d. draws, sample_model_view).
-void copy_batch(TaskRng& rng, int B, int L, int V, std::vector<int32_t>& input,
+// The task of a copy or retrieval workload, as tasks/ states it.
+TaskOptions workload_task(const BenchWorkload& w) {
+  if (w.retrieval_pairs > 0) return resolve_task("retrieval", {}, {}, w.retrieval_pairs);
+  return resolve_task("copy", w.copy_length, w.model.n_token - 2);  // ids 0, 1: <pad>, <go>
+}
+
+// A batch of fresh samples of the workload's task, in the model's view (tasks/: i.i.d. draws,
+// sample_model_view).
+void task_batch(TaskRng& rng, const BenchWorkload& w, std::vector<int32_t>& input,
                 std::vector<int32_t>& target) {
-  const TaskOptions copy = resolve_task("copy", L, V - 2);  // ids 0, 1: <pad>, <go>
-  const int len_x = task_len_x(copy), len_y = task_len_y(copy), T = len_x + len_y - 1;
+  const TaskOptions task = workload_task(w);
+  const int B = w.batch, len_x = task_len_x(task), len_y = task_len_y(task), T = w.seq_len();
   input.resize(size_t(B) * T);
   target.resize(size_t(B) * T);
   std::vector<int64_t> x(static_cast<size_t>(len_x)), y(static_cast<size_t>(len_y));
   for (int b = 0; b < B; ++b) {
-    draw_sample(copy, rng, x.data(), y.data());
-    sample_model_view(task_stacked(copy), x.data(), len_x, y.data(), len_y,
+    draw_sample(task, rng, x.data(), y.data());
+    sample_model_view(task_stacked(task), x.data(), len_x, y.data(), len_y,
                       input.data() + int64_t(b) * T, target.data() + int64_t(b) * T);
   }
 }
@@ -68,22 +74,28 @@ const std::vector<std::string>& bench_models() {
     }
     copy.insert(copy.end(), lm.begin(), lm.end());
     copy.insert(copy.end(), copy120.begin(), copy120.end());
+    for (const char* repro : {"repro_copy_rmt", "repro_retrieval_rmt"}) copy.push_back(repro);
     return copy;
   }();
   return models;
 }
 
 const std::vector<std::string>& bench_groups() {
-  static const std::vector<std::string> groups = {"copy", "lm", "copy120", "all"};
+  static const std::vector<std::string> groups = {"copy", "lm", "copy120", "repro", "all"};
   return groups;
 }
 
 namespace {
-// copy | copy120 | lm, from the model's name.
+// copy | copy120 | lm | repro_copy | repro_retrieval, from the model's name.
 std::string workload_of(const std::string& name) {
   if (name.rfind("lm_", 0) == 0) return "lm";
   if (name.rfind("copy120_", 0) == 0) return "copy120";
+  if (name.rfind("repro_", 0) == 0) return name.substr(0, name.rfind('_'));
   return "copy";
+}
+// The group a workload belongs to (--model GROUP).
+std::string group_of(const std::string& workload) {
+  return workload.rfind("repro_", 0) == 0 ? "repro" : workload;
 }
 }  // namespace
 
@@ -95,8 +107,8 @@ std::vector<std::string> bench_selection(const std::string& m) {
     fail("--model must be one of {}, {} (got '{}')", fmt::join(all, ", "), fmt::join(groups, ", "), m);
   std::vector<std::string> out;
   for (const std::string& name : all) {
-    const std::string w = workload_of(name);
-    if (name == m || w == m || (m == "all" && w != "copy120")) out.push_back(name);
+    const std::string g = group_of(workload_of(name));
+    if (name == m || g == m || (m == "all" && (g == "copy" || g == "lm"))) out.push_back(name);
   }
   return out;
 }
@@ -110,7 +122,7 @@ BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
   w.name = name;
   w.workload = workload_of(name);
   w.lm = w.workload == "lm";
-  const std::string kind = w.workload == "copy" ? name : name.substr(name.find('_') + 1);
+  const std::string kind = w.workload == "copy" ? name : name.substr(name.rfind('_') + 1);
   const ModelKindTraits& traits = traits_of(kind);
   ModelConfig& m = w.model;
   m.kind = kind;
@@ -133,6 +145,26 @@ BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
     w.lm_window = traits.has_memory ? 1 : 0;
     w.segments = 1;
     w.bptt = w.lm_window;
+    if (batch > 0) w.batch = batch;
+    return w;
+  }
+  if (group_of(w.workload) == "repro") {  // the reproduction's recipe (bench.h)
+    const bool retrieval = w.workload == "repro_retrieval";
+    m.dropout = 0.0;
+    m.n_layer = 2, m.n_head = retrieval ? 4 : 2, m.d_head = 16, m.d_model = retrieval ? 64 : 32;
+    m.d_inner = 2 * m.d_model;
+    m.num_mem_tokens = 2;
+    m.mem_len = 0;
+    w.retrieval_pairs = retrieval ? 4 : 0;
+    m.n_token = retrieval ? int(task_vocab(resolve_task("retrieval", {}, {}, 4)).size()) : 12;
+    w.copy_length = 6;
+    w.segments = retrieval ? 5 : 9;
+    w.clip = 1.0;
+    w.lr = retrieval ? 1e-3 : 2e-3;
+    if (tiny) {
+      m.n_layer = 1, m.n_head = 2, m.d_head = 8, m.d_model = 16, m.d_inner = 32;
+      w.batch = 4;
+    }
     if (batch > 0) w.batch = batch;
     return w;
   }
@@ -360,7 +392,6 @@ void fill_times(BenchResult& r, const BenchWorkload& w, const std::vector<double
 // The copy workload: fresh random batches (made outside the timed region), one train_step each.
 void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engine, Backend& be,
                 Adam& adam, const BenchOptions& opt) {
-  const ModelConfig& mc = model.config;
   const int B = w.batch, T = w.seq_len(), A = w.answer_size();
   const std::vector<int> seg_len = segment_lengths(T, w.segments);
   TaskRng rng(mix_seed(opt.seed, 0xBE7C));
@@ -370,7 +401,7 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
   settings.clip = w.clip;
   settings.lr = w.lr;
   auto prepare = [&](int step) {
-    copy_batch(rng, B, T / 3, mc.n_token, input, target);
+    task_batch(rng, w, input, target);
     settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step));
   };
   std::vector<double> times = time_steps(be, opt.warmup, opt.reps, prepare, [&](int) {
@@ -386,7 +417,7 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
     LmSplit split;
     split.n = B;
     split.seq_len = T;
-    copy_batch(rng, B, T / 3, mc.n_token, split.input, split.target);
+    task_batch(rng, w, split.input, split.target);
     EvalOptions eo;
     eo.seg_len = seg_len;
     eo.answer_size = A;

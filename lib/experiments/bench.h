@@ -17,13 +17,15 @@ namespace rmt {
 // The workload of one benchmarked model.
 struct BenchWorkload {
   std::string name;         // the bench model: baseline | xl | rmt | lm_baseline | lm_xl |
-                            // lm_rmt | copy120_baseline | copy120_xl | copy120_rmt
-  std::string workload;     // copy | copy120 | lm
+                            // lm_rmt | copy120_baseline | copy120_xl | copy120_rmt |
+                            // repro_copy_rmt | repro_retrieval_rmt
+  std::string workload;     // copy | copy120 | lm | repro_copy | repro_retrieval
   ModelConfig model;        // kind, sizes, mem_len / num_mem_tokens, dropout; n_token set
   int batch = 32;           // copy: samples; language model: streams
   double clip = 0.25, lr = 1e-4;
-  // copy task
+  // copy task (or, retrieval_pairs > 0, associative retrieval)
   int copy_length = 24;     // copy task length L: input T = 3L, answer 2L
+  int retrieval_pairs = 0;  // retrieval: K key-value pairs and a query, input T = 2K + 2, answer 1
   int segments = 3;
   int bptt = -1;            // all
   // language model (lm = true): each step trains on the next segment of every stream
@@ -32,16 +34,17 @@ struct BenchWorkload {
   int lm_window = 0;        // earlier segments a step re-runs (RMT's bptt k; 0 without memory)
   // Positions a step trains on per row (tokens per step = batch * seq_len()): the copy
   // sample's 3L, or the language model's new segment.
-  int seq_len() const { return lm ? lm_segment : 3 * copy_length; }
-  int answer_size() const { return lm ? lm_segment : 2 * copy_length; }
+  int seq_len() const { return lm ? lm_segment : retrieval_pairs > 0 ? 2 * retrieval_pairs + 2 : 3 * copy_length; }
+  int answer_size() const { return lm ? lm_segment : retrieval_pairs > 0 ? 1 : 2 * copy_length; }
 };
 
 // Every bench model, in the order reports list them: the copy models, the language models,
-// the copy120 models.
+// the copy120 models, the reproduction's models.
 const std::vector<std::string>& bench_models();
-// The groups --model also takes: copy, lm, copy120, and all = copy + lm (the CPU bench's set,
-// `make bench`; the copy120 models take seconds per step on a CPU, so they run only when asked
-// for by name or by their group).
+// The groups --model also takes: copy, lm, copy120, repro, and all = copy + lm (the CPU bench's
+// set, `make bench`; the copy120 models take seconds per step on a CPU, so they run only when
+// asked for by name or by their group; the repro models are `make reproduce`'s own small
+// shapes, run by name or as the group repro).
 const std::vector<std::string>& bench_groups();
 // The models a --model value selects (a model or a group), in bench_models() order; fails
 // listing the models and groups otherwise.
@@ -61,6 +64,13 @@ std::vector<std::string> bench_selection(const std::string& model_or_group);
 // "copy-360 config", in 3 segments of 120 with the copy model above; xl caches 60 rows and rmt
 // has 60 memory tokens (half the segment: the paper's Figure 5b "cache 60" / "mem 60" rows and
 // experiments/fig5a_copy360_segments.yaml's choice at 3 segments). batch 32.
+// repro_copy_rmt | repro_retrieval_rmt: the shapes `rmt reproduce` trains most (its recipe,
+// docs/paper.md §6: 2 layers, dropout 0, clip 1.0, batch 32, bptt all): RMT on copy of 6
+// symbols (vocab 12, 18 positions) in 9 segments of 2 with 2 memory tokens, d_model 32, 2 heads
+// x 16, d_inner 64, lr 2e-3 (experiments/reproduce/fig4_copy.yaml's hardest cell); RMT on
+// associative retrieval with 4 pairs (vocab 37, 10 positions) in 5 segments of 2 with 2 memory
+// tokens, d_model 64, 4 heads x 16, d_inner 128, lr 1e-3 (the retrieval setting that learns the
+// task, docs/paper.md §6). Their steps are small: per-call overhead decides their speed.
 // tiny: a few-ms stand-in with the same structure (1 layer, 2 heads x 8, d_model 16; copy:
 // batch 4, 18 positions; copy120: the same with vocab 10 and memory / cache 3, half the segment;
 // language model: 2 streams, segments of 8, xl cache 8, rmt 2 memory tokens with BPTT-1), for

@@ -43,7 +43,7 @@ def main():
 
     def listed_by_rmt(flags):  # the workloads as rmt bench describes them (no step run)
         out = {}
-        for group in ("all", "copy120"):
+        for group in ("all", "copy120", "repro"):
             out.update({r["model"]: r for r in json_lines([rmt, "bench", "--list", "--model", group] + flags)})
         return out
 
@@ -55,7 +55,7 @@ def main():
             # ... and as it runs them (tiny only: the full language models take seconds per step).
             ran = {}
             if tiny and batch in (0, 3):
-                for group in ("all", "copy120"):
+                for group in ("all", "copy120", "repro"):
                     ran.update({r["model"]: r for r in json_lines(
                         [rmt, "bench", "--json", "--no-eval", "--model", group] + one_step + flag)})
             for k in MODELS:
@@ -93,6 +93,9 @@ def main():
     runs += json_lines(ref + ["--tiny", "--model", "copy120"] + one_step)
     check("pytorch_reference.py --tiny --model copy120 reports the copy120 models",
           [r["model"] for r in runs[6:]] == P.COPY120_MODELS)
+    runs += json_lines(ref + ["--tiny", "--model", "repro"] + one_step)
+    check("pytorch_reference.py --tiny --model repro reports the repro models (rmt reproduce's shapes)",
+          [r["model"] for r in runs[9:]] == P.REPRO_MODELS)
     tiny_rmt = listed_by_rmt(["--tiny"])
     for r in runs:
         o = tiny_rmt[r["model"]]
