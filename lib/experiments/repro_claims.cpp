@@ -1,0 +1,103 @@
+#include "lib/experiments/repro_claims.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace rmt {
+
+namespace {
+
+const PivotRow* measured_row(const Pivot& pivot, const std::string& kind) {
+  for (const auto& row : pivot.rows)
+    if (!row.paper && row.label.substr(0, row.label.find(' ')) == kind) return &row;
+  return nullptr;
+}
+
+bool lm_matches(const LmSelector& sel, const LmRow& row) {
+  return sel.model == row.model && (sel.cache < 0 || sel.cache == row.cache) &&
+         (sel.memory < 0 || sel.memory == row.memory) && (!sel.bptt || *sel.bptt == row.bptt);
+}
+
+}  // namespace
+
+std::string selector_text(const LmSelector& s) {
+  std::string t = s.model;
+  if (s.cache >= 0) t += fmt::format(" cache {}", s.cache);
+  if (s.memory >= 0) t += fmt::format(" memory {}", s.memory);
+  if (s.bptt) t += fmt::format(" BPTT {}", *s.bptt);
+  return t;
+}
+
+ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows) {
+  ClaimResult res;
+  auto find_one = [&](const LmSelector& sel) -> const LmRow* {
+    const LmRow* found = nullptr;
+    for (const auto& r : rows)
+      if (lm_matches(sel, r)) {
+        if (found) {
+          res.detail = fmt::format("more than one run matches {}", selector_text(sel));
+          return nullptr;
+        }
+        found = &r;
+      }
+    if (!found && res.detail.empty()) res.detail = fmt::format("no finished run of {}", selector_text(sel));
+    return found;
+  };
+  const LmRow* a = find_one(claim.run);
+  if (!a) return res;
+  const LmRow* b = find_one(claim.below);
+  if (!b) return res;
+  const bool ok = a->bpc < b->bpc + claim.margin;
+  res.state = ok ? ClaimResult::holds : ClaimResult::fails;
+  res.detail = fmt::format("{}: {:.3f} vs {}: {:.3f}{}", selector_text(claim.run), a->bpc, selector_text(claim.below),
+                           b->bpc, claim.margin != 0 ? fmt::format(" (margin {:+.3f})", claim.margin) : "");
+  return res;
+}
+
+int claims_holding(const std::vector<ClaimResult>& claims) {
+  return int(std::count_if(claims.begin(), claims.end(), [](const ClaimResult& r) { return r.state == ClaimResult::holds; }));
+}
+
+ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
+  ClaimResult res;
+  const PivotRow* row = measured_row(pivot, claim.model);
+  const PivotRow* other = claim.above.empty() ? nullptr : measured_row(pivot, claim.above);
+  std::vector<std::string> parts;
+  bool all = true;
+  for (int seg : claim.segments) {
+    auto cell = row ? row->cells.find(seg) : decltype(row->cells.end()){};
+    if (!row || cell == row->cells.end()) {
+      res.detail = fmt::format("no {} result at {} segments", claim.model, seg);
+      return res;
+    }
+    const double v = cell->second.mean;
+    bool ok = true;
+    std::string part = fmt::format("{} at {}: {:.2f}", claim.model, seg, v);
+    if (claim.min && v < *claim.min) ok = false;
+    if (claim.max && v > *claim.max) ok = false;
+    if (other) {
+      auto oc = other->cells.find(seg);
+      if (oc == other->cells.end()) {
+        res.detail = fmt::format("no {} result at {} segments", claim.above, seg);
+        return res;
+      }
+      part += fmt::format(" vs {} {:.2f}", claim.above, oc->second.mean);
+      if (!(v > oc->second.mean)) ok = false;
+    } else if (!claim.above.empty()) {
+      res.detail = fmt::format("no {} results", claim.above);
+      return res;
+    }
+    all = all && ok;
+    parts.push_back(part);
+  }
+  std::string bound;
+  if (claim.min) bound += fmt::format(" (needs >= {})", *claim.min);
+  if (claim.max) bound += fmt::format(" (needs <= {})", *claim.max);
+  res.state = all ? ClaimResult::holds : ClaimResult::fails;
+  res.detail = fmt::format("{}{}", fmt::join(parts, "; "), bound);
+  return res;
+}
+
+}  // namespace rmt

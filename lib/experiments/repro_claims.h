@@ -1,0 +1,27 @@
+#pragma once
+// The paper's pattern as checks on measured results: a sweep item's claims on the means of its
+// pivoted table (check_claim, reproduce.h), a language-model item's claims comparing two runs'
+// bpc.
+#include <string>
+#include <vector>
+
+#include "lib/experiments/reproduce.h"
+#include "lib/experiments/results_table.h"
+
+namespace rmt {
+
+// One finished run of a language-model sweep, as its results.csv row says.
+struct LmRow {
+  std::string model;
+  int cache = 0, memory = 0, bptt = 0;
+  double bpc = 0, loss = 0, wall_s = 0;
+};
+
+// "rmt memory 4 BPTT 1": a selector as the report names it.
+std::string selector_text(const LmSelector& s);
+// Whether run's bpc is below claim.below's (by claim.margin); no data when either selector
+// matches no finished run or more than one.
+ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows);
+int claims_holding(const std::vector<ClaimResult>& claims);
+
+}  // namespace rmt
