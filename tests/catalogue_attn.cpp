@@ -59,6 +59,18 @@ RMT_CATALOGUE({
     {"attn", "picture of an unknown format", [](const std::string& d) { tiny_run(d); },
      "attn --run {dir}/run --out {dir}/a.jpg", 1,
      "/a.jpg: the picture file must end in .png or .svg"},
+    {"attn", "the run's dataset changed since training (results.json records another)",
+     [](const std::string& d) {
+       tiny_run(d);
+       rmt::write_file_atomic(d + "/run/results.json", "{\"dataset_fingerprint\": \"0123abcd\"}\n");
+     },
+     "attn --run {dir}/run --dump {dir}/a.json", 1, "the run recorded 0123abcd; regenerate it"},
+    {"attn", "the run's dataset changed, a picture asked for",
+     [](const std::string& d) {
+       tiny_run(d);
+       rmt::write_file_atomic(d + "/run/results.json", "{\"dataset_fingerprint\": \"0123abcd\"}\n");
+     },
+     "attn --run {dir}/run --out {dir}/a.svg", 1, "or pass --allow-changed-data"},
     {"attn", "picture under a regular file", [](const std::string& d) {
        tiny_run(d);
        rmt::write_file_atomic(d + "/file", "x");

@@ -217,4 +217,10 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::st
                                      "(default: {})", known_devices(), default_text));
 }
 
+CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow) {
+  return cmd->add_flag("--allow-changed-data", allow,
+                       "Read the run's own dataset even if it changed since the run was trained "
+                       "(its fingerprint differs from the one the run recorded); prints a warning");
+}
+
 }  // namespace rmt::cli

@@ -13,6 +13,7 @@
 #include "lib/core/model.h"
 #include "lib/experiments/attention_map.h"
 #include "lib/files/io.h"
+#include "lib/run/run_data.h"
 
 namespace rmt::cli {
 
@@ -65,6 +66,7 @@ void add_attn_command(CLI::App& app) {
   struct Args {
     std::string run, checkpoint = "best", split = "test", out, dump, device;
     int sample = 0, segment = 0, layer = 0, head = 0, threads = 0;
+    bool allow_changed_data = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("--run", args->run, "Run directory written by rmt train")->required();
@@ -82,6 +84,7 @@ void add_attn_command(CLI::App& app) {
                   "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
   add_device_option(cmd, args->device, "the device the run was trained on");
+  add_allow_changed_data_flag(cmd, args->allow_changed_data);
   cmd->callback([args, segment, layer, head] {
     if (args->out.empty() && args->dump.empty())
       throw CLI::RequiredError("--out FILE.png|FILE.svg or --dump FILE.json");
@@ -96,6 +99,7 @@ void add_attn_command(CLI::App& app) {
     if (!args->dump.empty() && args->dump != "-") prepare_output("--dump", args->dump);
     check_threads(args->threads, "--threads");
 
+    check_run_dataset_unchanged(args->run, args->allow_changed_data);
     TrainedRun t = load_trained_run(args->run, args->checkpoint, args->device);
     const Model& model = *t.model;
     const int segments = int(t.run.seg_len.size());

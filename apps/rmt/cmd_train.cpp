@@ -13,6 +13,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "lib/files/io.h"
+#include "lib/run/run_data.h"
 #include "lib/run/step_dump.h"
 #include "lib/run/train.h"
 
@@ -143,7 +144,12 @@ void add_eval_command(CLI::App& app) {
       ->transform(int_range(1));
   cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(an_int());
   add_device_option(cmd, req->device, "the device the run was trained on");
-  cmd->callback([req] { std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str()); });
+  auto allow_changed = std::make_shared<bool>(false);
+  add_allow_changed_data_flag(cmd, *allow_changed);
+  cmd->callback([req, allow_changed] {
+    if (req->data_dir.empty()) check_run_dataset_unchanged(req->run_dir, *allow_changed);
+    std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str());
+  });
 }
 
 namespace {
