@@ -42,6 +42,17 @@ void check_output_dir(const std::string& option, const std::string& dir);
 // The same for an output file: its directory is checked, and the file must not be a directory.
 void check_output_file(const std::string& option, const std::string& file);
 
+// A file named on the command line, with the option that named it ("--dump", "--input").
+struct NamedPath {
+  std::string option;
+  std::string path;
+};
+// Checks a command's output files before anything is written, so that no output destroys
+// something: none may be a special file (device node, FIFO, socket, or a link to one: rmt
+// replaces an output whole, which would remove it), none may be one of the command's inputs,
+// and no two outputs may be the same file. Fails (rmt::Error) naming the options and paths.
+void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs = {});
+
 // Physical memory of this machine in bytes (0 if unknown).
 uint64_t physical_memory_bytes();
 // "1.5 GB"-style size.
