@@ -259,10 +259,25 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best_d <= std::max<int>(1, int(word.size()) / 3) ? best : "";
 }
 
+void check_device_name(const std::string& device) {
+  // An empty name is not "the default": some commands read it as cpu, others refused it. The
+  // name itself is checked where the backend is taken (backend_by_name), the same for all.
+  if (device.empty())
+    throw CLI::ValidationError("--device", fmt::format("must name a device ({} in this build, cuda in one "
+                                                       "built with CUDA); got '' (leave --device out for the "
+                                                       "default)", known_devices()));
+}
+
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text) {
-  return cmd->add_option("--device", device,
-                         fmt::format("Backend that runs it: {} in this build, cuda in one built with CUDA "
-                                     "(default: {})", known_devices(), default_text));
+  CLI::Option* option = cmd->add_option(
+      "--device", device,
+      fmt::format("Backend that runs it: {} in this build, cuda in one built with CUDA (default: {})",
+                  known_devices(), default_text));
+  // CLI11 runs no validator on an empty value: checked once the command line is read.
+  cmd->parse_complete_callback([option, &device] {
+    if (option->count() > 0) check_device_name(device);
+  });
+  return option;
 }
 
 CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow) {

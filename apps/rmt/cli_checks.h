@@ -28,6 +28,9 @@ CLI::Validator one_of(std::vector<std::string> choices);
 // the backend is taken, so a device this build lacks is one clear error line with exit 1.
 // default_text says what an absent --device means.
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text);
+// Every command's --device goes through it (add_device_option): an empty name is refused
+// alike everywhere (a CLI::ValidationError, exit 1).
+void check_device_name(const std::string& device);
 // `--allow-changed-data`: read a run's own dataset even when it changed since the run was
 // trained (lib/run/run_data.h check_run_dataset_unchanged), with a warning.
 CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow);
