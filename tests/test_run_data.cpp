@@ -80,3 +80,18 @@ TEST_CASE("run data: eval on the unchanged dataset, a changed one with --allow-c
   CHECK(older.status == 0);
   CHECK(older.output.find("records no dataset fingerprint") != std::string::npos);
 }
+
+TEST_CASE("train --resume without --config continues the run with its saved config.yaml") {
+  const std::string dir = fresh_dir("rmt_run_data", "resume").string();
+  copy_data(dir + "/d", 1);
+  std::ofstream(dir + "/c.yaml")
+      << "data: " << dir << "/d\nsegments: 3\n"
+      << "model: {kind: rmt, n_layer: 1, n_head: 2, d_head: 4, d_model: 8, d_inner: 16, dropout: 0.0, "
+         "num_mem_tokens: 2}\n"
+      << "train: {batch_size: 4, lr: 1.0e-3, max_steps: 4, eval_every: 2, log_every: 1, seed: 1, threads: 1}\n";
+  REQUIRE(rmt_run("train --config " + dir + "/c.yaml --out " + dir + "/run --abort-after-step 3").status == 86);
+  Run r = rmt_run("train --out " + dir + "/run --resume");
+  CHECK_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("resuming with the run's saved config " + dir + "/run/config.yaml") != std::string::npos);
+  CHECK(r.output.find("\"steps\": 4") != std::string::npos);
+}
