@@ -1,12 +1,18 @@
 // A run read back on its own dataset (lib/run/run_data.h): `rmt eval` and `rmt attn` compare the
 // dataset with the fingerprint the run recorded. The refusals are in the catalogue
-// (catalogue_runs.cpp, catalogue_attn.cpp, catalogue_lm.cpp); here what still works.
+// (catalogue_runs.cpp, catalogue_attn.cpp, catalogue_lm.cpp); here what still works. Also what
+// a run records of the machine and build that made it (lib/core/provenance.h), and a resume
+// without --config.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "lib/core/backend.h"
+#include "lib/core/provenance.h"
 #include "lib/files/io.h"
 #include "lib/run/run_data.h"
 #include "tasks/tasks.h"
@@ -94,4 +100,27 @@ TEST_CASE("train --resume without --config continues the run with its saved conf
   CHECK_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("resuming with the run's saved config " + dir + "/run/config.yaml") != std::string::npos);
   CHECK(r.output.find("\"steps\": 4") != std::string::npos);
+}
+
+TEST_CASE("provenance: results.json and rmt --version name the CPU, the build and the GEMM library") {
+  const std::string dir = trained_run("provenance");
+  const auto results = nlohmann::json::parse(rmt::read_file(dir + "/run/results.json"));
+  Run v = rmt_run("--version", true);
+  REQUIRE(v.status == 0);
+  for (const auto& [key, value] : rmt::provenance()) {
+    CAPTURE(key);
+    CHECK(!value.empty());
+    REQUIRE(results.contains(key));
+    CHECK(results[key] == value);
+    CHECK(v.output.find(key + ": " + value + "\n") != std::string::npos);
+  }
+  CHECK(results["cpu_model"] == rmt::cpu_model_name());
+  CHECK(results["build_type"] != "unknown");  // CMake passes it (CMakeLists.txt)
+  CHECK(results["gemm"] == rmt::cpu_gemm_library());
+  // The vector extensions this build compiled in: -march=native on an x86-64 machine has at least SSE2.
+#if defined(__x86_64__)
+  CHECK(results["vector_extensions"].get<std::string>().find("sse2") != std::string::npos);
+#endif
+  const std::string flags = results["build_flags"];
+  CHECK((flags.find("-march=native") != std::string::npos) == (results["native_build"].get<std::string>().rfind("yes", 0) == 0));
 }
