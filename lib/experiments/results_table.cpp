@@ -693,11 +693,20 @@ void draw_plot(const std::string& script, const std::string& out) {
   // it once gnuplot succeeded, so a failed or killed plot never leaves a half-written figure
   // (nor truncates the previous one), as every other file rmt writes (write_file_atomic).
   const std::filesystem::path tmp = std::filesystem::path(out).concat(".tmp.plot");
-  const std::string set_output = "set output " + gnuplot_string(out) + "\n";
+  // The script's `set output` line naming `out` (quoted as its writer quotes: "..." or '...')
+  // now names the temporary file.
   std::string text = script;
-  const size_t at = text.find(set_output);
-  if (at == std::string::npos) fail("the plot script does not write {} (no `set output` line)", out);
-  text.replace(at, set_output.size(), "set output " + gnuplot_string(tmp.string()) + "\n");
+  bool found = false;
+  for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
+    const size_t end = std::min(text.find('\n', line), text.size());
+    if (text.compare(line, 11, "set output ") == 0 && text.substr(line, end - line).find(out) != std::string::npos) {
+      text.replace(line, end - line, "set output " + gnuplot_string(tmp.string()));
+      found = true;
+      break;
+    }
+    if (end == text.size()) break;
+  }
+  if (!found) fail("the plot script does not write {} (no `set output` line naming it)", out);
   write_file_atomic(gp, text);
   const std::string cmd = "gnuplot " + shell_quote(gp.string()) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
