@@ -600,9 +600,17 @@ int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, cons
   return nx;
 }
 
+void fail_no_dataset_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    fail("dataset directory {} is a file, not a directory; give the directory rmt generate wrote "
+         "(it holds meta.yaml and the split files)", dir);
+  fail("dataset directory {} does not exist", dir);
+}
+
 DatasetMeta read_dataset_meta(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("dataset directory {} does not exist", dir);
+  if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
   if (is_text_dataset(dir))
     fail("{} is a byte-level text dataset (meta.yaml kind: text, from `rmt generate text`), not a dataset of "
          "the algorithmic tasks (copy, reverse, retrieval, sqeq)", dir);

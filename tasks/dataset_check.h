@@ -30,6 +30,10 @@ struct Violations {
   }
 };
 
+// Fails for a dataset directory that is not one: a path that does not exist, or one that
+// exists but is a file (named as such, not as missing).
+[[noreturn]] void fail_no_dataset_dir(const std::string& dir);
+
 // The task a meta names, with its options resolved (a preset's own values; a base task's from meta).
 TaskOptions task_of_meta(const DatasetMeta& meta);
 // `raw` with every value the task implies: kind, options, vocab, len_x, len_y, input_length,

@@ -195,7 +195,15 @@ TextGenerateResult generate_text_dataset(const TextGenerateRequest& r) {
   if (!fs::is_regular_file(st)) fail("--input {} is not a regular file (a pipe or device cannot be split by size)", r.input);
   const uint64_t size = fs::file_size(r.input, ec);
   if (ec) fail("--input {}: cannot read its size: {}", r.input, ec.message());
-  if (size == 0) fail("--input {} is empty", r.input);
+  if (size == 0) {
+    // A /proc or /sys file reports size 0 yet has content (made as it is read): not "empty".
+    std::ifstream probe(r.input, std::ios::binary);
+    char byte;
+    if (probe.read(&byte, 1))
+      fail("--input {} reports a size of 0 bytes but has content (a /proc or /sys file, made as it "
+           "is read, cannot be split by size); copy it to a regular file first", r.input);
+    fail("--input {} is empty", r.input);
+  }
   std::ifstream in(r.input, std::ios::binary);
   if (!in) fail("--input {}: cannot open it for reading", r.input);
   int64_t used = int64_t(size);
@@ -263,7 +271,7 @@ TextGenerateResult generate_text_dataset(const TextGenerateRequest& r) {
 
 TextMeta read_text_meta(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("dataset directory {} does not exist", dir);
+  if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
   const std::string path = (fs::path(dir) / "meta.yaml").string();
   if (!fs::is_regular_file(path, ec)) fail("{}: missing meta.yaml", dir);
   YAML::Node y;

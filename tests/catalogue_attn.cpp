@@ -2,6 +2,8 @@
 // in {dir}/run as `rmt train` leaves it (config.yaml, best.safetensors) without training: a tiny
 // copy dataset (20 / 5 / 5 samples) and a freshly initialised tiny rmt model (2 layers, 2 heads,
 // 3 segments), so a case runs in well under a second.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -13,6 +15,8 @@
 #include "lib/run/train.h"
 #include "tasks/tasks.h"
 #include "tests/catalogue.h"
+
+#include <doctest/doctest.h>
 
 namespace fs = std::filesystem;
 
@@ -59,6 +63,42 @@ RMT_CATALOGUE({
     {"attn", "picture of an unknown format", [](const std::string& d) { tiny_run(d); },
      "attn --run {dir}/run --out {dir}/a.jpg", 1,
      "/a.jpg: the picture file must end in .png or .svg"},
+    {"attn", "the run's dataset changed since training (results.json records another)",
+     [](const std::string& d) {
+       tiny_run(d);
+       rmt::write_file_atomic(d + "/run/results.json", "{\"dataset_fingerprint\": \"0123abcd\"}\n");
+     },
+     "attn --run {dir}/run --dump {dir}/a.json", 1, "the run recorded 0123abcd; regenerate it"},
+    {"attn", "the run's dataset changed, a picture asked for",
+     [](const std::string& d) {
+       tiny_run(d);
+       rmt::write_file_atomic(d + "/run/results.json", "{\"dataset_fingerprint\": \"0123abcd\"}\n");
+     },
+     "attn --run {dir}/run --out {dir}/a.svg", 1, "or pass --allow-changed-data"},
+    // ---- outputs that would destroy an input, or a special file (check_outputs_safe) -------
+    {"attn", "--dump onto the checkpoint it reads", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --dump {dir}/run/best.safetensors", 1,
+     "--dump {dir}/run/best.safetensors: is also the input --checkpoint {dir}/run/best.safetensors"},
+    {"attn", "--out onto the run's config.yaml", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --out {dir}/run/config.yaml.svg --dump {dir}/run/config.yaml", 1,
+     "is also the input --run {dir}/run/config.yaml"},
+    {"attn", "--dump onto a file of the run's dataset", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --dump {dir}/d/meta.yaml", 1, "is also the input (the run's dataset)"},
+    {"attn", "--dump and --out the same file", [](const std::string& d) { tiny_run(d); },
+     "attn --run {dir}/run --dump {dir}/x.svg --out {dir}/x.svg", 1,
+     "--dump {dir}/x.svg and --out {dir}/x.svg are the same file"},
+    {"attn", "--dump onto a FIFO",
+     [](const std::string& d) {
+       tiny_run(d);
+       REQUIRE(::mkfifo((d + "/pipe.json").c_str(), 0644) == 0);
+     },
+     "attn --run {dir}/run --dump {dir}/pipe.json", 1, "--dump {dir}/pipe.json: is a FIFO"},
+    {"attn", "--dump onto a link to /dev/null",
+     [](const std::string& d) {
+       tiny_run(d);
+       fs::create_symlink("/dev/null", d + "/null.json");
+     },
+     "attn --run {dir}/run --dump {dir}/null.json", 1, "is a link to a character device"},
     {"attn", "picture under a regular file", [](const std::string& d) {
        tiny_run(d);
        rmt::write_file_atomic(d + "/file", "x");

@@ -83,6 +83,8 @@ void lm_run(const std::string& dir, const std::string& device) {
 }
 
 const std::string kNoCuda = kCudaUnavailable;  // GPUs hidden: the same error with or without CUDA built
+// What every command says to --device '' (not the default, not cpu).
+const char* kEmptyDevice = "--device must name a device (cpu";
 const char* kUnknown = "unknown device 'gpu0' (devices here: cpu";
 
 }  // namespace
@@ -137,6 +139,19 @@ RMT_CATALOGUE({
      },
      "sweep {dir}/s.yaml --runs-dir {dir}/runs --dry-run --device cpu", 1,
      "s.yaml: grid.device gives the runs their devices; --device cpu would give them all the same one"},
+    // ---- --device '': refused alike by every command (cli_checks.h device_name) --------------
+    {"device", "train --device ''", device_config, "train --config {dir}/c.yaml --out {dir}/run --device ''", 1,
+     kEmptyDevice},
+    {"device", "eval --device ''", device_run, "eval --run {dir}/run --device ''", 1, kEmptyDevice},
+    {"device", "attn --device ''", device_run, "attn --run {dir}/run --dump - --device ''", 1, kEmptyDevice},
+    {"device", "sample --device ''", [](const std::string& d) { lm_run(d, "cpu"); },
+     "sample {dir}/run --prompt ab --bytes 2 --device ''", 1, kEmptyDevice},
+    {"device", "sweep --device ''", [](const std::string& d) { device_sweep(d); },
+     "sweep {dir}/s.yaml --runs-dir {dir}/runs --device ''", 1, kEmptyDevice},
+    {"device", "bench --device ''", nullptr, "bench --tiny --reps 1 --warmup 0 --device ''", 1, kEmptyDevice},
+    {"device", "step-dump --device ''", device_run,
+     "step-dump --checkpoint {dir}/run/best.safetensors --input {dir}/c.yaml --target {dir}/c.yaml "
+     "--segments 3 --answer-size 1 --out {dir}/sd --device ''", 1, kEmptyDevice},
     {"device", "sweep --device that is not a name", [](const std::string& d) { device_sweep(d); },
      "sweep {dir}/s.yaml --runs-dir {dir}/runs --device GPU", 1,
      "--device GPU: invalid value 'GPU' for 'device': expected a device name"},

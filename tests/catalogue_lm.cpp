@@ -203,6 +203,19 @@ RMT_CATALOGUE({
     // ---- lm-eval: rmt eval of a language model ----------------------------------------------
     {"lm-eval", "--segments on a language model", [](const std::string& dir) { tiny_lm_run(dir); },
      "eval --run {dir}/run --segments 2", 1, "is a language model; it reads its streams in segments of its segment_length (8)"},
+    {"lm-eval", "the run's text dataset regenerated from another text",
+     [](const std::string& dir) {
+       tiny_lm_run(dir);
+       std::string text = rmt::read_file(dir + "/t.txt");
+       text[5] = text[5] == 'q' ? 'k' : 'q';
+       rmt::write_file_atomic(dir + "/t.txt", text);
+       rmt::TextGenerateRequest r;
+       r.input = dir + "/t.txt";
+       r.out_dir = dir + "/t";
+       r.force = true;
+       rmt::generate_text_dataset(r);
+     },
+     "eval --run {dir}/run", 1, "/t changed since run "},
     {"lm-eval", "--data of an algorithmic task",
      [](const std::string& dir) { tiny_lm_run(dir), tiny_copy(dir); },
      "eval --run {dir}/run --data {dir}/c", 1, "/c is not a text dataset, but run"},

@@ -254,7 +254,7 @@ RMT_CATALOGUE({
        edit_config(dir, "data: " + dir + "/d", "data: " + dir + "/d8");
        edit_config(dir, "n_token: 6", "n_token: 0");
      },
-     "eval --run {dir}/run", 1,
+     "eval --run {dir}/run --allow-changed-data", 1,
      "the checkpoint's vocabulary has 6 ids but dataset"},
     {"eval", "checkpoint of another run (n_layer)",
      [](const std::string& dir) {
@@ -292,6 +292,41 @@ RMT_CATALOGUE({
      "of memory but"},
     {"eval", "checkpoint file missing", tiny_run, "eval --run {dir}/run --checkpoint {dir}/none.safetensors",
      1, "none.safetensors does not exist"},
+
+    // ---- eval: the run's own dataset changed since it was trained (lib/run/run_data.h) ----
+    {"eval", "the run's dataset regenerated in place (other seed)",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d", 4, 2);
+     },
+     "eval --run {dir}/run", 1, "changed since run "},
+    {"eval", "the run's dataset regenerated, both fingerprints and the ways out named",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d", 4, 2);
+     },
+     "eval --run {dir}/run --split val", 1,
+     "; regenerate it with the run's options, evaluate on other data with --data, or pass --allow-changed-data"},
+    {"eval", "the run's dataset regenerated, results.json gone (state.safetensors records it)",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       fs::remove(dir + "/run/results.json");
+       tiny_data(dir + "/d", 4, 2);
+     },
+     "eval --run {dir}/run --checkpoint last", 1, "its fingerprint is now"},
+    {"eval", "config.yaml pointed at another dataset of the task",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d2", 4, 2);
+       edit_config(dir, "data: " + dir + "/d", "data: " + dir + "/d2");
+     },
+     "eval --run {dir}/run", 1, "/d2 changed since run "},
+    {"eval", "results.json of the run is not JSON",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       rmt::write_file_atomic(dir + "/run/results.json", "{\"dataset_fingerprint\": ");
+     },
+     "eval --run {dir}/run", 1, "results.json: not valid JSON"},
 
     // ---- eval --data: another dataset of the run's task ---------------------------------
     {"eval-data", "another task (reverse)",

@@ -170,8 +170,56 @@ void check_output_file(const std::string& option, const std::string& file) {
   if (file.empty()) fail("{} is empty; give a file name", option);
   std::error_code ec;
   if (fs::is_directory(file, ec)) fail("{} {}: is a directory, expected a file name", option, file);
+  check_outputs_safe({{option, file}});
   fs::path parent = fs::path(file).parent_path();
   check_writable_dir(option, file, parent.empty() ? "." : parent.string());
+}
+
+namespace {
+
+// "a FIFO", "a character device", ...; "" for a regular file, a directory or nothing.
+std::string special_kind(const fs::file_status& st) {
+  switch (st.type()) {
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::socket: return "a socket";
+    case fs::file_type::unknown: return "a special file";
+    default: return "";
+  }
+}
+
+// Whether a and b name the same file: the same inode where both exist, else the same path once
+// made absolute and normalised (an output not written yet, named twice).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
+  const fs::path ca = fs::weakly_canonical(a, ec), cb = fs::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
+}  // namespace
+
+void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& out = outputs[i];
+    std::error_code ec;
+    const std::string kind = special_kind(fs::status(out.path, ec));
+    if (!ec && !kind.empty()) {
+      const bool link = fs::is_symlink(fs::symlink_status(out.path, ec));
+      fail("{} {}: is {}{}; rmt writes its outputs as regular files (a new file replaces the old "
+           "whole), which would remove it: give a regular file's name", out.option, out.path,
+           link ? "a link to " : "", kind);
+    }
+    for (const NamedPath& in : inputs)
+      if (same_file(out.path, in.path))
+        fail("{} {}: is also the input {} {}; writing it would destroy the input: give another "
+             "output", out.option, out.path, in.option, in.path);
+    for (size_t j = 0; j < i; ++j)
+      if (same_file(out.path, outputs[j].path))
+        fail("{} {} and {} {} are the same file: give each output its own file", outputs[j].option,
+             outputs[j].path, out.option, out.path);
+  }
 }
 
 uint64_t physical_memory_bytes() {
@@ -211,10 +259,31 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best_d <= std::max<int>(1, int(word.size()) / 3) ? best : "";
 }
 
+void check_device_name(const std::string& device) {
+  // An empty name is not "the default": some commands read it as cpu, others refused it. The
+  // name itself is checked where the backend is taken (backend_by_name), the same for all.
+  if (device.empty())
+    throw CLI::ValidationError("--device", fmt::format("must name a device ({} in this build, cuda in one "
+                                                       "built with CUDA); got '' (leave --device out for the "
+                                                       "default)", known_devices()));
+}
+
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text) {
-  return cmd->add_option("--device", device,
-                         fmt::format("Backend that runs it: {} in this build, cuda in one built with CUDA "
-                                     "(default: {})", known_devices(), default_text));
+  CLI::Option* option = cmd->add_option(
+      "--device", device,
+      fmt::format("Backend that runs it: {} in this build, cuda in one built with CUDA (default: {})",
+                  known_devices(), default_text));
+  // CLI11 runs no validator on an empty value: checked once the command line is read.
+  cmd->parse_complete_callback([option, &device] {
+    if (option->count() > 0) check_device_name(device);
+  });
+  return option;
+}
+
+CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow) {
+  return cmd->add_flag("--allow-changed-data", allow,
+                       "Read the run's own dataset even if it changed since the run was trained "
+                       "(its fingerprint differs from the one the run recorded); prints a warning");
 }
 
 }  // namespace rmt::cli

@@ -28,6 +28,12 @@ CLI::Validator one_of(std::vector<std::string> choices);
 // the backend is taken, so a device this build lacks is one clear error line with exit 1.
 // default_text says what an absent --device means.
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text);
+// Every command's --device goes through it (add_device_option): an empty name is refused
+// alike everywhere (a CLI::ValidationError, exit 1).
+void check_device_name(const std::string& device);
+// `--allow-changed-data`: read a run's own dataset even when it changed since the run was
+// trained (lib/run/run_data.h check_run_dataset_unchanged), with a warning.
+CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow);
 // An existing regular file / directory (exit 1 with the path and the OS's reason otherwise).
 CLI::Validator existing_file();
 CLI::Validator existing_dir();
@@ -38,6 +44,17 @@ CLI::Validator existing_dir();
 void check_output_dir(const std::string& option, const std::string& dir);
 // The same for an output file: its directory is checked, and the file must not be a directory.
 void check_output_file(const std::string& option, const std::string& file);
+
+// A file named on the command line, with the option that named it ("--dump", "--input").
+struct NamedPath {
+  std::string option;
+  std::string path;
+};
+// Checks a command's output files before anything is written, so that no output destroys
+// something: none may be a special file (device node, FIFO, socket, or a link to one: rmt
+// replaces an output whole, which would remove it), none may be one of the command's inputs,
+// and no two outputs may be the same file. Fails (rmt::Error) naming the options and paths.
+void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs = {});
 
 // Physical memory of this machine in bytes (0 if unknown).
 uint64_t physical_memory_bytes();

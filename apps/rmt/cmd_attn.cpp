@@ -13,6 +13,8 @@
 #include "lib/core/model.h"
 #include "lib/experiments/attention_map.h"
 #include "lib/files/io.h"
+#include "lib/run/config.h"
+#include "lib/run/run_data.h"
 
 namespace rmt::cli {
 
@@ -47,6 +49,28 @@ void prepare_output(const char* flag, const std::string& path) {
          ec ? ec.message() : "not a directory");
 }
 
+// The files rmt attn reads, which its outputs must not overwrite: the run's config.yaml, the
+// checkpoint, and the files of the run's dataset (config.yaml's data). What cannot be read here
+// is left out: loading the run names it.
+std::vector<NamedPath> attn_inputs(const std::string& run, const std::string& checkpoint) {
+  const fs::path config = fs::path(run) / "config.yaml";
+  std::vector<NamedPath> inputs{{"--run", config.string()}};
+  const bool named = checkpoint == "best" || checkpoint == "last";
+  inputs.push_back({"--checkpoint", named ? (fs::path(run) / (checkpoint + ".safetensors")).string() : checkpoint});
+  std::error_code ec;
+  if (!fs::is_regular_file(config, ec)) return inputs;
+  std::string data;
+  try {
+    data = load_config(config.string()).data;
+  } catch (const Error&) {
+    return inputs;
+  }
+  if (data.empty() || !fs::is_directory(data, ec)) return inputs;
+  for (const auto& entry : fs::directory_iterator(data, ec))
+    if (entry.is_regular_file(ec)) inputs.push_back({"(the run's dataset)", entry.path().string()});
+  return inputs;
+}
+
 }  // namespace
 
 void add_attn_command(CLI::App& app) {
@@ -65,6 +89,7 @@ void add_attn_command(CLI::App& app) {
   struct Args {
     std::string run, checkpoint = "best", split = "test", out, dump, device;
     int sample = 0, segment = 0, layer = 0, head = 0, threads = 0;
+    bool allow_changed_data = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("--run", args->run, "Run directory written by rmt train")->required();
@@ -82,6 +107,7 @@ void add_attn_command(CLI::App& app) {
                   "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
   add_device_option(cmd, args->device, "the device the run was trained on");
+  add_allow_changed_data_flag(cmd, args->allow_changed_data);
   cmd->callback([args, segment, layer, head] {
     if (args->out.empty() && args->dump.empty())
       throw CLI::RequiredError("--out FILE.png|FILE.svg or --dump FILE.json");
@@ -91,11 +117,16 @@ void add_attn_command(CLI::App& app) {
       if (ext != ".png" && ext != ".svg")
         fail("--out {}: the picture file must end in .png or .svg", args->out);
       format = ext.substr(1);
-      prepare_output("--out", args->out);
     }
-    if (!args->dump.empty() && args->dump != "-") prepare_output("--dump", args->dump);
+    if (args->dump == "/dev/stdout") args->dump = "-";  // written as '-' is, not replaced
+    std::vector<NamedPath> outputs;
+    if (!args->dump.empty() && args->dump != "-") outputs.push_back({"--dump", args->dump});
+    if (!args->out.empty()) outputs.push_back({"--out", args->out});
+    check_outputs_safe(outputs, attn_inputs(args->run, args->checkpoint));
+    for (const NamedPath& o : outputs) prepare_output(o.option.c_str(), o.path);
     check_threads(args->threads, "--threads");
 
+    check_run_dataset_unchanged(args->run, args->allow_changed_data);
     TrainedRun t = load_trained_run(args->run, args->checkpoint, args->device);
     const Model& model = *t.model;
     const int segments = int(t.run.seg_len.size());

@@ -15,6 +15,8 @@
 
 namespace rmt::cli {
 
+namespace fs = std::filesystem;
+
 namespace {
 struct GenerateArgs {
   std::string task, out;
@@ -91,6 +93,9 @@ void add_generate_command(CLI::App& app) {
         if (o->count()) fail("{} is not an option of task text (its splits are the shares of --split)", flag);
       if (cmd->count("--seed")) fail("--seed is not an option of task text: its dataset is the file's bytes, in order");
       if (!input->count() || args->input.empty()) fail("task text needs --input FILE: the text to split");
+      std::vector<NamedPath> outputs{{"--out", (fs::path(args->out) / "meta.yaml").string()}};
+      for (const char* s : {"train", "val", "test"}) outputs.push_back({"--out", text_split_file(args->out, s)});
+      check_outputs_safe(outputs, {{"--input", args->input}});
       TextGenerateRequest r;
       r.input = args->input;
       r.out_dir = args->out;

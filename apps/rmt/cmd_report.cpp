@@ -78,6 +78,9 @@ void add_report_commands(CLI::App& app) {
   plot->add_option("--out", pargs->out, "Figure file, .svg or .png")->required();
   plot->callback([pargs] {
     check_output_file("--out", pargs->out);
+    std::vector<NamedPath> inputs{{"results", pargs->csv}};
+    if (!pargs->paper.empty()) inputs.push_back({"--paper", pargs->paper});
+    check_outputs_safe({{"--out", pargs->out}}, inputs);
     Pivot pivot = load_pivot(*pargs);
     draw_plot(gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv)), pargs->out);
     fmt::print("wrote {}\n", pargs->out);

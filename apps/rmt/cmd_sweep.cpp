@@ -99,7 +99,16 @@ void add_sweep_command(CLI::App& app) {
                                      "its task's cores: --cpus-per-task)"
                                    : "--threads-per-run is for --emit commands only (-j N splits this machine's cores)",
                                CLI::ExitCodes::RequiresError);
-    if (args->emit == "slurm") check_slurm_options(args->slurm);  // before any file is written
+    if (args->emit == "slurm") {  // before any file is written
+      // A value given on the command line is checked as given, an empty one too (in SlurmOptions
+      // empty means "not given", which would drop `--mem ''` silently).
+      const SlurmOptions& o = args->slurm;
+      for (const auto& [name, value] : {std::pair{"--time", &o.time}, std::pair{"--mem", &o.mem},
+                                        std::pair{"--partition", &o.partition}, std::pair{"--account", &o.account},
+                                        std::pair{"--gpus", &o.gpus}})
+        if (cmd->count(name) > 0) check_slurm_option(name, *value);
+      check_slurm_options(o);
+    }
     if (!args->dry_run) check_output_dir("--runs-dir", args->runs_dir);
     SweepSpec spec = load_sweep(args->file);
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));

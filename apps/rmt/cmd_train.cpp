@@ -13,6 +13,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "lib/files/io.h"
+#include "lib/run/run_data.h"
 #include "lib/run/step_dump.h"
 #include "lib/run/train.h"
 
@@ -50,6 +51,29 @@ static void print_progress(const TrainProgress& p, bool tty) {
   std::fflush(stderr);
 }
 
+// The config of `train --out R`: --config's, else with --resume the run's own R/config.yaml (a
+// resume continues the run as it was started), else the defaults; --set applies on top.
+static Config train_config(const std::string& config_file, const std::string& out, bool resume) {
+  if (!config_file.empty()) return load_config(config_file);
+  const fs::path saved = fs::path(out) / "config.yaml";
+  if (!resume || !fs::is_regular_file(saved)) return Config{};
+  fmt::print(stderr, "resuming with the run's saved config {}\n", saved.string());
+  return load_config(saved.string());
+}
+
+// --resume into a run whose saved config differs from this one: named by the first key that
+// differs (train() refuses it too, without saying where). The config is compared as train()
+// resolves it (prepare_run fills in what the dataset implies).
+static void check_resume_config(const std::string& out, const Config& config) {
+  const fs::path saved = fs::path(out) / "config.yaml";
+  if (!fs::is_regular_file(saved)) return;  // train() names what is missing
+  const std::string saved_text = read_file(saved), now = to_yaml(prepare_run(config).config);
+  if (same_config_text(saved_text, now)) return;
+  const std::string where = first_config_difference(saved_text, now);
+  fail("{}: the saved config differs from this one{}; resume with the same config and --set "
+       "options, or train into a new directory", saved.string(), where.empty() ? "" : ": " + where);
+}
+
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a YAML config");
   cmd->footer("Config keys (defaults = the paper's recipe): " + fmt::format("{}", fmt::join(config_keys(), ", ")) +
@@ -63,16 +87,17 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   cmd->add_option("--abort-after-step", args->abort_after_step, "tests: die after this step")->group("")
       ->transform(int_range(0));
-  cmd->add_option("--config", args->config, "YAML config file")->check(existing_file());
+  cmd->add_option("--config", args->config, "YAML config file (with --resume, default: the run's config.yaml)")->check(existing_file());
   cmd->add_option("--set", args->sets, "Override a config key: --set model.kind=xl (repeatable)");
   cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
   cmd->add_flag("--resume", args->resume, "Continue the run in --out from its last checkpoint");
   add_device_option(cmd, args->device, "the config's device; --device X is --set device=X");
   cmd->callback([args] {
     check_output_dir("--out", args->out);
-    Config config = args->config.empty() ? Config{} : load_config(args->config);
+    Config config = train_config(args->config, args->out, args->resume);
     for (const auto& s : args->sets) apply_override(config, s);
     if (!args->device.empty()) config.device = args->device;  // checked as the config's device
+    if (args->resume) check_resume_config(args->out, config);
     TrainOptions opt;
     opt.run_dir = args->out;
     opt.resume = args->resume;
@@ -143,7 +168,12 @@ void add_eval_command(CLI::App& app) {
       ->transform(int_range(1));
   cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(an_int());
   add_device_option(cmd, req->device, "the device the run was trained on");
-  cmd->callback([req] { std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str()); });
+  auto allow_changed = std::make_shared<bool>(false);
+  add_allow_changed_data_flag(cmd, *allow_changed);
+  cmd->callback([req, allow_changed] {
+    if (req->data_dir.empty()) check_run_dataset_unchanged(req->run_dir, *allow_changed);
+    std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str());
+  });
 }
 
 namespace {

@@ -15,23 +15,17 @@
 #include "apps/rmt/commands.h"
 #include "build_info.h"
 #include "lib/core/backend.h"
+#include "lib/core/provenance.h"
 #include "lib/core/error.h"
 
 // Built only when --version is asked for (CLI11 calls it then): loading the CUDA backend and
 // asking the driver about the device takes a while, and no other command should pay for it.
 static std::string version_text() {
-  return fmt::format(
-      "rmt {}\ncommit: {}\ncompiler: {}\nopenmp threads: {}\ngemm: {}\ncuda: {}\n", RMT_VERSION,
-      RMT_GIT_COMMIT,
-#if defined(__clang__)
-      "clang " __clang_version__,
-#elif defined(__GNUC__)
-      "g++ " __VERSION__,
-#else
-      "unknown",
-#endif
-      omp_get_max_threads(), rmt::cpu_gemm_library(),
-      rmt::cuda_description());
+  // What built this binary and what it runs on (lib/core/provenance.h: the same fields as a
+  // run's results.json).
+  std::string text = fmt::format("rmt {}\ncommit: {}\n", RMT_VERSION, RMT_GIT_COMMIT);
+  for (const auto& [key, value] : rmt::provenance()) text += fmt::format("{}: {}\n", key, value);
+  return text + fmt::format("openmp threads: {}\ncuda: {}\n", omp_get_max_threads(), rmt::cuda_description());
 }
 
 namespace {

@@ -689,7 +689,25 @@ void draw_plot(const std::string& script, const std::string& out) {
          "or use `rmt table` for the numbers");
   const std::filesystem::path gp = std::filesystem::path(out).concat(".gp");
   if (gp.has_parent_path()) create_directories_or_fail(gp.parent_path());
-  write_file_atomic(gp, script);
+  // gnuplot writes the picture while it draws: into a temporary file beside `out`, renamed over
+  // it once gnuplot succeeded, so a failed or killed plot never leaves a half-written figure
+  // (nor truncates the previous one), as every other file rmt writes (write_file_atomic).
+  const std::filesystem::path tmp = std::filesystem::path(out).concat(".tmp.plot");
+  // The script's `set output` line naming `out` (quoted as its writer quotes: "..." or '...')
+  // now names the temporary file.
+  std::string text = script;
+  bool found = false;
+  for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
+    const size_t end = std::min(text.find('\n', line), text.size());
+    if (text.compare(line, 11, "set output ") == 0 && text.substr(line, end - line).find(out) != std::string::npos) {
+      text.replace(line, end - line, "set output " + gnuplot_string(tmp.string()));
+      found = true;
+      break;
+    }
+    if (end == text.size()) break;
+  }
+  if (!found) fail("the plot script does not write {} (no `set output` line naming it)", out);
+  write_file_atomic(gp, text);
   const std::string cmd = "gnuplot " + shell_quote(gp.string()) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string output;
@@ -697,8 +715,17 @@ void draw_plot(const std::string& script, const std::string& out) {
   size_t n;
   while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
   const int status = p ? pclose(p) : -1;
-  if (status != 0 || !std::filesystem::exists(out)) fail("gnuplot failed on {}: {}", gp.string(), output);
   std::error_code ec;
+  if (status != 0 || !std::filesystem::is_regular_file(tmp)) {
+    std::filesystem::remove(tmp, ec);
+    fail("gnuplot failed on {}: {}", gp.string(), output);
+  }
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    fail("cannot rename {} to {}: {}", tmp.string(), out, ec.message());
+  }
   std::filesystem::remove(gp, ec);
 }
 

@@ -997,35 +997,50 @@ static std::string printable(const std::string& s) {
   return out;
 }
 
-void check_slurm_options(const SlurmOptions& o) {
+void check_slurm_option(const std::string& option, const std::string& v) {
   // Every value goes into an `#SBATCH --KEY=VALUE` line: besides its format, none may hold a
-  // space or a newline (which would end the line and start a shell command).
+  // space or a newline (which would end the line and start a shell command). An empty value is
+  // malformed like any other: sbatch would not read `--mem=`, and dropping it would run the job
+  // with the cluster's default instead of what was asked.
+  if (option == "--time") {
+    if (!slurm_time_ok(v))
+      fail("--time '{}' is not a SLURM time limit; give minutes (90), H:MM:SS (12:00:00) or "
+           "D-HH[:MM[:SS]] (2-00:00:00), with minutes and seconds below 60", printable(v));
+  } else if (option == "--mem") {
+    std::string digits = v;
+    if (!digits.empty() && std::string("KMGTkmgt").find(digits.back()) != std::string::npos) digits.pop_back();
+    if (!all_digits(digits, 12))
+      fail("--mem '{}' is not a SLURM memory size; give a whole number with an optional K, M, G "
+           "or T suffix, e.g. 4G or 4000M (no suffix: megabytes)", printable(v));
+  } else if (option == "--gpus") {
+    size_t colon = v.rfind(':');
+    std::string count = colon == std::string::npos ? v : v.substr(colon + 1);
+    bool type_ok = colon == std::string::npos || slurm_name_ok(v.substr(0, colon), false);
+    if (!type_ok || !all_digits(count) || std::stol(count) < 1)
+      fail("--gpus '{}' is not a SLURM GPU count; give N or TYPE:N with N at least 1, e.g. 1 or a100:2 "
+           "(leave --gpus out for none)", printable(v));
+  } else if (option == "--partition") {
+    if (!slurm_name_ok(v, true))
+      fail("--partition '{}' is not a SLURM partition name (letters, digits, _ - and .; a comma-separated "
+           "list for several; leave --partition out for the cluster's default)", printable(v));
+  } else if (option == "--account") {
+    if (!slurm_name_ok(v, false))
+      fail("--account '{}' is not a SLURM account name (letters, digits, _ - and .; leave --account "
+           "out for your default)", printable(v));
+  } else {
+    fail("internal: '{}' is not a SLURM option rmt sweep knows", option);
+  }
+}
+
+void check_slurm_options(const SlurmOptions& o) {
   if (o.cpus_per_task < 1 || o.cpus_per_task > kMaxThreads)
     fail("--cpus-per-task must be from 1 to {} (got {}): each run trains with that many threads",
          kMaxThreads, o.cpus_per_task);
-  if (!slurm_time_ok(o.time))
-    fail("--time '{}' is not a SLURM time limit; give minutes (90), H:MM:SS (12:00:00) or "
-         "D-HH[:MM[:SS]] (2-00:00:00), with minutes and seconds below 60", printable(o.time));
-  if (!o.mem.empty()) {
-    std::string digits = o.mem;
-    if (std::string("KMGTkmgt").find(digits.back()) != std::string::npos) digits.pop_back();
-    if (!all_digits(digits, 12))
-      fail("--mem '{}' is not a SLURM memory size; give a whole number with an optional K, M, G "
-           "or T suffix, e.g. 4G or 4000M (no suffix: megabytes)", printable(o.mem));
-  }
-  if (!o.gpus.empty()) {
-    size_t colon = o.gpus.rfind(':');
-    std::string count = colon == std::string::npos ? o.gpus : o.gpus.substr(colon + 1);
-    bool type_ok = colon == std::string::npos || slurm_name_ok(o.gpus.substr(0, colon), false);
-    if (!type_ok || !all_digits(count) || std::stol(count) < 1)
-      fail("--gpus '{}' is not a SLURM GPU count; give N or TYPE:N with N at least 1, e.g. 1 or a100:2 "
-           "(leave --gpus out for none)", printable(o.gpus));
-  }
-  if (!o.partition.empty() && !slurm_name_ok(o.partition, true))
-    fail("--partition '{}' is not a SLURM partition name (letters, digits, _ - and .; a comma-separated "
-         "list for several)", printable(o.partition));
-  if (!o.account.empty() && !slurm_name_ok(o.account, false))
-    fail("--account '{}' is not a SLURM account name (letters, digits, _ - and .)", printable(o.account));
+  check_slurm_option("--time", o.time);
+  // The others are optional: empty here is "not given" (the command line checks a given one).
+  for (const auto& [option, value] : {std::pair{"--mem", &o.mem}, std::pair{"--gpus", &o.gpus},
+                                      std::pair{"--partition", &o.partition}, std::pair{"--account", &o.account}})
+    if (!value->empty()) check_slurm_option(option, *value);
 }
 
 std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, const SlurmOptions& slurm) {

@@ -116,6 +116,10 @@ struct SlurmOptions {
   std::string gpus;                     // sbatch --gpus: N or TYPE:N
   int cpus_per_task = 1;                // every run's train.threads
 };
+// Checks one value given for a SLURM option ("--time", "--mem", "--gpus", "--partition",
+// "--account") as sbatch would read it, an empty one included; fails naming the option, the
+// value and the forms it takes. The one check of these values (check_slurm_options, rmt sweep).
+void check_slurm_option(const std::string& option, const std::string& value);
 // Checks each value as sbatch would read it (and that none can break out of its #SBATCH line);
 // fails naming the option, the value and the forms it takes.
 void check_slurm_options(const SlurmOptions& slurm);

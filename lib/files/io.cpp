@@ -68,7 +68,24 @@ static void write_all(int fd, std::string_view bytes, const fs::path& path) {
   }
 }
 
+// The rename of write_file_atomic replaces whatever `path` names; refuse where that is not a
+// regular file's contents: a device node, FIFO or socket (or a link to one) would be removed
+// (/dev/null replaced by a file, as root), a directory cannot be.
+static void check_replaceable(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st) || fs::is_regular_file(st)) return;
+  const char* kind = fs::is_directory(st) ? "a directory"
+                     : st.type() == fs::file_type::fifo ? "a FIFO"
+                     : st.type() == fs::file_type::character ? "a character device"
+                     : st.type() == fs::file_type::block ? "a block device"
+                     : st.type() == fs::file_type::socket ? "a socket" : "a special file";
+  fail("cannot write {}: it is {}{}, not a regular file; writing replaces the file whole, which "
+       "would remove it", path.string(), fs::is_symlink(fs::symlink_status(path, ec)) ? "a link to " : "", kind);
+}
+
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
+  check_replaceable(path);
   fs::path tmp = path;
   tmp += fmt::format(".tmp.{}", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -261,11 +261,20 @@ KeyDescriptor device_key() {
   return key;
 }
 
+// segment_length: 0 is "not a language model" (the default, never written), but a value given
+// must be >= 1: `--set segment_length=0` on a text dataset was accepted here and then told to
+// set segment_length.
+KeyDescriptor segment_length_key() {
+  KeyDescriptor key = written_when(integer_key("segment_length", FIELD(segment_length), 1), is_lm);
+  key.in_range = [](const Config& c) { return c.segment_length >= 0; };
+  return key;
+}
+
 const std::vector<KeyDescriptor>& key_table() {
   static const std::vector<KeyDescriptor> table = {
       string_key("data", FIELD(data)),
       written_when(integer_key("segments", FIELD(segments), 1), [](const Config& c) { return !is_lm(c); }),
-      written_when(integer_key("segment_length", FIELD(segment_length), 0), is_lm),
+      segment_length_key(),
       bptt_key(),
       bool_key("bptt_recompute", FIELD(bptt_recompute)),
       device_key(),
@@ -552,6 +561,23 @@ std::string identity_yaml(const Config& config) {
   return yaml_of(c, [&](const KeyDescriptor& key) {
     return !(key.path == "device" && c.device == kDefaultDevice);
   });
+}
+
+std::string first_config_difference(const std::string& saved, const std::string& now) {
+  Config a, b;
+  try {
+    a = parse_config(saved, "the saved config");
+    b = parse_config(now, "this config");
+  } catch (const Error&) {
+    return "";
+  }
+  for (const KeyDescriptor& key : key_table()) {
+    const std::string x = key.to_text(a), y = key.to_text(b);
+    if (x != y)
+      return fmt::format("{} is {} in the saved config but {} in this one", key.path,
+                         x.empty() ? "''" : x, y.empty() ? "''" : y);
+  }
+  return "";
 }
 
 bool same_config_text(const std::string& a, const std::string& b) {

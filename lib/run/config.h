@@ -78,6 +78,10 @@ std::string identity_yaml(const Config& config);
 // Whether two config texts say the same (a config.yaml written before a key existed reads as
 // that key's default); false when either does not parse.
 bool same_config_text(const std::string& a, const std::string& b);
+// The first key (in config_keys() order) whose value differs between two config texts, as
+// "train.lr is 0.001 in the saved config but 0.5 in this one"; "" when none does or either
+// text is not a valid config.
+std::string first_config_difference(const std::string& saved, const std::string& now);
 // All valid dotted keys, in file order (for --help and "did you mean").
 std::vector<std::string> config_keys();
 // "bptt: all" <-> -1

@@ -14,6 +14,7 @@
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
 #include "lib/core/optim.h"
+#include "lib/core/provenance.h"
 #include "lib/core/random.h"
 #include "lib/files/io.h"
 #include "lib/files/safetensors.h"
@@ -693,6 +694,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   results["rmt_version"] = RMT_VERSION;
   results["threads"] = num_threads();
   results["device"] = config.device;
+  add_provenance(results);  // the CPU, the build and the GEMM library that made these numbers
   results["bptt"] = bptt_to_string(config.bptt);
   results["dataset_fingerprint"] = fingerprint;
   // Why the run ended, and when its curriculum stages began (lib/run/curriculum.h).

@@ -1,0 +1,97 @@
+// Catalogue of bad inputs (tests/catalogue.h): outputs that would destroy something. An output
+// that is one of the command's inputs, the same file given for two outputs, or a special file
+// (FIFO, device node, or a link to one) that writing would replace (apps/rmt/cli_checks.h
+// check_outputs_safe; lib/files/io.cpp write_file_atomic for every other writer). The cases of
+// `rmt attn` are in catalogue_attn.cpp.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "lib/files/io.h"
+#include "tasks/text.h"
+#include "tests/catalogue.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// {dir}/src.txt: 2000 bytes of text.
+void source_text(const std::string& dir) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "the quick brown fox\n";
+  rmt::write_file_atomic(dir + "/src.txt", text);
+}
+
+// {dir}/t: a text dataset of {dir}/src.txt.
+void text_dataset(const std::string& dir) {
+  source_text(dir);
+  rmt::TextGenerateRequest r;
+  r.input = dir + "/src.txt";
+  r.out_dir = dir + "/t";
+  rmt::generate_text_dataset(r);
+}
+
+void fifo(const std::string& path) { REQUIRE(::mkfifo(path.c_str(), 0644) == 0); }
+
+// {dir}/s/results.csv of one finished run.
+void results_csv(const std::string& dir) {
+  fs::create_directories(dir + "/s");
+  rmt::write_file_atomic(dir + "/s/results.csv",
+                         "model.kind,segments,acc_teacher_forced,status\nrmt,1,0.5,done\n");
+}
+
+}  // namespace
+
+RMT_CATALOGUE({
+    // ---- generate: the dataset written over its own source ------------------------------
+    {"outputs", "generate text: --input is a split file of --out", text_dataset,
+     "generate text --input {dir}/t/text_train.npy --out {dir}/t --force", 1,
+     "--out {dir}/t/text_train.npy: is also the input --input {dir}/t/text_train.npy; writing it would destroy the input"},
+    {"outputs", "generate text: --input is meta.yaml of --out (another spelling)", text_dataset,
+     "generate text --input {dir}/t/../t/meta.yaml --out {dir}/t --force", 1,
+     "is also the input --input"},
+    {"outputs", "generate text: meta.yaml of --out is a FIFO",
+     [](const std::string& dir) {
+       source_text(dir);
+       fs::create_directories(dir + "/t");
+       fifo(dir + "/t/meta.yaml");
+     },
+     "generate text --input {dir}/src.txt --out {dir}/t --force", 1,
+     "/t/meta.yaml: is a FIFO; rmt writes its outputs as regular files"},
+    {"outputs", "generate text: a split file of --out links to /dev/null",
+     [](const std::string& dir) {
+       source_text(dir);
+       fs::create_directories(dir + "/t");
+       fs::create_symlink("/dev/null", dir + "/t/text_val.npy");
+     },
+     "generate text --input {dir}/src.txt --out {dir}/t --force", 1,
+     "/t/text_val.npy: is a link to a character device"},
+    {"outputs", "generate copy: a dataset file of --out is a FIFO (the atomic writer refuses it)",
+     [](const std::string& dir) {
+       fs::create_directories(dir + "/d");
+       fifo(dir + "/d/copy_train_X.npy");
+     },
+     "generate copy --length 4 --symbols 4 --train 10 --val 2 --test 2 --out {dir}/d --force", 1,
+     "/d/copy_train_X.npy: it is a FIFO, not a regular file"},
+
+    // ---- plot: the figure written over its input, or onto a device ----------------------
+    {"outputs", "plot: --out is the results.csv it reads", results_csv,
+     "plot {dir}/s/results.csv --out {dir}/s/results.csv", 1,
+     "is also the input results {dir}/s/results.csv"},
+    {"outputs", "plot: --out links to /dev/null",
+     [](const std::string& dir) {
+       results_csv(dir);
+       fs::create_symlink("/dev/null", dir + "/fig.svg");
+     },
+     "plot {dir}/s/results.csv --out {dir}/fig.svg", 1, "--out {dir}/fig.svg: is a link to a character device"},
+    {"outputs", "plot: --out is a FIFO",
+     [](const std::string& dir) {
+       results_csv(dir);
+       fifo(dir + "/fig.svg");
+     },
+     "plot {dir}/s/results.csv --out {dir}/fig.svg", 1, "--out {dir}/fig.svg: is a FIFO"},
+});
