@@ -1,5 +1,5 @@
 #pragma once
-// The catalogue of bad inputs (README, "Reliability"): each case prepares files in a fresh
+// The catalogue of bad inputs (docs/reliability.md): each case prepares files in a fresh
 // directory, runs `rmt ARGS` as a user would, and asserts the exact exit status and a specific
 // part of the message. Cases live in tests/catalogue_*.cpp, one file per area, each a table
 // registered with RMT_CATALOGUE; test_catalogue.cpp runs them all and counts them.

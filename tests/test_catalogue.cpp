@@ -60,7 +60,7 @@ TEST_CASE("the catalogue covers every file reader and subcommand") {
   for (const auto& [category, n] : per_category) listed += category + " " + std::to_string(n) + ", ";
   MESSAGE("catalogue categories: " << listed);
   CHECK(bad_input_catalogue().size() >= 80);
-  // The readers and subcommands the README's reliability section names.
+  // The readers and subcommands docs/reliability.md names.
   for (const char* category : {"npy", "safetensors", "config", "sweep", "results.csv", "meta.yaml",
                                "train", "eval", "step-dump", "run-dir", "generate", "data check"})
     CHECK_MESSAGE(per_category.count(category) == 1, category);
