@@ -24,6 +24,33 @@ const std::string kSweepItem =
 }  // namespace
 
 RMT_CATALOGUE({
+    // ---- taken on trust no more: bounds, item names, --list ----------------------------------
+    {"reproduce", "claim with a NaN bound (it would hold on any value)",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3], min: .nan}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].min: expected a finite number (got .nan)"},
+    {"reproduce", "claim with an infinite bound",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3], max: .inf}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0].max: expected a finite number (got .inf)"},
+    {"reproduce", "claim with min above max",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3], min: 0.9, max: 0.2}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0]: min 0.9 is above max 0.2: no value can hold"},
+    {"reproduce", "language-model claim with a NaN margin",
+     [](const std::string& d) {
+       manifest(d, kLmItem + "    claims: [{text: t, run: {model: rmt}, below: {model: baseline}, margin: .nan}]\n");
+     },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "margin: expected a finite number (got .nan)"},
+    {"reproduce", "item named as a path out of --out",
+     [](const std::string& d) {
+       manifest(d, kSweepItem);
+       std::ofstream(d + "/m.yaml") << "paper: paper.yaml\nitems:\n  ../escape:\n" << kSweepItem;
+     },
+     "reproduce --manifest {dir}/m.yaml --list", 1,
+     "items.../escape: an item name is a plain name of letters, digits, '_' and '-'"},
+    {"reproduce", "--list of an unknown item", [](const std::string& d) { manifest(d, kSweepItem); },
+     "reproduce --manifest {dir}/m.yaml --list nosuch", 1, "unknown reproduction 'nosuch' (in "},
+    {"reproduce", "--report-only with item names", [](const std::string& d) { manifest(d, kSweepItem); },
+     "reproduce --manifest {dir}/m.yaml --runs-dir {dir}/r --out {dir}/o --report-only a", 1,
+     "--report-only rewrites the whole report; leave out the item names (a)"},
     {"reproduce", "manifest missing", nullptr, "reproduce --manifest {dir}/none.yaml --list", 1,
      "none.yaml: no such file"},
     {"reproduce", "unknown item", [](const std::string& d) { manifest(d, kSweepItem); },

@@ -1,4 +1,5 @@
 // `rmt reproduce [NAME...]`: parses options and prints; the reproduction is in lib/experiments/reproduce.cpp.
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -46,8 +47,16 @@ void add_reproduce_command(CLI::App& app) {
   cmd->callback([args] {
     if (!fs::is_regular_file(args->manifest)) fail("--manifest {}: no such file", args->manifest);
     ReproManifest manifest = load_manifest(args->manifest);
+    for (const auto& name : args->names)  // --list NAME lists that item; an unknown one is refused
+      if (!manifest.find(name)) {
+        std::vector<std::string> all;
+        for (const auto& it : manifest.items) all.push_back(it.name);
+        fail("unknown reproduction '{}' (in {}: {})", name, manifest.path, fmt::join(all, ", "));
+      }
     if (args->list) {
-      for (const auto& it : manifest.items) fmt::print("{:<22} {:<9} {}\n", it.name, it.kind, it.title);
+      for (const auto& it : manifest.items)
+        if (args->names.empty() || std::count(args->names.begin(), args->names.end(), it.name))
+          fmt::print("{:<22} {:<9} {}\n", it.name, it.kind, it.title);
       return;
     }
     check_output_dir("--runs-dir", args->runs_dir);

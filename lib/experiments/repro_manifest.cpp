@@ -3,6 +3,7 @@
 #include "lib/experiments/reproduce.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -41,11 +42,15 @@ struct ManifestReader {
     return node.as<std::string>();
   }
   double number(const YAML::Node& node, const std::string& where) const {
+    double v = 0;
     try {
-      if (node && node.IsScalar()) return node.as<double>();
+      if (!node || !node.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
+      v = node.as<double>();
     } catch (const YAML::Exception&) {
+      bad(where, "expected a number");
     }
-    bad(where, "expected a number");
+    if (!std::isfinite(v)) bad(where, fmt::format("expected a finite number (got {})", node.Scalar()));
+    return v;
   }
   int integer(const YAML::Node& node, const std::string& where, int lo, int hi) const {
     int v = 0;
@@ -88,6 +93,8 @@ Claim read_claim(const ManifestReader& r, const YAML::Node& node, const std::str
   if (node["above"]) c.above = r.kind(node["above"], where + ".above");
   if (node["metric"]) c.metric = r.text(node["metric"], where + ".metric");
   if (!c.min && !c.max && c.above.empty()) r.bad(where, "a claim needs min, max or above");
+  if (c.min && c.max && *c.min > *c.max)
+    r.bad(where, fmt::format("min {} is above max {}: no value can hold", *c.min, *c.max));
   return c;
 }
 
@@ -160,6 +167,14 @@ static ReproManifest read_manifest(const std::string& path) {
     ReproItem it;
     it.name = kv.first.as<std::string>();
     const std::string w = "items." + it.name;
+    // The name becomes a directory under --out: a plain name, never a path.
+    const bool plain = !it.name.empty() && it.name.size() <= 100 &&
+                       std::all_of(it.name.begin(), it.name.end(), [](char ch) {
+                         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+                       });
+    if (!plain)
+      r.bad(w, "an item name is a plain name of letters, digits, '_' and '-' (it names the item's "
+               "directory under --out)");
     if (m.find(it.name)) r.bad(w, "given twice");
     const YAML::Node n = kv.second;
     if (!n.IsMap()) r.bad(w, "expected a map");
