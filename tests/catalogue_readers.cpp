@@ -264,6 +264,21 @@ RMT_CATALOGUE({
      kSweepDry, 1, "s.yaml: derive.model.mem_len: unknown name 'seglen'"},
 
     // ---- results.csv: `rmt table` ------------------------------------------------------------
+    {"results.csv", "language-model and algorithmic runs in one file",
+     file_case("r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,segment_length,"
+                        "acc_teacher_forced,loss,bpc,run_id,status\n"
+                        "baseline,1,0,0,all,1,36,1.0,0.1,,b1,done\nbaseline,1,0,0,all,1,128,0.4,1.7,2.45,l1,done\n"),
+     "table {dir}/r.csv", 1, "mixes 1 language-model run(s) (with bpc) and 1 algorithmic run(s) (without)"},
+    {"results.csv", "plot of language-model and algorithmic runs in one file",
+     file_case("r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,segment_length,"
+                        "acc_teacher_forced,loss,bpc,run_id,status\n"
+                        "baseline,1,0,0,all,1,36,1.0,0.1,,b1,done\nbaseline,1,0,0,all,1,128,0.4,1.7,2.45,l1,done\n"),
+     "plot {dir}/r.csv --metric loss --out {dir}/f.svg", 1, "table each family from its own results.csv"},
+    {"results.csv", "stopping column that cannot be read",
+     file_case("r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,train.target,"
+                        "segment_length,acc_teacher_forced,run_id,status,end_reason,solved_step\n"
+                        "rmt,3,6,0,all,1,0.99,6,1.0,r1,done,finished,1000\n"),
+     "table {dir}/r.csv", 1, "r.csv: line 2: end_reason 'finished' is neither solved nor max_steps"},
     {"results.csv", "segments -3", file_case("r.csv", kCsvHeader + kCsvRow + "baseline,-3,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n"),
      "table {dir}/r.csv", 1, "r.csv: line 3: segments '-3' is not an integer >= 1"},
     {"results.csv", "row with too few fields", file_case("r.csv", kCsvHeader + kCsvRow + "baseline,1,0\n"), "table {dir}/r.csv", 1,

@@ -410,3 +410,35 @@ TEST_CASE("table: runs that stop when solved: seeds that met the target and thei
   CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,max_steps,10\n").find("solved_step 10 of a run that ended at max_steps") != std::string::npos);
   CHECK(bad("rmt,3,6,0,all,1,,6,1.0,r1,done,1500,solved,10\n").find("without a target") != std::string::npos);
 }
+
+TEST_CASE("table and plot drop no data silently: runs without the metric are named, mixed families refused, the axis fits the metric") {
+  // A finished run without a value for the metric (no greedy decoding) is left out and counted.
+  const std::string header =
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,segment_length,"
+      "acc_teacher_forced,acc_free_running,loss,bpc,run_id,status\n";
+  const std::string rows = "baseline,1,0,0,all,1,18,1.0,0.9,0.1,,b1,done\n"
+                           "baseline,1,0,0,all,2,18,0.8,,0.1,,b2,done\n";
+  rmt::Pivot fr = rmt::pivot_results(rmt::parse_csv(header + rows, "m.csv"), "acc_free_running", {}, "m.csv");
+  CHECK(fr.without_metric == 1);
+  CHECK(rmt::format_pivot(fr, "md").find("1 finished run(s) without a value for acc_free_running left out.") !=
+        std::string::npos);
+
+  // A results.csv of language-model runs (bpc) and algorithmic runs together is refused.
+  const std::string mixed = rows + "baseline,1,0,0,all,1,128,0.4,,1.7,2.45,l1,done\n";
+  try {
+    rmt::pivot_results(rmt::parse_csv(header + mixed, "m.csv"), "loss", {}, "m.csv");
+    CHECK(false);
+  } catch (const rmt::Error& e) {
+    CHECK(std::string(e.what()).find("mixes 1 language-model run(s) (with bpc) and 2 algorithmic run(s)") !=
+          std::string::npos);
+  }
+
+  // Accuracies are drawn on [0, 1.05]; a loss or bpc on an axis from 0 that fits it.
+  rmt::Pivot acc = rmt::pivot_results(rmt::parse_csv(header + rows, "m.csv"), "acc_teacher_forced", {}, "m.csv");
+  CHECK(rmt::gnuplot_script(acc, "f.svg", "t").find("set yrange [0:1.05]") != std::string::npos);
+  rmt::Pivot loss = rmt::pivot_results(rmt::parse_csv(header + rows, "m.csv"), "loss", {}, "m.csv");
+  CHECK(rmt::gnuplot_script(loss, "f.svg", "t").find("set yrange [0:*]") != std::string::npos);
+  const std::string lm_rows = "baseline,1,0,0,all,1,128,0.4,,1.7,7.9,l1,done\n";
+  rmt::Pivot bpc = rmt::pivot_results(rmt::parse_csv(header + lm_rows, "m.csv"), "bpc", {}, "m.csv");
+  CHECK(rmt::gnuplot_script(bpc, "f.svg", "t").find("set yrange [0:*]") != std::string::npos);
+}

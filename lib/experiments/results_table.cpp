@@ -296,6 +296,16 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
       read_solve(csv, r, c_solve, source, solved, step);
     }
   }
+  // One family per table: language-model runs (a bpc value) and algorithmic runs do not share
+  // columns, so a file of both is refused rather than half of it dropped.
+  if (const int c_bpc = csv.column("bpc"); c_bpc >= 0) {
+    int lm = 0, algorithmic = 0;
+    for (const auto& row : csv.rows)
+      if (row[c_status] == "done") ++(row[size_t(c_bpc)].empty() ? algorithmic : lm);
+    if (lm > 0 && algorithmic > 0)
+      fail("{}: mixes {} language-model run(s) (with bpc) and {} algorithmic run(s) (without): table "
+           "each family from its own results.csv", source, lm, algorithmic);
+  }
   // Each kind's memory and cache, over its finished runs: one description if one holds for all.
   std::map<std::string, std::vector<std::pair<int, int>>> mem_runs, cache_runs;
   for (size_t r = 0; r < csv.rows.size(); ++r) {
@@ -338,7 +348,10 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
     for (size_t i = 0; i < by.size(); ++i) parts.push_back(by[i] + " " + row[c_by[i]]);
     std::string label = kind;
     if (!parts.empty()) label += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
-    if (row[c_metric].empty()) continue;  // e.g. acc_free_running of a run that did not decode
+    if (row[c_metric].empty()) {  // e.g. acc_free_running of a run that did not decode
+      ++pivot.without_metric;
+      continue;
+    }
     if (!values.count(label)) order.push_back(label), kind_of_label[label] = kind;
     values[label][seg].push_back(metric_cell(csv, r, c_metric, source));
     bool solved = false;
@@ -558,6 +571,9 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
       any_paper ? ", paper rows: the paper's value" : "",
       note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
   std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
+  if (pivot.without_metric)
+    footnote += fmt::format("{}{} finished run(s) without a value for {} left out.", footnote.empty() ? "" : " ",
+                            pivot.without_metric, pivot.metric);
   if (!note.empty()) footnote = note + (footnote.empty() ? "" : " " + footnote);
   if (format == "md") {
     out += "**" + caption + "** (" + pivot.metric + ", from " + pivot.source + ")\n\n";
@@ -650,7 +666,10 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   s += "set title " + quoted_title + " noenhanced\n";
   s += "set xlabel 'number of segments'\n";
   s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
-  s += "set yrange [0:1.05]\nset grid\nset key outside right top noenhanced\n";
+  // Accuracies and rates lie in [0, 1]; a loss or bpc gets an axis from 0 that fits its values.
+  const bool fraction = pivot.metric.rfind("acc", 0) == 0 || pivot.metric.rfind("solve_rate", 0) == 0;
+  s += fraction ? "set yrange [0:1.05]\n" : "set yrange [0:*]\n";
+  s += "set grid\nset key outside right top noenhanced\n";
   s += "set xtics (";
   for (size_t i = 0; i < pivot.segments.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", pivot.segments[i]);
   s += ")\n";

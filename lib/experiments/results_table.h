@@ -42,6 +42,7 @@ struct Pivot {
   std::map<int, int> segment_length;  // segments -> longest segment (from the measured runs)
   std::vector<PivotRow> rows;
   int failed = 0;                     // runs with status failed (left out)
+  int without_metric = 0;             // finished runs with no value for the metric (left out)
   // The paper's own setup, from the paper YAML section: its task ("copy 24"), input positions
   // (0 if not given) and segments -> segment length.
   std::string paper_task;
@@ -54,7 +55,9 @@ struct Pivot {
 // cache (xl: mem_len) are named from the runs of each kind: "mem 6" when the same in all of them,
 // "mem = seg len" / "mem = 2 x seg len" / "mem = seg len/2" (integer division, as derive:
 // computes it) when one ratio to the longest segment holds for all of them, else per run.
-// Only runs with status done count. Where results.csv has train.target, end_reason and
+// Only runs with status done count; failed runs and finished runs without a value for the metric
+// are counted (the table's note names them). A results.csv that mixes language-model runs
+// (a bpc value) with algorithmic ones is refused: table each family on its own. Where results.csv has train.target, end_reason and
 // solved_step (sweeps whose runs stop when solved), cells also count the seeds that met the
 // target and their median solved step. Every row is checked first (status done|failed, a known
 // model.kind, integer segments >= 1 and memory sizes >= 0, finite metrics, accuracies in [0, 1]):
