@@ -137,6 +137,48 @@ TEST_CASE("the stopping rule and the mastery curriculum, as functions") {
     CHECK_THROWS_AS(rmt::parse_steps_text(bad, "t"), rmt::Error);
 }
 
+TEST_CASE("stages on as many segments as the last carry the target streak over, and are mastered together") {
+  using rmt::ValidationOutcome;
+  // 1 segment in 3 stages (1, 1, 1): the share of stage 1 running out does not break a streak.
+  rmt::Config one = staged(1, 300, 3);
+  one.train.target = 0.9;
+  one.train.target_evals = 2;
+  one.train.curriculum_advance = "mastery";
+  rmt::Progression p = rmt::start_progression();
+  CHECK(rmt::record_validation(one, p, 90, 0.95) == ValidationOutcome::none);
+  bool advanced = false;
+  CHECK(rmt::progression_segments(one, p, 100, &advanced) == 1);
+  CHECK(advanced);
+  CHECK(p.streak == 1);
+  CHECK(rmt::record_validation(one, p, 110, 0.95) == ValidationOutcome::solved);
+  CHECK(p.solved_step == 90);
+
+  // The fixed schedule validates at all segments throughout: its streak survives every stage.
+  rmt::Config fixed = staged(9, 300, 3);
+  fixed.train.target = 0.9;
+  p = rmt::start_progression();
+  CHECK(rmt::record_validation(fixed, p, 90, 0.95) == ValidationOutcome::none);
+  CHECK(rmt::progression_segments(fixed, p, 100) == 6);
+  CHECK(rmt::record_validation(fixed, p, 110, 0.95) == ValidationOutcome::solved);
+  CHECK(p.solved_step == 90);
+
+  // 3 segments in 5 stages (1, 2, 2, 3, 3): mastering stage 2 masters stage 3 with it, and the
+  // streak starts anew at 3 segments.
+  rmt::Config five = staged(3, 1000, 5);
+  five.train.target = 0.9;
+  five.train.curriculum_advance = "mastery";
+  p = rmt::start_progression();
+  CHECK(rmt::record_validation(five, p, 10, 0.95) == ValidationOutcome::none);
+  CHECK(rmt::record_validation(five, p, 20, 0.95) == ValidationOutcome::stage_mastered);
+  CHECK(rmt::validation_segments(five, p) == 2);
+  CHECK(rmt::record_validation(five, p, 30, 0.95) == ValidationOutcome::none);
+  CHECK(rmt::record_validation(five, p, 40, 0.95) == ValidationOutcome::stage_mastered);
+  CHECK(p.stage == 3);
+  CHECK(p.stage_first_step == std::vector<int64_t>{0, 20, 40, 40});
+  CHECK(p.streak == 0);
+  CHECK(rmt::validation_segments(five, p) == 3);
+}
+
 TEST_CASE("the memory estimate covers every curriculum stage, also when max_steps is not a multiple of them") {
   const TinyStaged& t = tiny_staged();
   rmt::Config c = rmt::load_config(t.config);
@@ -204,6 +246,31 @@ TEST_CASE("rmt train stops when solved and records why, with the stages' first s
   CHECK(res["end_reason"] == "solved");
   CHECK(res["solved_step"] == 10);
   CHECK(res["steps"] == 30);
+}
+
+TEST_CASE("rmt train keeps the best checkpoint across stages on the same segments") {
+  // A 1-segment baseline in 3 mastery stages (1, 1, 1) with a high learning rate, so validation
+  // loss goes up and down: the best is the lowest loss of the whole run, not of the last stage.
+  const TinyStaged& t = tiny_staged();
+  const std::string config = t.root + "/one_segment.yaml";
+  std::ofstream(config) << "data: " << t.root << "/data\nsegments: 1\n"
+                        << "model: {kind: baseline, n_layer: 1, n_head: 2, d_head: 4, d_model: 8, d_inner: 16}\n"
+                        << "train: {batch_size: 8, lr: 5.0e-2, max_steps: 30, eval_every: 5, log_every: 5, "
+                           "seed: 1, threads: 1, curriculum: 3, curriculum_advance: mastery, target: 1}\n";
+  Run r = rmt_run("train --config " + config + " --out " + t.root + "/one_segment");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  double lowest = INFINITY;
+  int64_t lowest_step = -1;
+  int stage_lines = 0;
+  for (const json& j : t.metrics("one_segment")) {
+    if (j.contains("stage")) ++stage_lines;
+    if (!j.contains("val_loss")) continue;
+    const bool lower = j["val_loss"].get<double>() < lowest;
+    CHECK(j["best"] == lower);  // "best" is against every evaluation before it
+    if (lower) lowest = j["val_loss"], lowest_step = j["step"];
+  }
+  CHECK(stage_lines == 2);
+  CHECK(json::parse(t.file("one_segment", "results.json"))["best_step"] == lowest_step);
 }
 
 TEST_CASE("the curriculum printed by rmt train is the one trained when max_steps is not a multiple of the stages") {

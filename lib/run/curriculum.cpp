@@ -38,12 +38,17 @@ Progression fixed_progression(const Config& config, int64_t step) {
 
 namespace {
 
-void begin_stage(Progression& p, int stage, int64_t step) {
+void begin_stage(const Config& config, Progression& p, int stage, int64_t step) {
+  // A streak counts evaluations at one number of segments: it goes on while validation stays at
+  // the same segments (always under the fixed schedule; from stage 1 to 1 of a 1-segment run).
+  const int validated_before = validation_segments(config, p);
   p.stage = stage;
   p.stage_first_step.resize(size_t(stage), step);  // a stage skipped over begins at `step` too
   p.stage_first_step.push_back(step);
-  p.streak = 0;  // a streak counts evaluations at one number of segments
-  p.streak_first_step = -1;
+  if (validation_segments(config, p) != validated_before) {
+    p.streak = 0;
+    p.streak_first_step = -1;
+  }
 }
 
 }  // namespace
@@ -53,7 +58,7 @@ int progression_segments(const Config& config, Progression& p, int64_t step, boo
   int stage = p.stage;
   while (stage < last && step >= curriculum_stage_start(config, stage + 1)) ++stage;
   if (advanced) *advanced = stage != p.stage;
-  if (stage != p.stage) begin_stage(p, stage, step);
+  if (stage != p.stage) begin_stage(config, p, stage, step);
   return curriculum_stage_segments(config, p.stage);
 }
 
@@ -76,8 +81,11 @@ ValidationOutcome record_validation(const Config& config, Progression& p, int64_
     p.solved_step = p.streak_first_step;
     return ValidationOutcome::solved;
   }
-  // mastery (fixed validates at `segments`): the next stage begins with the next step
-  begin_stage(p, p.stage + 1, step);
+  // mastery (fixed validates at `segments`): the next stage with more segments begins with the
+  // next step; the stages with as many as the mastered one are mastered with it.
+  int next = p.stage + 1;
+  while (curriculum_stage_segments(config, next) == curriculum_stage_segments(config, p.stage)) ++next;
+  begin_stage(config, p, next, step);
   return ValidationOutcome::stage_mastered;
 }
 

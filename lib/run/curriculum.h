@@ -9,6 +9,10 @@
 //   mastery  as soon as validation at the stage's own number of segments meets train.target at
 //            train.target_evals consecutive evaluations (or, at the latest, when its share runs
 //            out); the steps a stage saves go to the later stages.
+// The target streak (and, under mastery, the best checkpoint) carries over from one stage to the
+// next when validation stays at the same number of segments: always under the fixed schedule,
+// and under mastery between stages on equal segments (1, 2, 2 for 2 segments in 3 stages), which
+// are mastered together.
 // Stopping rule (train.target > 0): the run ends "solved" once validation at `segments` meets
 // train.target at train.target_evals consecutive evaluations; otherwise at max_steps.
 #include <cstdint>

@@ -557,12 +557,12 @@ void train(const Config& config_in, const TrainOptions& opt) {
   // A stage that began: one metrics line (written before the checkpoint that includes it, so a
   // resumed run neither loses nor repeats it) and one progress note.
   const bool mastery = tc.curriculum_advance == "mastery";
-  auto stage_began = [&](const char* why) {
+  auto stage_began = [&](const char* why, int previous_segments) {
     const Progression& p = st.progression;
     const int segments = curriculum_stage_segments(config, p.stage);
     append_line(metrics_path, json{{"step", st.step}, {"stage", p.stage + 1}, {"segments", segments},
                                    {"why", why}}.dump());
-    if (mastery) {  // validation moves to the new number of segments: the best starts anew
+    if (mastery && segments != previous_segments) {  // validation moves to the new segments: a new best
       st.best_val_loss = INFINITY;
       st.best_step = -1;
     }
@@ -610,8 +610,9 @@ void train(const Config& config_in, const TrainOptions& opt) {
     interval_steps += 1;
     interval_loss += loss;
     bool stage_scheduled = false;  // the stage's share of the steps ran out with this step
+    int stage_segments = curriculum_stage_segments(config, st.progression.stage);
     if (!lm) progression_segments(config, st.progression, st.step, &stage_scheduled);
-    if (stage_scheduled) stage_began(mastery ? "its share of the steps ran out" : "scheduled");
+    if (stage_scheduled) stage_began(mastery ? "its share of the steps ran out" : "scheduled", stage_segments);
 
     const bool log_now = st.step % tc.log_every == 0 || st.step == tc.max_steps;
     const bool eval_now = st.step % tc.eval_every == 0 || st.step == tc.max_steps;
@@ -658,7 +659,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
       const ValidationOutcome outcome =
           lm ? ValidationOutcome::none
              : record_validation(config, st.progression, st.step, val.acc_teacher_forced);
-      if (outcome == ValidationOutcome::stage_mastered) stage_began("mastered");
+      if (outcome == ValidationOutcome::stage_mastered) stage_began("mastered", val_segments);
       if (outcome == ValidationOutcome::solved) {
         append_line(metrics_path, json{{"step", st.step}, {"solved_step", st.progression.solved_step}}.dump());
       }
