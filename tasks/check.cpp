@@ -167,11 +167,7 @@ std::string check_row(const Checker& ck, const int64_t* x, const int64_t* y, std
 
 }  // namespace
 
-CheckResult check_dataset(const std::string& dir, int max_violations) {
-  if (is_text_dataset(dir)) {
-    const TextCheckResult t = check_text_dataset(dir);
-    return CheckResult{t.ok, t.summary, t.violations};
-  }
+CheckResult check_task_dataset(const std::string& dir, int max_violations) {
   const DatasetMeta raw = read_dataset_meta(dir);
   const DatasetMeta meta = implied_meta(raw);  // what the rows are indexed and judged with
   Violations v;

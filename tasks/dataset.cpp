@@ -623,7 +623,7 @@ DatasetMeta read_dataset_meta(const std::string& dir) {
 }
 
 DatasetMeta load_dataset_meta(const std::string& dir) {
-  const CheckResult r = check_dataset(dir);
+  const CheckResult r = check_task_dataset(dir);
   if (!r.ok) fail("{}", invalid_dataset_message(dir, r.violations));
   return implied_meta(read_dataset_meta(dir));
 }
@@ -657,7 +657,7 @@ void sample_model_view(bool stacked, const int64_t* x, int len_x, const int64_t*
   for (int k = 0; k + 1 < len_x + len_y; ++k) input[k] = s(k), target[k] = s(k + 1);
 }
 
-LmSplit load_lm_split(const std::string& dir, const DatasetMeta& given, const std::string& split) {
+SampleSplit load_sample_split(const std::string& dir, const DatasetMeta& given, const std::string& split) {
   const DatasetMeta meta = implied_meta(given);
   std::vector<int64_t> X, Y;
   int64_t nx = 0;
@@ -676,7 +676,7 @@ LmSplit load_lm_split(const std::string& dir, const DatasetMeta& given, const st
              meta.task);
       max_id = std::max(max_id, id);
     }
-  LmSplit s;
+  SampleSplit s;
   s.n = nx;
   s.max_id = int32_t(max_id);
   // The model's view, one sample at a time (sample_model_view states the layout).
@@ -740,8 +740,7 @@ std::string read_checked_matrix(const std::string& path, int64_t n, int cols, st
   return sha.hex();
 }
 
-std::string dataset_fingerprint(const std::string& dir) {
-  if (is_text_dataset(dir)) return text_dataset_fingerprint(dir);
+std::string task_dataset_fingerprint(const std::string& dir) {
   const DatasetMeta meta = read_dataset_meta(dir);
   std::string text = "rmt dataset fingerprint v1\n";
   for (const char* split : kSplits)

@@ -41,7 +41,7 @@ DatasetMeta read_dataset_meta(const std::string& dir);
 DatasetMeta load_dataset_meta(const std::string& dir);
 
 // One split in the model's view. input and target are [n, seq_len] row-major.
-struct LmSplit {
+struct SampleSplit {
   int64_t n = 0;
   int seq_len = 0;
   std::vector<int32_t> input, target;
@@ -55,14 +55,14 @@ void sample_model_view(bool stacked, const int64_t* x, int len_x, const int64_t*
 
 // Checks the split's files (dtype int64, shapes [N, len_x] / [N, len_y], N >= 1 in both, every id
 // inside meta.vocab) before it builds the view; fails naming the file otherwise.
-LmSplit load_lm_split(const std::string& dir, const DatasetMeta& meta, const std::string& split);
+SampleSplit load_sample_split(const std::string& dir, const DatasetMeta& meta, const std::string& split);
 
 // 64 hex digits identifying the data a run trains and is scored on: sha256 over the names and
 // sha256 sums of the six {prefix}_{split}_{X|y}.npy files, computed from the files themselves
 // (streamed, so it costs one read of the data: about 0.1 s for `rmt generate copy`'s defaults).
 // The same for a directory with or without meta.yaml (the authors' layout); meta.yaml itself is
-// not part of it. Fails, naming the file, when one of the six is missing or unreadable. For a text
-// dataset: text_dataset_fingerprint (tasks/text.h), over its three split files.
-std::string dataset_fingerprint(const std::string& dir);
+// not part of it. Fails, naming the file, when one of the six is missing or unreadable.
+// dataset_fingerprint (tasks/family.h) gives the fingerprint of a dataset of any family.
+std::string task_dataset_fingerprint(const std::string& dir);
 
 }  // namespace rmt

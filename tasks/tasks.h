@@ -105,7 +105,8 @@ extern const std::array<const char*, 3> kSplits;  // train, val, test
 
 // Human-readable text of a row of ids under meta's vocabulary.
 std::string decode_ids(const DatasetMeta& meta, const int64_t* ids, int n);
-// Lines showing the first n samples of a split.
+// Lines showing the first n samples of a split (`rmt data show`; show_dataset in tasks/family.h
+// for a dataset of any family).
 std::vector<std::string> show_samples(const std::string& dir, const std::string& split, int n);
 
 struct CheckResult {
@@ -118,8 +119,8 @@ struct CheckResult {
 // the vocabulary, task invariants), no X twice, sha256. Never reads an element before the shapes
 // that index it are checked. Fails (rmt::Error) only when meta.yaml cannot be read at all
 // (syntax, unknown / missing / mistyped key, unknown task); everything else is a violation.
-// A text dataset (meta.yaml kind: text) is checked by check_text_dataset (tasks/text.h).
-CheckResult check_dataset(const std::string& dir, int max_violations = 20);
+// For an algorithmic task; check_dataset (tasks/family.h) checks a dataset of any family.
+CheckResult check_task_dataset(const std::string& dir, int max_violations = 20);
 // "DIR is not a valid dataset:\n  violation\n  ..." as `rmt data check` reports it, also
 // the message of every command that refuses the dataset.
 std::string invalid_dataset_message(const std::string& dir, const std::vector<std::string>& violations);

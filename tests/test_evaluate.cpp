@@ -15,6 +15,7 @@
 #include "lib/core/random.h"
 #include "lib/files/io.h"
 #include "lib/run/evaluate.h"
+#include "lib/run/eval_run.h"
 #include "lib/run/train.h"
 #include "tasks/tasks.h"
 #include "tests/cli.h"
@@ -82,7 +83,7 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
       clip_grad_norm(cpu_backend(), model.grads, 1.0);
       adam.step(cpu_backend(), model.params, model.grads, 1e-2f);
     }
-    LmSplit held_out;
+    SampleSplit held_out;
     held_out.n = 600;
     held_out.seq_len = T;
     SplitMixRng test_rng(99);

@@ -66,7 +66,7 @@ double train_and_evaluate(const std::string& kind, int steps) {
     clip_grad_norm(cpu_backend(), model.grads, 1.0);
     adam.step(cpu_backend(), model.params, model.grads, float(sched.lr_at(step)));
   }
-  LmSplit held_out;
+  SampleSplit held_out;
   held_out.n = 256;
   held_out.seq_len = 2 * L;
   SplitMixRng test_rng(1234);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tasks/family.h"
 #include "lib/core/backend.h"
 #include "lib/core/provenance.h"
 #include "lib/files/io.h"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tasks/family.h"
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"

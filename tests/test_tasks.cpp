@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "tasks/family.h"
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
@@ -91,7 +92,7 @@ TEST_CASE("every task: generated sets pass the checker, shapes and answer sizes 
     CHECK(m.len_y == w.len_y);
     CHECK(int(m.vocab.size()) == w.vocab);
     CHECK(m.answer_size == w.answer);
-    rmt::LmSplit s = rmt::load_lm_split(dir, m, "val");
+    rmt::SampleSplit s = rmt::load_sample_split(dir, m, "val");
     CHECK(s.n == 50);
     CHECK(s.seq_len == w.input);
     // Without meta.yaml the same meta is inferred from the file names (the authors' layout).
@@ -202,7 +203,7 @@ TEST_CASE("stacked LM view: input = S[:-1], target = S[1:]") {
   r.out_dir = dir;
   rmt::generate_dataset(r);
   rmt::DatasetMeta m = rmt::load_dataset_meta(dir);
-  rmt::LmSplit s = rmt::load_lm_split(dir, m, "train");
+  rmt::SampleSplit s = rmt::load_sample_split(dir, m, "train");
   int64_t n, cols;
   std::vector<int64_t> X = rmt::read_npy_int_matrix(rmt::dataset_file(dir, "copy", "train", "X"), n, cols);
   CHECK(s.seq_len == 4 + 9 - 1);
@@ -211,7 +212,7 @@ TEST_CASE("stacked LM view: input = S[:-1], target = S[1:]") {
   CHECK(s.target[3] == 1);
   CHECK(s.target[4] == X[0]);
   CHECK(s.target[11] == X[3]);
-  CHECK_THROWS_AS(rmt::load_lm_split(dir, m, "nope"), rmt::Error);
+  CHECK_THROWS_AS(rmt::load_sample_split(dir, m, "nope"), rmt::Error);
   fs::remove_all(dir);
 }
 
@@ -327,17 +328,17 @@ TEST_CASE("readers check shapes and dtype before reading an element: float32, [N
   rmt::DatasetMeta meta = rmt::load_dataset_meta(dir);
   std::vector<int64_t> none;
   rmt::write_npy_int64(y_path, {30, 0}, none.data());
-  CHECK(error_of([&] { rmt::load_lm_split(dir, meta, "train"); }).find("copy_train_y.npy: shape is [30, 0], but task copy implies [N, 49]") != std::string::npos);
+  CHECK(error_of([&] { rmt::load_sample_split(dir, meta, "train"); }).find("copy_train_y.npy: shape is [30, 0], but task copy implies [N, 49]") != std::string::npos);
   CHECK(!rmt::check_dataset(dir).ok);
   CHECK_THROWS_AS(rmt::show_samples(dir, "train", 3), rmt::Error);
   rmt::write_file_atomic(y_path, y_good);
   std::vector<float> f(5 * 24, 2.0f);
   rmt::write_npy_float32(x_path, {5, 24}, f.data());
-  CHECK(error_of([&] { rmt::load_lm_split(dir, meta, "val"); }).find("copy_val_X.npy: dtype is float32") != std::string::npos);
+  CHECK(error_of([&] { rmt::load_sample_split(dir, meta, "val"); }).find("copy_val_X.npy: dtype is float32") != std::string::npos);
   CHECK_THROWS_AS(rmt::show_samples(dir, "val", 3), rmt::Error);
   rmt::write_file_atomic(x_path, x_good);
   CHECK(rmt::check_dataset(dir).ok);
-  rmt::LmSplit s = rmt::load_lm_split(dir, meta, "val");
+  rmt::SampleSplit s = rmt::load_sample_split(dir, meta, "val");
   CHECK(s.max_id >= 2);
   CHECK(s.max_id < 12);
   fs::remove_all(dir);

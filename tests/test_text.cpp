@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tasks/family.h"
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"

@@ -19,6 +19,7 @@
 
 #include "lib/files/io.h"
 #include "lib/run/config.h"
+#include "lib/run/curriculum.h"
 #include "lib/run/train.h"
 #include "tests/cli.h"
 

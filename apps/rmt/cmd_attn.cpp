@@ -138,7 +138,7 @@ void add_attn_command(CLI::App& app) {
       check_index("--segment", args->segment, segments,
                   fmt::format("the run has {} segments ({})", segments, describe_segments(t.run.seg_len)));
     set_num_threads(args->threads);
-    LmSplit split = load_lm_split(t.run.config.data, t.run.meta, args->split);
+    SampleSplit split = load_sample_split(t.run.config.data, t.run.meta, args->split);
     check_index("--sample", args->sample, int(std::min<int64_t>(split.n, INT32_MAX)),
                 fmt::format("the {} split of {} has {} samples", args->split, t.run.config.data, split.n));
 

@@ -7,8 +7,7 @@
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
-#include "tasks/tasks.h"
-#include "tasks/text.h"
+#include "tasks/family.h"
 
 namespace rmt::cli {
 
@@ -33,15 +32,11 @@ void add_data_command(CLI::App& app) {
                                      "other non-printable bytes as \\xNN, \\t, \\r")
       ->transform(int_range(0));
   show_cmd->callback([=] {
-    if (is_text_dataset(show->dir)) {
-      if (n->count()) fail("-n counts the samples of an algorithmic dataset; {} is a text dataset: use --bytes", show->dir);
-      std::vector<std::string> splits = {"train", "val", "test"};
-      if (split->count()) splits = {show->split};
-      for (const std::string& line : show_text(show->dir, splits, show->bytes)) fmt::print("{}\n", line);
-      return;
-    }
-    if (bytes->count()) fail("--bytes is for text datasets (meta.yaml kind: text); {} is not one: use -n", show->dir);
-    for (const std::string& line : show_samples(show->dir, show->split, show->n)) fmt::print("{}\n", line);
+    ShowRequest request;
+    if (split->count()) request.split = show->split;
+    if (n->count()) request.samples = show->n;
+    if (bytes->count()) request.bytes = show->bytes;
+    for (const std::string& line : show_dataset(show->dir, request)) fmt::print("{}\n", line);
   });
 
   auto check_dir = std::make_shared<std::string>();

@@ -14,6 +14,8 @@
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/run/run_data.h"
+#include "lib/run/curriculum.h"
+#include "lib/run/eval_run.h"
 #include "lib/run/step_dump.h"
 #include "lib/run/train.h"
 

@@ -10,6 +10,7 @@
 
 #include "lib/core/model.h"
 #include "lib/run/train.h"
+#include "lib/run/eval_run.h"
 
 namespace rmt {
 

@@ -414,7 +414,7 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
   if (opt.eval) {
     // One batch through rmt eval's path: teacher-forced alone, then with greedy decoding,
     // both with cached keys/values (the default) and re-running the segment per token.
-    LmSplit split;
+    SampleSplit split;
     split.n = B;
     split.seq_len = T;
     task_batch(rng, w, split.input, split.target);

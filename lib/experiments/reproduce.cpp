@@ -22,6 +22,7 @@
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 #include "lib/run/evaluate.h"
+#include "lib/run/eval_run.h"
 
 namespace rmt {
 
@@ -432,7 +433,7 @@ void Reproduction::run_attention(const ReproItem& it) {
       continue;
     }
     TrainedRun trained = load_trained_run(run->dir.string(), "best");
-    LmSplit split = load_lm_split(trained.run.config.data, trained.run.meta, "test");
+    SampleSplit split = load_sample_split(trained.run.config.data, trained.run.meta, "test");
     if (p.sample >= split.n) fail("{}: sample {} is beyond the test split ({} samples)", it.name, p.sample, split.n);
     AttentionMaps maps = compute_attention_maps(*trained.model, trained.run.meta.vocab,
                                                 split.input.data() + int64_t(p.sample) * split.seq_len,

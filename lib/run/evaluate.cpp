@@ -91,7 +91,7 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   }
 }
 
-EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& opt) {
+EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions& opt) {
   const int T = split.seq_len, A = opt.answer_size;
   int64_t n = split.n;
   if (opt.max_samples > 0) n = std::min(n, opt.max_samples);

@@ -37,7 +37,7 @@ struct EvalResult {
   int streams = 0;
 };
 
-EvalResult evaluate(Engine& engine, const LmSplit& split, const EvalOptions& options);
+EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions& options);
 
 // Greedy free-running decoding of one batch input [B, T]: inputs up to the answer's start
 // (T - answer_size, at a segment border or inside a segment) are the true ones; from there on each

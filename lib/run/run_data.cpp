@@ -11,6 +11,7 @@
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/run/config.h"
+#include "tasks/family.h"
 #include "tasks/dataset.h"
 
 namespace rmt {

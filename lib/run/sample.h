@@ -12,6 +12,7 @@
 
 #include "lib/core/engine.h"
 #include "lib/core/random.h"
+#include "lib/run/eval_run.h"
 
 namespace rmt {
 

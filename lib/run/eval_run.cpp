@@ -1,0 +1,194 @@
+#include "lib/run/eval_run.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.h"
+#include "lib/run/checkpoint.h"
+#include "lib/run/lm.h"
+#include "tasks/family.h"
+#include "tasks/tasks.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// Refuses a dataset that is not of the task a run was trained on: another task kind, or another
+// vocabulary (other symbols: the ids would mean other things to the model). Lengths, pairs and
+// sizes may differ: that is what evaluating on it is for.
+void check_same_task(const std::string& run_dir, const std::string& trained_dir,
+                     const DatasetMeta& trained, const std::string& other_dir,
+                     const DatasetMeta& other) {
+  // "copy", or "copy120 (a copy task)" for a preset
+  auto task = [](const DatasetMeta& m) {
+    return m.task == m.kind ? m.task : fmt::format("{} (a {} task)", m.task, m.kind);
+  };
+  const std::string trained_on =
+      fmt::format("run {} was trained on {} (dataset {})", run_dir, task(trained), trained_dir);
+  if (other.kind != trained.kind)
+    fail("dataset {} is task {}, but {}: evaluate on a dataset of the run's task", other_dir,
+         task(other), trained_on);
+  const auto& a = trained.vocab;
+  const auto& b = other.vocab;
+  if (a.size() != b.size())
+    fail("dataset {} has a vocabulary of {} ids, but {} with {}: it was generated with other "
+         "options (--symbols?); evaluate on data of the same symbols", other_dir, b.size(),
+         trained_on, a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      fail("dataset {}: id {} is '{}', but '{}' in dataset {} that run {} was trained on: "
+           "evaluate on data of the same symbols", other_dir, i, b[i], a[i], trained_dir, run_dir);
+}
+
+}  // namespace
+
+namespace {
+
+// evaluate_run of a language model: the split as --batch-size streams (default the training
+// batch), segments of the run's segment_length, the state carried through.
+EvalRunResult evaluate_lm_run(const EvalRunRequest& req, Config config, const std::string& config_path,
+                              bool config_sets_n_token) {
+  if (req.segments > 0)
+    fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
+         "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
+         config.segment_length);
+  if (!req.data_dir.empty()) {
+    if (!dataset_family(req.data_dir).language_model())
+      fail("dataset {} is not a text dataset, but run {} is a language model trained on text ({}): "
+           "evaluate it on a dataset written by rmt generate text", req.data_dir, req.run_dir, config.data);
+    config.data = req.data_dir;
+  }
+  validate(config);
+  if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+  const RunSetup run = prepare_lm_run(config, false);
+  const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
+  const int T = run.config.segment_length;
+  std::string ck = req.checkpoint;
+  if (ck == "best" || ck == "last") ck = (fs::path(req.run_dir) / (ck + ".safetensors")).string();
+  if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+  check_threads(req.threads, "--threads");
+  Backend& be = run_backend(req.device, run.config, req.run_dir);
+  auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+    check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+    Workload w;
+    w.batch = batch;
+    w.seg_len = {T};
+    w.data_bytes = 2 * split_file_bytes(run, req.split);  // the split and its streams
+    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} ({} streams)", ck, batch));
+  }, be);
+  set_num_threads(req.threads);
+  Engine engine(*model);
+  TextStreams streams = make_text_streams(load_text_split(run.config.data, run.text, req.split), batch,
+                                          fmt::format("the {} split of {}", req.split, run.config.data));
+  EvalRunResult out;
+  try {
+    out.result = evaluate_lm(engine, streams, T, req.samples);
+  } catch (const Error& e) {
+    fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
+  }
+  out.data_dir = run.config.data;
+  out.checkpoint = ck;
+  out.split = req.split;
+  out.seq_len = T;
+  out.seg_len = {T};
+  return out;
+}
+
+}  // namespace
+
+Backend& run_backend(const std::string& device, const Config& run_config, const std::string& run_dir) {
+  if (!device.empty()) return backend_by_name(device);
+  try {
+    return backend_by_name(run_config.device);
+  } catch (const Error& e) {
+    fail("{} (the device run {} was trained on, from its config.yaml); --device chooses another",
+         e.what(), run_dir);
+  }
+}
+
+EvalRunResult evaluate_run(const EvalRunRequest& req) {
+  const fs::path run_dir(req.run_dir);
+  if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
+  if (!fs::exists(run_dir / "config.yaml"))
+    fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
+  if (req.split != "train" && req.split != "val" && req.split != "test")
+    fail("split '{}' is not one of train, val, test", req.split);
+  if (req.segments < 0 || req.batch_size < 0 || req.samples < 0)
+    fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
+         req.segments, req.batch_size, req.samples);
+  const std::string config_path = (run_dir / "config.yaml").string();
+  Config config = load_config(config_path);
+  const bool config_sets_n_token = config.model.n_token != 0;
+  if (is_lm(config)) return evaluate_lm_run(req, config, config_path, config_sets_n_token);
+  RunSetup run;
+  if (req.data_dir.empty()) {
+    if (req.segments > 0) config.segments = req.segments;
+    run = prepare_run(config);
+  } else {
+    // The trained shape (segment length) and task come from the run's own dataset.
+    validate(config);
+    if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+    DatasetMeta trained;
+    try {
+      trained = load_dataset_meta(config.data);
+    } catch (const Error& e) {
+      fail("{} (the dataset of run {}, which evaluating on other data compares with): {}",
+           config.data, run_dir.string(), e.what());
+    }
+    const RunSetup trained_run = prepare_run_with_meta(config, trained);
+    DatasetMeta other = load_dataset_meta(req.data_dir);
+    check_same_task(run_dir.string(), config.data, trained, req.data_dir, other);
+    const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
+    const int seq_len = other.input_length;
+    config.data = req.data_dir;
+    config.segments = req.segments > 0 ? req.segments : (seq_len + longest - 1) / longest;
+    run = prepare_run_with_meta(config, std::move(other));
+  }
+  std::string ck = req.checkpoint;
+  if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
+  if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
+  check_threads(req.threads, "--threads");
+  Backend& be = run_backend(req.device, run.config, run_dir.string());
+  const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
+  auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+    check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
+    Workload w;
+    w.batch = batch;
+    w.seg_len = run.seg_len;
+    w.decoding = true;
+    w.data_bytes = 2 * split_file_bytes(run, req.split);  // int32 arrays + int64 while read
+    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
+  }, be);
+  set_num_threads(req.threads);
+  Engine engine(*model);
+  SampleSplit split = load_sample_split(run.config.data, run.meta, req.split);
+  EvalRunResult out;
+  try {
+    out.result = evaluate(engine, split, eval_options(run, batch, req.samples));
+  } catch (const Error& e) {
+    fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
+  }
+  out.data_dir = run.config.data;
+  out.checkpoint = ck;
+  out.split = req.split;
+  out.seq_len = run.seq_len;
+  out.seg_len = run.seg_len;
+  return out;
+}
+
+std::string eval_run_json(const EvalRunResult& r) {
+  json j = json::parse(eval_result_json(r.result, r.seg_len));
+  j["data"] = r.data_dir;
+  if (!r.result.bpc) j["seq_len"] = r.seq_len;  // a language model has streams, not samples
+  j["split"] = r.split;
+  j["checkpoint"] = r.checkpoint;
+  return j.dump();
+}
+
+
+}  // namespace rmt

@@ -1,0 +1,49 @@
+#pragma once
+// `rmt eval` of a trained run: its checkpoint on a split of its own dataset or of another of the
+// same task (length generalisation).
+#include <string>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/run/config.h"
+#include "lib/run/evaluate.h"
+#include "lib/run/run_setup.h"
+
+namespace rmt {
+
+// `rmt eval`: a checkpoint of a trained run on a split of the run's own dataset or, with
+// data_dir, of another dataset of the same task (length generalisation: longer sequences in more
+// segments of the trained length).
+struct EvalRunRequest {
+  std::string run_dir;              // written by rmt train (config.yaml, checkpoints)
+  std::string checkpoint = "best";  // best | last | a .safetensors file
+  std::string split = "test";       // train | val | test
+  std::string data_dir;             // empty: the run's dataset; else one of the same task
+  // 0: as trained without data_dir; with it, ceil(seq_len / the trained longest segment), so
+  // the segments keep the trained length.
+  int segments = 0;
+  int batch_size = 0;   // 0: the training batch
+  int64_t samples = 0;  // 0: the whole split, else its first N samples
+  int threads = 0;      // CPU threads for the process (0 = all cores), checked as --threads
+  std::string device;   // the backend (backend_by_name); empty: the run's (its config's device)
+};
+struct EvalRunResult {
+  EvalResult result;
+  std::string data_dir;               // the dataset evaluated
+  std::string checkpoint;             // the checkpoint file
+  std::string split;
+  int seq_len = 0;                    // input positions of a sample of data_dir
+  std::vector<int> seg_len;           // segment lengths evaluated
+};
+// Loads the run's config and checkpoint, checks that the checkpoint is the run's model, that the
+// evaluation fits in memory, and (data_dir) that the dataset is of the run's task: same task
+// kind and vocabulary as the run's dataset (which must still be readable). Fails (rmt::Error)
+// naming what does not fit. Sets the process's thread count.
+EvalRunResult evaluate_run(const EvalRunRequest& request);
+// The backend of a trained run: `device` when given, else the device in the run's config
+// (config.yaml); fails naming the run when this build lacks it.
+Backend& run_backend(const std::string& device, const Config& run_config, const std::string& run_dir);
+// `rmt eval`'s JSON object: eval_result_json's keys and data, seq_len, split, checkpoint.
+std::string eval_run_json(const EvalRunResult& r);
+
+}  // namespace rmt

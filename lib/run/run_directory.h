@@ -1,0 +1,24 @@
+#pragma once
+// The run directory of `rmt train` (its layout: lib/run/train.h): who may write in it, and what
+// --resume does with what it holds.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lib/files/io.h"
+
+namespace rmt {
+
+// The files a run writes into its directory (their temp files are cleaned on the next start).
+extern const std::vector<std::string> kRunFiles;
+
+// Opens `dir` for training: creates it, takes its lock into `lock` (one rmt train at a time, for
+// as long as the lock lives), removes temp files a killed write left, and applies the resume
+// policy. Returns true when training continues from state.safetensors (resume, and the run has a
+// checkpoint; its config.yaml must be `config_text`). Otherwise config.yaml is written: a new
+// run, or, with resume, one that stopped before its first checkpoint, restarted from step 0.
+// Fails when the directory holds a run and resume is false, or on a config that differs.
+bool open_run_directory(const std::filesystem::path& dir, const std::string& config_text, bool resume,
+                        DirectoryLock& lock);
+
+}  // namespace rmt

@@ -1,0 +1,51 @@
+#pragma once
+// What a training run reads from its dataset, one interface for every dataset family: the batch
+// and the forward and backward of each training step, validation, and the test split. train()
+// and its state file use only this; which family a run has follows from its dataset
+// (prepare_run), and open_training_data is the one place that picks the implementation.
+//   algorithmic tasks (tasks/dataset.h): step s takes B samples in the order of a fresh
+//     permutation of the train split per epoch, each cut into the curriculum stage's segments;
+//     scored on the answer positions.
+//   text (tasks/text.h, lib/run/lm.h): the split is B streams; step s trains on segment
+//     s mod (segments per pass) of every stream, the cache and memory carried from step to step
+//     (saved with the training state); every position is scored.
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/core/engine.h"
+#include "lib/files/safetensors.h"
+#include "lib/run/evaluate.h"
+#include "lib/run/run_setup.h"
+
+namespace rmt {
+
+class TrainingData {
+ public:
+  virtual ~TrainingData() = default;
+  // The forward and backward of training step `step` (0-based) on `segments` segments per sample
+  // (the curriculum stage's; a language model's step is one segment): the gradients go into the
+  // model's grads; returns the loss. bptt and dropout as in forward_backward (train_step.h).
+  virtual double forward_backward(Engine& engine, int64_t step, int segments, int bptt,
+                                  uint64_t dropout_seed) = 0;
+  // Teacher-forced validation at `segments` segments per sample, on at most train.eval_samples.
+  virtual EvalResult validate(Engine& engine, int segments) = 0;
+  // The test split in full (free-running too, for algorithmic tasks). Training ends with it:
+  // the training data is released first.
+  virtual EvalResult test(Engine& engine) = 0;
+  // The state carried from one step to the next, as tensors and metadata of the training state
+  // file (refs point into `host`, which must outlive them), and read back from it. Algorithmic
+  // tasks carry nothing.
+  virtual void save_carry(const Model& model, std::vector<TensorRef>& refs,
+                          std::map<std::string, std::string>& metadata,
+                          std::deque<std::vector<float>>& host) const {}
+  virtual void restore_carry(const SafetensorsFile& file, const std::string& path, const Model& model) {}
+};
+
+// Loads the run's train and val splits (the test split is read at the end, by test()).
+std::unique_ptr<TrainingData> open_training_data(const RunSetup& run);
+
+}  // namespace rmt
