@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
 
@@ -16,13 +17,6 @@ using json = nlohmann::json;
 using namespace sweep_internal;
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
-}
 
 std::string json_number(const json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return "";
