@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
 #include "tasks/text.h"
@@ -28,23 +29,10 @@ const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs"
                                             "max_alpha", "train", "val", "test", "seed",
                                             "input", "split", "bytes"};  // the last three: task text
 
-std::string closest_of(const std::string& word, const std::vector<std::string>& choices) {
-  // Fewest differing characters at the same position plus the length difference: crude but
-  // enough to point at a typo among a handful of names.
-  std::string best;
-  size_t best_score = size_t(-1);
-  for (const auto& c : choices) {
-    size_t score = std::max(word.size(), c.size()) - std::min(word.size(), c.size());
-    for (size_t i = 0; i < std::min(word.size(), c.size()); ++i) score += word[i] != c[i];
-    if (score < best_score) best_score = score, best = c;
-  }
-  return best;
-}
-
 void check_data_option(const std::string& option, const std::string& value, const std::string& where) {
   if (std::find(kDataKeys.begin(), kDataKeys.end(), option) == kDataKeys.end())
-    fail("{}: unknown data option '{}' (did you mean '{}'?); options: {}", where, option,
-         closest_of(option, kDataKeys), fmt::join(kDataKeys, ", "));
+    fail("{}: unknown data option '{}'{}; options: {}", where, option,
+         did_you_mean(closest_match(option, kDataKeys)), fmt::join(kDataKeys, ", "));
   if (option == "task") return;
   if (option == "input") {  // task text: the file whose bytes become the dataset
     if (value.empty()) fail("{}: data option 'input' is empty; give the text file", where);
@@ -168,8 +156,8 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
   for (const auto& entry : root) {
     std::string key = key_of(entry.first, path);
     if (std::find(sections.begin(), sections.end(), key) == sections.end())
-      fail("{}: unknown section '{}' (did you mean '{}'?); sections: data, base, grid, derive", path,
-           key, closest_of(key, sections));
+      fail("{}: unknown section '{}'{}; sections: data, base, grid, derive", path, key,
+           did_you_mean(closest_match(key, sections)));
     // YAML readers keep one of two equal keys and drop the other without a word.
     if (!seen_sections.insert(key).second) fail("{}: section '{}' is given twice", path, key);
   }

@@ -711,7 +711,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   }
   // The memory estimate the run was admitted with, beside what it used (tests keep them close).
   results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / 1e6);
-  results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);
+  results["peak_rss_mb"] = std::round(sys::peak_rss_bytes() / (1 << 20));  // MiB, as rmt bench
   write_file_atomic(dir / "results.json", results.dump(2) + "\n");
 }
 
