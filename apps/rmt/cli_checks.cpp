@@ -13,6 +13,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 
 namespace rmt::cli {
 
@@ -220,43 +221,6 @@ void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector
         fail("{} {} and {} {} are the same file: give each output its own file", outputs[j].option,
              outputs[j].path, out.option, out.path);
   }
-}
-
-uint64_t physical_memory_bytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
-std::string bytes_text(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 6) bytes /= 1000, u++;
-  return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 1, units[u]);
-}
-
-int edit_distance(const std::string& a, const std::string& b) {
-  // Optimal string alignment: insertions, deletions, substitutions and swaps of neighbours
-  // ("trian" is one typo away from "train", not two).
-  std::vector<std::vector<int>> d(a.size() + 1, std::vector<int>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); i++) d[i][0] = int(i);
-  for (size_t j = 0; j <= b.size(); j++) d[0][j] = int(j);
-  for (size_t i = 1; i <= a.size(); i++)
-    for (size_t j = 1; j <= b.size(); j++) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  int best_d = 1 << 30;
-  for (const auto& c : candidates) {
-    int d = edit_distance(word, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  // A typo: at most a third of the word changed (and at least one edit allowed).
-  return best_d <= std::max<int>(1, int(word.size()) / 3) ? best : "";
 }
 
 void check_device_name(const std::string& device) {

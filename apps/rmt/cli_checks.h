@@ -56,14 +56,4 @@ struct NamedPath {
 // and no two outputs may be the same file. Fails (rmt::Error) naming the options and paths.
 void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs = {});
 
-// Physical memory of this machine in bytes (0 if unknown).
-uint64_t physical_memory_bytes();
-// "1.5 GB"-style size.
-std::string bytes_text(double bytes);
-
-// Edit distance (for "did you mean ...?").
-int edit_distance(const std::string& a, const std::string& b);
-// The candidate closest to `word` when it is close enough to be a likely typo, else "".
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
-
 }  // namespace rmt::cli

@@ -12,6 +12,7 @@
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/files/io.h"
 #include "lib/run/run_data.h"
 #include "lib/run/curriculum.h"

@@ -17,6 +17,8 @@
 #include "lib/core/backend.h"
 #include "lib/core/provenance.h"
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
+#include "lib/core/system.h"
 
 // Built only when --version is asked for (CLI11 calls it then): loading the CUDA backend and
 // asking the driver about the device takes a while, and no other command should pay for it.
@@ -63,7 +65,7 @@ std::string unknown_option_message(const std::string& name, CLI::App* app) {
   std::vector<std::string> long_names;
   for (const auto& o : option_names(app))
     if (starts_with(o, "--")) long_names.push_back(o);
-  std::string near = starts_with(name, "--") ? rmt::cli::closest_match(name, long_names) : "";
+  std::string near = starts_with(name, "--") ? rmt::closest_match(name, long_names) : "";
   return fmt::format("unknown option {}{}", name, near.empty() ? "" : fmt::format(" (did you mean {}?)", near));
 }
 
@@ -87,7 +89,7 @@ void check_command_line(CLI::App& app, int argc, char** argv) {
     for (CLI::App* sub : cur->get_subcommands([](CLI::App*) { return true; }))
       if (sub->get_name() == t) next = sub;
     if (!next) {
-      std::string near = rmt::cli::closest_match(t, names);
+      std::string near = rmt::closest_match(t, names);
       throw UsageError{near.empty() ? fmt::format("unknown subcommand '{}' ({} has: {})", t, path, list)
                                     : fmt::format("unknown subcommand '{}' (did you mean '{}'?)", t, near),
                        path};
@@ -245,7 +247,7 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "rmt: error: out of memory; a size in the options or the config is too large for "
                          "this machine (physical memory %s)\n",
-                 rmt::cli::bytes_text(double(rmt::cli::physical_memory_bytes())).c_str());
+                 rmt::format_bytes(double(rmt::sys::physical_memory_bytes())).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rmt: internal error: %s\n", e.what());

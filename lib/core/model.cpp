@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/core/random.h"
 
 namespace rmt {
@@ -123,19 +124,6 @@ double model_param_count(const ModelConfig& c) {
   const double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
   return (has_memory ? double(c.num_mem_tokens) * d : 0.0) + 2 * HD + V * d + V +
          double(c.n_layer) * per_layer;
-}
-
-double peak_rss_bytes() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_maxrss) * 1024.0;  // Linux reports kB
-}
-
-std::string format_bytes(double bytes) {
-  if (bytes >= 1e12) return fmt::format("{:.1f} TB", bytes / 1e12);
-  if (bytes >= 1e9) return fmt::format("{:.1f} GB", bytes / 1e9);
-  if (bytes >= 1e6) return fmt::format("{:.0f} MB", bytes / 1e6);
-  return fmt::format("{:.0f} kB", bytes / 1e3);
 }
 
 std::string MemoryEstimate::describe() const {

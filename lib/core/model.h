@@ -18,6 +18,7 @@
 #include "lib/core/device_array.h"
 #include "lib/core/model_config.h"
 #include "lib/core/model_kind.h"
+#include "lib/core/system.h"  // the machine and the process that the estimates here are held against
 
 namespace rmt {
 
@@ -105,10 +106,6 @@ double available_memory_bytes(std::string* source = nullptr);
 // Fails, naming `what`, the estimate by part and what is available, when the estimate does
 // not fit; the hint says what to reduce.
 void check_memory_fits(const MemoryEstimate& estimate, const std::string& what);
-// This process's peak resident set size so far (getrusage).
-double peak_rss_bytes();
-// "1.5 GB", "320 MB"
-std::string format_bytes(double bytes);
 
 // Thread counts: 0 = all cores, else 1..kMaxThreads; fails naming `key` otherwise, and notes
 // on stderr when the count is above the machine's cores (allowed: results depend on the

@@ -1,7 +1,5 @@
 #include "lib/experiments/bench.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +16,7 @@
 #include "lib/core/model_kind.h"
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
+#include "lib/core/system.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/lm.h"
 #include "lib/run/sample.h"
@@ -353,12 +352,6 @@ GemmPeak measure_gemm_gflops(int n, int reps, const std::string& device) {
   return best;
 }
 
-double peak_rss_mb() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_maxrss) / 1024.0;  // Linux reports KiB
-}
-
 namespace {
 
 // The untimed then timed steps of one model; each call of `step` runs one training step, after
@@ -516,7 +509,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   r.batch = w.batch, r.seq_len = w.seq_len(), r.segments = w.segments, r.reps = opt.reps;
   r.bptt_window = w.lm ? w.lm_window : 0;
   r.params = model.num_params();
-  r.peak_rss_mb = peak_rss_mb();
+  r.peak_rss_mb = sys::peak_rss_bytes() / (1 << 20);  // MiB
   return r;
 }
 

@@ -141,7 +141,7 @@ struct BenchResult {
   double tokens_per_s = 0;     // B*T / min step time (language model: T = one new segment)
   double gflop_per_step = 0, gflops = 0;  // gflops at the min step time
   double peak_gflops = 0, mfu = 0;        // filled in by the caller once the peak is known
-  double peak_rss_mb = 0;      // process high-water mark (getrusage ru_maxrss) after this model
+  double peak_rss_mb = 0;      // process high-water mark (getrusage ru_maxrss) after this model, MiB
   double loss = 0;             // last step's loss (a sanity check that training runs)
   // one batch; -1 = not run. free_running: with cached keys/values; _rerun: re-running segments
   double eval_teacher_forced_ms = -1, eval_free_running_ms = -1, eval_free_running_rerun_ms = -1;
@@ -157,7 +157,6 @@ BenchResult run_bench(const std::string& name, const BenchOptions& options);
 // step and per evaluation forward (`rmt bench --list`).
 std::string bench_workload_json(const std::string& name, bool tiny, int batch = 0);
 void set_peak(BenchResult& r, double peak_gflops);  // peak_gflops and mfu
-double peak_rss_mb();
 // One JSON object (one line) with the keys bench/pytorch_reference.py also prints.
 std::string bench_json(const BenchResult& r, const std::string& peak_source);
 

@@ -19,6 +19,8 @@ struct CsvTable {
 // the header's number of fields; header names must be non-empty and distinct; a quote left open
 // or text after a closing quote is an error naming the line.
 CsvTable parse_csv(const std::string& text, const std::string& origin);
+// A field as CSV writes it: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s);
 
 struct Cell {
   double mean = 0, std = 0;  // std: sample standard deviation (n-1), 0 for one seed

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/experiments/sweep_expr.h"  // derive: expressions
 #include "lib/run/config.h"
 
 namespace rmt {
@@ -38,15 +39,6 @@ struct SweepSpec {
 // range and malformed expressions are errors naming the file, the key and the reason.
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);
 SweepSpec load_sweep(const std::string& path);
-
-// Evaluates a derive expression: 64-bit integers, + - * / (integer division, truncating),
-// unary minus and parentheses (at most 64 levels deep) over the named variables. Fails naming
-// `origin` on syntax errors, unknown names, integer overflow and division by zero.
-long long eval_expression(const std::string& expr, const std::map<std::string, long long>& vars,
-                          const std::string& origin);
-// Checks only the syntax and the names of an expression (overflow and division by zero depend on
-// the values, so they are left to eval_expression).
-void check_expression(const std::string& expr, const std::vector<std::string>& names, const std::string& origin);
 
 struct SweepRun {
   std::string run_id;

@@ -15,6 +15,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/core/model_kind.h"
 #include "lib/files/io.h"
 
@@ -344,23 +345,10 @@ const KeyDescriptor* find_key(const std::string& path) {
   return nullptr;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t substitute = diagonal + (a[i - 1] != b[j - 1]);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
-    }
-  }
-  return row[b.size()];
-}
-
-// The valid key or section closest to `path`. A key whose last component matches also counts
-// as close (`n_layer` at the top level means `model.n_layer`).
+// The valid key or section closest to `path` ("" when none is close). A key put in the wrong
+// section is named by its last component (`n_layer` at the top level means `model.n_layer`,
+// `train: {mem_len}` means `model.mem_len`), exactly or with a typo when the whole path is
+// not close to anything.
 std::string closest_key(const std::string& path) {
   std::vector<std::string> candidates = config_keys();
   for (const auto& key : key_table()) {
@@ -368,21 +356,19 @@ std::string closest_key(const std::string& path) {
     if (!section.empty() && std::find(candidates.begin(), candidates.end(), section) == candidates.end())
       candidates.push_back(section);
   }
-  std::string best;
-  size_t best_distance = std::numeric_limits<size_t>::max();
-  for (const auto& candidate : candidates) {
-    size_t distance = std::min(edit_distance(path, candidate),
-                               edit_distance(leaf_of(path), leaf_of(candidate)) + 1);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  return best;
+  std::vector<std::string> leaves;
+  for (const auto& candidate : candidates) leaves.push_back(leaf_of(candidate));
+  const auto by_leaf = [&](const std::string& leaf) {
+    auto it = std::find(leaves.begin(), leaves.end(), leaf);
+    return it == leaves.end() ? std::string() : candidates[size_t(it - leaves.begin())];
+  };
+  if (std::string moved = by_leaf(leaf_of(path)); !moved.empty()) return moved;
+  if (std::string near = closest_match(path, candidates); !near.empty()) return near;
+  return by_leaf(closest_match(leaf_of(path), leaves));
 }
 
 [[noreturn]] void fail_unknown_key(const std::string& origin, const std::string& path) {
-  fail("{}: unknown key '{}' (did you mean '{}'?)", origin, path, closest_key(path));
+  fail("{}: unknown key '{}'{}", origin, path, did_you_mean(closest_key(path)));
 }
 
 std::string describe_value(const YAML::Node& node) {

@@ -13,6 +13,7 @@
 #include "lib/core/optim.h"
 #include "lib/core/provenance.h"
 #include "lib/core/random.h"
+#include "lib/core/system.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/curriculum.h"
@@ -148,9 +149,10 @@ json run_results(const RunSetup& run, const EvalResult& test, const TrainState& 
                         {"first_step", st.progression.stage_first_step[i]}});
     results["curriculum"] = stages;
   }
-  // The memory estimate the run was admitted with, beside what it used (tests keep them close).
-  results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / 1e6);
-  results["peak_rss_mb"] = std::round(peak_rss_bytes() / 1e6);
+  // The memory estimate the run was admitted with, beside what it used (tests keep them close);
+  // both in MiB, as rmt bench's peak_rss_mb.
+  results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / (1 << 20));
+  results["peak_rss_mb"] = std::round(sys::peak_rss_bytes() / (1 << 20));
   return results;
 }
 

@@ -1,88 +1,20 @@
+// Aggregating results.csv (results_table.h): runs pivoted into model x segments over seeds, and
+// the paper's rows beside them.
 #include "lib/experiments/results_table.h"
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <cmath>
-#include <optional>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
-#include "lib/experiments/sweep.h"
-#include "lib/files/io.h"
 
 namespace rmt {
-
-int CsvTable::column(const std::string& name) const {
-  auto it = std::find(header.begin(), header.end(), name);
-  return it == header.end() ? -1 : int(it - header.begin());
-}
-
-CsvTable parse_csv(const std::string& text, const std::string& origin) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<int> record_lines;  // the line each record starts on (quoted fields may span lines)
-  std::vector<std::string> record;
-  std::string field;
-  bool quoted = false, after_quote = false, any = false;
-  int line = 1, record_line = 1, quote_line = 1;
-  auto end_record = [&] {
-    record.push_back(field), field.clear();
-    records.push_back(record), record.clear();
-    record_lines.push_back(record_line);
-    any = after_quote = false;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char ch = text[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (ch == '"') quoted = false, after_quote = true;
-      else field += ch;
-      if (ch == '\n') ++line;
-    } else if (ch == ',') {
-      record.push_back(field), field.clear(), any = true, after_quote = false;
-    } else if (ch == '\n') {
-      end_record();
-      record_line = ++line;
-    } else if (ch == '\r' && (i + 1 == text.size() || text[i + 1] == '\n')) {
-      // CRLF line ends
-    } else if (after_quote) {
-      fail("{}: line {}: unexpected '{}' after a closing quote (a quote inside a quoted field is written \"\")",
-           origin, line, ch);
-    } else if (ch == '"') {
-      if (!field.empty())
-        fail("{}: line {}: a quote in the middle of an unquoted field (quote the whole field)", origin, line);
-      quoted = true, any = true, quote_line = line;
-    } else {
-      field += ch, any = true;
-    }
-  }
-  if (quoted) fail("{}: line {}: a quoted field is never closed", origin, quote_line);
-  if (any || !field.empty()) end_record();
-  if (records.empty()) fail("{}: empty file (expected a results.csv header)", origin);
-  CsvTable csv;
-  csv.header = records[0];
-  for (size_t c = 0; c < csv.header.size(); ++c) {
-    if (csv.header[c].empty()) fail("{}: line 1: column {} of the header has no name", origin, c + 1);
-    for (size_t d = 0; d < c; ++d)
-      if (csv.header[d] == csv.header[c]) fail("{}: line 1: column '{}' appears twice in the header", origin, csv.header[c]);
-  }
-  for (size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() != csv.header.size())
-      fail("{}: line {} has {} fields, the header has {}", origin, record_lines[r], records[r].size(),
-           csv.header.size());
-    csv.rows.push_back(records[r]);
-    csv.row_lines.push_back(record_lines[r]);
-  }
-  return csv;
-}
 
 namespace {
 
@@ -146,15 +78,6 @@ std::string memory_text(const std::string& what, int value, int segment_length) 
   return fmt::format("{} {}", what, value);
 }
 
-// Whether every run of a cell had a target: then the cell says how many met it.
-bool solve_counts(const Cell& c) { return c.n > 0 && c.targeted == c.n; }
-
-std::string cell_text(const Cell& c) {
-  if (c.n == 0) return "";
-  if (!solve_counts(c)) return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
-  return fmt::format("{:.3f} ± {:.3f} ({}/{} solved{})", c.mean, c.std, c.solved, c.n,
-                     c.median_solved_step ? fmt::format(", median step {:.0f}", *c.median_solved_step) : "");
-}
 
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
@@ -189,66 +112,6 @@ bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std
   if (solved && t <= 0)
     fail("{}: line {}: end_reason solved of a run without a target (train.target 0)", source, csv.row_lines[r]);
   return t > 0;
-}
-
-std::string paper_text(const Cell& c) { return fmt::format("{:.2f}", c.mean); }
-
-// "3 x 24, 6 x 12" for the segment counts in `segments` that `lengths` has.
-std::string lengths_text(const std::vector<int>& segments, const std::map<int, int>& lengths) {
-  std::vector<std::string> parts;
-  for (int s : segments)
-    if (auto it = lengths.find(s); it != lengths.end()) parts.push_back(fmt::format("{} x {}", s, it->second));
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-// The columns where a paper row has a value: their paper segment lengths differ from the measured
-// ones (or the measured ones are unknown)? Then columns are named by segments only.
-std::vector<int> paper_columns(const Pivot& pivot) {
-  std::vector<int> out;
-  for (int s : pivot.segments) {
-    bool any = false;
-    for (const auto& r : pivot.rows) any = any || (r.paper && r.cells.count(s));
-    if (any) out.push_back(s);
-  }
-  return out;
-}
-bool paper_lengths_differ(const Pivot& pivot) {
-  for (int s : paper_columns(pivot)) {
-    auto m = pivot.segment_length.find(s);
-    auto p = pivot.paper_segment_length.find(s);
-    if (m == pivot.segment_length.end() || p == pivot.paper_segment_length.end() || m->second != p->second) return true;
-  }
-  return false;
-}
-
-// {{"measured", "1 x 18, 3 x 6"}, {"paper (copy 24, 72 positions)", "1 x 72, 3 x 24"}}, or {}
-// when the paper's segment lengths are the measured ones.
-std::vector<std::pair<std::string, std::string>> lengths_parts(const Pivot& pivot) {
-  if (!paper_lengths_differ(pivot)) return {};
-  std::vector<std::string> about;
-  if (!pivot.paper_task.empty()) about.push_back(pivot.paper_task);
-  if (pivot.paper_seq_len > 0) about.push_back(fmt::format("{} positions", pivot.paper_seq_len));
-  const std::string measured = lengths_text(pivot.segments, pivot.segment_length);
-  return {{"measured", measured.empty() ? std::string("(not recorded)") : measured},
-          {about.empty() ? std::string("paper") : fmt::format("paper ({})", fmt::join(about, ", ")),
-           lengths_text(paper_columns(pivot), pivot.paper_segment_length)}};
-}
-
-// "Segment lengths: measured 1 x 18, 3 x 6; paper (copy 24, 72 positions) 1 x 72, 3 x 24." or "".
-std::string lengths_note(const Pivot& pivot) {
-  const auto parts = lengths_parts(pivot);
-  if (parts.empty()) return "";
-  return fmt::format("Segment lengths: {} {}; {} {}.", parts[0].first, parts[0].second, parts[1].first,
-                     parts[1].second);
-}
-
-std::string metric_caption(const std::string& metric) {
-  if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
-  if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
-  if (metric == "solve_rate") return "test solve rate (whole answer right, greedy decoding)";
-  if (metric == "solve_rate_teacher_forced") return "test solve rate, teacher-forced (answer right given the true text before it)";
-  if (metric == "bpc") return "test bits per character (language model, every position scored)";
-  return "test " + metric;
 }
 
 }  // namespace
@@ -541,211 +404,6 @@ void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::strin
   }
   pivot.rows = merged;
   // Only the measured segment counts are columns: the paper's other ones are not comparable.
-}
-
-std::string format_pivot(const Pivot& pivot, const std::string& format) {
-  std::string out;
-  // The paper ran other segment lengths than the measured runs: name columns by segments only,
-  // and say both in a note.
-  const std::string note = lengths_note(pivot);
-  auto column_name = [&](int seg) {
-    auto it = pivot.segment_length.find(seg);
-    return it == pivot.segment_length.end() || !note.empty() ? fmt::format("{} seg", seg)
-                                                              : fmt::format("{} x {}", seg, it->second);
-  };
-  bool any_paper = false;
-  for (const auto& r : pivot.rows) any_paper = any_paper || r.paper;
-  auto label_of = [](const PivotRow& r) { return r.paper ? "paper: " + r.label : r.label; };
-  auto cell_of = [](const PivotRow& r, int seg) {
-    auto it = r.cells.find(seg);
-    if (it == r.cells.end()) return std::string();
-    return r.paper ? paper_text(it->second) : cell_text(it->second);
-  };
-  bool any_solve_counts = false;
-  for (const auto& r : pivot.rows)
-    for (const auto& [seg, c] : r.cells) any_solve_counts = any_solve_counts || (!r.paper && solve_counts(c));
-  const std::string caption = fmt::format(
-      "{}: mean ± std over seeds ({}){}; columns: {}", metric_caption(pivot.metric),
-      any_solve_counts ? "seeds whose validation accuracy met the target / seeds, and the median step they met it at"
-                       : "n",
-      any_paper ? ", paper rows: the paper's value" : "",
-      note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
-  std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
-  if (pivot.without_metric)
-    footnote += fmt::format("{}{} finished run(s) without a value for {} left out.", footnote.empty() ? "" : " ",
-                            pivot.without_metric, pivot.metric);
-  if (!note.empty()) footnote = note + (footnote.empty() ? "" : " " + footnote);
-  if (format == "md") {
-    out += "**" + caption + "** (" + pivot.metric + ", from " + pivot.source + ")\n\n";
-    out += "| model |";
-    for (int s : pivot.segments) out += " " + column_name(s) + " |";
-    out += "\n|---|";
-    for (size_t i = 0; i < pivot.segments.size(); ++i) out += "---|";
-    out += "\n";
-    for (const auto& r : pivot.rows) {
-      out += "| " + label_of(r) + " |";
-      for (int s : pivot.segments) out += " " + cell_of(r, s) + " |";
-      out += "\n";
-    }
-    if (!footnote.empty()) out += "\n" + footnote + "\n";
-  } else if (format == "csv") {
-    // One line per cell; a paper cell has the paper's segment length and no std or n.
-    out += std::string("model,source,segments,segment_length,mean,std,n") +
-           (any_solve_counts ? ",solved,median_solved_step\n" : "\n");
-    for (const auto& r : pivot.rows)
-      for (const auto& [seg, c] : r.cells) {
-        if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) == pivot.segments.end()) continue;
-        const auto& lengths = r.paper ? pivot.paper_segment_length : pivot.segment_length;
-        const std::string len = lengths.count(seg) ? std::to_string(lengths.at(seg)) : "";
-        std::string label = r.label;
-        if (label.find_first_of(",\"\n\r") != std::string::npos) {  // RFC 4180 quoting
-          std::string quoted = "\"";
-          for (char ch : label) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-          label = quoted + "\"";
-        }
-        if (r.paper)
-          out += fmt::format("{},paper,{},{},{:.6g},,", label, seg, len, c.mean);
-        else
-          out += fmt::format("{},measured,{},{},{:.6g},{:.6g},{}", label, seg, len, c.mean, c.std, c.n);
-        if (any_solve_counts)
-          out += !solve_counts(c) ? std::string(",,")
-                                  : fmt::format(",{},{}", c.solved, c.median_solved_step
-                                                                      ? fmt::format("{:.0f}", *c.median_solved_step) : "");
-        out += "\n";
-      }
-  } else if (format == "latex") {
-    auto esc = [](std::string s) {
-      std::string o;
-      for (char ch : s) o += ch == '_' ? std::string("\\_") : ch == '%' ? std::string("\\%") : std::string(1, ch);
-      return o;
-    };
-    out += "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l";
-    for (size_t i = 0; i < pivot.segments.size(); ++i) out += "c";
-    out += "}\n\\hline\nmodel";
-    for (int s : pivot.segments) out += " & " + esc(column_name(s));
-    out += " \\\\\n\\hline\n";
-    for (const auto& r : pivot.rows) {
-      out += esc(label_of(r));
-      for (int s : pivot.segments) {
-        std::string c = cell_of(r, s);
-        size_t pm = c.find("±");
-        if (pm != std::string::npos) c.replace(pm, std::string("±").size(), "$\\pm$");
-        out += " & " + c;
-      }
-      out += " \\\\\n";
-    }
-    out += "\\hline\n\\end{tabular}\n\\caption{" + esc(caption) + (footnote.empty() ? "" : ". " + esc(footnote)) +
-           "}\n\\end{table}\n";
-  } else {
-    fail("unknown table format '{}' (md, csv or latex)", format);
-  }
-  return out;
-}
-
-std::string gnuplot_string(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) o += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-  return o + "\"";
-}
-
-std::string plot_terminal(const std::string& out) {
-  std::string ext = out.size() >= 4 ? out.substr(out.size() - 4) : "";
-  if (ext == ".svg") return "set terminal svg size 720,480 dynamic enhanced font 'Helvetica,13'\n";
-  if (ext == ".png") return "set terminal pngcairo size 900,600 enhanced font 'Helvetica,12'\n";
-  fail("--out {}: the plot file must end in .svg or .png", out);
-}
-
-std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title) {
-  const auto& quote = gnuplot_string;
-  std::string s = plot_terminal(out);
-  s += "set output " + quote(out) + "\n";
-  // Where the paper ran other segment lengths, the title says so (as the table's note does).
-  std::string quoted_title = quote(title);
-  for (const auto& [who, lengths] : lengths_parts(pivot))  // a line each: the plot is narrower than a table
-    quoted_title = quoted_title.substr(0, quoted_title.size() - 1) + "\\n" + quote(who + ": " + lengths).substr(1);
-  s += "set title " + quoted_title + " noenhanced\n";
-  s += "set xlabel 'number of segments'\n";
-  s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
-  // Accuracies and rates lie in [0, 1]; a loss or bpc gets an axis from 0 that fits its values.
-  const bool fraction = pivot.metric.rfind("acc", 0) == 0 || pivot.metric.rfind("solve_rate", 0) == 0;
-  s += fraction ? "set yrange [0:1.05]\n" : "set yrange [0:*]\n";
-  s += "set grid\nset key outside right top noenhanced\n";
-  s += "set xtics (";
-  for (size_t i = 0; i < pivot.segments.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", pivot.segments[i]);
-  s += ")\n";
-  if (!pivot.segments.empty())
-    s += fmt::format("set xrange [{}:{}]\n", pivot.segments.front() - 0.5, pivot.segments.back() + 0.5);
-  // One inline data block per row: segments, mean, std.
-  std::vector<std::string> plots;
-  std::string data;
-  int color = 1;
-  std::map<std::string, int> kind_color;  // a paper row takes the colour of its kind's measured rows
-  for (size_t i = 0; i < pivot.rows.size(); ++i) {
-    const PivotRow& r = pivot.rows[i];
-    std::string block = fmt::format("$row{}", i);
-    data += block + " << EOD\n";
-    for (const auto& [seg, c] : r.cells)
-      if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) != pivot.segments.end())
-        data += r.paper ? fmt::format("{} {:.6g}\n", seg, c.mean) : fmt::format("{} {:.6g} {:.6g}\n", seg, c.mean, c.std);
-    data += "EOD\n";
-    if (r.paper)
-      plots.push_back(fmt::format("{} using 1:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}",
-                                  block, kind_color.emplace(r.kind, color).second ? color++ : kind_color[r.kind],
-                                  quote("paper: " + r.label)));
-    else
-      plots.push_back(fmt::format("{} using 1:2:3 with yerrorlines linewidth 2 pointtype 7 linecolor {} title {}",
-                                  block, kind_color[r.kind] = color++, quote(r.label)));
-  }
-  if (plots.empty()) fail("nothing to plot: no finished runs with a value for {}", pivot.metric);
-  s += data;
-  s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
-  return s;
-}
-
-void draw_plot(const std::string& script, const std::string& out) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
-    fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make deps`), "
-         "or use `rmt table` for the numbers");
-  const std::filesystem::path gp = std::filesystem::path(out).concat(".gp");
-  if (gp.has_parent_path()) create_directories_or_fail(gp.parent_path());
-  // gnuplot writes the picture while it draws: into a temporary file beside `out`, renamed over
-  // it once gnuplot succeeded, so a failed or killed plot never leaves a half-written figure
-  // (nor truncates the previous one), as every other file rmt writes (write_file_atomic).
-  const std::filesystem::path tmp = std::filesystem::path(out).concat(".tmp.plot");
-  // The script's `set output` line naming `out` (quoted as its writer quotes: "..." or '...')
-  // now names the temporary file.
-  std::string text = script;
-  bool found = false;
-  for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
-    const size_t end = std::min(text.find('\n', line), text.size());
-    if (text.compare(line, 11, "set output ") == 0 && text.substr(line, end - line).find(out) != std::string::npos) {
-      text.replace(line, end - line, "set output " + gnuplot_string(tmp.string()));
-      found = true;
-      break;
-    }
-    if (end == text.size()) break;
-  }
-  if (!found) fail("the plot script does not write {} (no `set output` line naming it)", out);
-  write_file_atomic(gp, text);
-  const std::string cmd = "gnuplot " + shell_quote(gp.string()) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  const int status = p ? pclose(p) : -1;
-  std::error_code ec;
-  if (status != 0 || !std::filesystem::is_regular_file(tmp)) {
-    std::filesystem::remove(tmp, ec);
-    fail("gnuplot failed on {}: {}", gp.string(), output);
-  }
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    fail("cannot rename {} to {}: {}", tmp.string(), out, ec.message());
-  }
-  std::filesystem::remove(gp, ec);
 }
 
 }  // namespace rmt

@@ -1,0 +1,186 @@
+// Rendering a pivot as a table (results_table.h): markdown, CSV or LaTeX.
+#include "lib/experiments/results_table.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lib/core/error.h"
+#include "lib/experiments/results_table_internal.h"
+
+namespace rmt {
+
+namespace results_table_internal {
+
+namespace {
+
+// Whether every run of a cell had a target: then the cell says how many met it.
+bool solve_counts(const Cell& c) { return c.n > 0 && c.targeted == c.n; }
+
+std::string cell_text(const Cell& c) {
+  if (c.n == 0) return "";
+  if (!solve_counts(c)) return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
+  return fmt::format("{:.3f} ± {:.3f} ({}/{} solved{})", c.mean, c.std, c.solved, c.n,
+                     c.median_solved_step ? fmt::format(", median step {:.0f}", *c.median_solved_step) : "");
+}
+
+std::string paper_text(const Cell& c) { return fmt::format("{:.2f}", c.mean); }
+
+// "3 x 24, 6 x 12" for the segment counts in `segments` that `lengths` has.
+std::string lengths_text(const std::vector<int>& segments, const std::map<int, int>& lengths) {
+  std::vector<std::string> parts;
+  for (int s : segments)
+    if (auto it = lengths.find(s); it != lengths.end()) parts.push_back(fmt::format("{} x {}", s, it->second));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The columns where a paper row has a value: their paper segment lengths differ from the measured
+// ones (or the measured ones are unknown)? Then columns are named by segments only.
+std::vector<int> paper_columns(const Pivot& pivot) {
+  std::vector<int> out;
+  for (int s : pivot.segments) {
+    bool any = false;
+    for (const auto& r : pivot.rows) any = any || (r.paper && r.cells.count(s));
+    if (any) out.push_back(s);
+  }
+  return out;
+}
+bool paper_lengths_differ(const Pivot& pivot) {
+  for (int s : paper_columns(pivot)) {
+    auto m = pivot.segment_length.find(s);
+    auto p = pivot.paper_segment_length.find(s);
+    if (m == pivot.segment_length.end() || p == pivot.paper_segment_length.end() || m->second != p->second) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> lengths_parts(const Pivot& pivot) {
+  if (!paper_lengths_differ(pivot)) return {};
+  std::vector<std::string> about;
+  if (!pivot.paper_task.empty()) about.push_back(pivot.paper_task);
+  if (pivot.paper_seq_len > 0) about.push_back(fmt::format("{} positions", pivot.paper_seq_len));
+  const std::string measured = lengths_text(pivot.segments, pivot.segment_length);
+  return {{"measured", measured.empty() ? std::string("(not recorded)") : measured},
+          {about.empty() ? std::string("paper") : fmt::format("paper ({})", fmt::join(about, ", ")),
+           lengths_text(paper_columns(pivot), pivot.paper_segment_length)}};
+}
+
+// "Segment lengths: measured 1 x 18, 3 x 6; paper (copy 24, 72 positions) 1 x 72, 3 x 24." or "".
+std::string lengths_note(const Pivot& pivot) {
+  const auto parts = lengths_parts(pivot);
+  if (parts.empty()) return "";
+  return fmt::format("Segment lengths: {} {}; {} {}.", parts[0].first, parts[0].second, parts[1].first,
+                     parts[1].second);
+}
+
+std::string metric_caption(const std::string& metric) {
+  if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
+  if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
+  if (metric == "solve_rate") return "test solve rate (whole answer right, greedy decoding)";
+  if (metric == "solve_rate_teacher_forced") return "test solve rate, teacher-forced (answer right given the true text before it)";
+  if (metric == "bpc") return "test bits per character (language model, every position scored)";
+  return "test " + metric;
+}
+
+}  // namespace results_table_internal
+
+using namespace results_table_internal;
+
+std::string format_pivot(const Pivot& pivot, const std::string& format) {
+  std::string out;
+  // The paper ran other segment lengths than the measured runs: name columns by segments only,
+  // and say both in a note.
+  const std::string note = lengths_note(pivot);
+  auto column_name = [&](int seg) {
+    auto it = pivot.segment_length.find(seg);
+    return it == pivot.segment_length.end() || !note.empty() ? fmt::format("{} seg", seg)
+                                                              : fmt::format("{} x {}", seg, it->second);
+  };
+  bool any_paper = false;
+  for (const auto& r : pivot.rows) any_paper = any_paper || r.paper;
+  auto label_of = [](const PivotRow& r) { return r.paper ? "paper: " + r.label : r.label; };
+  auto cell_of = [](const PivotRow& r, int seg) {
+    auto it = r.cells.find(seg);
+    if (it == r.cells.end()) return std::string();
+    return r.paper ? paper_text(it->second) : cell_text(it->second);
+  };
+  bool any_solve_counts = false;
+  for (const auto& r : pivot.rows)
+    for (const auto& [seg, c] : r.cells) any_solve_counts = any_solve_counts || (!r.paper && solve_counts(c));
+  const std::string caption = fmt::format(
+      "{}: mean ± std over seeds ({}){}; columns: {}", metric_caption(pivot.metric),
+      any_solve_counts ? "seeds whose validation accuracy met the target / seeds, and the median step they met it at"
+                       : "n",
+      any_paper ? ", paper rows: the paper's value" : "",
+      note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
+  std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
+  if (pivot.without_metric)
+    footnote += fmt::format("{}{} finished run(s) without a value for {} left out.", footnote.empty() ? "" : " ",
+                            pivot.without_metric, pivot.metric);
+  if (!note.empty()) footnote = note + (footnote.empty() ? "" : " " + footnote);
+  if (format == "md") {
+    out += "**" + caption + "** (" + pivot.metric + ", from " + pivot.source + ")\n\n";
+    out += "| model |";
+    for (int s : pivot.segments) out += " " + column_name(s) + " |";
+    out += "\n|---|";
+    for (size_t i = 0; i < pivot.segments.size(); ++i) out += "---|";
+    out += "\n";
+    for (const auto& r : pivot.rows) {
+      out += "| " + label_of(r) + " |";
+      for (int s : pivot.segments) out += " " + cell_of(r, s) + " |";
+      out += "\n";
+    }
+    if (!footnote.empty()) out += "\n" + footnote + "\n";
+  } else if (format == "csv") {
+    // One line per cell; a paper cell has the paper's segment length and no std or n.
+    out += std::string("model,source,segments,segment_length,mean,std,n") +
+           (any_solve_counts ? ",solved,median_solved_step\n" : "\n");
+    for (const auto& r : pivot.rows)
+      for (const auto& [seg, c] : r.cells) {
+        if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) == pivot.segments.end()) continue;
+        const auto& lengths = r.paper ? pivot.paper_segment_length : pivot.segment_length;
+        const std::string len = lengths.count(seg) ? std::to_string(lengths.at(seg)) : "";
+        const std::string label = csv_field(r.label);
+        if (r.paper)
+          out += fmt::format("{},paper,{},{},{:.6g},,", label, seg, len, c.mean);
+        else
+          out += fmt::format("{},measured,{},{},{:.6g},{:.6g},{}", label, seg, len, c.mean, c.std, c.n);
+        if (any_solve_counts)
+          out += !solve_counts(c) ? std::string(",,")
+                                  : fmt::format(",{},{}", c.solved, c.median_solved_step
+                                                                      ? fmt::format("{:.0f}", *c.median_solved_step) : "");
+        out += "\n";
+      }
+  } else if (format == "latex") {
+    auto esc = [](std::string s) {
+      std::string o;
+      for (char ch : s) o += ch == '_' ? std::string("\\_") : ch == '%' ? std::string("\\%") : std::string(1, ch);
+      return o;
+    };
+    out += "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l";
+    for (size_t i = 0; i < pivot.segments.size(); ++i) out += "c";
+    out += "}\n\\hline\nmodel";
+    for (int s : pivot.segments) out += " & " + esc(column_name(s));
+    out += " \\\\\n\\hline\n";
+    for (const auto& r : pivot.rows) {
+      out += esc(label_of(r));
+      for (int s : pivot.segments) {
+        std::string c = cell_of(r, s);
+        size_t pm = c.find("±");
+        if (pm != std::string::npos) c.replace(pm, std::string("±").size(), "$\\pm$");
+        out += " & " + c;
+      }
+      out += " \\\\\n";
+    }
+    out += "\\hline\n\\end{tabular}\n\\caption{" + esc(caption) + (footnote.empty() ? "" : ". " + esc(footnote)) +
+           "}\n\\end{table}\n";
+  } else {
+    fail("unknown table format '{}' (md, csv or latex)", format);
+  }
+  return out;
+}
+
+}  // namespace rmt

@@ -1,0 +1,18 @@
+#pragma once
+// What the table (results_format.cpp) and the plot (results_plot.cpp) both say about a pivot.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/experiments/results_table.h"
+
+namespace rmt::results_table_internal {
+
+// {{"measured", "1 x 18, 3 x 6"}, {"paper (copy 24, 72 positions)", "1 x 72, 3 x 24"}}, or {}
+// when the paper's segment lengths are the measured ones.
+std::vector<std::pair<std::string, std::string>> lengths_parts(const Pivot& pivot);
+
+// The metric in words, for the table's caption and the plot's axis.
+std::string metric_caption(const std::string& metric);
+
+}  // namespace rmt::results_table_internal

@@ -1,0 +1,165 @@
+// Planning a sweep (sweep.h): its grid points, their configs, datasets and run ids.
+#include "lib/experiments/sweep.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/core/error.h"
+#include "lib/core/model.h"
+#include "lib/experiments/sweep_expr.h"
+#include "lib/experiments/sweep_internal.h"
+#include "lib/files/io.h"
+#include "tasks/tasks.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+
+std::string sweep_internal::config_value(const Config& config, const std::string& key) {
+  YAML::Node root = YAML::Load(to_yaml(config));
+  size_t dot = key.find('.');
+  YAML::Node node = dot == std::string::npos ? root[key] : root[key.substr(0, dot)][key.substr(dot + 1)];
+  return node.IsScalar() ? node.Scalar() : "";
+}
+
+using namespace sweep_internal;
+
+namespace {
+
+int task_seq_len(const TaskOptions& t) {
+  return task_stacked(t) ? task_len_x(t) + task_len_y(t) - 1 : task_len_x(t);
+}
+
+// Short names for the RUN_ID prefix; other keys use their last component.
+std::string short_name(const std::string& key) {
+  static const std::map<std::string, std::string> names = {
+      {"segments", "seg"}, {"model.num_mem_tokens", "mem"}, {"model.mem_len", "cache"},
+      {"train.seed", "seed"}, {"bptt", "bptt"}, {"train.lr", "lr"}, {"model.n_layer", "layers"}};
+  auto it = names.find(key);
+  if (it != names.end()) return it->second;
+  return key.substr(key.rfind('.') + 1);
+}
+
+std::string id_safe(const std::string& text) {
+  std::string out;
+  for (char ch : text) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' ? ch : '_';
+  return out;
+}
+
+}  // namespace
+
+SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int threads,
+                     const std::string& device) {
+  if (!device.empty())
+    for (const auto& grid : spec.grids)
+      for (const auto& entry : grid)
+        if (entry.first == "device")
+          fail("{}: grid.device gives the runs their devices; --device {} would give them all the "
+               "same one: leave out one of the two", spec.path, device);
+  SweepPlan plan;
+  plan.spec = spec;
+  plan.sweep_dir = fs::path(runs_dir) / spec.name;
+  // Columns: every grid key of any block, then the derived keys.
+  auto add_column = [&](const std::string& key) {
+    if (std::find(plan.columns.begin(), plan.columns.end(), key) == plan.columns.end()) plan.columns.push_back(key);
+  };
+  bool data_varies = false;
+  for (const auto& grid : spec.grids)
+    for (const auto& [key, values] : grid) add_column(key), data_varies |= is_data_key(key);
+  for (const auto& [key, expr] : spec.derive) add_column(key);
+
+  std::set<std::string> seen_ids;
+  for (const auto& grid : spec.grids) {
+    // Cartesian product, the first grid key varying slowest.
+    std::vector<size_t> index(grid.size(), 0);
+    while (true) {
+      std::map<std::string, std::string> data(spec.data.begin(), spec.data.end());
+      Config config = spec.base;
+      std::string where = spec.path + ": grid point";
+      for (size_t k = 0; k < grid.size(); ++k) {
+        const auto& [key, values] = grid[k];
+        where += fmt::format(" {}={}", key, values[index[k]]);
+        if (is_data_key(key)) data[key.substr(5)] = values[index[k]];
+        else apply_value(config, key, values[index[k]], spec.path + ": grid." + key);
+      }
+      // The dataset of this point and its segment lengths.
+      TaskOptions task = resolve_data_task(data, where);
+      const bool text = is_text_data(data, where);
+      if (text) task.name = "text";
+      SweepDataset dataset;
+      dataset.dir = (plan.sweep_dir / "data").string();
+      if (data_varies) {
+        std::string sub = task.name;
+        for (const auto& [k, v] : data)
+          if (k != "task") sub += "-" + k + id_safe(v);
+        dataset.dir = (plan.sweep_dir / "data" / sub).string();
+      }
+      dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
+      for (const auto& [k, v] : data)
+        if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
+      config.data = dataset.dir;
+      // A language model (task text) reads segments of segment_length: one segment a step.
+      if (text && !is_lm(config))
+        fail("{}: data task text trains a language model: set segment_length (base: or grid:), the "
+             "positions per segment of each stream", where);
+      if (!text && is_lm(config))
+        fail("{}: segment_length applies to language models on data task text, not task {}; leave it out",
+             where, task.name);
+      const int seq_len = text ? config.segment_length : task_seq_len(task);
+      if (!text && config.segments > seq_len)
+        fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
+             seq_len, task.name);
+      const int segment_length = text ? config.segment_length : segment_lengths(seq_len, config.segments)[0];
+      const std::map<std::string, long long> vars = {
+          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", text ? 1 : config.segments}};
+      for (const auto& [key, expr] : spec.derive) {
+        long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
+        apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));
+      }
+      if (!device.empty()) apply_value(config, "device", device, "--device " + device);
+      try {
+        validate(config);
+      } catch (const Error& e) {
+        fail("{}: {}", where, e.what());
+      }
+      resolve_kind(config.model);  // what prepare_run does, so that RUN_ID names what runs
+
+      // RUN_ID: readable prefix + hash of what the run computes (threads, a cpu device left out).
+      config.train.threads = threads;
+      std::string hash = sha256_hex(identity_yaml(config)).substr(0, 8);
+      std::string id = config.model.kind;
+      for (const auto& key : plan.columns) {
+        if (key == "model.kind" || key == "data.task") continue;
+        if (is_data_key(key) && !data.count(key.substr(5))) continue;
+        std::string value = is_data_key(key) ? data[key.substr(5)] : config_value(config, key);
+        // Memory sizes the kind does not use are 0 after resolve_kind: leave them out of the name.
+        if ((key == "model.num_mem_tokens" || key == "model.mem_len") && value == "0") continue;
+        id += "-" + short_name(key) + id_safe(value);
+      }
+      if (data_varies) id = task.name + "-" + id;
+      id += "-" + hash;
+      if (seen_ids.insert(id).second) {  // e.g. baseline x two memory sizes is one run
+        SweepRun run;
+        run.run_id = id;
+        run.config = config;
+        run.segment_length = segment_length;
+        run.dir = plan.sweep_dir / id;
+        run.data_options = data;
+        plan.runs.push_back(run);
+        bool have = false;
+        for (const auto& d : plan.datasets) have |= d.dir == dataset.dir;
+        if (!have) plan.datasets.push_back(dataset);
+      }
+      // next grid point
+      size_t k = grid.size();
+      while (k > 0 && ++index[k - 1] == grid[k - 1].second.size()) index[--k] = 0;
+      if (k == 0) break;
+    }
+  }
+  return plan;
+}
+
+}  // namespace rmt

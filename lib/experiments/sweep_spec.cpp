@@ -1,0 +1,258 @@
+// Reading and checking a sweep file (sweep.h): its data:, base:, grid: and derive: sections.
+#include "lib/experiments/sweep.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/core/error.h"
+#include "lib/core/messages.h"
+#include "lib/experiments/sweep_internal.h"
+#include "lib/files/io.h"
+#include "tasks/text.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+
+namespace sweep_internal {
+
+namespace {
+
+// The `rmt generate` options a `data:` block may hold.
+const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "max_root",
+                                            "max_alpha", "train", "val", "test", "seed",
+                                            "input", "split", "bytes"};  // the last three: task text
+
+void check_data_option(const std::string& option, const std::string& value, const std::string& where) {
+  if (std::find(kDataKeys.begin(), kDataKeys.end(), option) == kDataKeys.end())
+    fail("{}: unknown data option '{}'{}; options: {}", where, option,
+         did_you_mean(closest_match(option, kDataKeys)), fmt::join(kDataKeys, ", "));
+  if (option == "task") return;
+  if (option == "input") {  // task text: the file whose bytes become the dataset
+    if (value.empty()) fail("{}: data option 'input' is empty; give the text file", where);
+    return;
+  }
+  if (option == "split") {  // task text: "90,5,5"
+    try {
+      parse_text_shares(value);
+    } catch (const Error& e) {
+      fail("{}: data option 'split': {}", where, e.what());
+    }
+    return;
+  }
+  // `rmt generate` takes these as int (the seed and text's bytes as 64-bit integers).
+  const bool wide = option == "seed" || option == "bytes";
+  const long long max = wide ? std::numeric_limits<long long>::max() : std::numeric_limits<int>::max();
+  long long v = 0;
+  const char* begin = value.data();
+  const char* end = begin + value.size();
+  if (begin != end && *begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (value.empty() || ptr != end || ec == std::errc::invalid_argument)
+    fail("{}: invalid value '{}' for data option '{}': expected an integer", where, value, option);
+  if (ec == std::errc::result_out_of_range || v > max || v < 0 || (v == 0 && option != "seed"))
+    fail("{}: invalid value '{}' for data option '{}': expected an integer in [{}, {}]", where, value, option,
+         option == "seed" ? 0 : 1, max);
+}
+
+}  // namespace
+
+void apply_value(Config& config, const std::string& key, const std::string& value,
+                 const std::string& where) {
+  if (key == "data")
+    fail("{}: 'data' is filled in by the sweep; give the dataset's `rmt generate` options in the "
+         "top-level 'data:' block instead", where);
+  try {
+    apply_override(config, key + "=" + value);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    const std::string prefix = "--set " + key + "=" + value + ": ";
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    fail("{}: {}", where, msg);
+  }
+}
+
+bool is_text_data(const std::map<std::string, std::string>& data, const std::string& where) {
+  auto task = data.find("task");
+  if (task == data.end() || task->second != "text") {
+    for (const char* k : {"input", "split", "bytes"})
+      if (data.count(k))
+        fail("{}: data option '{}' belongs to task text (a text file as a dataset), not task {}", where, k,
+             task == data.end() ? "(none)" : task->second);
+    return false;
+  }
+  for (const auto& [k, v] : data) {
+    check_data_option(k, v, where);
+    if (k != "task" && k != "input" && k != "split" && k != "bytes")
+      fail("{}: data option '{}' is not an option of task text (its dataset is the file's bytes, in order; "
+           "options: input, split, bytes)", where, k);
+  }
+  if (!data.count("input")) fail("{}: data: task text needs 'input' (the text file)", where);
+  return true;
+}
+
+TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, const std::string& where) {
+  auto get = [&](const char* k) -> std::optional<int> {
+    auto it = data.find(k);
+    if (it == data.end()) return std::nullopt;
+    check_data_option(k, it->second, where);  // so the conversion below cannot fail
+    return int(std::stoll(it->second));
+  };
+  auto task = data.find("task");
+  if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy)", where);
+  if (is_text_data(data, where)) return TaskOptions{};  // no algorithmic task to resolve
+  try {
+    return resolve_task(task->second, get("length"), get("symbols"), get("pairs"));
+  } catch (const Error& e) {
+    fail("{}: data: {}", where, e.what());
+  }
+}
+
+}  // namespace sweep_internal
+
+using namespace sweep_internal;
+
+namespace {
+
+// A mapping key: plain text, not a list or a mapping.
+std::string key_of(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar())
+    fail("{}: keys must be plain names, got {}", where, key.IsSequence() ? "a list" : key.IsMap() ? "a mapping" : "nothing");
+  return key.Scalar();
+}
+
+std::string scalar_of(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) fail("{}: expected a single value, got {}", where, node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "nothing");
+  return node.Scalar();
+}
+
+}  // namespace
+
+std::string generate_flag(const std::string& data_option) {
+  std::string flag = "--" + data_option;  // max_root -> --max-root
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
+  SweepSpec spec;
+  spec.path = path;
+  spec.name = fs::path(path).stem().string();
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail("{}: malformed YAML at line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (!root.IsMap()) fail("{}: expected a mapping with data:, base: and grid:", path);
+  const std::vector<std::string> sections = {"data", "base", "grid", "derive"};
+  std::set<std::string> seen_sections;
+  for (const auto& entry : root) {
+    std::string key = key_of(entry.first, path);
+    if (std::find(sections.begin(), sections.end(), key) == sections.end())
+      fail("{}: unknown section '{}'{}; sections: data, base, grid, derive", path, key,
+           did_you_mean(closest_match(key, sections)));
+    // YAML readers keep one of two equal keys and drop the other without a word.
+    if (!seen_sections.insert(key).second) fail("{}: section '{}' is given twice", path, key);
+  }
+  // data: the `rmt generate` options
+  if (!root["data"] || !root["data"].IsMap()) fail("{}: 'data:' (the dataset's `rmt generate` options, e.g. task: copy) is required", path);
+  std::map<std::string, std::string> data;
+  for (const auto& entry : root["data"]) {
+    std::string option = key_of(entry.first, path + ": data");
+    std::string where = fmt::format("{}: data.{}", path, option);
+    if (data.count(option)) fail("{}: given twice", where);
+    std::string value = scalar_of(entry.second, where);
+    check_data_option(option, value, fmt::format("{}: data", path));
+    spec.data.emplace_back(option, value);
+    data[option] = value;
+  }
+  // base: an rmt train config, checked by the config's own parser (did-you-mean included)
+  if (root["base"]) {
+    if (!root["base"].IsMap()) fail("{}: 'base:' must be a mapping of `rmt train` config keys", path);
+    if (root["base"]["data"])
+      fail("{}: base: 'data' is filled in by the sweep; give the dataset's `rmt generate` options "
+           "in the top-level 'data:' block instead", path);
+    YAML::Emitter out;
+    out << root["base"];
+    spec.base = parse_config(out.c_str(), path + ": base");
+  }
+  // grid: every value of every key is applied to the base config now, so a bad one fails
+  // before any run starts. A list of maps is several grids, run one after another.
+  YAML::Node grid_node = root["grid"];
+  if (!grid_node || !(grid_node.IsMap() || grid_node.IsSequence()) || grid_node.size() == 0)
+    fail("{}: 'grid:' (dotted config keys -> lists of values, or a list of such maps) is required "
+         "and must not be empty", path);
+  std::vector<YAML::Node> blocks;
+  if (grid_node.IsMap()) blocks.push_back(grid_node);
+  else
+    for (const auto& b : grid_node) blocks.push_back(b);
+  std::set<std::string> grid_keys;
+  bool any_task_grid = false;
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const std::string gname = blocks.size() == 1 ? "grid" : fmt::format("grid[{}]", bi);
+    if (!blocks[bi].IsMap() || blocks[bi].size() == 0)
+      fail("{}: {}: expected a non-empty mapping of dotted config keys to lists", path, gname);
+    SweepSpec::Grid grid;
+    for (const auto& entry : blocks[bi]) {
+      std::string key = key_of(entry.first, fmt::format("{}: {}", path, gname));
+      std::string where = fmt::format("{}: {}.{}", path, gname, key);
+      for (const auto& [k, v] : grid)
+        if (k == key) fail("{}: given twice", where);
+      if (!entry.second.IsSequence()) fail("{}: expected a list of values, e.g. [1, 2, 3]", where);
+      if (entry.second.size() == 0) fail("{}: the list is empty; give at least one value", where);
+      std::vector<std::string> values;
+      for (const auto& v : entry.second) {
+        std::string text = scalar_of(v, where);
+        if (std::find(values.begin(), values.end(), text) != values.end())
+          fail("{}: value '{}' is listed twice", where, text);
+        if (is_data_key(key)) {
+          check_data_option(key.substr(5), text, fmt::format("{}: {}", path, gname));
+          auto d = data;
+          d[key.substr(5)] = text;
+          resolve_data_task(d, where);
+        } else {
+          Config probe = spec.base;
+          apply_value(probe, key, text, where);
+        }
+        values.push_back(text);
+      }
+      grid_keys.insert(key);
+      any_task_grid |= key == "data.task";
+      grid.emplace_back(key, values);
+    }
+    spec.grids.push_back(grid);
+  }
+  if (!any_task_grid) resolve_data_task(data, path);
+  // derive: key -> expression, parsed now with placeholder values to catch typos
+  if (root["derive"]) {
+    if (!root["derive"].IsMap()) fail("{}: 'derive:' must map config keys to expressions", path);
+    for (const auto& entry : root["derive"]) {
+      std::string key = key_of(entry.first, path + ": derive");
+      std::string where = fmt::format("{}: derive.{}", path, key);
+      std::string expr = scalar_of(entry.second, where);
+      for (const auto& [k, e] : spec.derive)
+        if (k == key) fail("{}: given twice", where);
+      if (grid_keys.count(key)) fail("{}: '{}' is also in grid:; a key is either listed or derived", where, key);
+      Config probe = spec.base;
+      apply_value(probe, key, "1", where);  // unknown keys fail here, with did-you-mean
+      // Syntax and names only: the values are known per grid point (plan_sweep evaluates them).
+      check_expression(expr, {"segment_length", "seq_len", "segments"}, where);
+      spec.derive.emplace_back(key, expr);
+    }
+  }
+  return spec;
+}
+
+SweepSpec load_sweep(const std::string& path) {
+  if (!fs::exists(path)) fail("sweep file {} does not exist", path);
+  return parse_sweep(read_file(path), path);
+}
+
+}  // namespace rmt
