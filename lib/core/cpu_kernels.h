@@ -1,8 +1,32 @@
 #pragma once
 // Helpers of the CPU backend that tests (and other CPU code) may use directly.
 #include <cstdint>
+#include <vector>
+
+#include "lib/core/backend.h"
 
 namespace rmt::cpu {
+
+// C[M,N] = alpha op(A) op(B) + beta C with explicit row strides (ldc, lda, ldb): the library
+// GEMM (oneDNN's sgemm, Eigen's in a build without oneDNN) behind Backend::matmul.
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
+          int K, bool ta, bool tb, float alpha, float beta);
+
+// The attention's host scratch, grown on use and kept (no allocation in the steady state):
+// rt, R^T per head; mask_blocked, mask_keep, the mask as floats; qv, Q+v of every sample
+// [H, B*qlen, Dh] and bd, the position scores' gradient [H, B*qlen, klen], for one dR GEMM per
+// head; du_part, dv_part, per-sample partials of the deterministic reduction over samples.
+struct AttentionBuffers {
+  std::vector<float> rt, mask_blocked, mask_keep, qv, bd, du_part, dv_part;
+};
+// Backend::rel_attention_forward / rel_attention_backward (cpu_attention.cpp).
+void rel_attention_forward(AttentionBuffers& buf, float* out, float* prob, const float* qkv,
+                           const float* r, const float* u, const float* v, const uint8_t* mask,
+                           const AttentionShape& s, float scale);
+void rel_attention_backward(AttentionBuffers& buf, float* dqkv, float* dr, float* du, float* dv,
+                            const float* dout, const float* prob, const float* qkv,
+                            const float* r, const float* u, const float* v,
+                            const AttentionShape& s, float scale);
 
 // Transformer-XL's _rel_shift of x[qlen, klen] into out[qlen, klen] (out must not alias x):
 // pad a zero column on the left, view as [klen+1, qlen], drop the first row, view back.

@@ -1,3 +1,22 @@
+// Forward and backward of the models of docs/paper.md over the segments of a batch.
+//
+// Shapes, as the code names them (every activation is time-major: row t of sample b is buffer
+// row t*B + b, see engine.h):
+//   B     batch (samples)                 T     tokens in the segment
+//   m     memory tokens (num_mem)         m_write  write-block rows run (m or 0)
+//   mlen  cache rows entering (Transformer-XL, keys and values only)
+//   q     query rows = m + T + m_write    klen  key rows = mlen + q
+//   d     d_model        H  heads         Dh  d_head        HD  H * Dh
+//   di    d_inner        V  vocabulary    L   layers
+//   Bd    B * d, one position of the whole batch
+// What a segment computes (q, klen, m_write, the live rows of the last layer, logits, memory
+// passed on, cache handed on) is its SegmentPlan (lib/core/segment_plan.h), derived in one
+// place that the FLOP count and the memory estimate share.
+//
+// At the segment boundary the recurrent state goes in and out explicitly:
+//   memory in   read_memory:   state.mem [m, B, d] -> the read rows (and write rows) of h0
+//   memory out  pass_memory_on: the last layer's output rows at plan.mem_out_row -> next.mem
+//   cache       update_cache:  the last next_mlen rows of [cache; layer input] -> next.cache
 #include "lib/core/engine.h"
 
 #include <algorithm>
@@ -39,11 +58,49 @@ void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool re
 // Bytes of n floats (device copies)
 inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
 
+// Memory in: the m memory vectors of every sample [m, B, d] into the read rows of h0 [q, B, d]
+// and, with a write block, its write rows (the same vectors).
+void read_memory(Backend& be, float* h0, const float* mem, const SegmentPlan& plan, int64_t Bd) {
+  const int m = plan.m_read;
+  if (m == 0) return;
+  be.copy_device_to_device(h0, mem, fbytes(m * Bd));
+  if (plan.m_write) be.copy_device_to_device(h0 + (m + plan.T) * Bd, mem, fbytes(m * Bd));
+}
+
+// Its gradient: d(memory in) [m, B, d] = d(read rows) + d(write rows) of d(h0).
+void read_memory_backward(Backend& be, float* dmem, const float* dh0, const SegmentPlan& plan,
+                          int64_t Bd) {
+  const int m = plan.m_read;
+  be.copy_device_to_device(dmem, dh0, fbytes(m * Bd));
+  if (plan.m_write) be.add_inplace(dmem, dh0 + (m + plan.T) * Bd, m * Bd);
+}
+
+// Memory out: the last layer's output rows [mem_out_row, +m) (rmt, xl_rmt: the write block;
+// mt: the read block) are the next segment's memory [m, B, d].
+void pass_memory_on(Backend& be, DeviceArray<float>& next_mem, const float* out,
+                    const SegmentPlan& plan, int64_t Bd) {
+  const int64_t n = plan.m_read * Bd;
+  be.copy_device_to_device(next_mem.sized(be, n), out + plan.mem_out_row * Bd, fbytes(n));
+}
+
+// Transformer-XL's _update_mems for one layer: the next cache is the last next_mlen rows of
+// [cache; layer input] (cat [klen, B, d]), detached.
+void update_cache(Backend& be, DeviceArray<float>& next_cache, const float* cat,
+                  const SegmentPlan& plan, int64_t Bd) {
+  const int n = plan.next_mlen;
+  if (n == 0) return;
+  be.copy_device_to_device(next_cache.sized(be, n * Bd), cat + (plan.klen - n) * Bd,
+                           fbytes(n * Bd));
+}
+
 }  // namespace
 
-Engine::Engine(Model& model) : model_(model), be_(model.backend) {}
+Engine::Engine(Model& model)
+    : model_(model), be_(model.backend),
+      plan_model_{model.num_mem, model.mem_len, model.write_block} {}
 
-Engine::Engine(Model& model, Backend& backend) : model_(model), be_(backend) {
+Engine::Engine(Model& model, Backend& backend)
+    : model_(model), be_(backend), plan_model_{model.num_mem, model.mem_len, model.write_block} {
   if (&backend != &model.backend)
     throw std::logic_error("Engine: the backend is not the one the model's parameters live on");
 }
@@ -52,12 +109,12 @@ float Engine::dropout_p(bool training) const {
   return training ? float(model_.config.dropout) : 0.f;
 }
 
-const uint8_t* Engine::mask_for(int q, int mlen, int m_read, int m_write) {
-  DeviceArray<uint8_t>& mask = masks_[{q, mlen, m_read, m_write}];
+const uint8_t* Engine::mask_for(const SegmentPlan& plan) {
+  DeviceArray<uint8_t>& mask = masks_[{plan.q, plan.mlen, plan.m_read, plan.m_write}];
   if (mask.empty()) {
-    const int64_t n = int64_t(q) * (q + mlen);
-    host_mask_.resize(size_t(n));
-    build_mask(host_mask_.data(), q, mlen, m_read, m_write, model_.config.read_mem_from_cache);
+    host_mask_.resize(size_t(plan.q) * size_t(plan.klen));
+    build_mask(host_mask_.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
+               model_.config.read_mem_from_cache);
     mask.upload(be_, host_mask_);
   }
   return mask.data();
@@ -75,18 +132,23 @@ void Engine::initial_state(RecurrentState& state, int B) const {
 void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
                              const int32_t* targets, int B, int T, const RecurrentState& state,
                              RecurrentState& next, bool training, uint64_t seed, float loss_scale,
-                             SegmentOutputs need) {
+                             SegmentOutputs outputs) {
+  run_segment(seg, plan_segment(plan_model_, T, state.mlen, training, outputs), tokens, targets,
+              B, state, next, training, seed, loss_scale);
+}
+
+void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* tokens,
+                         const int32_t* targets, int B, const RecurrentState& state,
+                         RecurrentState& next, bool training, uint64_t seed, float loss_scale) {
   Model& M = model_;
   const Weights& W = M.W;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
-  if (m == 0) need.memory = false;
-  // No other row attends to the write block (docs/paper.md mask): it only makes the memory passed
-  // on. A training segment whose memory nothing reads (the last) runs without it.
-  const int m_write = M.write_block && (need.memory || !training) ? m : 0;
-  const int q = m + T + m_write, mlen = state.mlen, klen = q + mlen;
+  const int T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
+  if (state.mlen != mlen) throw std::logic_error("run_segment: the plan's cache is not the state's");
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
-  seg.B = B, seg.T = T, seg.q = q, seg.mlen = mlen, seg.klen = klen, seg.m_write = m_write;
+  seg.B = B;
+  seg.plan = plan;
   seg.has_logits = false;
 
   // Token ids and targets: transposed to time-major on the host, then uploaded.
@@ -98,28 +160,16 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
     transpose(host_targets_.data(), targets, B, T);
     seg.targets.upload(be_, host_targets_);
   }
-  const uint8_t* mask = mask_for(q, mlen, m, m_write);
+  const uint8_t* mask = mask_for(plan);
 
-  // The last layer's rows past attention: the token rows if logits are needed, the memory rows
-  // passed on (write block; mt: the read block) if memory is. Everything in evaluation.
-  const int mem_row = m_write ? m + T : 0;  // first row of the memory passed on
-  seg.live_begin = q, seg.live_end = 0;
-  auto live = [&](int begin, int end) {
-    seg.live_begin = std::min(seg.live_begin, begin);
-    seg.live_end = std::max(seg.live_end, end);
-  };
-  if (!training) live(0, q);
-  if (need.logits) live(m, m + T);
-  if (need.memory) live(mem_row, mem_row + m);
-  const bool last_layer = seg.live_begin < seg.live_end;
+  // The last layer's rows past attention (plan.live_begin, plan.live_end): the token rows if
+  // logits are needed, the memory rows passed on if memory is. Everything in evaluation.
+  const bool last_layer = plan.live() > 0;
 
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
   be_.embedding_forward(h0 + m * Bd, seg.ids.data(), W.emb, T * B, d, std::sqrt(float(d)));
-  if (m > 0) {
-    be_.copy_device_to_device(h0, state.mem.data(), fbytes(m * Bd));
-    if (m_write) be_.copy_device_to_device(h0 + (m + T) * Bd, state.mem.data(), fbytes(m * Bd));
-  }
+  read_memory(be_, h0, state.mem.data(), plan, Bd);
   if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
   float* pos = sized(seg.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
@@ -128,7 +178,6 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
 
   seg.layers.resize(size_t(M.L));
   next.cache.resize(state.cache.size());
-  const int new_mlen = M.mem_len > 0 ? std::min(M.mem_len, klen) : 0;
   AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   const float* x = h0;  // layer input [q, B, d]
@@ -143,9 +192,7 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
       be_.copy_device_to_device(c + mlen * Bd, x, fbytes(q * Bd));
       cat = c;
     }
-    if (new_mlen > 0)  // the next cache: the last mem_len rows of [cache; x], detached
-      be_.copy_device_to_device(sized(next.cache[size_t(l)], new_mlen * Bd),
-                                cat + (klen - new_mlen) * Bd, fbytes(new_mlen * Bd));
+    update_cache(be_, next.cache[size_t(l)], cat, plan, Bd);
     if (l == M.L - 1 && !last_layer) break;  // the next state has what it needs
     float* qkv = sized(act.qkv, int64_t(klen) * B * 3 * HD);
     if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
@@ -155,11 +202,11 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
     float* r = sized(act.r, int64_t(klen) * HD);
     be_.matmul(r, pos, w.r_w, klen, HD, d, false, true);
     float* av = sized(act.av, q * int64_t(B) * HD);
-    if (l == M.L - 1) shape.q_begin = seg.live_begin, shape.q_end = seg.live_end;  // live rows only
+    if (l == M.L - 1) shape.q_begin = plan.live_begin, shape.q_end = plan.live_end;  // live rows only
     be_.rel_attention_forward(av, sized(act.prob, int64_t(B) * M.H * q * klen), qkv, r, W.u, W.v,
                               mask, shape, scale);
     // Past attention each row is on its own: the last layer runs only the live rows.
-    const int r0 = l == M.L - 1 ? seg.live_begin : 0, r1 = l == M.L - 1 ? seg.live_end : q;
+    const int r0 = l == M.L - 1 ? plan.live_begin : 0, r1 = l == M.L - 1 ? plan.live_end : q;
     const int n = (r1 - r0) * B;
     const int64_t o = int64_t(r0) * B;  // first buffer row
     // attn_res = x + dropout(o_net(av)); h1 = LayerNorm(attn_res)
@@ -196,14 +243,14 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
                           fres, w.ln2_w, w.ln2_b, n, d);
     x = h2;
   }
-  next.mlen = new_mlen;
+  next.mlen = plan.next_mlen;
   if (!last_layer) return;
 
   // The live rows of the last layer's output, after the final dropout.
-  const int64_t lo = seg.live_begin * Bd, n_out = (seg.live_end - seg.live_begin) * Bd;
+  const int64_t lo = plan.live_begin * Bd, n_out = plan.live() * Bd;
   float* out = sized(seg.out, q * Bd);
   be_.dropout_forward(out + lo, x + lo, sized(seg.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
-  if (need.logits) {  // logits of the token rows through the tied embedding
+  if (plan.logits) {  // logits of the token rows through the tied embedding
     float* logits = sized(seg.logits, int64_t(T) * B * V);
     be_.matmul(logits, out + m * Bd, W.emb, T * B, V, d, false, true);
     be_.add_bias(logits, W.out_bias, T * B, V);
@@ -213,14 +260,13 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
                         logits, seg.targets.data(), T * B, V, loss_scale);
     }
   }
-  // The memory passed on: the write rows' output (rmt, xl_rmt) or the read rows' (mt).
-  if (need.memory)
-    be_.copy_device_to_device(sized(next.mem, m * Bd), out + mem_row * Bd, fbytes(m * Bd));
+  if (plan.memory_out) pass_memory_on(be_, next.mem, out, plan, Bd);
 }
 
 std::vector<uint8_t> Engine::segment_mask(const SegmentActivations& seg) const {
-  std::vector<uint8_t> mask(size_t(seg.q) * size_t(seg.klen));
-  build_mask(mask.data(), seg.q, seg.mlen, model_.num_mem, seg.m_write,
+  const SegmentPlan& plan = seg.plan;
+  std::vector<uint8_t> mask(size_t(plan.q) * size_t(plan.klen));
+  build_mask(mask.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
              model_.config.read_mem_from_cache);
   return mask;
 }
@@ -229,7 +275,7 @@ std::vector<float> Engine::segment_logits(const SegmentActivations& seg) const {
   if (!seg.has_logits) throw std::logic_error("segment_logits: the segment computed no logits");
   const std::vector<float> tb = seg.logits.download();  // [T, B, V]
   std::vector<float> bt(tb.size());
-  transpose(bt.data(), tb.data(), seg.T, seg.B, model_.V);
+  transpose(bt.data(), tb.data(), seg.plan.T, seg.B, model_.V);
   return bt;
 }
 
@@ -238,7 +284,7 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   Model& M = model_;
   const Weights& W = M.W;
   const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
-  const int row = seg.mlen + M.num_mem + t;  // the token's row among the keys
+  const int row = seg.plan.mlen + M.num_mem + t;  // the token's row among the keys
   const int klen = row + 1;                  // it attends to every key up to itself
   row_ids_.sized(be_, B);
   row_ids_.write(0, ids, B);
@@ -259,7 +305,7 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
     // the row's q, k, v go into the key/value cache (row `row` of every sample)
     be_.matmul(act.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
     be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), act.qkv.data(),
-                              act.r.data() + int64_t(seg.klen - klen) * HD, W.u, W.v,
+                              act.r.data() + int64_t(seg.plan.klen - klen) * HD, W.u, W.v,
                               row_mask_.data(), shape, scale);
     be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
     be_.add_inplace(ares, x, int64_t(B) * d);
@@ -289,8 +335,6 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   recomputing_ = recompute_;
   dropout_seed_ = dropout_seed;
   segs_.resize(recomputing_ ? 0 : size_t(N));
-  seg_scored_.assign(size_t(N), 0);
-  seg_outputs_.assign(size_t(N), SegmentOutputs{});
   seg_tokens_.resize(size_t(N));
   seg_targets_.resize(size_t(N));
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
@@ -309,6 +353,8 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
         fail("forward: the start state's cache does not fit this model and batch of {}", B);
     states_[0] = st;
   }
+  plan_forward(plans_, plan_model_, seg_len, T - answer_size, training, carry.pass_on,
+               states_[0].mlen);
   const float loss_scale = 1.f / float(int64_t(B) * answer_size);
   loss_scale_ = loss_scale;
   double loss_sum = 0;
@@ -325,25 +371,17 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
         tokens[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
         targets[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
       }
-    // Dead work in training: logits only where the loss scores a position, memory only where a
-    // next segment reads it; the cache (xl) needs just the layer inputs. A segment that feeds
-    // nothing is not run.
-    const bool scored = t0 + Ts > T - answer_size;
-    const bool passes_on = s + 1 < N || carry.pass_on;
-    const bool cache_needed = model_.mem_len > 0 && passes_on;
-    SegmentOutputs need{!training || scored, model_.num_mem > 0 && (!training || passes_on)};
-    seg_scored_[size_t(s)] = scored;
-    seg_outputs_[size_t(s)] = need;
+    // A segment that feeds nothing (plan.run: no loss, no memory or cache passed on) is not run.
+    const SegmentPlan& plan = plans_[size_t(s)];
     t0 += Ts;
-    if (!need.logits && !need.memory && !cache_needed) {
+    if (!plan.run) {
       states_[size_t(s) + 1] = states_[size_t(s)];
       continue;
     }
     SegmentActivations& seg = recomputing_ ? work_ : segs_[size_t(s)];
-    forward_segment(seg, tokens.data(), targets.data(), B, Ts, states_[size_t(s)],
-                    states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)),
-                    loss_scale, need);
-    if (!need.logits) continue;
+    run_segment(seg, plan, tokens.data(), targets.data(), B, states_[size_t(s)],
+                states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)), loss_scale);
+    if (!plan.logits) continue;
     seg.loss_rows.download(host_loss_);  // the loss is the caller's: summed on the host
     for (float l : host_loss_) loss_sum += l;
     if (recomputing_) seg_logits_[size_t(s)] = seg.logits;
@@ -358,7 +396,7 @@ const RecurrentState& Engine::state(int s) const {
 }
 
 std::vector<float> Engine::logits(int s) const {
-  if (!seg_outputs_[size_t(s)].logits)
+  if (!plans_[size_t(s)].logits)
     fail("the logits of segment {} were not computed: no loss depends on them in training", s);
   if (!recomputing_) return segment_logits(segs_[size_t(s)]);
   const std::vector<float> tb = seg_logits_[size_t(s)].download();  // [T, B, V]
@@ -370,9 +408,9 @@ std::vector<float> Engine::logits(int s) const {
 SegmentActivations& Engine::activations_for_backward(int s) {
   if (!recomputing_) return segs_[size_t(s)];
   // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
-  forward_segment(work_, seg_tokens_[size_t(s)].data(), seg_targets_[size_t(s)].data(), batch_,
-                  seg_len_[size_t(s)], states_[size_t(s)], work_next_, training_,
-                  mix_seed(dropout_seed_, uint64_t(s)), loss_scale_, seg_outputs_[size_t(s)]);
+  run_segment(work_, plans_[size_t(s)], seg_tokens_[size_t(s)].data(),
+              seg_targets_[size_t(s)].data(), batch_, states_[size_t(s)], work_next_, training_,
+              mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
   return work_;
 }
 
@@ -381,14 +419,14 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   Model& M = model_;
   const Weights& W = M.W;
   const Weights& G = M.G;
-  const int B = seg.B, T = seg.T, q = seg.q, mlen = seg.mlen, klen = seg.klen;
+  const SegmentPlan& plan = seg.plan;
+  const int B = seg.B, T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
-  const int m_write = seg.m_write;
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(training_);
   AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
-  const int64_t lo = int64_t(seg.live_begin) * B, hi = int64_t(seg.live_end) * B;
+  const int64_t lo = int64_t(plan.live_begin) * B, hi = int64_t(plan.live_end) * B;
 
   // d(out): from the logits of the token rows and from the memory passed on (live rows only).
   float* dh = sized(dh_, rows * d);
@@ -398,7 +436,7 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     be_.matmul(G.emb, seg.dlogits.data(), seg.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
     be_.bias_backward(G.out_bias, seg.dlogits.data(), T * B, V);
   }
-  if (dmem_out) be_.add_inplace(dh + (m_write ? m + T : 0) * Bd, dmem_out, m * Bd);
+  if (dmem_out) be_.add_inplace(dh + plan.mem_out_row * Bd, dmem_out, m * Bd);
   if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, seg.keep_out.data() + lo * d, (hi - lo) * d, p);
 
   float* dx = sized(dx_, rows * d);
@@ -442,8 +480,8 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     float* dav = sized(dav_, rows * HD);  // rows past the live ones are not read
     be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
     // attention core
-    shape.q_begin = l == M.L - 1 ? seg.live_begin : 0;  // as in forward
-    shape.q_end = l == M.L - 1 ? seg.live_end : 0;
+    shape.q_begin = l == M.L - 1 ? plan.live_begin : 0;  // as in forward
+    shape.q_end = l == M.L - 1 ? plan.live_end : 0;
     float* dr = sized(dr_, int64_t(klen) * HD);
     be_.fill(dr, int64_t(klen) * HD, 0.f);
     float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
@@ -468,10 +506,7 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   // dh = d(h0): dropout, then the token embedding and the memory rows.
   if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
   be_.embedding_backward(G.emb, dh + m * Bd, seg.ids.data(), T * B, d, std::sqrt(float(d)));
-  if (dmem_in && m > 0) {
-    be_.copy_device_to_device(dmem_in, dh, fbytes(m * Bd));
-    if (m_write) be_.add_inplace(dmem_in, dh + (m + T) * Bd, m * Bd);
-  }
+  if (dmem_in && m > 0) read_memory_backward(be_, dmem_in, dh, plan, Bd);
 }
 
 void Engine::backward(int bptt) {
@@ -489,14 +524,14 @@ void Engine::backward(int bptt) {
 
   if (M.num_mem == 0) {  // no memory: segments are independent in backward (the cache is detached)
     for (int s = N - 1; s >= 0; --s)
-      if (seg_scored_[size_t(s)]) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
+      if (plans_[size_t(s)].backward) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream
     sized(dmem_in_, mem_size);
     sized(dmem_out_, mem_size);
     for (int s = N - 1; s >= 0; --s) {
       // A carried start state is detached: nothing flows out of the first segment.
       const bool into_start = s > 0 || from_initial_;
-      backward_segment(activations_for_backward(s), seg_scored_[size_t(s)] != 0,
+      backward_segment(activations_for_backward(s), plans_[size_t(s)].scored,
                        s == N - 1 ? nullptr : dmem_out_.data(), into_start ? dmem_in_.data() : nullptr);
       std::swap(dmem_out_, dmem_in_);
     }
@@ -530,13 +565,13 @@ void Engine::backward(int bptt) {
             any = true;
             be_.add_inplace(merged, arriving_[size_t(age)].data(), mem_size);
           }
-        backward_segment(seg, seg_scored_[0] != 0, any ? merged : nullptr,
+        backward_segment(seg, plans_[0].scored, any ? merged : nullptr,
                          from_initial_ ? out.data() : nullptr);
         if (from_initial_) to_param(out);
         break;
       }
       // age 0: this segment's own loss (none: the stream is zero, skip it)
-      if (seg_scored_[size_t(s)]) {
+      if (plans_[size_t(s)].scored) {
         backward_segment(seg, true, nullptr, k >= 1 ? out.data() : nullptr);
         if (k >= 1) leave(1);
       }

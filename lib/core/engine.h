@@ -11,6 +11,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/device_array.h"
 #include "lib/core/model.h"
+#include "lib/core/segment_plan.h"
 
 namespace rmt {
 
@@ -29,13 +30,6 @@ struct RecurrentState {
   int mlen = 0;                           // rows currently in the cache
 };
 
-// Which results of a segment anything depends on. Training asks only for what its loss needs;
-// evaluation and decoding ask for everything.
-struct SegmentOutputs {
-  bool logits = true;  // logits and loss of the token rows
-  bool memory = true;  // the memory passed on (models with memory tokens)
-};
-
 // Language modelling carries the state across forward() calls (docs/paper.md: Transformer-XL's
 // LM setting): a forward may start from a state handed out by an earlier one.
 struct Carry {
@@ -46,9 +40,10 @@ struct Carry {
   bool pass_on = false;
 };
 
-// Saved activations of one layer in one segment. Query rows are [read num_mem | tokens | write
-// m_write]; key rows are [cache mlen | query rows]. The last layer computes only query rows
-// [live_begin, live_end): the rows whose output something needs (the rest hold stale values).
+// Saved activations of one layer in one segment, in the shapes of its SegmentPlan
+// (lib/core/segment_plan.h). Query rows are [read num_mem | tokens | write m_write]; key rows are
+// [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end): the
+// rows whose output something needs (the rest hold stale values).
 struct LayerActivations {
   DeviceArray<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)
   DeviceArray<float> qkv;        // [klen, B, 3*H*Dh] (cache rows: keys and values only)
@@ -66,10 +61,9 @@ struct LayerActivations {
 };
 
 struct SegmentActivations {
-  int B = 0, T = 0, q = 0, mlen = 0, klen = 0;
-  int m_write = 0;                   // write-block rows run (0 when no memory is passed on)
-  int live_begin = 0, live_end = 0;  // query rows the last layer computes
-  bool has_logits = false;           // logits (and, with targets, the loss) were computed
+  int B = 0;                 // samples
+  SegmentPlan plan;          // what the segment ran: T, q, mlen, klen, m_write, live rows, ...
+  bool has_logits = false;   // logits (and, with targets, the loss) were computed
   DeviceArray<int32_t> ids;      // [T, B] input tokens
   DeviceArray<int32_t> targets;  // [T, B] -1 where the position is not scored
   DeviceArray<float> pos;        // [klen, d] position embedding (after dropout)
@@ -145,10 +139,14 @@ class Engine {
   void backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
                         float* dmem_in);
   float dropout_p(bool training) const;
+  // forward_segment with its plan given (forward() plans all segments at once).
+  void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* tokens,
+                   const int32_t* targets, int B, const RecurrentState& state,
+                   RecurrentState& next, bool training, uint64_t seed, float loss_scale);
   // The activations of segment s for backward: stored, or recomputed into work_.
   SegmentActivations& activations_for_backward(int s);
   // The attention mask of a segment shape, built on the host once per shape and uploaded.
-  const uint8_t* mask_for(int q, int mlen, int m_read, int m_write);
+  const uint8_t* mask_for(const SegmentPlan& plan);
   // Grows a buffer on this engine's backend (see DeviceArray::sized).
   template <typename T>
   T* sized(DeviceArray<T>& array, int64_t n) {
@@ -157,11 +155,11 @@ class Engine {
 
   Model& model_;
   Backend& be_;
+  SegmentModel plan_model_;  // what segment plans depend on: num_mem, mem_len, write_block
   std::vector<int> seg_len_;
-  // Per segment, from the last forward: scored (any position with a loss) and what was asked of
-  // it (segments asked for nothing were not run).
-  std::vector<uint8_t> seg_scored_;
-  std::vector<SegmentOutputs> seg_outputs_;
+  // Per segment, from the last forward: what it computed (scored, the outputs asked of it;
+  // segments asked for nothing were not run).
+  std::vector<SegmentPlan> plans_;
   std::vector<SegmentActivations> segs_;
   std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
   double loss_ = 0;

@@ -13,6 +13,7 @@
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/core/random.h"
+#include "lib/core/segment_plan.h"
 
 namespace rmt {
 
@@ -136,14 +137,14 @@ std::string MemoryEstimate::describe() const {
 
 // Mirrors what Engine allocates (lib/core/engine.cpp), in doubles so that absurd sizes cannot
 // overflow: per segment and layer the buffers of LayerActivations, per segment those of
-// SegmentActivations, the states handed between segments, and backward's scratch. An upper
-// bound where the engine skips work (segments no loss needs in training).
+// SegmentActivations, the states handed between segments, and backward's scratch. Each segment
+// at the shapes of its largest plan (plan_largest_segment: every row, the write block, a full
+// cache): an upper bound where the engine skips work (segments no loss needs in training).
 MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
-  const ModelKindTraits& kt = traits_of(c.kind);
-  const bool has_cache = kt.has_cache, has_memory = kt.has_memory, write_block = kt.has_write_block;
+  const SegmentModel model = segment_model(c);
   const double B = w.batch, d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner,
                V = c.n_token, L = c.n_layer, H = c.n_head;
-  const double m = has_memory ? c.num_mem_tokens : 0, mlen = has_cache ? c.mem_len : 0;
+  const double m = model.num_mem, mlen = model.mem_len;
   const bool dropout = w.training && (c.dropout > 0 || c.dropatt > 0);
   const double f = 4;  // bytes per float; masks are bytes, ids int32
 
@@ -152,11 +153,12 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
   e.weights = 2 * P * f;
   e.optimizer = w.training ? 2 * P * f : 0;
 
-  auto segment_bytes = [&](double T) {
-    const double q = m + T + (write_block ? m : 0), klen = q + mlen, rows = q * B;
+  auto segment_bytes = [&](int T_tokens) {
+    const SegmentPlan p = plan_largest_segment(model, T_tokens);
+    const double T = p.T, q = p.q, klen = p.klen, rows = q * B;
     double layer = klen * B * 3 * HD + klen * HD + B * H * q * klen + rows * HD +
                    4 * rows * d + rows * di + 4 * rows;
-    if (mlen > 0) layer += klen * B * d;           // [cache; input]
+    if (p.mlen > 0) layer += klen * B * d;         // [cache; input]
     if (dropout) layer += rows * di + (2 * rows * d + rows * di) / f;  // f1_drop and masks
     double seg = L * layer * f;
     // h0, out, pos, logits, dlogits, a host copy of the logits (callers reading them), loss
@@ -164,9 +166,10 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     seg += 2 * T * B * 4 + q * klen + rows * d + (dropout ? rows * d + klen * d : 0);
     return seg;
   };
-  double longest = 0, all_segments = 0;
+  int longest = 0;
+  double all_segments = 0;
   for (int T : w.seg_len) {
-    longest = std::max(longest, double(T));
+    longest = std::max(longest, T);
     all_segments += segment_bytes(T);
   }
   const double N = double(w.seg_len.size());
@@ -180,7 +183,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     act += all_segments;
   }
   if (w.training) {  // backward scratch: dh, dx, dtmp, dff, dav, dr, dqkv, dmem
-    const double q = m + longest + (write_block ? m : 0), klen = q + mlen, rows = q * B;
+    const SegmentPlan p = plan_largest_segment(model, longest);
+    const double q = p.q, klen = p.klen, rows = q * B;
     act += (3 * rows * d + rows * di + rows * HD + klen * HD + klen * B * 3 * HD + 2 * m * B * d) * f;
   }
   if (w.decoding) act += segment_bytes(longest);  // greedy decoding's own segment

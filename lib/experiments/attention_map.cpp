@@ -82,29 +82,30 @@ AttentionMaps compute_attention_maps(Model& model, const std::vector<std::string
     // Evaluation mode (training = false): no dropout, and forward_segment runs every query row
     // of every layer, the last one included (its "live rows" are all rows outside training).
     engine.forward_segment(a, input + t0, nullptr, 1, Ts, state, next, false, 0, 0.f);
-    if (a.live_begin != 0 || a.live_end != a.q)
+    const SegmentPlan& plan = a.plan;
+    if (plan.live_begin != 0 || plan.live_end != plan.q)
       throw std::logic_error("attention maps: the last layer skipped rows in evaluation mode");
-    if (int(cache_labels.size()) != a.mlen)
+    if (int(cache_labels.size()) != plan.mlen)
       throw std::logic_error(fmt::format("attention maps: {} cache labels for {} cached rows",
-                                         cache_labels.size(), a.mlen));
+                                         cache_labels.size(), plan.mlen));
     SegmentAttention sa;
     sa.segment = int(s);
     sa.first_position = t0;
-    sa.q = a.q, sa.klen = a.klen;
+    sa.q = plan.q, sa.klen = plan.klen;
     if (m > 0) sa.query_blocks.push_back({"read memory", 0, m});
     sa.query_blocks.push_back({"tokens", m, m + Ts});
-    if (a.m_write > 0) sa.query_blocks.push_back({"write memory", m + Ts, m + Ts + a.m_write});
-    if (a.mlen > 0) sa.key_blocks.push_back({"cache", 0, a.mlen});
+    if (plan.m_write > 0) sa.query_blocks.push_back({"write memory", m + Ts, m + Ts + plan.m_write});
+    if (plan.mlen > 0) sa.key_blocks.push_back({"cache", 0, plan.mlen});
     for (const AttentionBlock& b : sa.query_blocks)
-      sa.key_blocks.push_back({b.name, b.begin + a.mlen, b.end + a.mlen});
+      sa.key_blocks.push_back({b.name, b.begin + plan.mlen, b.end + plan.mlen});
     for (int i = 0; i < m; ++i) sa.query_labels.push_back(fmt::format("r{}", i));
     for (int t = 0; t < Ts; ++t) sa.query_labels.push_back(symbol(input[t0 + t]));
-    for (int i = 0; i < a.m_write; ++i) sa.query_labels.push_back(fmt::format("w{}", i));
+    for (int i = 0; i < plan.m_write; ++i) sa.query_labels.push_back(fmt::format("w{}", i));
     sa.key_labels = cache_labels;
     sa.key_labels.insert(sa.key_labels.end(), sa.query_labels.begin(), sa.query_labels.end());
     sa.mask = engine.segment_mask(a);
     // prob is [B, H, q, klen] per layer; B = 1.
-    const int64_t per_layer = int64_t(H) * a.q * a.klen;
+    const int64_t per_layer = int64_t(H) * plan.q * plan.klen;
     sa.prob.resize(size_t(L * per_layer));
     for (int l = 0; l < L; ++l)
       a.layers[size_t(l)].prob.read(0, sa.prob.data() + l * per_layer, per_layer);

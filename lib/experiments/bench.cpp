@@ -16,6 +16,7 @@
 #include "lib/core/model_kind.h"
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
+#include "lib/core/segment_plan.h"
 #include "lib/core/system.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/lm.h"
@@ -206,14 +207,19 @@ double layer_flops(const BenchWorkload& w, double n, double klen) {
          + 2 * 2 * B * n * d * di;        // FF in and out
 }
 
-// A segment with q query rows through all layers: n_layer - 1 layers with every row, the last
-// with `live` rows past its keys and values; plus the tied output layer over the Ts token rows
-// when `output`.
-double segment_forward(const BenchWorkload& w, double q, double klen, double live, double Ts,
-                       bool output) {
+// A segment as planned (lib/core/segment_plan.h) through all layers: n_layer - 1 layers with
+// every query row, the last with its live rows past its keys and values; plus the tied output
+// layer over its token rows when it computes logits.
+double segment_forward(const BenchWorkload& w, const SegmentPlan& p) {
   const ModelConfig& c = w.model;
-  return (c.n_layer - 1) * layer_flops(w, q, klen) + layer_flops(w, live, klen) +
-         (output ? 2.0 * w.batch * Ts * c.d_model * c.n_token : 0.0);
+  return (c.n_layer - 1) * layer_flops(w, p.q, p.klen) + layer_flops(w, p.live(), p.klen) +
+         (p.logits ? 2.0 * w.batch * p.T * c.d_model * c.n_token : 0.0);
+}
+
+// A segment run only as far as the next cache needs: the input of every layer, i.e. all layers
+// but the last (an xl segment without a loss).
+double segment_cache_only(const BenchWorkload& w, const SegmentPlan& p) {
+  return (w.model.n_layer - 1) * layer_flops(w, p.q, p.klen);
 }
 
 // The language model in the steady state: the cache full (xl), the window full (rmt).
@@ -222,80 +228,52 @@ struct LmFlops {
   double step = 0;          // a training step (step_flops in bench.h)
 };
 LmFlops lm_flops(const BenchWorkload& w) {
-  const ModelConfig& c = w.model;
-  const ModelKindTraits& kind = traits_of(c.kind);
-  const int m = kind.has_memory ? c.num_mem_tokens : 0, T = w.lm_segment;
-  const int writes = kind.has_write_block ? m : 0;
-  const double cache = kind.has_cache ? c.mem_len : 0;  // full once warm (lm_fill_steps)
-  const double q = m + T + writes, klen = cache + q;
+  const SegmentModel model = segment_model(w.model);
+  const int T = w.lm_segment;
+  // A step's forward (lm_train_step): the lm_window earlier segments of the window, then the
+  // new one, the only one scored, from a full cache (lm_fill_steps).
+  const std::vector<int> window(size_t(w.lm_window) + 1, T);
+  const int first_scored = w.lm_window * T;
+  // As the step runs it: the state after the new segment is carried on (its write block) ...
+  const std::vector<SegmentPlan> step = plan_forward(model, window, first_scored, true, true, model.mem_len);
+  // ... and as its loss alone needs it (the new segment without its write block).
+  const std::vector<SegmentPlan> loss =
+      plan_forward(model, window, first_scored, true, false, model.mem_len);
   LmFlops f;
-  f.eval_forward = segment_forward(w, q, klen, q, T, true);
-  // The earlier segments of the window (rmt: no cache); their live rows are the memory they
-  // pass on, and they have no output layer.
-  const double earlier = w.lm_window * segment_forward(w, q, q, writes, T, false);
-  // The new segment as its loss needs it (no write block: only write rows attend to it) ...
-  const double q_loss = m + T, klen_loss = cache + q_loss;
-  const double scored = segment_forward(w, q_loss, klen_loss, T, T, true);
-  // ... and its write block, forward only: the memory the next step starts from.
-  const double state = segment_forward(w, q, klen, T + writes, T, true) - scored;
+  f.eval_forward = segment_forward(w, plan_largest_segment(model, T));
+  // The earlier segments: their live rows are the memory they pass on, no output layer.
+  double earlier = 0;
+  for (int s = 0; s < w.lm_window; ++s) earlier += segment_forward(w, step[size_t(s)]);
+  const double scored = segment_forward(w, loss.back());
+  // The new segment's write block, forward only: the memory the next step starts from.
+  const double state = segment_forward(w, step.back()) - scored;
   f.step = 3 * (earlier + scored) + state;
   return f;
 }
 
-// Forward FLOPs of each segment: through all layers plus the output layer, and through all
-// layers but the last (what an xl segment without a loss still needs for the cache).
-struct SegmentFlops {
-  double full, cache_only;
-  bool scored;
-};
-
-// training: what a training step needs of each segment. The last segment passes no memory on,
-// so rmt runs it without the write block; the last layer computes past its keys and values only
-// the rows something reads (the scored token rows, the memory passed on), and the output layer
-// runs only for scored segments. Otherwise (evaluation) every row of every segment.
-std::vector<SegmentFlops> segment_flops(const BenchWorkload& w, bool training) {
-  const ModelConfig& c = w.model;
-  const ModelKindTraits& kind = traits_of(c.kind);
-  const bool xl = kind.has_cache;
-  const int m = kind.has_memory ? c.num_mem_tokens : 0;                    // read block
-  const int writes = kind.has_write_block ? m : 0;
-  std::vector<SegmentFlops> out;
-  int cache = 0;  // Transformer-XL cache rows entering the segment
-  int t0 = 0;
-  const std::vector<int> lengths = segment_lengths(w.seq_len(), w.segments);
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    const int Ts = lengths[s];
-    const bool last = s + 1 == lengths.size();
-    const bool scored = t0 + Ts > w.seq_len() - w.answer_size();
-    const double q = m + Ts + (training && last ? 0 : writes), klen = cache + q;
-    const bool memory_out = m > 0 && !last;
-    const double live = training ? (scored ? Ts : 0) + (memory_out ? m : 0) : q;
-    const bool output = !training || scored;  // tied, token rows
-    out.push_back({segment_forward(w, q, klen, live, Ts, output),
-                   (c.n_layer - 1) * layer_flops(w, q, klen), scored});
-    if (xl) cache = std::min(c.mem_len, cache + int(q));
-    t0 += Ts;
-  }
-  return out;
+// The plan of every segment of a copy / retrieval sample. training: what a training step needs
+// of each segment (the last segment passes no memory on, so rmt runs it without the write block;
+// the last layer computes past its keys and values only the rows something reads; the output
+// layer runs only for scored segments). Otherwise (evaluation) every row of every segment.
+std::vector<SegmentPlan> sample_plan(const BenchWorkload& w, bool training) {
+  return plan_forward(segment_model(w.model), segment_lengths(w.seq_len(), w.segments),
+                      w.seq_len() - w.answer_size(), training, false);
 }
 }  // namespace
 
 double forward_flops(const BenchWorkload& w) {
   if (w.lm) return lm_flops(w).eval_forward;
   double total = 0;
-  for (const SegmentFlops& f : segment_flops(w, false)) total += f.full;
+  for (const SegmentPlan& p : sample_plan(w, false)) total += segment_forward(w, p);
   return total;
 }
 
 double step_flops(const BenchWorkload& w) {
   if (w.lm) return lm_flops(w).step;
-  const ModelKindTraits& kind = traits_of(w.model.kind);
-  const bool memory = kind.has_memory, cache = kind.has_cache;
-  const std::vector<SegmentFlops> segs = segment_flops(w, true);
   double total = 0;
-  for (size_t s = 0; s < segs.size(); ++s) {
-    if (segs[s].scored || memory) total += 3 * segs[s].full;      // forward + backward
-    else if (cache && s + 1 < segs.size()) total += segs[s].cache_only;  // forward for the cache
+  for (const SegmentPlan& p : sample_plan(w, true)) {
+    if (p.backward) total += 3 * segment_forward(w, p);      // forward + backward
+    else if (p.run) total += segment_cache_only(w, p);       // forward for the cache
   }
   return total;
 }
