@@ -78,11 +78,8 @@ std::vector<std::pair<std::string, std::string>> meta_sha256_map(const YAML::Nod
 
 // An output directory that exists (or is created) and is writable; fails naming it otherwise.
 void prepare_out_dir(const std::string& dir);
-// Bytes of RAM the machine has (0 if unknown); space left on the file system that will hold
-// `dir` (its nearest existing ancestor); "1.5 GB".
-uint64_t physical_memory_bytes();
+// Space left on the file system that will hold `dir` (its nearest existing ancestor).
 std::optional<uint64_t> free_disk_bytes(const std::string& dir);
-std::string gigabytes(double bytes);
 
 // Streaming sha256 (OpenSSL EVP), for files too large to hold twice.
 class Sha256 {

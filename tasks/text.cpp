@@ -13,6 +13,8 @@
 
 #include "build_info.h"
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
+#include "lib/core/system.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
@@ -227,14 +229,14 @@ TextGenerateResult generate_text_dataset(const TextGenerateRequest& r) {
            m.counts[size_t(k)] == 1 ? "" : "s", kTextMinSplitBytes);
   // One split is held at a time.
   const int64_t largest = *std::max_element(m.counts.begin(), m.counts.end());
-  const uint64_t ram = physical_memory_bytes();
+  const uint64_t ram = sys::physical_memory_bytes();
   if (ram > 0 && double(largest) > double(ram) / 2)
     fail("the largest split ({} bytes) would need {} of memory to write; this machine has {}", largest,
-         gigabytes(double(largest)), gigabytes(double(ram)));
+         format_bytes(double(largest)), format_bytes(double(ram)));
   const std::optional<uint64_t> free_bytes = free_disk_bytes(r.out_dir);
   if (free_bytes && double(used) + 3 * 256.0 > double(*free_bytes))
-    fail("the dataset needs about {} of disk, but {} has {} free", gigabytes(double(used)), r.out_dir,
-         gigabytes(double(*free_bytes)));
+    fail("the dataset needs about {} of disk, but {} has {} free", format_bytes(double(used)), r.out_dir,
+         format_bytes(double(*free_bytes)));
 
   prepare_out_dir(r.out_dir);
   const std::string meta_path = (fs::path(r.out_dir) / "meta.yaml").string();

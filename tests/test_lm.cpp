@@ -317,7 +317,7 @@ derive:
   rmt::write_file_atomic(dir / "bad.yaml", "data: {task: text, input: x, length: 4}\ngrid: {train.seed: [1]}\n");
   expect_error("sweep " + (dir / "bad.yaml").string() + " --dry-run", "data option 'length' is not an option of task text");
   rmt::write_file_atomic(dir / "bad2.yaml", "data: {task: text, input: x}\ngrid: {train.seed: [1]}\n");
-  expect_error("sweep " + (dir / "bad2.yaml").string() + " --dry-run", "data task text trains a language model: set segment_length");
+  expect_error("sweep " + (dir / "bad2.yaml").string() + " --dry-run", "data task text is a byte-level text dataset (rmt generate text): set segment_length");
   rmt::write_file_atomic(dir / "bad3.yaml", "data: {task: copy, input: x}\ngrid: {train.seed: [1]}\n");
   expect_error("sweep " + (dir / "bad3.yaml").string() + " --dry-run", "data option 'input' belongs to task text");
 }

@@ -1,6 +1,5 @@
 #pragma once
-// What the operating system says about this machine and this process. In namespace rmt::sys:
-// tasks/ still defines its own rmt::physical_memory_bytes (to be replaced by this one).
+// What the operating system says about this machine and this process (namespace rmt::sys).
 #include <cstdint>
 
 namespace rmt::sys {

@@ -12,6 +12,7 @@
 #include "lib/experiments/sweep_expr.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
+#include "lib/run/run_setup.h"
 #include "tasks/tasks.h"
 
 namespace rmt {
@@ -102,12 +103,11 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
       config.data = dataset.dir;
       // A language model (task text) reads segments of segment_length: one segment a step.
-      if (text && !is_lm(config))
-        fail("{}: data task text trains a language model: set segment_length (base: or grid:), the "
-             "positions per segment of each stream", where);
-      if (!text && is_lm(config))
-        fail("{}: segment_length applies to language models on data task text, not task {}; leave it out",
-             where, task.name);
+      try {
+        check_config_fits_data(config, text, "data task " + task.name, task.name);
+      } catch (const Error& e) {
+        fail("{}: {}", where, e.what());
+      }
       const int seq_len = text ? config.segment_length : task_seq_len(task);
       if (!text && config.segments > seq_len)
         fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,

@@ -7,7 +7,7 @@
 
 #include "lib/core/error.h"
 #include "lib/run/checkpoint.h"
-#include "lib/run/lm.h"
+#include "lib/run/training_data.h"
 #include "tasks/family.h"
 #include "tasks/tasks.h"
 
@@ -45,58 +45,47 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
            "evaluate on data of the same symbols", other_dir, i, b[i], a[i], trained_dir, run_dir);
 }
 
-}  // namespace
-
-namespace {
-
-// evaluate_run of a language model: the split as --batch-size streams (default the training
-// batch), segments of the run's segment_length, the state carried through.
-EvalRunResult evaluate_lm_run(const EvalRunRequest& req, Config config, const std::string& config_path,
-                              bool config_sets_n_token) {
-  if (req.segments > 0)
-    fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
-         "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
-         config.segment_length);
-  if (!req.data_dir.empty()) {
-    if (!dataset_family(req.data_dir).language_model())
-      fail("dataset {} is not a text dataset, but run {} is a language model trained on text ({}): "
-           "evaluate it on a dataset written by rmt generate text", req.data_dir, req.run_dir, config.data);
-    config.data = req.data_dir;
+// The run as rmt eval reads it: a language model on its own text dataset or on another text
+// dataset (--data); an algorithmic run on its own dataset (in --segments, or as trained) or on
+// another dataset of its task (in segments of the trained length unless --segments).
+RunSetup eval_setup(const EvalRunRequest& req, Config config, const std::string& config_path) {
+  if (is_lm(config)) {
+    if (req.segments > 0)
+      fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
+           "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
+           config.segment_length);
+    if (!req.data_dir.empty()) {
+      if (!dataset_family(req.data_dir).language_model())
+        fail("dataset {} is not a text dataset, but run {} is a language model trained on text ({}): "
+             "evaluate it on a dataset written by rmt generate text", req.data_dir, req.run_dir, config.data);
+      config.data = req.data_dir;
+    }
+    validate(config);
+    if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+    return prepare_lm_run(config, false);
   }
+  if (req.data_dir.empty()) {
+    if (req.segments > 0) config.segments = req.segments;
+    return prepare_run(config);
+  }
+  // The trained shape (segment length) and task come from the run's own dataset.
   validate(config);
   if (config.data.empty()) fail("{}: 'data' is not set", config_path);
-  const RunSetup run = prepare_lm_run(config, false);
-  const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
-  const int T = run.config.segment_length;
-  std::string ck = req.checkpoint;
-  if (ck == "best" || ck == "last") ck = (fs::path(req.run_dir) / (ck + ".safetensors")).string();
-  if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
-  check_threads(req.threads, "--threads");
-  Backend& be = run_backend(req.device, run.config, req.run_dir);
-  auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
-    check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
-    Workload w;
-    w.batch = batch;
-    w.seg_len = {T};
-    w.data_bytes = 2 * split_file_bytes(run, req.split);  // the split and its streams
-    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} ({} streams)", ck, batch));
-  }, be);
-  set_num_threads(req.threads);
-  Engine engine(*model);
-  TextStreams streams = make_text_streams(load_text_split(run.config.data, run.text, req.split), batch,
-                                          fmt::format("the {} split of {}", req.split, run.config.data));
-  EvalRunResult out;
+  DatasetMeta trained;
   try {
-    out.result = evaluate_lm(engine, streams, T, req.samples);
+    trained = load_dataset_meta(config.data);
   } catch (const Error& e) {
-    fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
+    fail("{} (the dataset of run {}, which evaluating on other data compares with): {}", config.data,
+         req.run_dir, e.what());
   }
-  out.data_dir = run.config.data;
-  out.checkpoint = ck;
-  out.split = req.split;
-  out.seq_len = T;
-  out.seg_len = {T};
-  return out;
+  const RunSetup trained_run = prepare_run_with_meta(config, trained);
+  DatasetMeta other = load_dataset_meta(req.data_dir);
+  check_same_task(req.run_dir, config.data, trained, req.data_dir, other);
+  const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
+  const int seq_len = other.input_length;
+  config.data = req.data_dir;
+  config.segments = req.segments > 0 ? req.segments : (seq_len + longest - 1) / longest;
+  return prepare_run_with_meta(config, std::move(other));
 }
 
 }  // namespace
@@ -122,33 +111,11 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
     fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
          req.segments, req.batch_size, req.samples);
   const std::string config_path = (run_dir / "config.yaml").string();
-  Config config = load_config(config_path);
+  const Config config = load_config(config_path);
   const bool config_sets_n_token = config.model.n_token != 0;
-  if (is_lm(config)) return evaluate_lm_run(req, config, config_path, config_sets_n_token);
-  RunSetup run;
-  if (req.data_dir.empty()) {
-    if (req.segments > 0) config.segments = req.segments;
-    run = prepare_run(config);
-  } else {
-    // The trained shape (segment length) and task come from the run's own dataset.
-    validate(config);
-    if (config.data.empty()) fail("{}: 'data' is not set", config_path);
-    DatasetMeta trained;
-    try {
-      trained = load_dataset_meta(config.data);
-    } catch (const Error& e) {
-      fail("{} (the dataset of run {}, which evaluating on other data compares with): {}",
-           config.data, run_dir.string(), e.what());
-    }
-    const RunSetup trained_run = prepare_run_with_meta(config, trained);
-    DatasetMeta other = load_dataset_meta(req.data_dir);
-    check_same_task(run_dir.string(), config.data, trained, req.data_dir, other);
-    const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
-    const int seq_len = other.input_length;
-    config.data = req.data_dir;
-    config.segments = req.segments > 0 ? req.segments : (seq_len + longest - 1) / longest;
-    run = prepare_run_with_meta(config, std::move(other));
-  }
+  const RunSetup run = eval_setup(req, config, config_path);
+
+  // The checkpoint, on the backend, refused if it is not the run's model or would not fit.
   std::string ck = req.checkpoint;
   if (ck == "best" || ck == "last") ck = (run_dir / (ck + ".safetensors")).string();
   if (!fs::exists(ck)) fail("checkpoint {} does not exist", ck);
@@ -157,19 +124,16 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
   auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
     check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
-    Workload w;
-    w.batch = batch;
-    w.seg_len = run.seg_len;
-    w.decoding = true;
-    w.data_bytes = 2 * split_file_bytes(run, req.split);  // int32 arrays + int64 while read
-    check_memory_fits(estimate_memory(c, w), fmt::format("evaluating {} (batch {})", ck, batch));
+    check_memory_fits(estimate_memory(c, eval_workload(run, batch, req.split)),
+                      fmt::format("evaluating {} ({})", ck, eval_batch_text(run, batch)));
   }, be);
   set_num_threads(req.threads);
+
+  // The split, evaluated.
   Engine engine(*model);
-  SampleSplit split = load_sample_split(run.config.data, run.meta, req.split);
   EvalRunResult out;
   try {
-    out.result = evaluate(engine, split, eval_options(run, batch, req.samples));
+    out.result = evaluate_split(engine, run, req.split, batch, req.samples);
   } catch (const Error& e) {
     fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
   }

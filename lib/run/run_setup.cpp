@@ -16,6 +16,17 @@ namespace rmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task) {
+  if (text && !is_lm(config))
+    fail("{} is a byte-level text dataset (rmt generate text): set segment_length, the "
+         "positions per training segment of each of the train.batch_size streams, e.g. --set "
+         "segment_length=128 (`segments` applies to algorithmic tasks)", data);
+  if (!text && is_lm(config))
+    fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
+         "is task {}, whose samples are cut into `segments`: leave segment_length out",
+         config.segment_length, data, task);
+}
+
 RunSetup prepare_run_with_meta(Config config, DatasetMeta meta) {
   RunSetup run;
   run.meta = std::move(meta);
@@ -35,10 +46,7 @@ RunSetup prepare_run_with_meta(Config config, DatasetMeta meta) {
 
 RunSetup prepare_lm_run(Config config, bool check_splits) {
   const TrainConfig& tc = config.train;
-  if (!is_lm(config))
-    fail("data {} is a byte-level text dataset (rmt generate text): set segment_length, the "
-         "positions per training segment of each of the train.batch_size streams, e.g. --set "
-         "segment_length=128 (`segments` applies to algorithmic tasks)", config.data);
+  check_config_fits_data(config, true, fmt::format("data {}", config.data), "text");
   if (tc.eval_samples < 0) fail("train.eval_samples must be >= 0");
   RunSetup run;
   run.text = load_text_meta(config.data);
@@ -80,10 +88,7 @@ RunSetup prepare_run(Config config) {
   if (config.data.empty()) fail("config: 'data' (a dataset directory from `rmt generate`) is not set");
   if (dataset_family(config.data).language_model()) return prepare_lm_run(std::move(config));
   DatasetMeta meta = load_dataset_meta(config.data);
-  if (is_lm(config))
-    fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
-         "is task {}, whose samples are cut into `segments`: leave segment_length out",
-         config.segment_length, config.data, meta.task);
+  check_config_fits_data(config, false, config.data, meta.task);
   return prepare_run_with_meta(std::move(config), std::move(meta));
 }
 
@@ -154,6 +159,20 @@ std::string training_description(const RunSetup& run) {
     return fmt::format("training ({} model, {} streams, windows of {} segments of {})", c.model.kind,
                        c.train.batch_size, lm_window(run), c.segment_length);
   return fmt::format("training ({} model, batch {}, {} segments)", c.model.kind, c.train.batch_size, c.segments);
+}
+
+Workload eval_workload(const RunSetup& run, int batch, const std::string& split) {
+  Workload w;
+  w.batch = batch;
+  w.seg_len = run.seg_len;
+  w.decoding = !is_lm(run.config);  // algorithmic tasks decode greedily as well
+  // the split's file and what it becomes: streams, or int32 arrays (int64 while read)
+  w.data_bytes = 2 * split_file_bytes(run, split);
+  return w;
+}
+
+std::string eval_batch_text(const RunSetup& run, int batch) {
+  return is_lm(run.config) ? fmt::format("{} streams", batch) : fmt::format("batch {}", batch);
 }
 
 MemoryEstimate train_memory_estimate(const RunSetup& run) {

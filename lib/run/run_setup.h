@@ -22,6 +22,10 @@ struct RunSetup {
   TextMeta text;             // the text dataset of a language model (is_lm(config))
 };
 
+// The one check that a config and its data are of one family: a language model (segment_length,
+// config.h is_lm) on a text dataset, every other run on an algorithmic task. `data` names the
+// data for the message ("data runs/x", or a sweep's "data task text"), `task` its task.
+void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task);
 // The run a config describes on its dataset: checks the config against the dataset (one place
 // for both families) and resolves the model (n_token from the vocabulary, the kind's sizes).
 RunSetup prepare_run(Config config);
@@ -55,6 +59,10 @@ double split_file_bytes(const RunSetup& run, const std::string& split);
 Workload train_workload(const RunSetup& run);
 // "training (rmt model, batch 32, 9 segments)", for the memory check's message.
 std::string training_description(const RunSetup& run);
+// What `rmt eval` of the run keeps in memory, evaluating `split` in batches (streams) of `batch`;
+// "batch 32" or "32 streams" for the memory check's message.
+Workload eval_workload(const RunSetup& run, int batch, const std::string& split);
+std::string eval_batch_text(const RunSetup& run, int batch);
 // The largest estimate over the curriculum's stages (earlier stages have fewer, longer segments).
 MemoryEstimate train_memory_estimate(const RunSetup& run);
 

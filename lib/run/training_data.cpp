@@ -71,7 +71,7 @@ class SampleData : public TrainingData {
 
   EvalResult test(Engine& engine) override {
     train_ = SampleSplit();  // its memory makes room for the test split
-    return evaluate(engine, load_sample_split(run_.config.data, run_.meta, "test"), eval_options(run_, B_, 0));
+    return evaluate_split(engine, run_, "test", B_, 0);
   }
 
  private:
@@ -116,8 +116,7 @@ class TextData : public TrainingData {
 
   EvalResult test(Engine& engine) override {
     train_ = TextStreams();  // its bytes make room for the test split's
-    return evaluate_lm(engine, make_text_streams(load_text_split(run_.config.data, run_.text, "test"), B_,
-                                                 "the test split"), T_, 0);
+    return evaluate_split(engine, run_, "test", B_, 0);
   }
 
   void save_carry(const Model& model, std::vector<TensorRef>& refs, std::map<std::string, std::string>& metadata,
@@ -138,6 +137,15 @@ class TextData : public TrainingData {
 };
 
 }  // namespace
+
+EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch, int64_t samples) {
+  const std::string& data = run.config.data;
+  if (is_lm(run.config))
+    return evaluate_lm(engine, make_text_streams(load_text_split(data, run.text, split), batch,
+                                                 fmt::format("the {} split of {}", split, data)),
+                       run.config.segment_length, samples);
+  return evaluate(engine, load_sample_split(data, run.meta, split), eval_options(run, batch, samples));
+}
 
 std::unique_ptr<TrainingData> open_training_data(const RunSetup& run) {
   if (is_lm(run.config)) return std::make_unique<TextData>(run);

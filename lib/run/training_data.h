@@ -45,6 +45,10 @@ class TrainingData {
   virtual void restore_carry(const SafetensorsFile& file, const std::string& path, const Model& model) {}
 };
 
+// `split` of the run's dataset (train, val, test) in full, or its first `samples` samples (text:
+// positions), in batches (streams) of `batch`: what rmt eval reports and training's test.
+EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch, int64_t samples);
+
 // Loads the run's train and val splits (the test split is read at the end, by test()).
 std::unique_ptr<TrainingData> open_training_data(const RunSetup& run);
 

@@ -1,0 +1,407 @@
+// Reading a dataset's meta: meta.yaml, strictly (or inferred from the authors' file names and
+// .npy headers), the values its task implies, and the checks of meta.yaml against them.
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <cmath>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "lib/core/error.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
+#include "tasks/dataset_check.h"
+#include "tasks/tasks.h"
+#include "tasks/text.h"
+
+namespace rmt {
+
+namespace fs = std::filesystem;
+
+// ---- reading ------------------------------------------------------------------------------
+
+// Shared with check.cpp and text.cpp (tasks/dataset_check.h) up to is_hex64.
+
+const char* dtype_name(NpyDtype d) {
+  switch (d) {
+    case NpyDtype::int64: return "int64 (<i8)";
+    case NpyDtype::int32: return "int32 (<i4)";
+    case NpyDtype::uint8: return "uint8 (|u1)";
+    case NpyDtype::float32: return "float32 (<f4)";
+  }
+  return "?";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); i++) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+// The header of an .npy file from its first bytes only (the data is never read here).
+NpyHeader read_header_only(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open {}", path);
+  std::string head(1 << 17, '\0');  // a version 1.0 header is at most 65545 bytes
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  return parse_npy_header(head, path);
+}
+
+// What a YAML node is, for messages.
+std::string yaml_what(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsScalar()) return fmt::format("'{}'", n.Scalar());
+  return n.IsSequence() ? "a list" : "a map";
+}
+
+// The entries of map `node` (`where` names it in messages: "" for the top level, "options." ...):
+// fails on a key not in `known`, a key given twice, or a key of `required` missing.
+std::map<std::string, YAML::Node> meta_map(const YAML::Node& node, const std::string& path, const std::string& where,
+                                           const std::vector<std::string>& known,
+                                           const std::vector<std::string>& required) {
+  if (!node.IsMap())
+    fail("{}: {} must be a map, got {}", path, where.empty() ? "the file" : where.substr(0, where.size() - 1),
+         yaml_what(node));
+  std::map<std::string, YAML::Node> entries;
+  for (auto it : node) {
+    const std::string key = it.first.IsScalar() ? it.first.Scalar() : yaml_what(it.first);
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail("{}: unknown key '{}{}' (known: {})", path, where, key, list.empty() ? "none" : list);
+    }
+    if (!entries.emplace(key, it.second).second) fail("{}: key '{}{}' appears twice", path, where, key);
+  }
+  for (const std::string& k : required)
+    if (!entries.count(k)) fail("{}: missing key '{}{}'", path, where, k);
+  return entries;
+}
+
+int64_t meta_int(const YAML::Node& n, const std::string& path, const std::string& key, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
+    fail("{}: '{}' must be an integer, got {}", path, key, yaml_what(n));
+  if (v < lo || v > hi) fail("{}: '{}' is {}, expected {}..{}", path, key, v, lo, hi);
+  return v;
+}
+
+std::string meta_string(const YAML::Node& n, const std::string& path, const std::string& key) {
+  if (!n.IsScalar()) fail("{}: '{}' must be a string, got {}", path, key, yaml_what(n));
+  return n.Scalar();
+}
+
+bool meta_bool(const YAML::Node& n, const std::string& path, const std::string& key) {
+  bool b = false;
+  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b))
+    fail("{}: '{}' must be true or false, got {}", path, key, yaml_what(n));
+  return b;
+}
+
+bool is_hex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::vector<std::pair<std::string, std::string>> meta_sha256_map(const YAML::Node& sums, const std::string& path) {
+  if (!sums.IsMap()) fail("{}: 'sha256' must be a map of file names to sums, got {}", path, yaml_what(sums));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it : sums) {
+    const std::string name = meta_string(it.first, path, "sha256 file name");
+    const std::string hex = meta_string(it.second, path, "sha256." + name);
+    if (!is_hex64(hex)) fail("{}: 'sha256.{}' must be 64 lowercase hex digits, got '{}'", path, name, hex);
+    for (auto& [other, _] : out)
+      if (other == name) fail("{}: key 'sha256.{}' appears twice", path, name);
+    out.push_back({name, hex});
+  }
+  return out;
+}
+
+namespace {
+
+bool is_plain_name(const std::string& s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (char c : s)
+    if (c == '/' || c == '\\' || c == '\0') return false;
+  return true;
+}
+
+constexpr int kMaxLength = 100000;  // as resolve_task allows
+
+DatasetMeta meta_from_yaml(const std::string& path) {
+  YAML::Node y;
+  try {
+    y = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    fail("{}: not valid YAML: {}", path, e.what());
+  }
+  const std::vector<std::string> required = {"task", "kind", "file_prefix", "options", "vocab", "len_x", "len_y",
+                                             "input_length", "answer_size", "stacked", "counts", "sha256"};
+  std::vector<std::string> known = required;
+  for (const char* k : {"rmt_version", "seed", "prng"}) known.push_back(k);  // provenance only
+  auto e = meta_map(y, path, "", known, required);
+  DatasetMeta m;
+  m.from_meta_yaml = true;
+  m.task = meta_string(e["task"], path, "task");
+  std::string tasks_known;
+  for (const std::string& n : task_names()) tasks_known += (tasks_known.empty() ? "" : ", ") + n;
+  const std::vector<std::string> names = task_names();
+  if (std::find(names.begin(), names.end(), m.task) == names.end())
+    fail("{}: unknown task '{}' (known: {})", path, m.task, tasks_known);
+  const TaskOptions preset = resolve_task(m.task);
+  const bool base = m.task == preset.kind;  // copy, reverse, retrieval, sqeq: options are free
+  m.kind = meta_string(e["kind"], path, "kind");
+  m.file_prefix = meta_string(e["file_prefix"], path, "file_prefix");
+  if (!is_plain_name(m.file_prefix))
+    fail("{}: 'file_prefix' must be a plain file name part, got '{}'", path, m.file_prefix);
+
+  // options: those of the task's kind, all present (sqeq's range may be absent: meta.yaml written
+  // before it existed, the paper's range).
+  std::vector<std::string> option_keys, required_options;
+  if (preset.kind == "copy" || preset.kind == "reverse") option_keys = {"length", "symbols"};
+  if (preset.kind == "retrieval") option_keys = {"pairs"};
+  if (preset.kind != "sqeq") required_options = option_keys;
+  else option_keys = {"max_root", "max_alpha"};
+  auto o = meta_map(e["options"], path, "options.", option_keys, required_options);
+  m.length = preset.length;
+  m.symbols = preset.symbols;
+  m.pairs = preset.pairs;
+  // A base task's options define it and must be in range; a preset's are compared by the checker.
+  auto option = [&](const char* key, int lo, int hi) {
+    return int(meta_int(o[key], path, std::string("options.") + key, base ? lo : INT32_MIN, base ? hi : INT32_MAX));
+  };
+  if (o.count("length")) m.length = option("length", 1, kMaxLength);
+  if (o.count("symbols")) m.symbols = option("symbols", 1, 36);
+  if (o.count("pairs")) m.pairs = option("pairs", 1, 10);
+  if (preset.kind == "sqeq") {
+    m.max_root = o.count("max_root") ? option("max_root", INT32_MIN, INT32_MAX) : kSqeqDefaultMaxRoot;
+    m.max_alpha = o.count("max_alpha") ? option("max_alpha", INT32_MIN, INT32_MAX) : kSqeqDefaultMaxAlpha;
+    try {
+      check_sqeq_range(m.max_root, m.max_alpha, "options.max_root", "options.max_alpha");
+    } catch (const Error& err) {
+      fail("{}: {}", path, err.what());
+    }
+  }
+
+  // vocab: ids 0..n-1, each once, to symbols.
+  const YAML::Node& vocab = e["vocab"];
+  if (!vocab.IsMap() || vocab.size() == 0)
+    fail("{}: 'vocab' must be a map of ids 0, 1, ... to symbols, got {}", path, yaml_what(vocab));
+  m.vocab.assign(vocab.size(), "");
+  std::vector<bool> seen(vocab.size(), false);
+  for (auto it : vocab) {
+    int64_t id = -1;
+    if (!it.first.IsScalar() || !YAML::convert<int64_t>::decode(it.first, id) || id < 0 ||
+        id >= int64_t(vocab.size()) || seen[size_t(id)])
+      fail("{}: 'vocab' must map each id 0..{} once, found key {}", path, vocab.size() - 1, yaml_what(it.first));
+    seen[size_t(id)] = true;
+    m.vocab[size_t(id)] = meta_string(it.second, path, fmt::format("vocab.{}", id));
+  }
+  m.len_x = int(meta_int(e["len_x"], path, "len_x", INT32_MIN, INT32_MAX));
+  m.len_y = int(meta_int(e["len_y"], path, "len_y", INT32_MIN, INT32_MAX));
+  m.input_length = int(meta_int(e["input_length"], path, "input_length", INT32_MIN, INT32_MAX));
+  m.answer_size = int(meta_int(e["answer_size"], path, "answer_size", INT32_MIN, INT32_MAX));
+  m.stacked = meta_bool(e["stacked"], path, "stacked");
+  if (e.count("seed")) {
+    uint64_t seed = 0;
+    if (!e["seed"].IsScalar() || !YAML::convert<uint64_t>::decode(e["seed"], seed))
+      fail("{}: 'seed' must be an integer in 0..2^64-1, got {}", path, yaml_what(e["seed"]));
+    m.seed = seed;
+  }
+  if (e.count("rmt_version")) meta_string(e["rmt_version"], path, "rmt_version");
+  if (e.count("prng")) meta_string(e["prng"], path, "prng");
+  auto c = meta_map(e["counts"], path, "counts.", {"train", "val", "test"}, {"train", "val", "test"});
+  for (int k = 0; k < 3; k++)
+    m.counts[k] = meta_int(c[kSplits[k]], path, std::string("counts.") + kSplits[k], 0, INT64_MAX);
+  m.sha256 = meta_sha256_map(e["sha256"], path);
+  return m;
+}
+
+// The authors' directories hold only {task}_{split}_{X|y}.npy: the prefix names the task
+// (copy, copy120, reverse120, retrieval, sqeq_cd ...) and, where the task leaves it open, the
+// X header gives the length (copy/reverse) or the number of pairs (retrieval).
+DatasetMeta meta_from_file_names(const std::string& dir) {
+  std::set<std::string> prefixes;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    for (const char* split : kSplits) {
+      const std::string tail = fmt::format("_{}_X.npy", split);
+      if (f.size() > tail.size() && f.compare(f.size() - tail.size(), tail.size(), tail) == 0)
+        prefixes.insert(f.substr(0, f.size() - tail.size()));
+    }
+  }
+  if (ec) fail("cannot read dataset directory {}: {}", dir, ec.message());
+  if (prefixes.empty()) fail("{}: no meta.yaml and no {{task}}_{{split}}_X.npy files", dir);
+  if (prefixes.size() > 1)
+    fail("{}: no meta.yaml and files of several tasks ('{}', '{}'...)", dir, *prefixes.begin(), *std::next(prefixes.begin()));
+  DatasetMeta m;
+  m.file_prefix = m.task = *prefixes.begin();
+  const std::string& p = m.file_prefix;
+  auto starts = [&](const char* s) { return p.rfind(s, 0) == 0; };
+  m.kind = starts("copy") ? "copy" : starts("reverse") ? "reverse" : starts("retrieval") ? "retrieval"
+         : starts("sqeq") ? "sqeq" : "";
+  if (m.kind.empty())
+    fail("{}: cannot infer the task from file prefix '{}' (expected copy*, reverse*, retrieval*, sqeq*)", dir, p);
+  const std::vector<std::string> names = task_names();
+  const bool preset = std::find(names.begin(), names.end(), p) != names.end();
+  if (preset && p != m.kind) {
+    // copy120 ...: the preset fixes everything (docs/paper.md §1).
+    const TaskOptions t = resolve_task(p);
+    m.length = t.length;
+    m.symbols = t.symbols;
+  } else if (m.kind != "sqeq") {
+    std::string x_path;
+    for (const char* split : kSplits)
+      if (fs::exists(dataset_file(dir, p, split, "X"))) {
+        x_path = dataset_file(dir, p, split, "X");
+        break;
+      }
+    const NpyHeader hx = read_header_only(x_path);
+    if (hx.shape.size() != 2)
+      fail("{}: shape is {}, expected [N, columns] (2-D); the task's size is read from it", x_path, shape_text(hx.shape));
+    const int64_t cols = hx.shape[1];
+    if (m.kind == "retrieval") {
+      if (cols < 3 || cols > 21 || cols % 2 == 0)
+        fail("{}: {} columns, but retrieval X has 2 * pairs + 1 columns with 1..10 pairs (3, 5, ..., 21)", x_path, cols);
+      m.pairs = int(cols - 1) / 2;
+    } else {
+      if (cols < 1 || cols > kMaxLength)
+        fail("{}: {} columns, but {} X has 1..{} columns (one per symbol)", x_path, cols, m.kind, kMaxLength);
+      m.length = int(cols);
+      // docs/paper.md §1: the L=24 sets use 10 symbols (vocab 12), the long ones (copy120 ...) 8.
+      m.symbols = p == m.kind ? 10 : 8;
+    }
+  }
+  if (m.kind == "sqeq") m.max_root = kSqeqDefaultMaxRoot, m.max_alpha = kSqeqDefaultMaxAlpha;  // the paper's
+  m.from_meta_yaml = false;
+  DatasetMeta implied = implied_meta(m);
+  implied.from_meta_yaml = false;
+  return implied;
+}
+
+}  // namespace
+
+TaskOptions task_of_meta(const DatasetMeta& meta) {
+  const std::vector<std::string> names = task_names();
+  if (std::find(names.begin(), names.end(), meta.task) == names.end())  // the authors' sqeq_cd ...
+    return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs, meta.max_root, meta.max_alpha};
+  TaskOptions t = resolve_task(meta.task);  // the kind is the task's, whatever meta.yaml says
+  if (t.name != t.kind) return t;           // a preset (copy120 ...): its own values
+  if (t.kind == "copy" || t.kind == "reverse") {
+    t.length = meta.length;
+    t.symbols = meta.symbols;
+  }
+  if (t.kind == "retrieval") t.pairs = meta.pairs;
+  if (t.kind == "sqeq") t.max_root = meta.max_root, t.max_alpha = meta.max_alpha;
+  return t;
+}
+
+DatasetMeta implied_meta(const DatasetMeta& raw) {
+  const TaskOptions t = task_of_meta(raw);
+  DatasetMeta m = raw;
+  m.kind = t.kind;
+  m.length = t.length;
+  m.symbols = t.symbols;
+  m.pairs = t.pairs;
+  m.max_root = t.max_root;
+  m.max_alpha = t.max_alpha;
+  m.vocab = task_vocab(t);
+  m.len_x = task_len_x(t);
+  m.len_y = task_len_y(t);
+  m.stacked = task_stacked(t);
+  m.input_length = m.stacked ? m.len_x + m.len_y - 1 : m.len_x;
+  m.answer_size = task_answer_size(t);
+  return m;
+}
+
+void check_meta_values(const std::string& dir, const DatasetMeta& raw, const DatasetMeta& implied, Violations& v) {
+  if (!raw.from_meta_yaml) return;
+  const std::string path = (fs::path(dir) / "meta.yaml").string();
+  auto differs = [&](const std::string& key, const std::string& got, const std::string& want) {
+    if (got != want) v.add(fmt::format("{}: {} is {}, but task {} implies {}", path, key, got, raw.task, want));
+  };
+  auto num = [](int64_t x) { return fmt::format("{}", x); };
+  auto str = [](const std::string& s) { return fmt::format("'{}'", s); };
+  differs("kind", str(raw.kind), str(implied.kind));
+  differs("file_prefix", str(raw.file_prefix), str(raw.task));
+  if (implied.kind == "copy" || implied.kind == "reverse") {
+    differs("options.length", num(raw.length), num(implied.length));
+    differs("options.symbols", num(raw.symbols), num(implied.symbols));
+  }
+  if (implied.kind == "retrieval") differs("options.pairs", num(raw.pairs), num(implied.pairs));
+  if (raw.vocab.size() != implied.vocab.size()) {
+    differs("the vocab size", num(int64_t(raw.vocab.size())), num(int64_t(implied.vocab.size())));
+  } else {
+    for (size_t i = 0; i < raw.vocab.size(); i++)
+      if (raw.vocab[i] != implied.vocab[i]) {
+        differs(fmt::format("vocab.{}", i), str(raw.vocab[i]), str(implied.vocab[i]));
+        break;  // one is enough to say the vocabularies disagree
+      }
+  }
+  differs("len_x", num(raw.len_x), num(implied.len_x));
+  differs("len_y", num(raw.len_y), num(implied.len_y));
+  differs("input_length", num(raw.input_length), num(implied.input_length));
+  differs("answer_size", num(raw.answer_size), num(implied.answer_size));
+  differs("stacked", raw.stacked ? "true" : "false", implied.stacked ? "true" : "false");
+  // sha256: one entry for each of the six files, no other.
+  std::vector<std::string> files;
+  for (const char* split : kSplits)
+    for (const char* which : {"X", "y"}) files.push_back(fs::path(dataset_file(dir, raw.file_prefix, split, which)).filename().string());
+  for (const std::string& f : files) {
+    bool found = false;
+    for (auto& [name, _] : raw.sha256) found = found || name == f;
+    if (!found) v.add(fmt::format("{}: sha256 has no entry for {}", path, f));
+  }
+  for (auto& [name, _] : raw.sha256)
+    if (std::find(files.begin(), files.end(), name) == files.end())
+      v.add(fmt::format("{}: sha256 names '{}', which is not a file of this dataset", path, name));
+}
+
+// The header of one [N, cols] int64 array; returns N or -1 after adding a violation.
+
+void fail_no_dataset_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    fail("dataset directory {} is a file, not a directory; give the directory rmt generate wrote "
+         "(it holds meta.yaml and the split files)", dir);
+  fail("dataset directory {} does not exist", dir);
+}
+
+DatasetMeta read_dataset_meta(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
+  if (is_text_dataset(dir))
+    fail("{} is a byte-level text dataset (meta.yaml kind: text, from `rmt generate text`), not a dataset of "
+         "the algorithmic tasks (copy, reverse, retrieval, sqeq)", dir);
+  const fs::path path = fs::path(dir) / "meta.yaml";
+  if (fs::exists(path, ec)) {
+    if (!fs::is_regular_file(path, ec)) fail("{} is not a regular file", path.string());
+    return meta_from_yaml(path.string());
+  }
+  return meta_from_file_names(dir);
+}
+
+DatasetMeta load_dataset_meta(const std::string& dir) {
+  const CheckResult r = check_task_dataset(dir);
+  if (!r.ok) fail("{}", invalid_dataset_message(dir, r.violations));
+  return implied_meta(read_dataset_meta(dir));
+}
+
+std::string invalid_dataset_message(const std::string& dir, const std::vector<std::string>& violations) {
+  std::string text = fmt::format("{} is not a valid dataset:", dir);
+  for (const std::string& v : violations) text += "\n  " + v;
+  return text;
+}
+
+
+}  // namespace rmt
