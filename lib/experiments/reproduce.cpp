@@ -18,6 +18,7 @@
 #include "lib/experiments/attention_map.h"
 #include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
+#include "lib/experiments/repro_figures.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
@@ -75,74 +76,6 @@ struct SweepOutcome {
   int curves = 0;        // learning curves drawn (the hardest cell's runs), 0: none
   int curve_segments = 0;
 };
-
-// bpc against the cache (Tr-XL) or memory (RMT, one line per BPTT) size; the baseline and
-// xl_rmt as points at their size (the baseline at 0 drawn as a horizontal line).
-std::string lm_plot_script(const std::vector<LmRow>& rows, const std::string& out, const std::string& title) {
-  std::map<std::string, std::vector<std::pair<int, double>>> lines;
-  double baseline = -1;
-  for (const auto& r : rows) {
-    const ModelKindTraits& k = traits_of(r.model);  // a known kind: checked as the rows were read
-    if (!k.has_cache && !k.has_memory) baseline = r.bpc;
-    else if (!k.has_memory) lines[fmt::format("{}, cache", k.label)].push_back({r.cache, r.bpc});
-    else if (!k.has_cache && k.has_write_block)  // BPTT through the memory: one line per setting
-      lines[fmt::format("{}, memory, BPTT {}", k.label, r.bptt)].push_back({r.memory, r.bpc});
-    else if (!k.has_cache) lines[fmt::format("{}, memory", k.label)].push_back({r.memory, r.bpc});
-    else lines[fmt::format("{}, cache {}, memory", k.label, r.cache)].push_back({r.memory, r.bpc});
-  }
-  std::string s = "set terminal pngcairo size 900,600 enhanced font 'Helvetica,12'\n";
-  s += "set output '" + out + "'\n";
-  s += "set title '" + title + "' noenhanced\n";
-  s += "set xlabel 'cache rows (Tr-XL) or memory tokens (RMT) per segment'\nset ylabel 'test bits per character'\n";
-  s += "set logscale x 2\nset grid\nset key outside right top noenhanced\n";
-  std::vector<std::string> plots;
-  int i = 0;
-  for (auto& [name, points] : lines) {
-    std::sort(points.begin(), points.end());
-    s += fmt::format("$line{} << EOD\n", i);
-    for (const auto& [x, y] : points) s += fmt::format("{} {:.6g}\n", x, y);
-    s += "EOD\n";
-    plots.push_back(fmt::format("$line{} using 1:2 with linespoints lw 2 pt 7 title '{}'", i, name));
-    ++i;
-  }
-  if (baseline >= 0) plots.push_back(fmt::format("{:.6g} with lines dt 2 lw 2 title 'baseline (no memory)'", baseline));
-  if (plots.empty()) plots.push_back("NaN notitle");
-  s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
-  return s;
-}
-
-// How the write memory of one segment takes its tokens, measured on the maps (Figures 6 and 8):
-// for every layer and head, the number of write slots i whose most attended token is token i
-// (in order) or token Ts-1-i (reversed); the best layer and head of each. "" when the segment
-// has no write block or not one slot per token.
-std::string write_order_text(const AttentionMaps& maps, int s) {
-  const SegmentAttention& sa = maps.segments[size_t(s)];
-  const AttentionBlock* write = nullptr;
-  const AttentionBlock* tokens = nullptr;
-  for (const auto& b : sa.query_blocks)
-    if (b.name == "write memory") write = &b;
-  for (const auto& b : sa.key_blocks)
-    if (b.name == "tokens") tokens = &b;
-  if (!write || !tokens) return "";
-  const int m = write->end - write->begin, Ts = tokens->end - tokens->begin;
-  if (m != Ts) return "";
-  int best[2] = {-1, -1}, where[2][2] = {{0, 0}, {0, 0}};
-  for (int l = 0; l < maps.layers; ++l)
-    for (int h = 0; h < maps.heads; ++h) {
-      const float* p = maps.map(s, l, h);
-      int hits[2] = {0, 0};
-      for (int i = 0; i < m; ++i) {
-        const float* row = p + int64_t(write->begin + i) * sa.klen + tokens->begin;
-        const int j = int(std::max_element(row, row + Ts) - row);
-        hits[0] += j == i, hits[1] += j == Ts - 1 - i;
-      }
-      for (int o = 0; o < 2; ++o)
-        if (hits[o] > best[o]) best[o] = hits[o], where[o][0] = l, where[o][1] = h;
-    }
-  return fmt::format("segment {}: write slot i attends most to token i in {} of {} slots (best: layer {}, head {}) "
-                     "and to token {}-1-i (reversed) in {} of {} (layer {}, head {})",
-                     s, best[0], m, where[0][0], where[0][1], Ts, best[1], m, where[1][0], where[1][1]);
-}
 
 std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.csv").string(); }
 
