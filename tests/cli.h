@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -40,9 +42,12 @@ inline Run rmt_run(const std::string& args, bool stdout_only = false) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-// A fresh, empty temporary directory path for one test (group/name).
+// A fresh, empty temporary directory path for one test (group.PID/name): the process id keeps
+// two test runs at once (two checkouts, make test beside a sanitizer build) out of each other's
+// files.
 inline std::string fresh_tmp(const std::string& group, const std::string& name) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / group / name;
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (group + "." + std::to_string(::getpid())) / name;
   std::filesystem::remove_all(dir);
   return dir.string();
 }

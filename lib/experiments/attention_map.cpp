@@ -34,6 +34,10 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& check
   if (!fs::exists(config_path))
     fail("{}: no config.yaml (is this an rmt run directory?)", run_dir);
   Config config = load_config(config_path.string());
+  if (is_lm(config))
+    fail("run {} is a language model (segment_length {}, text {}): rmt attn draws one sample of an "
+         "algorithmic task across its segments; a language model's attention over its streams is "
+         "not drawn", run_dir, config.segment_length, config.data);
   const bool config_sets_n_token = config.model.n_token != 0;
   TrainedRun t;
   t.run = prepare_run(config);
