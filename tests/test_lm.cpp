@@ -19,6 +19,7 @@
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 #include "lib/run/lm.h"
+#include "lib/run/run_setup.h"
 #include "tests/cli.h"
 
 using namespace rmt;
@@ -234,6 +235,37 @@ TEST_CASE("a language model trains from the CLI and rmt eval reproduces its test
     CHECK(config.find("segment_length: 8\n") != std::string::npos);
     CHECK(config.find("segments:") == std::string::npos);
     CHECK(config.find("n_token: 256\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("segments of 1 and 2 bytes train, and the memory estimate is the window's") {
+  // The algorithmic default `segments: 3` once cut a language model's segment into 3 for the
+  // memory estimate: segment_length 1 and 2 failed ("cannot split 1 input positions into 3
+  // segments") and the estimate was of a wrong workload.
+  const std::filesystem::path dir = fresh_dir("rmt_test_lm", "short");
+  const std::string data = lm_text_dataset(dir, 3000);
+  for (int T : {1, 2, 16}) {
+    CAPTURE(T);
+    rmt::Config c;
+    c.data = data;
+    c.segment_length = T;
+    c.bptt = 1;
+    c.model.kind = "rmt";
+    c.model.n_layer = 1, c.model.n_head = 2, c.model.d_head = 4, c.model.d_model = 8, c.model.d_inner = 16;
+    c.model.num_mem_tokens = 2;
+    c.train.batch_size = 4, c.train.max_steps = 4, c.train.eval_every = 2, c.train.threads = 1;
+    const rmt::RunSetup run = rmt::prepare_run(c);
+    const rmt::Workload window = rmt::train_workload(run);
+    CHECK(window.seg_len == std::vector<int>(size_t(rmt::lm_window(run)), T));
+    CHECK(rmt::train_memory_estimate(run).total() == rmt::estimate_memory(run.config.model, window).total());
+    const std::string out = (dir / ("run" + std::to_string(T))).string();
+    Run r = rmt_run(fmt::format("train --out {} --set data={} --set segment_length={} --set bptt=1 "
+                                "--set model.kind=rmt --set model.n_layer=1 --set model.n_head=2 "
+                                "--set model.d_head=4 --set model.d_model=8 --set model.d_inner=16 "
+                                "--set model.num_mem_tokens=2 --set train.batch_size=4 "
+                                "--set train.max_steps=4 --set train.eval_every=2 --set train.threads=1",
+                                out, data, T));
+    CHECK_MESSAGE(r.status == 0, r.output);
   }
 }
 

@@ -176,6 +176,8 @@ std::string eval_batch_text(const RunSetup& run, int batch) {
 }
 
 MemoryEstimate train_memory_estimate(const RunSetup& run) {
+  // A language model has no curriculum: its step is a window of segments of segment_length.
+  if (is_lm(run.config)) return estimate_memory(run.config.model, train_workload(run));
   MemoryEstimate largest;
   for (int stage = 0; stage < run.config.train.curriculum; ++stage) {
     Workload w = train_workload(run);
