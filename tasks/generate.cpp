@@ -124,6 +124,7 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
   const TaskOptions& t = r.task;
   const SplitSizes& s = r.sizes;
   check_generate_sizes(r);
+  if (r.check_only) return GenerateResult();
   prepare_out_dir(r.out_dir);
   const std::string meta_path = (fs::path(r.out_dir) / "meta.yaml").string();
   std::vector<std::string> targets = {meta_path};

@@ -91,6 +91,7 @@ struct GenerateRequest {
   uint64_t seed = 0;
   std::string out_dir;
   bool force = false;
+  bool check_only = false;  // check what generating would need (sizes, memory, disk); write nothing
 };
 struct GenerateResult {
   std::vector<std::string> files;  // written, meta.yaml last

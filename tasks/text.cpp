@@ -237,6 +237,7 @@ TextGenerateResult generate_text_dataset(const TextGenerateRequest& r) {
   if (free_bytes && double(used) + 3 * 256.0 > double(*free_bytes))
     fail("the dataset needs about {} of disk, but {} has {} free", format_bytes(double(used)), r.out_dir,
          format_bytes(double(*free_bytes)));
+  if (r.check_only) return TextGenerateResult{m, {}, 0};
 
   prepare_out_dir(r.out_dir);
   const std::string meta_path = (fs::path(r.out_dir) / "meta.yaml").string();

@@ -53,6 +53,7 @@ struct TextGenerateRequest {
   TextShares shares = kEnwik8Shares;
   std::optional<int64_t> bytes;     // use only the first N bytes of input (enwik8 is a prefix too)
   bool force = false;               // overwrite existing dataset files in out_dir
+  bool check_only = false;          // check the input and what writing would need; write nothing
 };
 struct TextGenerateResult {
   TextMeta meta;

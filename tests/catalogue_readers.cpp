@@ -240,6 +240,12 @@ RMT_CATALOGUE({
      "s.yaml: grid: keys must be plain names, got a mapping"},
     {"sweep", "grid value that is a list", file_case("s.yaml", kSweepData + "grid: {segments: [[1, 2]]}\n"), kSweepDry, 1,
      "s.yaml: grid.segments: expected a single value, got a list"},
+    {"sweep", "--dry-run with a device this build lacks (the real sweep refuses it)",
+     file_case("s.yaml", kSweepData + "grid: {segments: [1], device: [nosuch]}\n"), kSweepDry, 1,
+     "unknown device 'nosuch'"},
+    {"sweep", "--dry-run with data that cannot be generated (the real sweep fails generating it)",
+     file_case("s.yaml", "data: {task: copy, length: 2, symbols: 2, train: 10}\ngrid: {segments: [1]}\n"), kSweepDry, 1,
+     "generating {dir}/runs/s/data would fail: rmt: error: --train 10 is more than copy has"},
 
     // ---- derive: expressions -----------------------------------------------------------------
     {"derive", "INT64_MIN / -1 (was SIGFPE)", file_case("s.yaml", kSweepData +

@@ -23,7 +23,7 @@ struct GenerateArgs {
   std::string seed = "0";
   int64_t train = 0, val = 0, test = 0;
   int length = 0, symbols = 0, pairs = 0, max_root = 0, max_alpha = 0;
-  bool force = false;
+  bool force = false, check = false;
   std::string input, split = "90,5,5";  // text
   int64_t bytes = 0;                     // text
 };
@@ -81,6 +81,8 @@ void add_generate_command(CLI::App& app) {
                                 "Wikipedia dump); default: all of it")
       ->transform(int_range(1));
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
+  cmd->add_flag("--check", args->check, "Check that the dataset can be generated (options, input, sizes, memory, "
+                                         "disk) and write nothing (what `rmt sweep --dry-run` runs)");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
     if (args->out.empty()) fail("--out is empty; give a directory");
@@ -102,7 +104,9 @@ void add_generate_command(CLI::App& app) {
       r.shares = parse_text_shares(args->split);
       if (bytes->count()) r.bytes = args->bytes;
       r.force = args->force;
+      r.check_only = args->check;
       const TextGenerateResult res = generate_text_dataset(r);
+      if (args->check) return fmt::print("text from {} can be generated into {}\n", args->input, args->out);
       const TextMeta& m = res.meta;
       fmt::print("generated text from {} ({} bytes{}, split {},{},{}): train {}, val {}, test {} bytes in {:.2f} s\n",
                  args->input, m.used, m.used == m.source_size ? "" : fmt::format(" of {}", m.source_size), m.shares[0],
@@ -122,7 +126,9 @@ void add_generate_command(CLI::App& app) {
     r.seed = parse_seed(args->seed);
     r.out_dir = args->out;
     r.force = args->force;
+    r.check_only = args->check;
     GenerateResult res = generate_dataset(r);
+    if (args->check) return fmt::print("{} can be generated into {}\n", r.task.name, args->out);
     const std::string range =
         r.task.kind == "sqeq" ? fmt::format(", roots -{}..{}, multiplier ±1..{}", r.task.max_root, r.task.max_root - 1,
                                             r.task.max_alpha)

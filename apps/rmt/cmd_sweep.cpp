@@ -119,6 +119,7 @@ void add_sweep_command(CLI::App& app) {
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.jobs = args->jobs;
     if (args->dry_run) {
+      check_sweep_runnable(plan, opt);
       fmt::print("sweep {}: {} runs in {}\n", spec.name, plan.runs.size(), plan.sweep_dir.string());
       for (const auto& run : plan.runs)
         fmt::print("  {:<9} {}\n", run_state_name(run_state(run)), run.run_id);

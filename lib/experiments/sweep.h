@@ -86,6 +86,9 @@ void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options);
 // Runs every run that is not done, `jobs` at a time, rebuilding results.csv after each.
 // Returns the number of failed runs. First refuses (backend_by_name's error) a device this
 // build lacks, before anything runs.
+// What would stop the sweep before any run starts: a device this build lacks, data that cannot
+// be generated (rmt generate --check). run_sweep and `rmt sweep --dry-run` both check it.
+void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options);
 int run_sweep(const SweepPlan& plan, const SweepOptions& options);
 // Rewrites RUNS/NAME/results.csv (atomically) from the run directories.
 void write_results_csv(const SweepPlan& plan);

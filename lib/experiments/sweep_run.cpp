@@ -198,7 +198,7 @@ static void wait_for_run_directory(const fs::path& dir) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
-int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
+void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options) {
   // A device this build lacks would fail every run on it: refuse it once, before anything runs.
   std::set<std::string> checked;
   for (const auto& run : plan.runs) {
@@ -209,6 +209,22 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
       fail("{} (sweep {}, run {} and any other on that device)", e.what(), plan.spec.name, run.run_id);
     }
   }
+  // Data still to generate: `rmt generate --check` of each (sizes, memory, disk, the input).
+  for (const auto& d : plan.datasets) {
+    if (fs::exists(fs::path(d.dir) / "meta.yaml")) continue;
+    std::vector<std::string> args = d.generate_args;
+    args.insert(args.end(), {"--force", "--check"});
+    const fs::path log = fs::temp_directory_path() / fmt::format("rmt-sweep-check.{}.log", getpid());
+    fs::remove(log);
+    const int status = run_and_wait(options.rmt_binary, args, log);
+    const std::string why = last_line(log);
+    fs::remove(log);
+    if (status != 0) fail("generating {} would fail: {}", d.dir, why);
+  }
+}
+
+int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
+  check_sweep_runnable(plan, options);
   fs::create_directories(plan.sweep_dir);
   // One sweep per directory at a time; the lock dies with the process (even on SIGKILL).
   // A sweep killed with SIGKILL leaves the file but not the lock: the next sweep just takes it.
