@@ -29,8 +29,8 @@ Where each setting comes from:
 A pickled model is read without the authors' code: their classes are replaced by plain stand-ins
 while unpickling (their module does not even import on a CPU-only PyTorch: it reads
 torch.version.cuda), and the pickle may refer to nothing but PyTorch, numpy and those classes.
-Still, unpickle only files you trust. Needs torch and numpy. Errors: one line, exit 1; the output
-is written atomically (temp file, fsync, rename) and only after every check has passed.
+Still, unpickle only files you trust. Needs torch and numpy. Errors: one line, exit 1 (an option
+argparse cannot parse: the usage and exit 2); the output is written atomically (temp file, fsync, rename) and only after every check has passed.
 """
 import _compat_pickle
 import argparse
@@ -486,13 +486,14 @@ def parse_args(argv):
                    help="check that the checkpoint is this kind (it follows from the settings)")
     p.add_argument("--dropout", type=float,
                    help="dropout recorded for further training (default: the model's; 0.0 for a state_dict)")
-    args = p.parse_args(argv)
-    if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
-        p.error(f"--dropout must be in [0, 1), got {args.dropout}")
-    return args
+    return p.parse_args(argv)
 
 
 def convert(args):
+    # A value out of range is an error like any other (one line, exit 1); argparse's exit 2 with
+    # the usage is for options it cannot parse at all.
+    if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
+        fail(f"--dropout must be in [0, 1), got {args.dropout}")
     if os.path.abspath(args.output) == os.path.abspath(args.input):
         fail(f"{args.output}: the output would overwrite the input")
     out_dir = os.path.dirname(os.path.abspath(args.output))

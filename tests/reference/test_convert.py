@@ -257,6 +257,9 @@ def test_refusals(tmp):
                    output_may_exist=True)
     with open(good, "rb") as f:
         check(f.read() == raw, "the input is left as it was")
+    for bad in ["1.5", "-0.1", "nan"]:
+        expect_failure(f"--dropout {bad} (out of range: one line, exit 1)",
+                       [good, os.path.join(tmp, "d.safetensors"), "--dropout", bad], "--dropout must be in [0, 1)")
     rc, _, err = convert([good, os.path.join(tmp, "u.safetensors"), "--mem-at-end", "maybe"])
     check(rc == 2 and "expected true or false" in err, "a bad --mem-at-end value is a usage error (2)", err)
     check(not [f for f in os.listdir(tmp) if ".tmp." in f], "no temp file left behind")
