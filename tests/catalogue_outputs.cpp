@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "lib/files/io.h"
+#include "tasks/tasks.h"
 #include "tasks/text.h"
 #include "tests/catalogue.h"
 
@@ -33,6 +34,18 @@ void text_dataset(const std::string& dir) {
   r.input = dir + "/src.txt";
   r.out_dir = dir + "/t";
   rmt::generate_text_dataset(r);
+}
+
+// {dir}/d: a tiny copy dataset; {dir}/c.yaml: a 2-step run on it.
+void copy_data_and_config(const std::string& dir) {
+  rmt::GenerateRequest g;
+  g.task = rmt::resolve_task("copy", 4, 4);
+  g.sizes = {40, 8, 8};
+  g.out_dir = dir + "/d";
+  rmt::generate_dataset(g);
+  rmt::write_file_atomic(dir + "/c.yaml", "data: " + dir + "/d\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, "
+                                          "n_head: 1, d_head: 4, d_model: 4, d_inner: 8}\n"
+                                          "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
 }
 
 void fifo(const std::string& path) { REQUIRE(::mkfifo(path.c_str(), 0644) == 0); }
@@ -94,4 +107,25 @@ RMT_CATALOGUE({
        fifo(dir + "/fig.svg");
      },
      "plot {dir}/s/results.csv --out {dir}/fig.svg", 1, "--out {dir}/fig.svg: is a FIFO"},
+
+    // ---- directory outputs: train --out, step-dump --out -----------------------------------
+    {"outputs", "train: --out is the dataset directory",
+     copy_data_and_config,
+     "train --config {dir}/c.yaml --out {dir}/d", 1,
+     "--out {dir}/d: is the dataset directory {dir}/d; a run's files would mix with the dataset's"},
+    {"outputs", "train: --out inside the dataset directory (another spelling)",
+     copy_data_and_config,
+     "train --config {dir}/c.yaml --out {dir}/d/../d/run", 1,
+     "is inside the dataset directory {dir}/d"},
+    {"outputs", "step-dump: --checkpoint is a file step-dump writes into --out",
+     [](const std::string& dir) {
+       source_text(dir);
+       fs::create_directories(dir + "/o");
+       rmt::write_file_atomic(dir + "/o/params.safetensors", "x");
+       rmt::write_file_atomic(dir + "/in.npy", "x");
+       rmt::write_file_atomic(dir + "/tg.npy", "x");
+     },
+     "step-dump --checkpoint {dir}/o/params.safetensors --input {dir}/in.npy --target {dir}/tg.npy --out {dir}/o "
+     "--segment-length 2 --bptt 1", 1,
+     "--out {dir}/o/params.safetensors: is also the input --checkpoint {dir}/o/params.safetensors"},
 });

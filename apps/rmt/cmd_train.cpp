@@ -229,6 +229,10 @@ void add_step_dump_command(CLI::App& app) {
   cmd->callback([args, answer] {
     if (args->segment_length == 0 && answer->count() == 0) throw CLI::RequiredError("--answer-size");
     check_output_dir("--out", args->out);
+    std::vector<NamedPath> outputs;  // what step-dump writes into --out
+    for (const std::string& f : kStepDumpFiles) outputs.push_back({"--out", (fs::path(args->out) / f).string()});
+    check_outputs_safe(outputs, {{"--checkpoint", args->checkpoint}, {"--input", args->input},
+                                 {"--target", args->target}});
     StepDumpRequest req;
     req.checkpoint = args->checkpoint;
     req.input = args->input;

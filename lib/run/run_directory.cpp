@@ -1,5 +1,7 @@
 #include "lib/run/run_directory.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
@@ -11,6 +13,16 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kRunFiles = {"config.yaml", "metrics.jsonl", "last.safetensors",
                                             "best.safetensors", "state.safetensors", "results.json"};
+
+void check_run_dir_outside_data(const fs::path& dir, const std::string& data) {
+  std::error_code ec;
+  const fs::path run = fs::weakly_canonical(fs::absolute(dir, ec), ec), dataset = fs::weakly_canonical(fs::absolute(data, ec), ec);
+  if (ec) return;  // an unreadable path is refused where it is opened
+  const auto [d, r] = std::mismatch(dataset.begin(), dataset.end(), run.begin(), run.end());
+  if (d == dataset.end())
+    fail("--out {}: is {}the dataset directory {}; a run's files would mix with the dataset's: give "
+         "the run its own directory", dir.string(), r == run.end() ? "" : "inside ", data);
+}
 
 bool open_run_directory(const fs::path& dir, const std::string& config_text, bool resume, DirectoryLock& lock) {
   std::error_code ec;

@@ -12,6 +12,10 @@ namespace rmt {
 // The files a run writes into its directory (their temp files are cleaned on the next start).
 extern const std::vector<std::string> kRunFiles;
 
+// Refuses a run directory that is the dataset directory `data` or lies inside it: the run's
+// files would mix with the dataset's (and a later `rmt generate --force` there would meet them).
+void check_run_dir_outside_data(const std::filesystem::path& dir, const std::string& data);
+
 // Opens `dir` for training: creates it, takes its lock into `lock` (one rmt train at a time, for
 // as long as the lock lives), removes temp files a killed write left, and applies the resume
 // policy. Returns true when training continues from state.safetensors (resume, and the run has a

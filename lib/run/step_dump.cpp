@@ -22,6 +22,9 @@
 
 namespace rmt {
 
+const std::vector<std::string> kStepDumpFiles = {"logits.npy",  "loss.json",         "grads.safetensors",
+                                                 "adam.json",   "after.safetensors", "params.safetensors"};
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -20,6 +20,9 @@
 
 namespace rmt {
 
+// The files step_dump may write into its output directory (which of them depends on the request).
+extern const std::vector<std::string> kStepDumpFiles;
+
 struct StepDumpRequest {
   std::string checkpoint;   // model checkpoint (.safetensors)
   std::string input;        // int64 .npy [B, T] input ids

@@ -171,6 +171,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
 
   // ---- The run directory, the data, the model and its optimizer, resumed if asked.
   const fs::path dir(opt.run_dir), state_path = dir / "state.safetensors";
+  check_run_dir_outside_data(dir, config.data);
   DirectoryLock lock;
   const bool resuming = open_run_directory(dir, to_yaml(config), opt.resume, lock);
   TrainState st;
