@@ -88,7 +88,6 @@ void pass_memory_on(Backend& be, DeviceArray<float>& next_mem, const float* out,
 void update_cache(Backend& be, DeviceArray<float>& next_cache, const float* cat,
                   const SegmentPlan& plan, int64_t Bd) {
   const int n = plan.next_mlen;
-  if (n == 0) return;
   be.copy_device_to_device(next_cache.sized(be, n * Bd), cat + (plan.klen - n) * Bd,
                            fbytes(n * Bd));
 }
@@ -192,7 +191,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
       be_.copy_device_to_device(c + mlen * Bd, x, fbytes(q * Bd));
       cat = c;
     }
-    update_cache(be_, next.cache[size_t(l)], cat, plan, Bd);
+    if (plan.next_mlen > 0) update_cache(be_, next.cache[size_t(l)], cat, plan, Bd);  // models with a cache
     if (l == M.L - 1 && !last_layer) break;  // the next state has what it needs
     float* qkv = sized(act.qkv, int64_t(klen) * B * 3 * HD);
     if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
