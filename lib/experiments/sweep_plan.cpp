@@ -12,7 +12,6 @@
 #include "lib/experiments/sweep_expr.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
-#include "lib/run/run_setup.h"
 #include "tasks/tasks.h"
 
 namespace rmt {

@@ -575,4 +575,15 @@ bool same_config_text(const std::string& a, const std::string& b) {
   }
 }
 
+void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task) {
+  if (text && !is_lm(config))
+    fail("{} is a byte-level text dataset (rmt generate text): set segment_length, the "
+         "positions per training segment of each of the train.batch_size streams, e.g. --set "
+         "segment_length=128 (`segments` applies to algorithmic tasks)", data);
+  if (!text && is_lm(config))
+    fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
+         "is task {}, whose samples are cut into `segments`: leave segment_length out",
+         config.segment_length, data, task);
+}
+
 }  // namespace rmt

@@ -16,17 +16,6 @@ namespace rmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task) {
-  if (text && !is_lm(config))
-    fail("{} is a byte-level text dataset (rmt generate text): set segment_length, the "
-         "positions per training segment of each of the train.batch_size streams, e.g. --set "
-         "segment_length=128 (`segments` applies to algorithmic tasks)", data);
-  if (!text && is_lm(config))
-    fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
-         "is task {}, whose samples are cut into `segments`: leave segment_length out",
-         config.segment_length, data, task);
-}
-
 RunSetup prepare_run_with_meta(Config config, DatasetMeta meta) {
   RunSetup run;
   run.meta = std::move(meta);

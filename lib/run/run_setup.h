@@ -22,10 +22,6 @@ struct RunSetup {
   TextMeta text;             // the text dataset of a language model (is_lm(config))
 };
 
-// The one check that a config and its data are of one family: a language model (segment_length,
-// config.h is_lm) on a text dataset, every other run on an algorithmic task. `data` names the
-// data for the message ("data runs/x", or a sweep's "data task text"), `task` its task.
-void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task);
 // The run a config describes on its dataset: checks the config against the dataset (one place
 // for both families) and resolves the model (n_token from the vocabulary, the kind's sizes).
 RunSetup prepare_run(Config config);
