@@ -2,6 +2,7 @@
 // inside a segment; evaluate_run (`rmt eval`) on the run's own data and on longer data of its task.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -113,6 +114,60 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
     CHECK(tf_only.acc_teacher_forced == r.acc_teacher_forced);
     // teacher-forced, the solve rate asks for y0 right as well: chance
     CHECK(*tf_only.solve_rate < chance + 0.06);
+  }
+}
+
+TEST_CASE("evaluation runs one segment at a time: the same loss and predictions as a forward of all segments") {
+  // The reference is the evaluation as it was before it streamed: Engine::forward keeps every
+  // segment, then every scored segment's logits are read back.
+  OneThread one_thread;
+  const std::vector<int> seg_len{3, 3, 2, 3, 3};  // 14 positions; the answer starts in segment 3
+  const int n = 20, TT = 14, AA = 4, VV = 7;
+  SplitMixRng rng(5);
+  SampleSplit split;
+  split.n = n, split.seq_len = TT;
+  for (int64_t i = 0; i < int64_t(n) * TT; ++i) {
+    split.input.push_back(int32_t(rng.below(VV)));
+    split.target.push_back(int32_t(rng.below(VV)));
+  }
+  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) {
+    CAPTURE(kind);
+    const std::string k = kind;
+    ModelConfig c;
+    c.kind = kind;
+    c.n_token = VV, c.n_layer = 2, c.n_head = 2, c.d_head = 4, c.d_model = 8, c.d_inner = 16;
+    c.dropout = 0;
+    c.mem_init = "normal";
+    c.num_mem_tokens = k == "rmt" || k == "mt" || k == "xl_rmt" ? 2 : 0;
+    c.mem_len = k == "xl" || k == "xl_rmt" ? 4 : 0;
+    Model model(c);
+    model.init_weights(9);
+    Engine engine(model, cpu_backend());
+    EvalOptions opt;
+    opt.seg_len = seg_len, opt.answer_size = AA, opt.batch_size = 8, opt.free_running = false;
+    const EvalResult streamed = evaluate(engine, split, opt);
+
+    double loss_sum = 0;
+    int64_t correct = 0;
+    for (int start = 0; start < n; start += opt.batch_size) {
+      const int B = std::min(opt.batch_size, n - start);
+      const int32_t* target = split.target.data() + int64_t(start) * TT;
+      loss_sum += engine.forward(split.input.data() + int64_t(start) * TT, target, B, TT, seg_len, AA, false, 0) * B;
+      int t0 = 0;
+      for (int s = 0; s < engine.num_segments(); ++s) {
+        const std::vector<float> logits = engine.logits(s);
+        const int Ts = seg_len[size_t(s)];
+        for (int b = 0; b < B; ++b)
+          for (int j = 0; j < Ts; ++j) {
+            if (t0 + j < TT - AA) continue;
+            const float* row = logits.data() + (int64_t(b) * Ts + j) * VV;
+            correct += int(std::max_element(row, row + VV) - row) == target[int64_t(b) * TT + t0 + j];
+          }
+        t0 += Ts;
+      }
+    }
+    CHECK(streamed.loss == loss_sum / n);  // bit for bit
+    CHECK(streamed.acc_teacher_forced == double(correct) / double(n * AA));
   }
 }
 

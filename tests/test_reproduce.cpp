@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/experiments/reproduce.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
@@ -133,6 +135,14 @@ TEST_CASE("reproduce: bad manifests are refused naming the file, the item and th
   std::string bad_metric = text;
   bad_metric.replace(bad_metric.find("acc_free_running]"), 16, "accuracy");
   CHECK(error_for(bad_metric).find("unknown metric 'accuracy'") != std::string::npos);
+  // A length item may take every run of its sweep; an attention item names its runs.
+  std::string all_runs = text;
+  const std::string two_runs = "runs: [{model: rmt, segments: 3, seed: 1}, {model: xl, segments: 3, seed: 2}]";
+  all_runs.replace(all_runs.find(two_runs), two_runs.size(), "runs: all");
+  CHECK(error_for(all_runs).empty());
+  std::string maps_all = text;
+  maps_all.replace(maps_all.find("runs: [{model: rmt, segments: 3, seed: 1}]"), 42, "runs: all");
+  CHECK(error_for(maps_all).find("maps.runs: expected a non-empty list") != std::string::npos);
   std::string no_sweep = text;
   no_sweep.replace(no_sweep.find("sweep: tiny.yaml"), 16, "sweep: gone.yaml");
   CHECK(error_for(no_sweep).find("gone.yaml is not a file") != std::string::npos);
@@ -191,6 +201,21 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(r.status == 0);
   CHECK(r.output.find("all 6 runs done") != std::string::npos);
   CHECK(read_file(dir / "runs/tiny/results.csv") == csv);
+  // The length item keeps each evaluation (run id, length): a re-run reads them back instead of
+  // evaluating again (shown by a kept accuracy changed by hand).
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals")) {
+    ++kept;
+    if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos) {
+      nlohmann::json j = nlohmann::json::parse(read_file(e.path()));
+      j["acc_teacher_forced"] = 0.125;
+      write(e.path(), j.dump());
+    }
+  }
+  CHECK(kept == 4);
+  r = rmt_run(base + " longer");
+  CHECK(r.status == 0);
+  CHECK(read_file(out / "longer/results.csv").find("rmt,6,4,0,1,4,8,3,0.125,") != std::string::npos);
 
   // --report-only trains nothing. An unfinished run (its results.json gone) leaves the item in
   // progress; without the runs directory the committed results of the same config are reported;

@@ -278,6 +278,13 @@ std::vector<float> Engine::segment_logits(const SegmentActivations& seg) const {
   return bt;
 }
 
+double Engine::add_segment_loss(const SegmentActivations& seg, double sum) {
+  if (!seg.has_logits) throw std::logic_error("add_segment_loss: the segment computed no logits");
+  seg.loss_rows.download(host_loss_);
+  for (float l : host_loss_) sum += l;
+  return sum;
+}
+
 void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids,
                               float* logits) {
   Model& M = model_;
@@ -381,8 +388,7 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
     run_segment(seg, plan, tokens.data(), targets.data(), B, states_[size_t(s)],
                 states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)), loss_scale);
     if (!plan.logits) continue;
-    seg.loss_rows.download(host_loss_);  // the loss is the caller's: summed on the host
-    for (float l : host_loss_) loss_sum += l;
+    loss_sum = add_segment_loss(seg, loss_sum);  // the loss is the caller's: summed on the host
     if (recomputing_) seg_logits_[size_t(s)] = seg.logits;
   }
   loss_ = loss_sum * loss_scale;

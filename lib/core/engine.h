@@ -108,6 +108,10 @@ class Engine {
   std::vector<float> logits(int s) const;
   // The logits of a segment run by forward_segment, [B, T, V] on the host.
   std::vector<float> segment_logits(const SegmentActivations& seg) const;
+  // `sum` plus the per-position losses of a segment run with targets and logits, added on the
+  // host one row at a time (so that a loss summed over segments has the same bits whether the
+  // segments ran in one forward() or one by one).
+  double add_segment_loss(const SegmentActivations& seg, double sum);
   // The attention mask that segment ran with, [q, klen] on the host (1 = blocked).
   std::vector<uint8_t> segment_mask(const SegmentActivations& seg) const;
   // The state entering segment s of the last forward, s = 0..num_segments(); the last one (the

@@ -175,7 +175,11 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
   const double N = double(w.seg_len.size());
   const double state = (m * B * d + L * mlen * B * d) * f;
   double act = (N + 1) * state;
-  if (w.training && w.recompute) {
+  if (!w.training) {
+    // Evaluation runs one segment at a time (lib/run/evaluate.cpp): one segment's activations
+    // and the states entering and leaving it, whatever the number of segments.
+    act = 2 * state + segment_bytes(longest);
+  } else if (w.recompute) {
     double logits = 0;
     for (int T : w.seg_len) logits += double(T) * B * V * f;
     act += segment_bytes(longest) + logits;  // one segment at a time, logits kept

@@ -215,8 +215,11 @@ static ReproManifest read_manifest(const std::string& path) {
       const ReproItem* from = m.find(it.from);
       if (!from || from->kind != "sweep")
         r.bad(w + ".from", fmt::format("'{}' is not a sweep item given before this one", it.from));
-      if (!n["runs"] || !n["runs"].IsSequence() || n["runs"].size() == 0) r.bad(w + ".runs", "expected a non-empty list");
-      for (size_t i = 0; i < n["runs"].size(); ++i)
+      it.all_runs = it.kind == "length" && n["runs"] && n["runs"].IsScalar() && n["runs"].Scalar() == "all";
+      if (!it.all_runs && (!n["runs"] || !n["runs"].IsSequence() || n["runs"].size() == 0))
+        r.bad(w + ".runs", it.kind == "length" ? "expected a non-empty list, or all (every run of the sweep)"
+                                                : "expected a non-empty list");
+      for (size_t i = 0; !it.all_runs && i < n["runs"].size(); ++i)
         it.runs.push_back(read_pick(r, n["runs"][i], fmt::format("{}.runs[{}]", w, i)));
       if (it.kind == "length") it.lengths = r.integers(n["lengths"], w + ".lengths", 1, 100000);
     } else if (it.kind == "lm") {

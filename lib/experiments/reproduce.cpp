@@ -19,6 +19,7 @@
 #include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
 #include "lib/experiments/repro_figures.h"
+#include "lib/experiments/repro_length.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
@@ -396,41 +397,25 @@ void Reproduction::run_length(const ReproItem& it) {
   create_directories_or_fail(dir);
   std::map<std::string, std::string> data;
   for (const auto& [k, v] : plan_of(from).spec.data) data[k] = v;
-  const std::string task = data.count("task") ? data["task"] : "";
+  std::vector<const SweepRun*> runs;
+  if (it.all_runs)
+    for (const auto& run : plan_of(from).runs) runs.push_back(&run);
+  for (size_t i = 0; i < it.runs.size(); ++i)
+    runs.push_back(pick_run(from, it.runs[i], fmt::format("items.{}.runs[{}]", it.name, i)));
   // A results.csv like a sweep's (so `rmt table` / `rmt plot` read it): one row per run and
   // evaluation length; `segments` is the number of segments evaluated at the trained length.
   std::string csv = "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,"
-                    "eval_length,trained_segments,acc_teacher_forced,acc_free_running,status\n";
-  for (size_t i = 0; i < it.runs.size(); ++i) {
-    const RunPick& p = it.runs[i];
-    const SweepRun* run = pick_run(from, p, fmt::format("items.{}.runs[{}]", it.name, i));
+                    "eval_length,trained_segments,acc_teacher_forced,acc_free_running,eval_seconds,status\n";
+  const fs::path work = fs::path(o_.runs_dir) / it.name;
+  for (const SweepRun* run : runs) {
     if (run_state(*run) != RunState::done) continue;
+    const Config& c = run->config;
     for (int L : it.lengths) {
-      const fs::path data_dir = fs::path(o_.runs_dir) / it.name / "data" / fmt::format("{}{}", task, L);
-      if (!fs::exists(data_dir / "meta.yaml")) {
-        std::vector<std::string> args = {o_.rmt_binary, "generate", task, "--out", data_dir.string(), "--force",
-                                         "--length", std::to_string(L), "--train", "1", "--val", "1"};
-        for (const auto& [k, v] : data)
-          if (k != "task" && k != "length" && k != "train" && k != "val") args.insert(args.end(), {generate_flag(k), v});
-        create_directories_or_fail(data_dir);
-        std::string cmd;
-        for (const auto& a : args) cmd += shell_quote(a) + " ";
-        const fs::path log_file = data_dir / "generate.log";
-        cmd += ">" + shell_quote(log_file.string()) + " 2>&1";
-        if (std::system(cmd.c_str()) != 0)
-          fail("generating {} failed: {}", data_dir.string(), read_file(log_file));
-      }
-      EvalRunRequest req;
-      req.run_dir = run->dir.string();
-      req.data_dir = data_dir.string();
-      req.split = "test";
-      req.threads = 1;  // the same numbers on every machine and re-run
-      EvalRunResult r = evaluate_run(req);
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},done\n", p.model, r.seg_len.size(),
-                         run->config.model.num_mem_tokens, run->config.model.mem_len, p.seed,
-                         *std::max_element(r.seg_len.begin(), r.seg_len.end()), L, p.segments,
-                         r.result.acc_teacher_forced,
-                         r.result.acc_free_running ? fmt::format("{}", *r.result.acc_free_running) : "");
+      const fs::path data_dir = length_dataset(o_.rmt_binary, work / "data", data, L);
+      const LengthEval e = evaluate_length(*run, data_dir, work / "evals" / fmt::format("{}_{}.json", run->run_id, L));
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},done\n", c.model.kind, e.segments,
+                         c.model.num_mem_tokens, c.model.mem_len, c.train.seed, e.segment_length, L, c.segments,
+                         e.acc_teacher_forced, e.acc_free_running, e.seconds);
     }
   }
   write_file_atomic(dir / "results.csv", csv);

@@ -67,7 +67,8 @@ struct ReproItem {
   // attention and length
   std::string from;              // the sweep item whose runs are used
   std::vector<RunPick> runs;
-  std::vector<int> lengths;      // length: the copy/reverse lengths L to evaluate on
+  bool all_runs = false;         // length: `runs: all`, every run of the sweep
+  std::vector<int> lengths;      // length: the task lengths (generate --length) to evaluate on
 };
 
 struct ReproManifest {

@@ -13,6 +13,43 @@ int argmax(const float* x, int n) {
   return int(std::max_element(x, x + n) - x);
 }
 
+// The teacher-forced pass over one batch input, target [B, T], one segment at a time: only the
+// running segment's activations and the state entering it are held, so memory does not grow
+// with the number of segments (inputs far longer than training's are evaluated in the memory of
+// one segment). Calls on_scored(t0, Ts, logits [B, Ts, V]) for each segment holding answer
+// positions and returns the loss as Engine::forward(training = false) does, bit for bit.
+template <typename OnScored>
+double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* target, int B, int T,
+                           const std::vector<int>& seg_len, int answer_size, OnScored on_scored) {
+  RecurrentState state, next;
+  engine.initial_state(state, B);
+  SegmentActivations seg;
+  std::vector<int32_t> tokens, targets;
+  const float loss_scale = 1.f / float(int64_t(B) * answer_size);
+  double loss_sum = 0;
+  int t0 = 0;
+  for (int Ts : seg_len) {
+    const bool scored = t0 + Ts > T - answer_size;
+    tokens.resize(size_t(B) * Ts);
+    targets.resize(size_t(B) * Ts);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < Ts; ++t) {
+        const int64_t p = int64_t(b) * T + t0 + t;
+        tokens[size_t(b) * Ts + t] = input[p];
+        targets[size_t(b) * Ts + t] = t0 + t >= T - answer_size ? target[p] : -1;
+      }
+    engine.forward_segment(seg, tokens.data(), scored ? targets.data() : nullptr, B, Ts, state, next,
+                           false, 0, loss_scale, SegmentOutputs{scored, true});
+    if (scored) {
+      loss_sum = engine.add_segment_loss(seg, loss_sum);
+      on_scored(t0, Ts, engine.segment_logits(seg));
+    }
+    std::swap(state, next);
+    t0 += Ts;
+  }
+  return loss_sum * loss_scale;
+}
+
 }  // namespace
 
 // Greedy decoding of one batch: inputs up to the answer's start are the true ones; from there on
@@ -97,6 +134,9 @@ EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions&
   if (opt.max_samples > 0) n = std::min(n, opt.max_samples);
   if (n <= 0) fail("cannot evaluate an empty split");
   const bool fr = opt.free_running;
+  // One answer token is predicted from the true inputs before it: its greedy decoding is the
+  // teacher-forced prediction, so it is not run again.
+  const bool decode = fr && A > 1;
   double loss_sum = 0;
   int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, positions = 0;
   std::vector<int32_t> pred;
@@ -104,28 +144,28 @@ EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions&
     const int B = int(std::min<int64_t>(opt.batch_size, n - start));
     const int32_t* input = split.input.data() + start * T;
     const int32_t* target = split.target.data() + start * T;
-    double loss = engine.forward(input, target, B, T, opt.seg_len, A, false, 0);
-    loss_sum += loss * B;
-    // teacher-forced predictions, segment by segment
+    // teacher-forced predictions of the segments holding answer positions
     std::vector<uint8_t> sample_ok(size_t(B), 1);
-    int t0 = 0;
-    for (int s = 0; s < engine.num_segments(); ++s) {
-      const std::vector<float> logits = engine.logits(s);
-      const int Ts = engine.segment_length(s);
+    int64_t batch_correct = 0;
+    auto score = [&](int t0, int Ts, const std::vector<float>& logits) {
       const int V = int(logits.size() / (size_t(B) * Ts));
       for (int b = 0; b < B; ++b)
         for (int j = 0; j < Ts; ++j) {
           int p = t0 + j;
           if (p < T - A) continue;
           bool ok = argmax(logits.data() + (int64_t(b) * Ts + j) * V, V) == target[int64_t(b) * T + p];
-          correct_tf += ok;
+          batch_correct += ok;
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
-      t0 += Ts;
-    }
+    };
+    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, score) * B;
+    correct_tf += batch_correct;
     positions += int64_t(B) * A;
-    for (uint8_t ok : sample_ok) solved_tf += ok;
-    if (fr) {
+    int64_t batch_solved_tf = 0;
+    for (uint8_t ok : sample_ok) batch_solved_tf += ok;
+    solved_tf += batch_solved_tf;
+    if (!decode) correct_fr += batch_correct, solved += batch_solved_tf;
+    if (decode) {
       decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
       std::fill(sample_ok.begin(), sample_ok.end(), 1);
       for (int b = 0; b < B; ++b)
@@ -134,8 +174,8 @@ EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions&
           correct_fr += ok;
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
+      for (uint8_t ok : sample_ok) solved += ok;
     }
-    for (uint8_t ok : sample_ok) solved += ok;
   }
   // The solve rate uses greedy decoding when it runs, teacher forcing otherwise.
   EvalResult r;
