@@ -177,9 +177,9 @@ void check_babilong_options(const TaskOptions& t, bool cli, const std::string& l
     fail("{} must be in 1..{} (got {})", key("noise-words", "noise_words"), kBabiMaxNoiseWords, t.noise_words);
   const int minimum = babilong_min_length(t);
   if (t.length < minimum)
-    fail("{} is too short for {}: {} facts ({} supporting + {} distractors) of {} tokens and the {}-token question "
-         "need a length of at least {}", length_given, t.kind, babilong_fact_count(t), t.facts, t.distractors,
-         kBabiFactTokens, kBabiQuestionTokens, minimum);
+    fail("{} is too short for {}: {} fact{} ({} supporting + {} distractors) of {} tokens and the {}-token "
+         "question need a length of at least {}", length_given, t.kind, babilong_fact_count(t),
+         babilong_fact_count(t) == 1 ? "" : "s", t.facts, t.distractors, kBabiFactTokens, kBabiQuestionTokens, minimum);
   if (t.length > kBabiMaxLength) fail("{} is longer than the most, {}", length_given, kBabiMaxLength);
 }
 

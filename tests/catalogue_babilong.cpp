@@ -38,7 +38,7 @@ void memorize_with_meta(const std::string& dir, const std::string& from, const s
 RMT_CATALOGUE({
     {"generate", "memorize: a length without room for the facts and the question", nullptr,
      "generate memorize --length 7 --out {dir}/d", 1,
-     "--length 7 is too short for memorize: 1 facts (1 supporting + 0 distractors) of 4 tokens and the 4-token "
+     "--length 7 is too short for memorize: 1 fact (1 supporting + 0 distractors) of 4 tokens and the 4-token "
      "question need a length of at least 8"},
     {"generate", "reasoning: segments too short for 3 facts and 2 distractors", nullptr,
      "generate reasoning --facts 3 --segments 3 --segment-length 7 --out {dir}/d", 1,
