@@ -155,6 +155,13 @@ std::string check_row(const Checker& ck, const int64_t* x, const int64_t* y, std
     }
     const int64_t q = x[2 * t.pairs];
     if (q < 11 || q > 36 || !key_used[q]) return fmt::format("query X[{}] = {} is not one of the keys", 2 * t.pairs, q);
+  } else if (is_babilong_kind(t.kind)) {
+    std::string why = babilong_row_problem(t, x);
+    if (!why.empty()) return why;
+    target_from_x(t, x, want.data());
+    if (y[0] != want[0])
+      return fmt::format("y[0] = {} ('{}'), but the facts say {} ('{}')", y[0], ck.meta.vocab[size_t(y[0])], want[0],
+                         ck.meta.vocab[size_t(want[0])]);
   } else {
     std::string why = check_sqeq_row(x, ck.meta.vocab, ck.meta.from_meta_yaml, t.max_root, t.max_alpha);
     if (!why.empty()) return why;

@@ -251,9 +251,10 @@ std::vector<std::string> show_samples(const std::string& dir, const std::string&
   read_split(dir, meta, split, X, Y, nx);
   const int64_t ny = nx, cx = meta.len_x, cy = meta.len_y;
   std::vector<std::string> lines;
+  const bool babilong = is_babilong_kind(meta.kind);
   lines.push_back(fmt::format("{} {} split: {} samples, X [{}, {}], y [{}, {}]; answer = last {} target ids{}", meta.task,
                               split, nx, nx, cx, ny, cy, meta.answer_size,
-                              meta.kind == "sqeq" ? " (blocks 2-6)" : " (after '|')"));
+                              meta.kind == "sqeq" ? " (blocks 2-6)" : babilong ? " (y)" : " (after '|')"));
   for (int64_t i = 0; i < std::min<int64_t>(n, std::min(nx, ny)); i++) {
     const int64_t* x = X.data() + i * cx;
     const int64_t* y = Y.data() + i * cy;
@@ -262,6 +263,10 @@ std::vector<std::string> show_samples(const std::string& dir, const std::string&
       std::string text = sqeq_block(meta, x) + "  |  ";
       for (int j = 1; j < kSqeqBlocks; j++) text += (j > 1 ? " / " : "") + sqeq_block(meta, x + j * kSqeqBlock);
       lines.push_back(fmt::format("#{:<3} {}", i, text));
+    } else if (babilong) {
+      // Words; long runs of noise abbreviated, so that the facts and the question stand out.
+      lines.push_back(fmt::format("#{:<3} X: {}   y: {}", i, babilong_show_x(meta.vocab, x, int(cx)),
+                                  decode_ids(meta, y, int(cy))));
     } else if (meta.kind == "retrieval" && cx % 2 == 1) {
       // Key-value pairs, then the query key; y = "?" then the queried value.
       std::string pairs;

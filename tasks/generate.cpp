@@ -52,6 +52,15 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
   if (t.kind == "sqeq")
     out << YAML::Key << "max_root" << YAML::Value << t.max_root << YAML::Key << "max_alpha" << YAML::Value
         << t.max_alpha;
+  if (is_babilong_kind(t.kind)) {
+    out << YAML::Key << "length" << YAML::Value << t.length << YAML::Key << "facts" << YAML::Value << t.facts
+        << YAML::Key << "distractors" << YAML::Value << t.distractors << YAML::Key << "noise" << YAML::Value << t.noise
+        << YAML::Key << "noise_words" << YAML::Value << t.noise_words;
+    // What made the noise, so that a user can see it (the text is not needed to read the dataset).
+    if (t.noise == "text")
+      out << YAML::Key << "noise_text" << YAML::Value << t.noise_text << YAML::Key << "noise_text_sha256"
+          << YAML::Value << t.noise_text_sha256;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "vocab" << YAML::Comment("id -> symbol") << YAML::Value << YAML::Flow << YAML::BeginMap;
   std::vector<std::string> vocab = task_vocab(t);

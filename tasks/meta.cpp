@@ -169,8 +169,14 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   std::vector<std::string> option_keys, required_options;
   if (preset.kind == "copy" || preset.kind == "reverse") option_keys = {"length", "symbols"};
   if (preset.kind == "retrieval") option_keys = {"pairs"};
+  if (is_babilong_kind(preset.kind)) option_keys = {"length", "facts", "distractors", "noise", "noise_words"};
   if (preset.kind != "sqeq") required_options = option_keys;
   else option_keys = {"max_root", "max_alpha"};
+  // Text noise names its file (the text itself is not needed to read or check the dataset).
+  const bool text_noise = is_babilong_kind(preset.kind) && e["options"].IsMap() && e["options"]["noise"].IsScalar() &&
+                          e["options"]["noise"].Scalar() == "text";
+  if (text_noise)
+    for (const char* k : {"noise_text", "noise_text_sha256"}) option_keys.push_back(k), required_options.push_back(k);
   auto o = meta_map(e["options"], path, "options.", option_keys, required_options);
   m.length = preset.length;
   m.symbols = preset.symbols;
@@ -180,6 +186,23 @@ DatasetMeta meta_from_yaml(const std::string& path) {
     return int(meta_int(o[key], path, std::string("options.") + key, base ? lo : INT32_MIN, base ? hi : INT32_MAX));
   };
   if (o.count("length")) m.length = option("length", 1, kMaxLength);
+  if (is_babilong_kind(preset.kind)) {
+    m.facts = option("facts", INT32_MIN, INT32_MAX);
+    m.distractors = option("distractors", INT32_MIN, INT32_MAX);
+    m.noise_words = option("noise_words", INT32_MIN, INT32_MAX);
+    m.noise = meta_string(o["noise"], path, "options.noise");
+    if (text_noise) {
+      m.noise_text = meta_string(o["noise_text"], path, "options.noise_text");
+      m.noise_text_sha256 = meta_string(o["noise_text_sha256"], path, "options.noise_text_sha256");
+      if (!is_hex64(m.noise_text_sha256))
+        fail("{}: 'options.noise_text_sha256' must be 64 lowercase hex digits, got '{}'", path, m.noise_text_sha256);
+    }
+    try {
+      check_babilong_options(task_of_meta(m), false, fmt::format("options.length {}", m.length));
+    } catch (const Error& err) {
+      fail("{}: {}", path, err.what());
+    }
+  }
   if (o.count("symbols")) m.symbols = option("symbols", 1, 36);
   if (o.count("pairs")) m.pairs = option("pairs", 1, 10);
   if (preset.kind == "sqeq") {
@@ -248,6 +271,10 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
   m.file_prefix = m.task = *prefixes.begin();
   const std::string& p = m.file_prefix;
   auto starts = [&](const char* s) { return p.rfind(s, 0) == 0; };
+  for (const char* kind : {"memorize", "detect_memorize", "reasoning"})
+    if (starts(kind))
+      fail("{}: no meta.yaml, but the files are of the BABILong-style task {}, whose options and noise words only "
+           "meta.yaml records", dir, kind);
   m.kind = starts("copy") ? "copy" : starts("reverse") ? "reverse" : starts("retrieval") ? "retrieval"
          : starts("sqeq") ? "sqeq" : "";
   if (m.kind.empty())
@@ -303,6 +330,26 @@ TaskOptions task_of_meta(const DatasetMeta& meta) {
   }
   if (t.kind == "retrieval") t.pairs = meta.pairs;
   if (t.kind == "sqeq") t.max_root = meta.max_root, t.max_alpha = meta.max_alpha;
+  if (is_babilong_kind(t.kind)) {
+    t.length = meta.length;
+    t.facts = meta.facts;
+    t.distractors = meta.distractors;
+    t.noise = meta.noise;
+    t.noise_words = meta.noise_words;
+    t.noise_text = meta.noise_text;
+    t.noise_text_sha256 = meta.noise_text_sha256;
+    t.noise_vocab.clear();
+    if (t.noise == "text") {
+      // A text's words are what meta.yaml records (check_meta_values judges them); "<unk>" last.
+      for (int i = 0; i < std::max(0, t.noise_words); i++) {
+        const size_t id = size_t(kBabiFirstNoise + i);
+        t.noise_vocab.push_back(id < meta.vocab.size() ? meta.vocab[id] : "<missing>");
+      }
+      t.noise_vocab.push_back("<unk>");
+    } else {
+      t.noise_vocab = babilong_filler_words(std::max(0, t.noise_words));
+    }
+  }
   return t;
 }
 
@@ -315,6 +362,12 @@ DatasetMeta implied_meta(const DatasetMeta& raw) {
   m.pairs = t.pairs;
   m.max_root = t.max_root;
   m.max_alpha = t.max_alpha;
+  m.facts = t.facts;
+  m.distractors = t.distractors;
+  m.noise_words = t.noise_words;
+  m.noise = t.noise;
+  m.noise_text = t.noise_text;
+  m.noise_text_sha256 = t.noise_text_sha256;
   m.vocab = task_vocab(t);
   m.len_x = task_len_x(t);
   m.len_y = task_len_y(t);
@@ -339,6 +392,11 @@ void check_meta_values(const std::string& dir, const DatasetMeta& raw, const Dat
     differs("options.symbols", num(raw.symbols), num(implied.symbols));
   }
   if (implied.kind == "retrieval") differs("options.pairs", num(raw.pairs), num(implied.pairs));
+  if (implied.noise == "text" && raw.vocab.size() == implied.vocab.size()) {
+    const std::vector<std::string> noise(raw.vocab.begin() + kBabiFirstNoise, raw.vocab.end());
+    const std::string problem = babilong_noise_vocab_problem(noise);
+    if (!problem.empty()) v.add(fmt::format("{}: {}", path, problem));
+  }
   if (raw.vocab.size() != implied.vocab.size()) {
     differs("the vocab size", num(int64_t(raw.vocab.size())), num(int64_t(implied.vocab.size())));
   } else {
@@ -382,7 +440,7 @@ DatasetMeta read_dataset_meta(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
   if (is_text_dataset(dir))
     fail("{} is a byte-level text dataset (meta.yaml kind: text, from `rmt generate text`), not a dataset of "
-         "the algorithmic tasks (copy, reverse, retrieval, sqeq)", dir);
+         "the algorithmic tasks (copy, reverse, retrieval, sqeq, memorize, detect_memorize, reasoning)", dir);
   const fs::path path = fs::path(dir) / "meta.yaml";
   if (fs::exists(path, ec)) {
     if (!fs::is_regular_file(path, ec)) fail("{} is not a regular file", path.string());

@@ -24,10 +24,14 @@ const Preset kPresets[] = {
     {"retrieval", "retrieval", 0, 0, 4}, {"sqeq", "sqeq", 0, 0, 0},
     {"copy120", "copy", 120, 8, 0},      {"copy240", "copy", 240, 8, 0},
     {"copy360", "copy", 360, 8, 0},      {"reverse120", "reverse", 120, 8, 0},
+    // BABILong-style (tasks/babilong.h): length is X's default length.
+    {"memorize", "memorize", kBabiDefaultLength, 0, 0},
+    {"detect_memorize", "detect_memorize", kBabiDefaultLength, 0, 0},
+    {"reasoning", "reasoning", kBabiDefaultLength, 0, 0},
 };
 
 bool is_base_name(const std::string& name) {
-  return name == "copy" || name == "reverse" || name == "retrieval" || name == "sqeq";
+  return name == "copy" || name == "reverse" || name == "retrieval" || name == "sqeq" || is_babilong_kind(name);
 }
 
 // Saturating multiply for counts of possible samples.
@@ -51,6 +55,56 @@ std::vector<std::string> task_names() {
 
 TaskOptions resolve_task(const std::string& name, std::optional<int> length, std::optional<int> symbols,
                          std::optional<int> pairs, std::optional<int> max_root, std::optional<int> max_alpha) {
+  TaskArgs args;
+  args.length = length, args.symbols = symbols, args.pairs = pairs, args.max_root = max_root, args.max_alpha = max_alpha;
+  return resolve_task(name, args);
+}
+
+// The BABILong-style options on top of the preset's defaults (tasks/babilong.h).
+static void resolve_babilong_options(TaskOptions& t, const TaskArgs& a) {
+  if (a.length && (a.segments || a.segment_length))
+    fail("--length and --segments/--segment-length both give the length (length = segments x segment length); "
+         "give one of them");
+  if (a.segments.has_value() != a.segment_length.has_value())
+    fail("--{} needs --{} too: the length is segments x segment length", a.segments ? "segments" : "segment-length",
+         a.segments ? "segment-length" : "segments");
+  if (a.segments) {
+    if (*a.segments < 1 || *a.segment_length < 1)
+      fail("--segments and --segment-length must be at least 1 (got {} and {})", *a.segments, *a.segment_length);
+    const int64_t length = int64_t(*a.segments) * *a.segment_length;
+    if (length > kBabiMaxLength)
+      fail("--segments {} x --segment-length {} = {} is longer than the most, {}", *a.segments, *a.segment_length,
+           length, kBabiMaxLength);
+    t.length = int(length);
+  }
+  if (a.length) t.length = *a.length;
+  t.facts = a.facts.value_or(t.kind == "reasoning" ? 2 : 1);
+  t.distractors = a.distractors.value_or(t.kind == "reasoning" ? 2 : 0);
+  t.noise = a.noise.value_or("filler");
+  if (t.noise != "filler" && t.noise != "text") fail("--noise must be filler or text (got '{}')", t.noise);
+  if (t.noise == "text" && !a.noise_text)
+    fail("--noise text needs --noise-text FILE: the text whose words are the noise");
+  if (t.noise == "filler" && a.noise_text)
+    fail("--noise-text is the file of --noise text; add --noise text (the default noise, filler, reads no file)");
+  t.noise_words = a.noise_words.value_or(t.noise == "text" ? kBabiDefaultTextWords : kBabiDefaultFillerWords);
+  // Everything but the file first: a bad option is named before a big file is read.
+  check_babilong_options(t, true,
+                         a.segments ? fmt::format("--segments {} x --segment-length {} = {}", *a.segments,
+                                                  *a.segment_length, t.length)
+                                    : fmt::format("--length {}", t.length));
+  if (t.noise == "filler") {
+    t.noise_vocab = babilong_filler_words(t.noise_words);
+  } else {
+    t.noise_source = load_babilong_noise_text(*a.noise_text, t.noise_words);
+    t.noise_vocab = t.noise_source->vocab;
+    t.noise_text = t.noise_source->name;
+    t.noise_text_sha256 = t.noise_source->sha256;
+  }
+}
+
+TaskOptions resolve_task(const std::string& name, const TaskArgs& a) {
+  const std::optional<int> length = a.length, symbols = a.symbols, pairs = a.pairs, max_root = a.max_root,
+                           max_alpha = a.max_alpha;
   const Preset* preset = nullptr;
   for (const Preset& p : kPresets)
     if (name == p.name) preset = &p;
@@ -60,15 +114,26 @@ TaskOptions resolve_task(const std::string& name, std::optional<int> length, std
     fail("unknown task '{}' (known: {})", name, known);
   }
   TaskOptions t{preset->name, preset->kind, preset->length, preset->symbols, preset->pairs};
-  const bool seq_task = t.kind == "copy" || t.kind == "reverse";
-  if ((length || symbols) && !seq_task)
-    fail("--{} is not an option of task {}", length ? "length" : "symbols", name);
+  const bool seq_task = t.kind == "copy" || t.kind == "reverse", babilong = is_babilong_kind(t.kind);
+  if (symbols && !seq_task) fail("--symbols is not an option of task {}", name);
+  if (length && !seq_task && !babilong) fail("--length is not an option of task {}", name);
+  for (auto [flag, given] : {std::pair{"--segments", a.segments.has_value()},
+                             std::pair{"--segment-length", a.segment_length.has_value()},
+                             std::pair{"--facts", a.facts.has_value()}, std::pair{"--distractors", a.distractors.has_value()},
+                             std::pair{"--noise", a.noise.has_value()}, std::pair{"--noise-text", a.noise_text.has_value()},
+                             std::pair{"--noise-words", a.noise_words.has_value()}})
+    if (given && !babilong)
+      fail("{} is not an option of task {} (it is one of memorize, detect_memorize and reasoning)", flag, name);
   if (pairs && t.kind != "retrieval") fail("--pairs is not an option of task {}", name);
   if ((max_root || max_alpha) && t.kind != "sqeq")
     fail("--{} is not an option of task {}", max_root ? "max-root" : "max-alpha", name);
   if ((length || symbols) && !is_base_name(name))
     fail("{} fixes length {} and {} symbols; use `{} --length N --symbols V` for other sizes", name, t.length,
          t.symbols, t.kind);
+  if (babilong) {
+    resolve_babilong_options(t, a);
+    return t;
+  }
   if (length) {
     if (*length < 1) fail("--length must be at least 1 (got {})", *length);
     if (*length > 100000) fail("--length must be at most 100000 (got {})", *length);
@@ -95,7 +160,8 @@ TaskOptions resolve_task(const std::string& name, std::optional<int> length, std
 
 SplitSizes default_split_sizes(const TaskOptions& t) {
   // docs/paper.md §1: copy/reverse (L=24) and retrieval 100000/5000/10000; long copy/reverse and sqeq
-  // 100000/10000/20000.
+  // 100000/10000/20000. The BABILong-style tasks: ours (their samples are long).
+  if (is_babilong_kind(t.kind)) return {20000, 500, 1000};
   if (t.kind == "sqeq" || !is_base_name(t.name)) return {100000, 10000, 20000};
   return {100000, 5000, 10000};
 }
@@ -103,6 +169,7 @@ SplitSizes default_split_sizes(const TaskOptions& t) {
 int task_len_x(const TaskOptions& t) {
   if (t.kind == "copy" || t.kind == "reverse") return t.length;
   if (t.kind == "retrieval") return 2 * t.pairs + 1;
+  if (is_babilong_kind(t.kind)) return t.length;
   return kSqeqBlock * kSqeqBlocks;
 }
 
@@ -110,12 +177,15 @@ int task_len_y(const TaskOptions& t) {
   if (t.kind == "copy") return 1 + 2 * t.length;
   if (t.kind == "reverse") return 1 + t.length;
   if (t.kind == "retrieval") return 2;
+  if (is_babilong_kind(t.kind)) return 1;  // the answer, a place
   return kSqeqBlock * kSqeqBlocks;
 }
 
-// Stacked tasks predict everything after the start token; sqeq predicts the 5 solution blocks.
+// Stacked tasks predict everything after the start token; sqeq predicts the 5 solution blocks;
+// the BABILong-style tasks their one answer token (y has no start token: "?" ends X).
 int task_answer_size(const TaskOptions& t) {
   if (t.kind == "sqeq") return kSqeqBlock * (kSqeqBlocks - 1);
+  if (is_babilong_kind(t.kind)) return 1;
   return task_len_y(t) - 1;
 }
 
@@ -132,6 +202,9 @@ std::vector<std::string> task_vocab(const TaskOptions& t) {
     for (int d = 0; d < 10; d++) v.push_back(std::string(1, char('0' + d)));
     v.push_back("?");
     for (int k = 0; k < 26; k++) v.push_back(std::string(1, char('a' + k)));
+  } else if (is_babilong_kind(t.kind)) {
+    v = babilong_task_words();
+    v.insert(v.end(), t.noise_vocab.begin(), t.noise_vocab.end());
   } else {
     v = sqeq_vocab();
   }
@@ -149,6 +222,7 @@ int64_t max_unique_samples(const TaskOptions& t) {
     for (int i = 0; i < t.pairs; i++) n = sat_mul(sat_mul(n, 26 - i), 10 - i);
     return n;
   }
+  if (is_babilong_kind(t.kind)) return babilong_max_unique_samples(t);
   // sqeq: X is fixed by the shown equation. With roots: unordered root pairs from -(R-1)..R-1
   // (-R itself has probability 2^-53), times 2A multipliers; without: every (b, c) of draw_sqeq,
   // 0 <= b < 2R and b^2/4 < c < R^2, times 2A. The paper's R 100, A 10: 199*200/2*20 + ...
@@ -171,6 +245,8 @@ void target_from_x(const TaskOptions& t, const int64_t* x, int64_t* y) {
     y[1] = 0;
     for (int k = 0; k < t.pairs; k++)
       if (x[2 * k] == query) y[1] = x[2 * k + 1];
+  } else if (is_babilong_kind(t.kind)) {
+    babilong_target_from_x(t, x, y);
   } else {
     const int n = kSqeqBlock * kSqeqBlocks;
     for (int i = 0; i + 1 < n; i++) y[i] = x[i + 1];
@@ -228,6 +304,9 @@ void draw_sample(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) {
       x[2 * k + 1] = values[k];
     }
     x[2 * t.pairs] = 11 + keys[rng.below(uint64_t(t.pairs))];
+    target_from_x(t, x, y);
+  } else if (is_babilong_kind(t.kind)) {
+    draw_babilong_sample(t, rng, x);
     target_from_x(t, x, y);
   } else {
     draw_sqeq(t, rng, x, y);

@@ -1,27 +1,46 @@
 #pragma once
 // The algorithmic tasks of the RMT paper: copy, reverse, associative retrieval and quadratic
-// equations (sqeq). Generation, decoding and validation of the on-disk datasets (docs/paper.md §1).
+// equations (sqeq), and the BABILong-style tasks of its sequel (memorize, detect_memorize,
+// reasoning: tasks/babilong.h). Generation, decoding and validation of the on-disk datasets
+// (docs/paper.md §1, docs/datasets.md).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tasks/babilong.h"
 #include "tasks/dataset.h"
 #include "tasks/rng.h"
 
 namespace rmt {
 
-// A task with its options resolved. kind is copy | reverse | retrieval | sqeq; name is what the
-// user asked for (copy120 ...) and becomes the file prefix.
+// A task with its options resolved. kind is copy | reverse | retrieval | sqeq | memorize |
+// detect_memorize | reasoning; name is what the user asked for (copy120 ...) and becomes the file prefix.
 struct TaskOptions {
   std::string name, kind;
-  int length = 0;   // copy/reverse: symbols per sample
+  int length = 0;   // copy/reverse: symbols per sample; BABILong-style: X's tokens (the input positions)
   int symbols = 0;  // copy/reverse: alphabet size (ids 2 .. symbols+1)
   int pairs = 0;    // retrieval: key-value pairs
   // sqeq: roots int(uniform(-max_root, max_root)), multiplier ±round(uniform(1, max_alpha));
   // the paper's 100 and 10 by default (docs/paper.md §1). 0 for the other tasks.
   int max_root = 0, max_alpha = 0;
+  // BABILong-style tasks (tasks/babilong.h); 0 / empty for the others.
+  int facts = 0, distractors = 0;  // supporting facts (memorize: 1; reasoning: 2 or 3), distractor facts
+  std::string noise = "";          // filler | text
+  int noise_words = 0;             // K: filler words w0.., or the text's K most frequent words (+ <unk>)
+  std::vector<std::string> noise_vocab = {};  // the noise words, in vocabulary order after the task's words
+  std::string noise_text = "", noise_text_sha256 = "";  // text: the file's name and sha256, as meta.yaml records them
+  std::shared_ptr<const BabilongNoiseText> noise_source = nullptr;  // text: the file's words (generating only)
+};
+
+// The user's explicit options of `rmt generate` (unset: the task's default, or not given).
+struct TaskArgs {
+  std::optional<int> length, symbols, pairs, max_root, max_alpha;
+  // BABILong-style: --segments S --segment-length T is --length S*T.
+  std::optional<int> segments, segment_length, facts, distractors, noise_words;
+  std::optional<std::string> noise, noise_text;
 };
 
 struct SplitSizes {
@@ -29,9 +48,10 @@ struct SplitSizes {
   int64_t total() const { return train + val + test; }
 };
 
-std::vector<std::string> task_names();  // copy reverse retrieval sqeq copy120 ...
+std::vector<std::string> task_names();  // copy reverse retrieval sqeq copy120 ... memorize ...
 // Resolves a task name and the user's explicit options; fails for unknown tasks, options that do
-// not belong to the task, and out-of-range values.
+// not belong to the task, and out-of-range values. --noise text reads its file here.
+TaskOptions resolve_task(const std::string& name, const TaskArgs& args);
 TaskOptions resolve_task(const std::string& name, std::optional<int> length = {},
                          std::optional<int> symbols = {}, std::optional<int> pairs = {},
                          std::optional<int> max_root = {}, std::optional<int> max_alpha = {});
@@ -43,7 +63,7 @@ int task_answer_size(const TaskOptions& task);
 bool task_stacked(const TaskOptions& task);
 // The target positions that decide whether a sample is solved (sqeq's solve rate: the answer
 // block, its 30 ids and the slot before it that predicts its first id); 0 = no solve rate.
-int task_solve_positions(const std::string& kind);  // kind: copy | reverse | retrieval | sqeq
+int task_solve_positions(const std::string& kind);  // kind: copy | reverse | retrieval | sqeq ...
 std::vector<std::string> task_vocab(const TaskOptions& task);
 // How many distinct X rows the task can produce (saturates at 2^62).
 int64_t max_unique_samples(const TaskOptions& task);

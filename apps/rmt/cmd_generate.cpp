@@ -23,6 +23,8 @@ struct GenerateArgs {
   std::string seed = "0";
   int64_t train = 0, val = 0, test = 0;
   int length = 0, symbols = 0, pairs = 0, max_root = 0, max_alpha = 0;
+  int segments = 0, segment_length = 0, facts = 0, distractors = 0, noise_words = 0;  // BABILong-style
+  std::string noise, noise_text;                                                      // BABILong-style
   bool force = false, check = false;
   std::string input, split = "90,5,5";  // text
   int64_t bytes = 0;                     // text
@@ -41,10 +43,13 @@ uint64_t parse_seed(const std::string& text) {
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand(
-      "generate", "Generate a dataset (copy, reverse, retrieval, sqeq, the paper's presets, or text from a file)");
+      "generate", "Generate a dataset (copy, reverse, retrieval, sqeq, the paper's presets, the BABILong-style "
+                  "memorize, detect_memorize, reasoning, or text from a file)");
   cmd->footer(
       "Tasks: copy, reverse (L 24, 10 symbols), retrieval (4 pairs), sqeq, copy120, copy240, copy360,\n"
-      "reverse120 (8 symbols). Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
+      "reverse120 (8 symbols); BABILong-style (facts hidden in noise, a question at the end): memorize,\n"
+      "detect_memorize, reasoning (default length 64, 20000/500/1000 samples; docs/datasets.md).\n"
+      "Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
       "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.\n"
       "text --input FILE: a byte-level language-modelling dataset (bytes as tokens, vocabulary 256): the\n"
       "first 90% of FILE is train, the next 5% val, the last 5% test (enwik8's 90M/5M/5M; --split to\n"
@@ -58,7 +63,9 @@ void add_generate_command(CLI::App& app) {
   auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)")->transform(int_range(1));
   auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)")->transform(int_range(1));
   const int int_max = std::numeric_limits<int>::max();
-  auto* length = cmd->add_option("--length", args->length, "copy/reverse: symbols per sample L (default 24)")
+  auto* length = cmd->add_option("--length", args->length,
+                                 "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the "
+                                 "model's input positions (default 64)")
       ->transform(int_range(1, int_max));
   auto* symbols = cmd->add_option("--symbols", args->symbols, "copy/reverse: alphabet size V, ids 2..V+1 (default 10)")
       ->transform(int_range(1, int_max));
@@ -72,6 +79,27 @@ void add_generate_command(CLI::App& app) {
   auto* max_alpha = cmd->add_option("--max-alpha,--max_alpha", args->max_alpha,
                                     "sqeq: multiplier ±round(uniform(1, A)) (default: the paper's 10; at most 9999 "
                                     "for R 100, so that the shown equation fits its 30 ids)")
+      ->transform(int_range(1, int_max));
+  auto* segments = cmd->add_option("--segments", args->segments,
+                                   "BABILong-style: with --segment-length T, length S x T (instead of --length)")
+      ->transform(int_range(1, int_max));
+  auto* segment_length = cmd->add_option("--segment-length", args->segment_length,
+                                         "BABILong-style: tokens per segment T (with --segments)")
+      ->transform(int_range(1, int_max));
+  auto* facts = cmd->add_option("--facts", args->facts,
+                                "BABILong-style supporting facts: memorize, detect_memorize 1; reasoning 2 or 3 "
+                                "(default 2)")
+      ->transform(int_range(1, int_max));
+  auto* distractors = cmd->add_option("--distractors", args->distractors,
+                                      "BABILong-style: facts of other people, 0..7 (default: memorize 0, reasoning 2)")
+      ->transform(int_range(0, int_max));
+  auto* noise = cmd->add_option("--noise", args->noise,
+                                "BABILong-style noise: filler (i.i.d. words w0..; default) or text (--noise-text)");
+  auto* noise_text = cmd->add_option("--noise-text", args->noise_text,
+                                     "BABILong-style --noise text: the file whose words are the noise");
+  auto* noise_words = cmd->add_option("--noise-words", args->noise_words,
+                                      "BABILong-style: noise vocabulary K (filler: w0..w{K-1}, default 32; text: the "
+                                      "K most frequent words + <unk>, default 500)")
       ->transform(int_range(1, int_max));
   auto* input = cmd->add_option("--input", args->input, "text: the file whose bytes become the dataset");
   auto* split = cmd->add_option("--split", args->split,
@@ -88,7 +116,10 @@ void add_generate_command(CLI::App& app) {
     if (args->out.empty()) fail("--out is empty; give a directory");
     const std::vector<std::pair<const char*, CLI::Option*>> task_options = {
         {"--train", train},     {"--val", val},           {"--test", test},          {"--length", length},
-        {"--symbols", symbols}, {"--pairs", pairs},       {"--max-root", max_root},  {"--max-alpha", max_alpha}};
+        {"--symbols", symbols}, {"--pairs", pairs},       {"--max-root", max_root},  {"--max-alpha", max_alpha},
+        {"--segments", segments}, {"--segment-length", segment_length}, {"--facts", facts},
+        {"--distractors", distractors}, {"--noise", noise}, {"--noise-text", noise_text},
+        {"--noise-words", noise_words}};
     if (args->task == "text") {
       // A text dataset is the file's bytes in order: nothing is drawn, so nothing to size or seed.
       for (auto [flag, o] : task_options)
@@ -117,8 +148,23 @@ void add_generate_command(CLI::App& app) {
     for (auto [flag, o] : {std::pair{"--input", input}, std::pair{"--split", split}, std::pair{"--bytes", bytes}})
       if (o->count()) fail("{} is an option of task text only (got task {})", flag, args->task);
     GenerateRequest r;
-    r.task = resolve_task(args->task, given(length, args->length), given(symbols, args->symbols),
-                          given(pairs, args->pairs), given(max_root, args->max_root), given(max_alpha, args->max_alpha));
+    auto given_text = [](CLI::Option* o, const std::string& v) {
+      return o->count() ? std::optional<std::string>(v) : std::nullopt;
+    };
+    TaskArgs task_args;
+    task_args.length = given(length, args->length);
+    task_args.symbols = given(symbols, args->symbols);
+    task_args.pairs = given(pairs, args->pairs);
+    task_args.max_root = given(max_root, args->max_root);
+    task_args.max_alpha = given(max_alpha, args->max_alpha);
+    task_args.segments = given(segments, args->segments);
+    task_args.segment_length = given(segment_length, args->segment_length);
+    task_args.facts = given(facts, args->facts);
+    task_args.distractors = given(distractors, args->distractors);
+    task_args.noise_words = given(noise_words, args->noise_words);
+    task_args.noise = given_text(noise, args->noise);
+    task_args.noise_text = given_text(noise_text, args->noise_text);
+    r.task = resolve_task(args->task, task_args);
     r.sizes = default_split_sizes(r.task);
     if (train->count()) r.sizes.train = args->train;
     if (val->count()) r.sizes.val = args->val;
@@ -129,10 +175,14 @@ void add_generate_command(CLI::App& app) {
     r.check_only = args->check;
     GenerateResult res = generate_dataset(r);
     if (args->check) return fmt::print("{} can be generated into {}\n", r.task.name, args->out);
-    const std::string range =
+    std::string range =
         r.task.kind == "sqeq" ? fmt::format(", roots -{}..{}, multiplier ±1..{}", r.task.max_root, r.task.max_root - 1,
                                             r.task.max_alpha)
                               : "";
+    if (is_babilong_kind(r.task.kind))
+      range = fmt::format(", length {}, {} + {} distractor facts, {} noise of {} words{}", r.task.length, r.task.facts,
+                          r.task.distractors, r.task.noise, r.task.noise_words,
+                          r.task.noise == "text" ? fmt::format(" (+ <unk>) from {}", r.task.noise_text) : "");
     fmt::print("generated {} (seed {}{}): train {}, val {}, test {} samples in {:.2f} s\n", r.task.name, r.seed, range,
                r.sizes.train, r.sizes.val, r.sizes.test, res.seconds);
     for (const std::string& note : res.notes) fmt::print(stderr, "note: {}\n", note);
