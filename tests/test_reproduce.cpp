@@ -70,6 +70,8 @@ items:
     from: tiny
     runs: [{model: rmt, segments: 3, seed: 1}, {model: xl, segments: 3, seed: 2}]
     lengths: [4, 8]
+    claims:
+      - {text: "RMT is at most 1 at 6 segments", model: rmt, segments: [6], max: 1}
 )Y") + extra_item;
 }
 
@@ -194,6 +196,9 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(longer.find("rmt,3,4,0,1,4,4,3,") != std::string::npos);
   CHECK(longer.find("rmt,6,4,0,1,4,8,3,") != std::string::npos);
   CHECK(longer.find("xl,6,0,4,2,4,8,3,") != std::string::npos);
+  // Its checks are on the evaluated segments, in its table and in the report's summary.
+  CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
+  CHECK(report.find("| [longer](#longer) | length | 1 of 1 checks hold |") != std::string::npos);
 
   // A second call finds every run done: nothing is trained again, the results are the same.
   const std::string csv = read_file(dir / "runs/tiny/results.csv");

@@ -60,6 +60,22 @@ int claims_holding(const std::vector<ClaimResult>& claims) {
   return int(std::count_if(claims.begin(), claims.end(), [](const ClaimResult& r) { return r.state == ClaimResult::holds; }));
 }
 
+std::string claims_markdown(const ReproItem& item, const std::vector<ClaimResult>& results) {
+  const int holds = claims_holding(results);
+  const int n = int(results.size());
+  const char* verdict = holds == n ? "**The paper's pattern holds**"
+                        : holds == 0 ? "**The paper's pattern does not appear**"
+                                     : "**The paper's pattern holds in part**";
+  std::string s = fmt::format("{} ({} of {} checks):\n\n", verdict, holds, n);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ClaimResult& r = results[i];
+    const char* mark = r.state == ClaimResult::holds ? "holds" : r.state == ClaimResult::fails ? "FAILS" : "no data";
+    if (item.kind == "lm") s += fmt::format("- {}: {} (test bpc; {})\n", mark, item.lm_claims[i].text, r.detail);
+    else s += fmt::format("- {}: {} ({}; {})\n", mark, item.claims[i].text, item.claims[i].metric, r.detail);
+  }
+  return s;
+}
+
 ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
   ClaimResult res;
   const PivotRow* row = measured_row(pivot, claim.model);

@@ -23,5 +23,8 @@ std::string selector_text(const LmSelector& s);
 // matches no finished run or more than one.
 ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows);
 int claims_holding(const std::vector<ClaimResult>& claims);
+// The verdict ("The paper's pattern holds in part (1 of 2 checks):") and one line per check, as
+// the report prints an item's checks; results[i] is the outcome of the item's claim i.
+std::string claims_markdown(const ReproItem& item, const std::vector<ClaimResult>& results);
 
 }  // namespace rmt

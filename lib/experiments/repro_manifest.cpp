@@ -209,7 +209,7 @@ static ReproManifest read_manifest(const std::string& path) {
       }
     } else if (it.kind == "attention" || it.kind == "length") {
       std::vector<std::string> keys = {"kind", "title", "paper_says", "notes", "from", "runs"};
-      if (it.kind == "length") keys.push_back("lengths");
+      if (it.kind == "length") keys.insert(keys.end(), {"lengths", "claims"});
       r.only_keys(n, w, keys);
       it.from = r.text(n["from"], w + ".from");
       const ReproItem* from = m.find(it.from);
@@ -222,6 +222,15 @@ static ReproManifest read_manifest(const std::string& path) {
       for (size_t i = 0; !it.all_runs && i < n["runs"].size(); ++i)
         it.runs.push_back(read_pick(r, n["runs"][i], fmt::format("{}.runs[{}]", w, i)));
       if (it.kind == "length") it.lengths = r.integers(n["lengths"], w + ".lengths", 1, 100000);
+      if (it.kind == "length" && n["claims"]) {  // on the evaluated segments' teacher-forced accuracy
+        if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
+        for (size_t i = 0; i < n["claims"].size(); ++i) {
+          it.claims.push_back(read_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
+          if (it.claims.back().metric.empty()) it.claims.back().metric = "acc_teacher_forced";
+          if (it.claims.back().metric != "acc_teacher_forced")
+            r.bad(fmt::format("{}.claims[{}]", w, i), "a length item's claims are on acc_teacher_forced");
+        }
+      }
     } else if (it.kind == "lm") {
       r.only_keys(n, w, {"kind", "title", "paper_says", "notes", "sweep", "claims"});
       it.sweep = r.file(n["sweep"], w + ".sweep");

@@ -407,12 +407,17 @@ void Reproduction::run_length(const ReproItem& it) {
   std::string csv = "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,"
                     "eval_length,trained_segments,acc_teacher_forced,acc_free_running,eval_seconds,status\n";
   const fs::path work = fs::path(o_.runs_dir) / it.name;
+  bool free_running_differs = false;  // a one-token answer decodes as it is teacher-forced
+  double eval_seconds = 0;
+  int evals = 0;
   for (const SweepRun* run : runs) {
     if (run_state(*run) != RunState::done) continue;
     const Config& c = run->config;
     for (int L : it.lengths) {
       const fs::path data_dir = length_dataset(o_.rmt_binary, work / "data", data, L);
       const LengthEval e = evaluate_length(*run, data_dir, work / "evals" / fmt::format("{}_{}.json", run->run_id, L));
+      free_running_differs |= !e.acc_free_running.empty() && std::stod(e.acc_free_running) != e.acc_teacher_forced;
+      eval_seconds += e.seconds, ++evals;
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},done\n", c.model.kind, e.segments,
                          c.model.num_mem_tokens, c.model.mem_len, c.train.seed, e.segment_length, L, c.segments,
                          e.acc_teacher_forced, e.acc_free_running, e.seconds);
@@ -421,7 +426,9 @@ void Reproduction::run_length(const ReproItem& it) {
   write_file_atomic(dir / "results.csv", csv);
   CsvTable table = parse_csv(csv, (dir / "results.csv").string());
   std::string md;
+  std::vector<ClaimResult> checks;
   for (const std::string metric : {"acc_teacher_forced", "acc_free_running"}) {
+    if (metric == "acc_free_running" && !free_running_differs) continue;
     Pivot pivot = pivot_results(table, metric, {}, (dir / "results.csv").string());
     if (pivot.rows.empty()) continue;
     md += format_pivot(pivot, "md") + "\n";
@@ -429,8 +436,16 @@ void Reproduction::run_length(const ReproItem& it) {
       const fs::path png = dir / (it.name + ".png");
       draw_plot(gnuplot_script(pivot, png.string(), it.title), png.string());
       md += fmt::format("![{}]({}/{})\n\n", it.name, it.name, png.filename().string());
+      for (const Claim& claim : it.claims) checks.push_back(check_claim(claim, pivot));
     }
   }
+  if (evals > 0)
+    md += fmt::format("Evaluation: {} test splits (one thread each), {} in all.\n\n", evals, seconds_text(eval_seconds));
+  if (!checks.empty()) md += claims_markdown(it, checks) + "\n";
+  // The summary table's pattern column reads the checks back (the report may be written without
+  // evaluating again).
+  write_file_atomic(dir / "checks.json",
+                    nlohmann::json{{"holding", claims_holding(checks)}, {"total", checks.size()}}.dump() + "\n");
   write_file_atomic(dir / "table.md", md);
 }
 
@@ -491,18 +506,7 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
                      "![{} learning curves]({}/{}_curves.png)\n\n",
                      out.curve_segments, out.curves, it.name, it.name, it.name, it.name);
   if (!out.claims.empty()) {
-    const int holds = claims_holding(out.claims);
-    const int n = int(out.claims.size());
-    std::string verdict = holds == n ? "**The paper's pattern holds**"
-                          : holds == 0 ? "**The paper's pattern does not appear**"
-                                       : "**The paper's pattern holds in part**";
-    s += fmt::format("{} ({} of {} checks):\n\n", verdict, holds, n);
-    for (size_t i = 0; i < out.claims.size(); ++i) {
-      const auto& r = out.claims[i];
-      const char* mark = r.state == ClaimResult::holds ? "holds" : r.state == ClaimResult::fails ? "FAILS" : "no data";
-      if (it.kind == "lm") s += fmt::format("- {}: {} (test bpc; {})\n", mark, it.lm_claims[i].text, r.detail);
-      else s += fmt::format("- {}: {} ({}; {})\n", mark, it.claims[i].text, it.claims[i].metric, r.detail);
-    }
+    s += claims_markdown(it, out.claims);
     s += "\n";
   }
   if (out.failed > 0) s += fmt::format("{} runs failed (status and error in results.csv).\n\n", out.failed);
@@ -536,6 +540,15 @@ void Reproduction::write_report() const {
       }
       if (auto p = progress_.find(it.name); out.has_results && p != progress_.end() && p->second.first < p->second.second)
         pattern = fmt::format("in progress ({} of {} runs): {}", p->second.first, p->second.second, pattern);
+    } else if (fs::exists(out_dir(it) / "checks.json")) {
+      const fs::path file = out_dir(it) / "checks.json";
+      try {
+        const nlohmann::json checks = nlohmann::json::parse(read_file(file));
+        if (checks.at("total").get<int>() > 0)
+          pattern = fmt::format("{} of {} checks hold", checks.at("holding").get<int>(), checks.at("total").get<int>());
+      } catch (const nlohmann::json::exception& e) {
+        fail("{}: not the checks `rmt reproduce {}` writes ({}); run the item again", file.string(), it.name, e.what());
+      }
     }
     rows += fmt::format("| [{}](#{}) | {} | {} | {} |\n", it.name, it.name, it.title, pattern,
                         t.wall_s > 0 ? seconds_text(t.wall_s) : "-");

@@ -27,6 +27,7 @@ namespace {
 // The `rmt generate` options a `data:` block may hold.
 const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "max_root",
                                             "max_alpha", "train", "val", "test", "seed",
+                                            "facts", "distractors", "noise", "noise_words", "noise_text",
                                             "input", "split", "bytes"};  // the last three: task text
 
 void check_data_option(const std::string& option, const std::string& value, const std::string& where) {
@@ -34,6 +35,10 @@ void check_data_option(const std::string& option, const std::string& value, cons
     fail("{}: unknown data option '{}'{}; options: {}", where, option,
          did_you_mean(closest_match(option, kDataKeys)), fmt::join(kDataKeys, ", "));
   if (option == "task") return;
+  if (option == "noise" || option == "noise_text") {  // BABILong-style: filler | text, and the text file
+    if (value.empty()) fail("{}: data option '{}' is empty", where, option);
+    return;
+  }
   if (option == "input") {  // task text: the file whose bytes become the dataset
     if (value.empty()) fail("{}: data option 'input' is empty; give the text file", where);
     return;
@@ -56,9 +61,10 @@ void check_data_option(const std::string& option, const std::string& value, cons
   auto [ptr, ec] = std::from_chars(begin, end, v);
   if (value.empty() || ptr != end || ec == std::errc::invalid_argument)
     fail("{}: invalid value '{}' for data option '{}': expected an integer", where, value, option);
-  if (ec == std::errc::result_out_of_range || v > max || v < 0 || (v == 0 && option != "seed"))
+  const bool zero_ok = option == "seed" || option == "distractors";
+  if (ec == std::errc::result_out_of_range || v > max || v < 0 || (v == 0 && !zero_ok))
     fail("{}: invalid value '{}' for data option '{}': expected an integer in [{}, {}]", where, value, option,
-         option == "seed" ? 0 : 1, max);
+         zero_ok ? 0 : 1, max);
 }
 
 }  // namespace
@@ -107,8 +113,19 @@ TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, co
   auto task = data.find("task");
   if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy)", where);
   if (is_text_data(data, where)) return TaskOptions{};  // no algorithmic task to resolve
+  auto text = [&](const char* k) -> std::optional<std::string> {
+    auto it = data.find(k);
+    if (it == data.end()) return std::nullopt;
+    check_data_option(k, it->second, where);
+    return it->second;
+  };
+  TaskArgs args;
+  args.length = get("length"), args.symbols = get("symbols"), args.pairs = get("pairs");
+  args.max_root = get("max_root"), args.max_alpha = get("max_alpha");
+  args.facts = get("facts"), args.distractors = get("distractors"), args.noise_words = get("noise_words");
+  args.noise = text("noise"), args.noise_text = text("noise_text");
   try {
-    return resolve_task(task->second, get("length"), get("symbols"), get("pairs"));
+    return resolve_task(task->second, args);
   } catch (const Error& e) {
     fail("{}: data: {}", where, e.what());
   }
