@@ -145,7 +145,7 @@ TEST_CASE("unknown keys name the origin and the closest valid key") {
                        "config.yaml: unknown key 'model.n_layers' (did you mean 'model.n_layer'?)",
                        rmt::Error);
   CHECK(contains(error_of([] { rmt::parse_config("train:\n  learning_rate: 0.1\n", "c.yaml"); }),
-                 "unknown key 'train.learning_rate'"));
+                 "unknown key 'train.learning_rate' (did you mean 'train.lr'?)"));
   CHECK(contains(error_of([] { rmt::parse_config("segmnts: 2", "c.yaml"); }),
                  "(did you mean 'segments'?)"));
   // A key put in the wrong place: the leaf name matches.

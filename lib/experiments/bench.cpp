@@ -17,6 +17,7 @@
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/core/segment_plan.h"
+#include "lib/core/stats.h"
 #include "lib/core/system.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/lm.h"
@@ -32,12 +33,6 @@ namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  size_t n = x.size();
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 // The task of a copy or retrieval workload, as tasks/ states it.

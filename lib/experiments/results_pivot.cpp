@@ -13,6 +13,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
+#include "lib/core/stats.h"
 
 namespace rmt {
 
@@ -78,12 +79,6 @@ std::string memory_text(const std::string& what, int value, int segment_length) 
   return fmt::format("{} {}", what, value);
 }
 
-
-double median(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  const size_t n = xs.size();
-  return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
-}
 
 // A run's target and whether it met it, from the columns a stopping sweep writes (-1: absent).
 struct SolveColumns {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <type_traits>
+#include <utility>
 
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
@@ -350,6 +351,19 @@ const KeyDescriptor* find_key(const std::string& path) {
 // `train: {mem_len}` means `model.mem_len`), exactly or with a typo when the whole path is
 // not close to anything.
 std::string closest_key(const std::string& path) {
+  // The names other training tools give these keys (PyTorch, Hugging Face, nanoGPT): too far
+  // from ours for a typo's edit distance, but what a researcher coming from them writes.
+  static const std::vector<std::pair<std::string, std::string>> other_tools_names = {
+      {"learning_rate", "train.lr"},         {"lr_scheduler", "train.schedule"},
+      {"scheduler", "train.schedule"},       {"max_iters", "train.max_steps"},
+      {"num_steps", "train.max_steps"},      {"grad_clip", "train.clip"},
+      {"max_grad_norm", "train.clip"},       {"num_layers", "model.n_layer"},
+      {"n_layers", "model.n_layer"},         {"num_heads", "model.n_head"},
+      {"n_heads", "model.n_head"},           {"d_ff", "model.d_inner"},
+      {"dim_feedforward", "model.d_inner"},  {"mem_tokens", "model.num_mem_tokens"},
+      {"vocab_size", "model.n_token"},       {"num_segments", "segments"}};
+  for (const auto& [name, key] : other_tools_names)
+    if (leaf_of(path) == name) return key;
   std::vector<std::string> candidates = config_keys();
   for (const auto& key : key_table()) {
     std::string section = section_of(key.path);

@@ -22,8 +22,13 @@
 
 namespace rmt {
 
-const std::vector<std::string> kStepDumpFiles = {"logits.npy",  "loss.json",         "grads.safetensors",
-                                                 "adam.json",   "after.safetensors", "params.safetensors"};
+namespace {
+// The files a dump writes, named once (kStepDumpFiles lists them for the CLI's checks).
+constexpr const char *kLogits = "logits.npy", *kLoss = "loss.json", *kGrads = "grads.safetensors",
+                     *kAdam = "adam.json", *kAfter = "after.safetensors", *kParams = "params.safetensors";
+}  // namespace
+
+const std::vector<std::string> kStepDumpFiles = {kLogits, kLoss, kGrads, kAdam, kAfter, kParams};
 
 namespace fs = std::filesystem;
 
@@ -81,9 +86,9 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
                   logits.begin() + (b * T + t0) * V);
     t0 += Ts;
   }
-  write_npy_float32(out / "logits.npy", {B, T, V}, logits.data());
-  write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
-  save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
+  write_npy_float32(out / kLogits, {B, T, V}, logits.data());
+  write_file_atomic(out / kLoss, nlohmann::json{{"loss", loss}}.dump() + "\n");
+  save_checkpoint((out / kGrads).string(), *model, model->grads);
 
   if (req.adam_steps > 0) {
     Adam adam(be, model->num_params());
@@ -100,8 +105,8 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
              "finite numbers (a smaller --lr?)", i + 1, req.adam_steps, step.loss, step.grad_norm);
       losses.push_back(step.loss);
     }
-    write_file_atomic(out / "adam.json", nlohmann::json{{"losses", losses}}.dump() + "\n");
-    save_checkpoint((out / "after.safetensors").string(), *model, model->params);
+    write_file_atomic(out / kAdam, nlohmann::json{{"losses", losses}}.dump() + "\n");
+    save_checkpoint((out / kAfter).string(), *model, model->params);
   }
   return {{loss}};
 }
@@ -157,15 +162,15 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
   for (int64_t s = 0; s < steps; ++s) {
     const fs::path out = fs::path(req.out) / fmt::format("step{}", s);
     create_directories_or_fail(out.string());
-    save_checkpoint((out / "params.safetensors").string(), *model, model->params);
+    save_checkpoint((out / kParams).string(), *model, model->params);
     // training mode (dropout is 0): the step skips what training skips
     const double loss = lm_train_step(engine, carry, source, int(B), T, true, 0);
     if (!std::isfinite(loss))
       fail("the loss of {} at step {} is {}: the model's outputs are not finite numbers",
            req.checkpoint, s, loss);
-    write_npy_float32(out / "logits.npy", {B, T, model->V}, engine.logits(engine.num_segments() - 1).data());
-    write_file_atomic(out / "loss.json", nlohmann::json{{"loss", loss}}.dump() + "\n");
-    save_checkpoint((out / "grads.safetensors").string(), *model, model->grads);
+    write_npy_float32(out / kLogits, {B, T, model->V}, engine.logits(engine.num_segments() - 1).data());
+    write_file_atomic(out / kLoss, nlohmann::json{{"loss", loss}}.dump() + "\n");
+    save_checkpoint((out / kGrads).string(), *model, model->grads);
     result.losses.push_back(loss);
     if (req.update) {
       const StepResult step = optimizer_step(*model, be, adam, loss, req.clip, req.lr);
