@@ -220,6 +220,13 @@ TEST_CASE("sweep: bad sweep files are rejected naming file, key and reason") {
   CHECK(error("data: {task: copi}\ngrid: {segments: [1]}").find("unknown task 'copi'") != std::string::npos);
   CHECK(error("data: {task: copy, lenght: 4}\ngrid: {segments: [1]}").find("unknown data option 'lenght' (did you mean 'length'?)") != std::string::npos);
   CHECK(error(data + "grids: {segments: [1]}").find("unknown section 'grids' (did you mean 'grid'?)") != std::string::npos);
+  // The BABILong-style options reach rmt generate's checks (facts, distractors, noise).
+  const std::string facts = "data: {task: reasoning, length: 64, facts: 3, distractors: 0, noise: filler, noise_words: 8}\n";
+  CHECK(error(facts + "grid: {segments: [4]}").empty());
+  CHECK(error("data: {task: reasoning, length: 64, facts: 4}\ngrid: {segments: [4]}").find("bad.yaml: data:") != std::string::npos);
+  CHECK(error("data: {task: memorize, length: 64, noise: fog}\ngrid: {segments: [4]}").find("fog") != std::string::npos);
+  CHECK(error("data: {task: copy, length: 4, distractors: 1}\ngrid: {segments: [1]}").find("--distractors is not an option of task copy") != std::string::npos);
+  CHECK(error("data: {task: memorize, length: 4096, distractors: 0}\ngrid: {segments: [300]}").empty());
   CHECK(error(data + "base: {data: x}\ngrid: {segments: [1]}").find("filled in by the sweep") != std::string::npos);
   // The CLI says the same before starting anything.
   fs::path dir = sweep_tmp("bad");
