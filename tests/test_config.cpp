@@ -52,6 +52,7 @@ void check_equal(const rmt::Config& a, const rmt::Config& b) {
   CHECK(a.train.curriculum_advance == b.train.curriculum_advance);
   CHECK(a.train.target == b.train.target);
   CHECK(a.train.target_evals == b.train.target_evals);
+  CHECK(a.train.adam_beta2 == b.train.adam_beta2);
 }
 
 const char* kExample = R"(data: runs/data/copy
@@ -389,7 +390,9 @@ TEST_CASE("to_yaml round-trips every field exactly") {
   for (const std::string& key : rmt::config_keys()) {
     if (key == "segment_length") continue;  // language models only
     // written only when used (their defaults leave run ids unchanged): tested below
-    if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals") continue;
+    if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals" ||
+        key == "train.adam_beta2")
+      continue;
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
     CAPTURE(key);
@@ -403,14 +406,14 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 37);
+  REQUIRE(keys.size() == 38);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
   CHECK(keys[5] == "device");
   CHECK(keys[6] == "model.kind");
   CHECK(keys[33] == "train.curriculum");
-  CHECK(keys.back() == "train.target_evals");
+  CHECK(keys.back() == "train.adam_beta2");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
 }
@@ -432,6 +435,22 @@ TEST_CASE("the curriculum and stopping keys: written only when used, round-tripp
   CHECK(back.train.target_evals == 3);
   CHECK_NOTHROW(rmt::validate(back));
   CHECK(rmt::identity_yaml(back) != rmt::identity_yaml(plain));
+}
+
+TEST_CASE("train.adam_beta2: written only when changed, range-checked, and it reaches Adam") {
+  rmt::Config plain;
+  CHECK(!contains(rmt::to_yaml(plain), "adam_beta2"));
+  rmt::Config c;
+  c.train.adam_beta2 = 0.95;
+  const std::string yaml = rmt::to_yaml(c);
+  CHECK(contains(yaml, "  adam_beta2: 0.95\n"));
+  CHECK(rmt::parse_config(yaml, "t").train.adam_beta2 == 0.95);
+  CHECK(rmt::identity_yaml(c) != rmt::identity_yaml(plain));
+  for (double bad : {0.0, 1.0, 1.5}) {
+    c.train.adam_beta2 = bad;
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(rmt::validate(c), doctest::Contains("train.adam_beta2"));
+  }
 }
 
 TEST_CASE("segment_length: a language model's config, written only when set") {

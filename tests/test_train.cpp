@@ -127,6 +127,14 @@ TEST_CASE("bptt_recompute gives the same run as stored activations") {
   CHECK(t.file("stored_k1", "last.safetensors") == t.file("recomputed_k1", "last.safetensors"));
 }
 
+TEST_CASE("train.adam_beta2 reaches the optimizer: another beta2, other weights") {
+  const TinyRun& t = tiny();
+  REQUIRE(t.train("beta2_default").status == 0);
+  REQUIRE(t.train("beta2_095", "--set train.adam_beta2=0.95").status == 0);
+  CHECK(t.file("beta2_default", "last.safetensors") != t.file("beta2_095", "last.safetensors"));
+  CHECK(t.file("beta2_095", "config.yaml").find("adam_beta2: 0.95") != std::string::npos);
+}
+
 TEST_CASE("a run killed mid-way and resumed ends bit-identical to an uninterrupted one") {
   const TinyRun& t = tiny();
   REQUIRE(t.train("uninterrupted").status == 0);

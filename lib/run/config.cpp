@@ -315,6 +315,8 @@ const std::vector<KeyDescriptor>& key_table() {
                    [](const Config& c) { return c.train.target > 0; }),
       written_when(integer_key("train.target_evals", FIELD(train.target_evals), 1),
                    [](const Config& c) { return c.train.target > 0; }),
+      written_when(real_key("train.adam_beta2", FIELD(train.adam_beta2), above(0), below(1)),
+                   [](const Config& c) { return c.train.adam_beta2 != TrainConfig().adam_beta2; }),
   };
   return table;
 }

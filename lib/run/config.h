@@ -25,6 +25,10 @@ struct TrainConfig {
   double min_lr = 1.0e-6;
   int64_t log_every = 100;
   int64_t eval_samples = 0;  // 0 = the whole validation split at every evaluation
+  // Adam's second-moment decay (torch's betas[1]). Lower values (0.95, 0.99) let the moment
+  // follow a sudden gradient after a long stretch of near-zero loss instead of dividing it by a
+  // stale tiny estimate: the loss spikes that end some long runs (docs/training.md).
+  double adam_beta2 = 0.999;
   uint64_t seed = 1;
   // Curriculum over the number of segments (lib/run/curriculum.h): `curriculum` stages, stage i
   // of N (1-based) training on ceil(segments * i / N) segments of the same input, the last on

@@ -180,6 +180,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
   Model model(config.model, be);
   model.init_weights(mix_seed(tc.seed, 0x1417));
   Adam adam(be, model.num_params());
+  adam.beta2 = float(tc.adam_beta2);
   LrSchedule sched(tc);
   const bool with_progression = tc.target > 0;  // the state files of other runs stay as they were
   if (resuming) resume_state(config, dir, model, adam, sched, st, with_progression, *data);
