@@ -40,7 +40,9 @@ if [ "${1:-}" = "--stage-only" ]; then
   stage_only=1
   shift
 fi
-[ $# -le 2 ] || die "usage: tools/gpu_bundle.sh [BUILD_DIR [OUT_DIR]] | --stage-only BUILD_DIR OUT_DIR"
+usage="usage: tools/gpu_bundle.sh [BUILD_DIR [OUT_DIR]] | --stage-only BUILD_DIR OUT_DIR"
+[ $# -le 2 ] || die "$usage"
+for a in "$@"; do case "$a" in -*) die "$usage" ;; esac; done
 build=${1:-$root/build-gpu-bundle}
 out=${2:-$root/gpu-bundle}
 
