@@ -115,11 +115,23 @@ find_cublas || true
 # the programs start with them (a newer libstdc++ serves older programs), else the bundle's
 # lib/compat (they need a newer glibc than the programs, so they are not the first choice).
 rmt_path="$bundle/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" --help > /dev/null 2>&1; then
+# What the loader says is missing for the three programs with this machine's libstdc++: a
+# "version `GLIBCXX_...' not found" line (ldd), or rmt's own error if there is no ldd.
+libstdcxx_problem() {
+  if command -v ldd > /dev/null; then
+    for f in rmt librmt_cuda.so rmt_cuda_tests; do
+      env LD_LIBRARY_PATH="$rmt_path" ldd "$bundle/$f" 2>&1 | grep -E "version .* not found" | grep -E 'libstdc|libgcc_s'
+    done | head -n 1
+  else
+    env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" --help 2>&1 > /dev/null | grep -E 'libstdc|libgcc_s' | head -n 1
+  fi
+}
+problem=$(libstdcxx_problem)
+if [ -z "$problem" ]; then
   say "libstdc++: this machine's"
 else
   rmt_path="$bundle/lib:$bundle/lib/compat${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  say "libstdc++: the bundle's (lib/compat): this machine's does not start rmt: $(env LD_LIBRARY_PATH="$bundle/lib" "$bundle/rmt" --help 2>&1 > /dev/null | head -n 1)"
+  say "libstdc++: the bundle's (lib/compat), since with this machine's: $problem"
 fi
 in_bundle() { env LD_LIBRARY_PATH="$rmt_path" "$@"; }
 
