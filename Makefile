@@ -84,6 +84,16 @@ test-cuda: build
 	  if [ $$rc -eq 0 ]; then echo "make test-cuda: passed (log: $(CUDA_TEST_LOG))"; \
 	  else echo "make test-cuda: FAILED (log: $(CUDA_TEST_LOG))"; fi; exit $$rc
 
+# The GPU bundle (docs/cuda.md, tools/gpu_bundle.sh): rmt, librmt_cuda.so and the GPU suite built
+# portable (no -march=native, whatever NATIVE says) in GPU_BUNDLE_BUILD, staged into GPU_BUNDLE
+# (ignored by git) with every shared library a bare GPU machine lacks, under 64 MiB. Carry that
+# folder to the GPU machine and run `bash gpu-bundle/run.sh` there.
+GPU_BUNDLE_BUILD ?= build-gpu-bundle
+GPU_BUNDLE       ?= gpu-bundle
+.PHONY: gpu-bundle
+gpu-bundle: deps-build
+	JOBS=$(JOBS) tools/gpu_bundle.sh $(GPU_BUNDLE_BUILD) $(GPU_BUNDLE)
+
 # A real SLURM on this machine: Debian's slurm-wlm and munge (installed when missing; needs root
 # or sudo), one node, state in a temp directory, runs an `rmt sweep --emit slurm` job array of a
 # tiny sweep and checks that results.csv collects every run once (tests/slurm/run_slurm_test.sh).

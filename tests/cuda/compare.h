@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,76 @@ inline bool close(const std::string& what, const std::vector<float>& ref,
                 double(got[worst]));
   std::fflush(stdout);
   return ok;
+}
+
+// A tensor in blocks (rows of the segment, of the memory, of the cache): one line per block, its
+// max |diff| relative to its own max |ref|, so that a block of small values (rows fed only by the
+// memory or the cache) is not hidden behind a block of large ones. block_of(i) is the block of
+// element i (an index into names); a block no element falls in is left out.
+inline bool close_blocks(const std::string& what, const std::vector<float>& ref,
+                         const std::vector<float>& got, double limit,
+                         const std::vector<std::string>& names,
+                         const std::function<int(size_t)>& block_of) {
+  if (ref.size() != got.size()) return close(what, ref, got, limit);  // prints the sizes
+  std::vector<std::vector<float>> ref_blocks(names.size()), got_blocks(names.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const size_t b = size_t(block_of(i));
+    ref_blocks[b].push_back(ref[i]);
+    got_blocks[b].push_back(got[i]);
+  }
+  bool ok = true;
+  for (size_t b = 0; b < names.size(); ++b)
+    if (!ref_blocks[b].empty())
+      ok = close(what + " [" + names[b] + "]", ref_blocks[b], got_blocks[b], limit) && ok;
+  return ok;
+}
+
+// Consecutive parts of one axis (rows of a time-major tensor): the read memory, the segment's
+// tokens, the write memory, the cache.
+struct Part {
+  std::string name;
+  int rows;
+};
+inline std::vector<std::string> part_names(const std::vector<Part>& parts) {
+  std::vector<std::string> names;
+  for (const Part& p : parts) names.push_back(p.name);
+  return names;
+}
+// The part that row r of the axis falls in (the last one past the end).
+inline int part_of_row(const std::vector<Part>& parts, int64_t r) {
+  int64_t end = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    end += parts[k].rows;
+    if (r < end) return int(k);
+  }
+  return int(parts.size()) - 1;
+}
+// The parts that overlap rows [begin, end) of the axis, cut to them.
+inline std::vector<Part> parts_within(const std::vector<Part>& parts, int begin, int end) {
+  std::vector<Part> out;
+  int start = 0;
+  for (const Part& p : parts) {
+    const int a = std::max(start, begin), b = std::min(start + p.rows, end);
+    if (a < b) out.push_back({p.name, b - a});
+    start += p.rows;
+  }
+  return out;
+}
+// A time-major tensor [rows, ...] with `row_size` elements a row, compared per part of its rows.
+inline bool close_rows(const std::string& what, const std::vector<float>& ref,
+                       const std::vector<float>& got, double limit, const std::vector<Part>& parts,
+                       int64_t row_size) {
+  return close_blocks(what, ref, got, limit, part_names(parts),
+                      [&](size_t i) { return part_of_row(parts, int64_t(i) / row_size); });
+}
+
+// What an accumulating kernel added (after - before), the quantity to compare: compared as the
+// final values, an increment small against what was there before would hide in its rounding.
+inline std::vector<float> increment(const std::vector<float>& after, const std::vector<float>& before) {
+  REQUIRE(after.size() == before.size());
+  std::vector<float> d(after.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = float(double(after[i]) - double(before[i]));
+  return d;
 }
 
 // A scalar (a loss): |cuda - cpu| / |cpu|.

@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   }
   std::printf("rmt_cuda_tests: cpu threads %d; every line 'cuda-vs-cpu' is one tensor compared\n",
               rmt::num_threads());
+  std::printf("rmt_cuda_tests: device buffers hold NaN until written; the backend's scratch is "
+              "refilled with NaN before each comparison by its kernels run on NaN inputs "
+              "(tests/cuda/nan_filled.h: not a backend hook)\n");
   doctest::Context context(argc, argv);
   return context.run();
 }

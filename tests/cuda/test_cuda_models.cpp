@@ -2,8 +2,10 @@
 // the paper's copy model (4 layers, 4 heads x 64, d_model 128, d_inner 256, dropout 0.1, 72
 // positions in 3 segments, memory and cache of one segment) for all five kinds, BPTT through all
 // segments / 0 / 1, recompute, uneven segments: loss, logits and every parameter gradient with
-// max |diff| / max |ref| <= 1e-4 per tensor; ten optimizer steps; greedy decoding; determinism;
-// language-model steps.
+// max |diff| / max |ref| <= 1e-4 per tensor (logits per segment: later segments are fed by the
+// memory or the cache); ten optimizer steps; greedy decoding; determinism; language-model steps.
+// The device models' buffers hold NaN until written, and the backend's scratch is refilled with
+// NaN before each device step (tests/cuda/nan_filled.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "lib/run/lm.h"
 #include "lib/run/train_step.h"
 #include "tests/cuda/compare.h"
+#include "tests/cuda/nan_filled.h"
 
 using namespace rmt;
 using namespace rmt::cuda_test;
@@ -63,7 +66,7 @@ struct Twin {
   Model ref, dev;
   std::unique_ptr<Engine> ref_engine, dev_engine;
   Twin(const ModelConfig& c, uint64_t seed, double random_scale = 0)
-      : ref(c, cpu()), dev(c, gpu()) {
+      : ref(c, cpu()), dev(c, nan_filled_gpu()) {
     ref.init_weights(seed);
     if (random_scale > 0) {  // O(random_scale) everywhere: decisive logits for decoding
       SplitMixRng rng(seed);
@@ -131,12 +134,14 @@ TEST_CASE("cuda models: loss, logits and every gradient of all five kinds (bptt 
       const Batch batch(v.B, v.seg_len);
       // A training step's forward and backward (dropout 0.1: the masks are the same function).
       const double ref_loss = forward_backward(*twin.ref_engine, batch.view(), v.bptt, true, 1234);
+      fill_scratch_with_nan();
       const double dev_loss = forward_backward(*twin.dev_engine, batch.view(), v.bptt, true, 1234);
       CHECK(close_scalar(what + " training loss", ref_loss, dev_loss, kModelLimit));
       compare_tensors(what + " grad", twin.ref, twin.ref.grads.download(), twin.dev.grads.download());
       // Evaluation: every segment's logits.
       const double ref_eval = twin.ref_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
                                                        v.seg_len, batch.A, false, 0);
+      fill_scratch_with_nan();
       const double dev_eval = twin.dev_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
                                                        v.seg_len, batch.A, false, 0);
       CHECK(close_scalar(what + " evaluation loss", ref_eval, dev_eval, kModelLimit));
@@ -150,7 +155,7 @@ TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's paramete
   for (const char* kind : kKinds) {
     CAPTURE(kind);
     Twin twin(copy_model(kind), 11);
-    Adam ref_adam(cpu(), twin.ref.num_params()), dev_adam(gpu(), twin.dev.num_params());
+    Adam ref_adam(cpu(), twin.ref.num_params()), dev_adam(nan_filled_gpu(), twin.dev.num_params());
     StepSettings s;
     s.bptt = -1;
     s.clip = 0.25;
@@ -159,7 +164,8 @@ TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's paramete
       s.dropout_seed = 500 + uint64_t(step);
       const Batch b(8, {24, 24, 24}, 12, 100 + uint64_t(step));
       const StepResult r = train_step(*twin.ref_engine, twin.ref, cpu(), ref_adam, b.view(), s);
-      const StepResult d = train_step(*twin.dev_engine, twin.dev, gpu(), dev_adam, b.view(), s);
+      fill_scratch_with_nan();
+      const StepResult d = train_step(*twin.dev_engine, twin.dev, nan_filled_gpu(), dev_adam, b.view(), s);
       CHECK(r.applied == d.applied);
       CHECK(close_scalar(fmt::format("{} step {} loss", kind, step), r.loss, d.loss, kModelLimit));
       CHECK(close_scalar(fmt::format("{} step {} gradient norm", kind, step), r.grad_norm, d.grad_norm,
@@ -196,7 +202,7 @@ TEST_CASE("cuda models: a step repeated is bit-identical (determinism), also on 
     const std::vector<float> g1 = twin.dev.grads.download();
     const double l2 = forward_backward(*twin.dev_engine, batch.view(), -1, true, 99);
     const std::vector<float> g2 = twin.dev.grads.download();
-    Model other(copy_model(kind), gpu());
+    Model other(copy_model(kind), nan_filled_gpu());
     other.params.upload(other.backend, twin.dev.params.download());
     Engine other_engine(other);
     const double l3 = forward_backward(other_engine, batch.view(), -1, true, 99);
@@ -231,6 +237,7 @@ TEST_CASE("cuda models: language-model steps (carried state, bptt window) match 
     LmCarry ref_carry(window), dev_carry(window);
     for (int step = 0; step < steps; ++step) {
       const double r = lm_train_step(*twin.ref_engine, ref_carry, source, B, T, true, 40 + uint64_t(step));
+      fill_scratch_with_nan();
       const double d = lm_train_step(*twin.dev_engine, dev_carry, source, B, T, true, 40 + uint64_t(step));
       CHECK(close_scalar(fmt::format("{} LM step {} loss", kind, step), r, d, kModelLimit));
       compare_tensors(fmt::format("{} LM step {} grad", kind, step), twin.ref, twin.ref.grads.download(),

@@ -1,0 +1,167 @@
+#pragma once
+// NaN where nothing was written (tests/cuda/, docs/cuda.md). cudaMalloc returns leftovers: often
+// zeros, often the previous test's correct values. A kernel that reads memory it never wrote, or
+// leaves part of its output unwritten, can then pass. So the GPU suite's device memory holds NaN
+// before it is written:
+//   * nan_filled_gpu(): the cuda backend with every new buffer filled with 0xff bytes (a NaN as
+//     float, -1 as int32, 255 as a mask byte) at allocation; the kernel tests' buffers and the
+//     models (parameters, gradients, activations, caches, Adam's state) are allocated through it;
+//   * fill_scratch_with_nan(): the backend's own scratch (CudaExec::scratch in
+//     lib/cuda/cuda_backend.cu, private to it) cannot be reached from here, so it is filled the
+//     way a test can: the kernels that use scratch run once on NaN inputs at sizes larger than any
+//     test's, so every scratch slot is grown to that size and holds what they wrote from NaN
+//     (NaN, or index data that every use rewrites). A backend hook that memsets every scratch
+//     request to 0xff would be exact; until it exists this is the suite's approximation.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "lib/core/backend.h"
+#include "lib/core/device_array.h"
+#include "tests/cuda/compare.h"
+
+namespace rmt::cuda_test {
+
+// Every call forwards to the cuda backend; allocate also fills the new buffer with 0xff bytes.
+class NanFilledBackend final : public Backend {
+ public:
+  explicit NanFilledBackend(Backend& inner) : be_(inner) {}
+
+  void* allocate(size_t bytes) override {
+    void* p = be_.allocate(bytes);
+    if (p) be_.fill_bytes(p, 0xff, bytes);
+    return p;
+  }
+  void deallocate(void* p, size_t bytes) override { be_.deallocate(p, bytes); }
+  void fill(float* x, int64_t n, float value) override { be_.fill(x, n, value); }
+  void fill_bytes(void* p, uint8_t value, size_t bytes) override { be_.fill_bytes(p, value, bytes); }
+  void copy_host_to_device(void* dst, const void* host, size_t bytes) override {
+    be_.copy_host_to_device(dst, host, bytes);
+  }
+  void copy_device_to_host(void* host, const void* src, size_t bytes) override {
+    be_.copy_device_to_host(host, src, bytes);
+  }
+  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
+    be_.copy_device_to_device(dst, src, bytes);
+  }
+  void synchronize() override { be_.synchronize(); }
+
+  void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
+              bool trans_b, float alpha, float beta) override {
+    be_.matmul(C, A, B, M, N, K, trans_a, trans_b, alpha, beta);
+  }
+  void matmul_strided(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M,
+                      int N, int K, bool trans_a, bool trans_b, float alpha, float beta) override {
+    be_.matmul_strided(C, ldc, A, lda, B, ldb, M, N, K, trans_a, trans_b, alpha, beta);
+  }
+  void add_bias(float* x, const float* bias, int rows, int cols) override {
+    be_.add_bias(x, bias, rows, cols);
+  }
+  void bias_backward(float* dbias, const float* dy, int rows, int cols) override {
+    be_.bias_backward(dbias, dy, rows, cols);
+  }
+  void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int d,
+                         float scale) override {
+    be_.embedding_forward(out, ids, table, n, d, scale);
+  }
+  void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n, int d,
+                          float scale) override {
+    be_.embedding_backward(dtable, dout, ids, n, d, scale);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
+                         const float* weight, const float* bias, int n, int d) override {
+    be_.layernorm_forward(out, mean, rstd, x, weight, bias, n, d);
+  }
+  void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout,
+                          const float* x, const float* mean, const float* rstd,
+                          const float* weight, int n, int d) override {
+    be_.layernorm_backward(dx, dweight, dbias, dout, x, mean, rstd, weight, n, d);
+  }
+  void relu_forward(float* out, const float* x, int64_t n) override { be_.relu_forward(out, x, n); }
+  void relu_backward(float* dx, const float* dout, const float* y, int64_t n) override {
+    be_.relu_backward(dx, dout, y, n);
+  }
+  void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
+                       uint64_t seed) override {
+    be_.dropout_forward(out, x, keep, n, p, seed);
+  }
+  void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
+                        float p) override {
+    be_.dropout_backward(dx, dout, keep, n, p);
+  }
+  void positional_embedding(float* out, int klen, int d) override {
+    be_.positional_embedding(out, klen, d);
+  }
+  void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
+                             const float* u, const float* v, const uint8_t* mask,
+                             const AttentionShape& s, float scale) override {
+    be_.rel_attention_forward(out, prob, qkv, r, u, v, mask, s, scale);
+  }
+  void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv, const float* dout,
+                              const float* prob, const float* qkv, const float* r, const float* u,
+                              const float* v, const AttentionShape& s, float scale) override {
+    be_.rel_attention_backward(dqkv, dr, du, dv, dout, prob, qkv, r, u, v, s, scale);
+  }
+  void broadcast_batch(float* out, const float* x, int rows, int B, int width) override {
+    be_.broadcast_batch(out, x, rows, B, width);
+  }
+  void broadcast_batch_backward(float* dx, const float* dout, int rows, int B, int width) override {
+    be_.broadcast_batch_backward(dx, dout, rows, B, width);
+  }
+  void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
+                     int n, int V, float grad_scale) override {
+    be_.cross_entropy(loss, dlogits, logits, targets, n, V, grad_scale);
+  }
+  double sum_squares(const float* x, int64_t n) override { return be_.sum_squares(x, n); }
+  void scale(float* x, int64_t n, float alpha) override { be_.scale(x, n, alpha); }
+  void add_inplace(float* y, const float* x, int64_t n) override { be_.add_inplace(y, x, n); }
+  void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr,
+                   float beta1, float beta2, float eps, int64_t t) override {
+    be_.adam_update(param, grad, m, v, n, lr, beta1, beta2, eps, t);
+  }
+
+ private:
+  Backend& be_;
+};
+
+// The cuda backend whose new buffers hold NaN (one for the whole suite: models and engines check
+// that they share one backend object).
+inline Backend& nan_filled_gpu() {
+  static NanFilledBackend be(gpu());
+  return be;
+}
+
+// Runs the scratch-using kernels on NaN inputs at sizes above every test's (the largest attention
+// scores: the copy model's, B 32 x 4 heads x 72 x 96, 0.9M, and the language model's, B 2 x 8
+// heads x 148 x 276, 0.65M; here 2.4M; the largest row reductions: 2304 rows, 2304 x 768 values;
+// here 4096 x 4096), so that the scratch a test's kernels get holds NaN where they did not write
+// it. See the top of this file.
+inline void fill_scratch_with_nan() {
+  Backend& be = nan_filled_gpu();  // every input below is NaN as allocated
+  {
+    AttentionShape s{32, 4, 64, 96, 192};
+    const int64_t HD = int64_t(s.H) * s.Dh;
+    DeviceArray<float> qkv(be, int64_t(s.klen) * s.B * 3 * HD), r(be, s.klen * HD), u(be, HD),
+        v(be, HD), dout(be, int64_t(s.qlen) * s.B * HD),
+        prob(be, int64_t(s.B) * s.H * s.qlen * s.klen), dqkv(be, int64_t(s.klen) * s.B * 3 * HD),
+        dr(be, s.klen * HD), du(be, HD), dv(be, HD);
+    be.rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), dout.data(), prob.data(),
+                              qkv.data(), r.data(), u.data(), v.data(), s, 0.125f);
+  }
+  {
+    const int rows = 4096, cols = 4096;
+    DeviceArray<float> x(be, int64_t(rows) * cols), dx(be, int64_t(rows) * cols), w(be, cols),
+        dw(be, cols), db(be, cols), mean(be, rows), rstd(be, rows), loss(be, rows);
+    be.bias_backward(db.data(), x.data(), rows, cols);
+    be.layernorm_forward(dx.data(), mean.data(), rstd.data(), x.data(), w.data(), db.data(), rows, cols);
+    be.layernorm_backward(dx.data(), dw.data(), db.data(), x.data(), x.data(), mean.data(), rstd.data(),
+                          w.data(), rows, cols);
+    DeviceArray<int32_t> targets(be, rows);
+    be.fill_bytes(targets.data(), 0, size_t(rows) * sizeof(int32_t));  // id 0: a valid target
+    be.cross_entropy(loss.data(), dx.data(), x.data(), targets.data(), rows, cols, 1.f);
+    (void)be.sum_squares(x.data(), x.size());
+  }
+  be.synchronize();
+}
+
+}  // namespace rmt::cuda_test

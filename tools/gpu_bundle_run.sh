@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# run.sh of the GPU bundle (made by tools/gpu_bundle.sh, `make gpu-bundle`; docs/cuda.md). On the
+# GPU machine, from the folder that holds the bundle:
+#
+#   bash gpu-bundle/run.sh [STEP...]       find cuBLAS 13, then run the steps (default all, in
+#                                          this order): smi (nvidia-smi), version (rmt --version),
+#                                          suite (the GPU suite, rmt_cuda_tests), bench (rmt bench
+#                                          --device cuda: the copy models and the language model),
+#                                          train (a short RMT training on a generated copy dataset,
+#                                          on cuda, then the same on cpu to compare)
+#   bash gpu-bundle/run.sh --find-cublas-only    only say where cuBLAS 13 is
+#
+# Each step's output goes to its own log, STEP.log, in $OUT when it is set (the GPU runner's
+# folder that comes back) else in gpu-bundle/logs; the console gets each step's last lines and a
+# summary. A failing step does not stop the others; the exit status is 1 if any failed.
+# cuBLAS is looked for in LD_LIBRARY_PATH, the CUDA toolkit's folders, the system's, and pip's
+# packages (nvidia/cu13/lib for CUDA 13's wheels, nvidia/cublas/lib for older ones);
+# RMT_CUBLAS_SEARCH="DIR:DIR..." replaces that list (tests). Time limits per step (seconds):
+# RMT_SUITE_TIMEOUT (default 300), RMT_BENCH_TIMEOUT (150), RMT_TRAIN_TIMEOUT (120): together
+# under the GPU runner's 10 minutes a command; `bash gpu-bundle/run.sh suite` runs one step alone.
+set -u
+
+bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+say() { echo "run.sh: $*"; }
+
+# ---- cuBLAS 13 ---------------------------------------------------------------------------------
+# The folders to look in, one a line, in order.
+cublas_search_list() {
+  if [ -n "${RMT_CUBLAS_SEARCH+set}" ]; then
+    tr ':' '\n' <<< "$RMT_CUBLAS_SEARCH"
+    return
+  fi
+  tr ':' '\n' <<< "${LD_LIBRARY_PATH:-}"
+  echo /usr/local/cuda/lib64
+  echo /usr/local/cuda/lib
+  echo /usr/local/cuda/targets/x86_64-linux/lib
+  echo /usr/lib/x86_64-linux-gnu
+  # pip's NVIDIA packages: wherever python3 finds the `nvidia` namespace, then the usual
+  # site-packages folders (a python3 other than the one that has them).
+  if command -v python3 > /dev/null; then
+    python3 - 2> /dev/null <<'EOF'
+import os, site, sys
+roots = []
+try:
+    import nvidia
+    roots += list(nvidia.__path__)
+except Exception:
+    pass
+try:
+    roots += [os.path.join(d, "nvidia") for d in site.getsitepackages() + [site.getusersitepackages()]]
+except Exception:
+    pass
+for r in roots:
+    print(os.path.join(r, "cu13", "lib"))
+    print(os.path.join(r, "cublas", "lib"))
+EOF
+  fi
+  for d in /usr/local/lib/python3*/dist-packages /usr/local/lib/python3*/site-packages \
+           /usr/lib/python3/dist-packages /opt/conda/lib/python3*/site-packages \
+           "${HOME:-/root}"/.local/lib/python3*/site-packages /opt/venv/lib/python3*/site-packages; do
+    echo "$d/nvidia/cu13/lib"
+    echo "$d/nvidia/cublas/lib"
+  done
+}
+
+# Sets cublas_dir to the first folder with both libraries; else prints one line saying where it
+# looked and returns 1.
+find_cublas() {
+  local looked=() d
+  while IFS= read -r d; do
+    [ -n "$d" ] || continue
+    case " ${looked[*]-} " in *" $d "*) continue ;; esac
+    looked+=("$d")
+    if [ -e "$d/libcublas.so.13" ] && [ -e "$d/libcublasLt.so.13" ]; then
+      cublas_dir=$d
+      say "cuBLAS 13: $d (libcublas.so.13, libcublasLt.so.13)"
+      return 0
+    fi
+  done < <(cublas_search_list)
+  echo "run.sh: error: cuBLAS 13 (libcublas.so.13 and libcublasLt.so.13) not found; looked in: ${looked[*]-nothing} (pip install nvidia-cublas, or put its folder in LD_LIBRARY_PATH)" >&2
+  return 1
+}
+
+if [ "${1:-}" = "--find-cublas-only" ]; then
+  [ $# -eq 1 ] || { echo "run.sh: error: --find-cublas-only takes no other arguments" >&2; exit 2; }
+  find_cublas
+  exit $?
+fi
+
+all_steps=(smi version suite bench train)
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=("${all_steps[@]}")
+for s in "${steps[@]}"; do
+  case " ${all_steps[*]} " in *" $s "*) ;; *)
+    echo "run.sh: error: unknown step '$s' (steps: ${all_steps[*]}; or --find-cublas-only)" >&2; exit 2 ;;
+  esac
+done
+
+logs=${OUT:-$bundle/logs}
+mkdir -p "$logs" || { echo "run.sh: error: cannot make the log folder $logs" >&2; exit 1; }
+say "bundle $bundle; logs in $logs"
+[ -f "$bundle/MANIFEST" ] && head -n 2 "$bundle/MANIFEST"
+
+# The host's glibc must be at least the bundle's (glibc cannot travel: it must match the loader).
+need=$(cat "$bundle/glibc_required" 2> /dev/null || echo unknown)
+have=$(getconf GNU_LIBC_VERSION 2> /dev/null | awk '{ print $2 }')
+if [ "$need" != unknown ] && [ -n "$have" ] &&
+   [ "$(printf '%s\n%s\n' "$need" "$have" | sort -t. -k1,1n -k2,2n | head -n 1)" != "$need" ]; then
+  say "warning: this machine's glibc is $have, the bundle needs $need: its programs will not start (build the bundle on an older system)"
+fi
+
+cublas_dir=
+find_cublas || true
+# Only rmt's own processes get the bundle's libraries. libstdc++ and libgcc_s: this machine's when
+# the programs start with them (a newer libstdc++ serves older programs), else the bundle's
+# lib/compat (they need a newer glibc than the programs, so they are not the first choice).
+rmt_path="$bundle/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# What the loader says is missing for the three programs with this machine's libstdc++: a
+# "version `GLIBCXX_...' not found" line (ldd), or rmt's own error if there is no ldd.
+libstdcxx_problem() {
+  if command -v ldd > /dev/null; then
+    for f in rmt librmt_cuda.so rmt_cuda_tests; do
+      env LD_LIBRARY_PATH="$rmt_path" ldd "$bundle/$f" 2>&1 | grep -E "version .* not found" | grep -E 'libstdc|libgcc_s'
+    done | head -n 1
+  else
+    env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" --help 2>&1 > /dev/null | grep -E 'libstdc|libgcc_s' | head -n 1
+  fi
+}
+problem=$(libstdcxx_problem)
+if [ -z "$problem" ]; then
+  say "libstdc++: this machine's"
+else
+  rmt_path="$bundle/lib:$bundle/lib/compat${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  say "libstdc++: the bundle's (lib/compat), since with this machine's: $problem"
+fi
+in_bundle() { env LD_LIBRARY_PATH="$rmt_path" "$@"; }
+
+failed=()
+passed=()
+# run_step NAME LIMIT COMMAND...: the command (a program or one of the functions below) in a
+# child bash under `timeout` (which stops its whole process group), its output into NAME.log,
+# the log's last lines here.
+run_step() {
+  local name=$1 limit=$2 rc start
+  shift 2
+  say "---- $name: $*"
+  start=$(date +%s)
+  timeout "$limit" bash -c '"$@"' "$name" "$@" > "$logs/$name.log" 2>&1
+  rc=$?
+  [ $rc -ne 124 ] || echo "run.sh: $name: stopped after $limit s (timeout)" >> "$logs/$name.log"
+  tail -n "$tail_lines" "$logs/$name.log"
+  if [ $rc -eq 0 ]; then
+    passed+=("$name")
+    say "$name: ok ($(( $(date +%s) - start )) s, log $logs/$name.log)"
+  else
+    failed+=("$name")
+    say "$name: FAILED with status $rc ($(( $(date +%s) - start )) s, log $logs/$name.log)"
+  fi
+}
+
+# A short training of RMT on copy (3 segments of 6: experiments/train_rmt_copy6.yaml's recipe) on
+# cuda, evaluated on cuda, then the same run on cpu: the two loss curves should agree closely.
+train() {
+  local work=$logs/train
+  rm -rf "$work" && mkdir -p "$work" || return 1
+  in_bundle "$bundle/rmt" generate copy --length 6 --train 2000 --val 200 --test 200 --out "$work/copy6" || return 1
+  cat > "$work/rmt_copy6.yaml" <<EOF
+data: $work/copy6
+segments: 3
+bptt: all
+model: {kind: rmt, n_layer: 2, n_head: 2, d_head: 16, d_model: 32, d_inner: 64, dropout: 0.0,
+        num_mem_tokens: 6, mem_init: normal}
+train: {batch_size: 32, lr: 3.0e-3, schedule: constant, warmup_steps: 50, clip: 1.0,
+        max_steps: 300, eval_every: 100, log_every: 50, seed: 1}
+EOF
+  in_bundle "$bundle/rmt" train --config "$work/rmt_copy6.yaml" --device cuda --out "$work/run_cuda" || return 1
+  in_bundle "$bundle/rmt" eval --run "$work/run_cuda" --device cuda || return 1
+  echo "run.sh: the same training on cpu, to compare:"
+  in_bundle "$bundle/rmt" train --config "$work/rmt_copy6.yaml" --device cpu --out "$work/run_cpu" || return 1
+}
+export bundle logs rmt_path
+export -f say in_bundle train
+
+for s in "${steps[@]}"; do
+  case $s in
+    smi) tail_lines=15 run_step smi 60 nvidia-smi ;;
+    version) tail_lines=15 run_step version 60 in_bundle "$bundle/rmt" --version ;;
+    suite)
+      tail_lines=25 run_step suite "${RMT_SUITE_TIMEOUT:-300}" in_bundle "$bundle/rmt_cuda_tests"
+      # Every comparison that failed, whatever the tail showed.
+      say "suite: $(grep -c '^cuda-vs-cpu' "$logs/suite.log") comparisons printed, $(grep '^cuda-vs-cpu' "$logs/suite.log" | grep -c 'FAIL$') FAIL"
+      grep -E '^cuda-vs-cpu.*FAIL$' "$logs/suite.log" | head -n 20 ;;
+    bench) tail_lines=30 run_step bench "${RMT_BENCH_TIMEOUT:-150}" in_bundle "$bundle/rmt" bench --device cuda --model all ;;
+    train) tail_lines=30 run_step train "${RMT_TRAIN_TIMEOUT:-120}" train ;;
+  esac
+done
+
+say "==== summary: passed: ${passed[*]-none}; failed: ${failed[*]-none}; logs in $logs"
+[ ${#failed[@]} -eq 0 ]
