@@ -66,8 +66,6 @@ inline constexpr int kRowChunk = 64;
 inline constexpr int64_t kSumSquaresChunk = 1 << 13;
 inline constexpr int kSumSquaresLanes = 8;
 
-RMT_HOST_DEVICE inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 // x[0..n) = value
 template <class Exec>
 void fill(Exec& ex, float* x, int64_t n, float value) {
@@ -412,6 +410,16 @@ void sum_squares(Exec& ex, double* result, const float* x, int64_t n) {
       total += acc;
     }
     *result = total;
+  });
+}
+
+// C[M, N] (row stride ldc) = beta * C, or 0 when beta is 0: an empty product (K = 0), what the
+// CPU backend does, whatever cuBLAS would do with k = 0.
+template <class Exec>
+void scale_matrix_rows(Exec& ex, float* C, int ldc, int M, int N, float beta) {
+  ex.for_each(int64_t(M) * N, [=] RMT_HOST_DEVICE(int64_t i) {
+    float* c = C + (i / N) * ldc + i % N;
+    *c = beta == 0.f ? 0.f : beta * *c;
   });
 }
 
