@@ -56,7 +56,7 @@
 
 namespace rmt::cuda {
 
-inline constexpr int kScratchSlots = 4;
+inline constexpr int kScratchSlots = 5;
 // Threads of a block of for_each_block, and the columns of a tile of blk.columns.
 inline constexpr int kBlockThreads = 128;
 inline constexpr int kColumnTile = 32;
