@@ -14,7 +14,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/cuda/attention_kernels.h"
-#include "lib/cuda/exec.h"
+#include "lib/cuda/host_exec.h"
 
 using namespace rmt;
 using Vec = std::vector<float>;

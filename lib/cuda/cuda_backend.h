@@ -1,8 +1,9 @@
 #pragma once
 // The CUDA backend (built with RMT_CUDA, docs/cuda.md): the Backend kernel set on one GPU.
-// GEMMs go through cuBLAS (fp32, no TF32); every other kernel is a driver of lib/cuda/kernels.h or
-// lib/cuda/attention_kernels.h run by a CudaExec (lib/cuda/exec.h): one grid launch per pass on
-// the backend's stream. Everything is issued on that one stream in call order, so results are
+// GEMMs go through cuBLAS (fp32, no TF32); every other kernel is a driver of lib/cuda/kernels.h,
+// lib/cuda/reduction_kernels.h or lib/cuda/attention_kernels.h (whose products are cuBLAS
+// strided-batched calls) run by a CudaExec (lib/cuda/exec.h, lib/cuda/cuda_exec.cuh): one launch
+// per pass on the backend's stream. Everything is issued on that one stream in call order, so results are
 // deterministic for a fixed input on the same GPU (no atomics in any kernel; cuBLAS is
 // bit-reproducible on one stream).
 //

@@ -6,46 +6,122 @@
 //
 //   template <class Exec> void layernorm_forward(Exec& ex, <the arguments of Backend's kernel>);
 //
-// A driver does its work as one or more passes, each `ex.for_each(n, f)`: f(i) for every item i in
-// [0, n), in any order and in parallel. Passes run one after the other, in the order called. So:
-//   * f(i) writes only what item i owns, and reads nothing another item of the same pass writes;
-//   * no atomics: every sum is a loop in a fixed order, and results are deterministic;
-//   * f is a `[=] RMT_HOST_DEVICE (int64_t i) { ... }` lambda: it captures pointers and sizes by
-//     value and calls only RMT_HOST_DEVICE functions and <cmath>'s float functions.
+// A driver does its work as passes, run one after the other in the order called:
+//   * `ex.for_each(n, f)`: f(i) for every item i in [0, n), in any order and in parallel;
+//   * `ex.for_each_block(n, f)`: f(blk, i) for every block i in [0, n), where the kBlockThreads
+//     threads of a block run f together and cooperate through `blk` (below): a row of a
+//     LayerNorm, a softmax, a chunk of a sum;
+//   * `ex.sgemm(...)`: one cuBLAS-style product (column-major, strided batches) on the stream.
+// So:
+//   * f writes only what its item or block owns, and reads nothing another item or block of the
+//     same pass writes;
+//   * no atomics: every sum is a loop in a fixed order or a fixed tree, and results are
+//     deterministic (bit-identical run to run);
+//   * f is a `[=] RMT_HOST_DEVICE (...) { ... }` lambda: it captures pointers and sizes by
+//     value and calls only RMT_HOST_DEVICE functions and <cmath>'s float functions. Lambdas
+//     inside it are plain `[=](...)` (they take its execution space).
 // `ex.scratch(slot, bytes)` gives a buffer of the Exec's memory (slot 0..kScratchSlots-1, at least
 // `bytes`, contents unspecified) for a driver's temporaries, valid until the driver returns.
 //
+// A block's body f(blk, i) runs once per thread on the GPU and once per block on the host, so it
+// must be written as the same straight-line code for every thread of the block:
+//   * `blk.sum(len, load)`: sum over k < len of load(k), in the type load returns (float or
+//     double), the same value in every thread.
+//     Thread t adds k = t, t + kBlockThreads, .. in order, then the kBlockThreads partials are
+//     added in a fixed tree (partial[t] += partial[t + s] for s = kBlockThreads/2, .., 1);
+//     `blk.max(len, load)` the same with max. Every thread of the block must reach the call.
+//   * `blk.columns(rows, load, store)`: kColumnTile column sums of a [rows, kColumnTile] tile,
+//     load(i, c) its element: thread t sums column t % kColumnTile over rows g, g + G, ..
+//     (g = t / kColumnTile,
+//     G = kBlockThreads / kColumnTile) in order, then the G partials of a column in a fixed tree;
+//     store(c, total) is called once per column (reads of a warp cover 32 adjacent columns).
+//   * `blk.for_each(len, f)`: f(k) for k < len, spread over the threads (each k once);
+//   Each of these ends with a barrier of the block (__syncthreads), so what one writes, the next
+//   may read, whichever thread wrote it.
+//   * `blk.leader()`: true in one thread of the block (per-block scalars are written under it).
+// The host emulates exactly this order (lib/cuda/host_exec.h), so a block's sums are
+// bit-identical on the host and the GPU up to FMA contraction inside `load`.
+//
 // Two Execs run the same drivers:
-//   * CudaExec (lib/cuda/cuda_backend.cu): one launch of a grid over the n items per pass, on the
-//     backend's stream; scratch is device memory kept by the backend.
-//   * HostExec (below): a plain loop on the host, for the tests (tests/test_cuda_kernels_host.cpp),
-//     which compare every driver with the CPU backend without a GPU.
+//   * CudaExec (lib/cuda/cuda_exec.cuh): one launch per pass on the backend's stream, cuBLAS for
+//     sgemm; scratch is device memory kept by the backend.
+//   * HostExec (lib/cuda/host_exec.h): plain loops on the host, for the tests
+//     (tests/test_cuda_*_host.cpp), which compare every driver with the CPU backend without a GPU.
+// Both count what they issue (StreamOps), so the host can tell how many stream operations a
+// training step costs on the GPU (tests/test_cuda_stream_ops.cpp).
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "lib/core/host_device.h"
 
 namespace rmt::cuda {
 
-inline constexpr int kScratchSlots = 4;
+inline constexpr int kScratchSlots = 5;
+// Threads of a block of for_each_block, and the columns of a tile of blk.columns.
+inline constexpr int kBlockThreads = 128;
+inline constexpr int kColumnTile = 32;
+static_assert((kBlockThreads & (kBlockThreads - 1)) == 0, "the tree halves the block");
+static_assert(kBlockThreads % kColumnTile == 0, "whole row groups");
+// Uploads up to this size go through the CUDA backend's pinned ring without a host wait; larger
+// ones wait for their copy (lib/cuda/cuda_exec.cuh).
+inline constexpr size_t kUploadSlotBytes = size_t(256) << 10;
 
-// Runs the passes as loops over the items on the host. The tests run every driver in both orders
-// and demand the same bits: an item that reads what another item of its pass writes shows up.
-struct HostExec {
-  bool reverse = false;  // items n-1 .. 0 instead of 0 .. n-1
-  template <class F>
-  void for_each(int64_t n, F f) {
-    for (int64_t k = 0; k < n; ++k) f(reverse ? n - 1 - k : k);
-  }
-  void* scratch(int slot, size_t bytes) {
-    std::vector<unsigned char>& b = scratch_[slot];
-    if (b.size() < bytes) b.resize(bytes);
-    return b.data();
-  }
-
- private:
-  std::vector<unsigned char> scratch_[kScratchSlots];
+// What an Exec issued on its stream, by kind: the numbers a CUDA graph would replay and a profiler
+// would show per training step.
+struct StreamOps {
+  int64_t kernels = 0;  // kernel launches (for_each, for_each_block)
+  int64_t gemms = 0;    // cuBLAS calls (one strided-batched call counts once)
+  int64_t memsets = 0;
+  int64_t copies = 0;   // host to device, device to host, device to device
+  int64_t syncs = 0;    // the host waits for the stream
+  int64_t total() const { return kernels + gemms + memsets + copies; }
 };
+
+// A row-major product, `batch` of them at fixed strides (the attention's per-(b, h) products):
+// for q < batch, C_q[M, N] = alpha * op(A_q) op(B_q) + beta * C_q with X_q = X + q * stride_x,
+// op(A) [M, K] (A is [K, M] when trans_a), op(B) [K, N]; lda, ldb, ldc the row strides.
+// K > 0; beta 0 ignores C's old contents (NaN included).
+struct Gemm {
+  float* C;
+  int ldc;
+  int64_t stride_c;
+  const float* A;
+  int lda;
+  int64_t stride_a;
+  const float* B;
+  int ldb;
+  int64_t stride_b;
+  int M, N, K;
+  bool trans_a, trans_b;
+  float alpha = 1.f, beta = 0.f;
+  int batch = 1;
+};
+
+// The same product as cuBLAS (column-major) computes it. A row-major [r, c] matrix with row
+// stride ld is, read column-major, its transpose [c, r] with leading dimension ld; so the
+// row-major C = op(A) op(B) is, column-major, C^T = op(B)^T op(A)^T: cuBLAS's first operand is
+// B (transposed iff trans_b), its second A (transposed iff trans_a), and its m, n, k are N, M, K.
+struct ColumnMajorGemm {
+  bool trans_first, trans_second;
+  int m, n, k;
+  const float* first;
+  int ld_first;
+  int64_t stride_first;
+  const float* second;
+  int ld_second;
+  int64_t stride_second;
+  float* C;
+  int ldc;
+  int64_t stride_c;
+  float alpha, beta;
+  int batch;
+};
+inline ColumnMajorGemm column_major(const Gemm& g) {
+  return {g.trans_b, g.trans_a, g.N,        g.M,   g.K,        g.B,     g.ldb,   g.stride_b,
+          g.A,       g.lda,     g.stride_a, g.C,   g.ldc,      g.stride_c, g.alpha, g.beta,
+          g.batch};
+}
+
+RMT_HOST_DEVICE inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 }  // namespace rmt::cuda

@@ -1,48 +1,26 @@
 #pragma once
-// The CUDA backend's drivers for every Backend kernel (lib/core/backend.h) except the GEMMs
-// (cuBLAS, in cuda_backend.cu) and the relative attention (attention_kernels.h). Each follows
-// lib/cuda/exec.h: passes of ex.for_each(n, item), items write only what they own, no atomics,
-// every sum a loop in a fixed order, scratch through ex.scratch(slot, bytes). Each driver takes
-// exactly the arguments of its Backend kernel after the Exec, except sum_squares, which writes
-// its double to *result (one double of the Exec's memory) for the backend to copy to the host.
+// The CUDA backend's element-wise and gather/scatter drivers (lib/core/backend.h's kernels):
+// fill, add_bias, embedding, relu, dropout, positional_embedding, broadcast_batch, scale,
+// add_inplace, adam_update. The reductions (LayerNorm, cross_entropy, sum_squares, the column
+// sums) are in reduction_kernels.h, the attention in attention_kernels.h, the GEMMs are ex.sgemm
+// (cuBLAS). Each follows lib/cuda/exec.h: passes of ex.for_each(n, item), items write only what
+// they own, no atomics, every sum a loop in a fixed order. Each driver takes exactly the
+// arguments of its Backend kernel after the Exec.
 //
 // Semantics and arithmetic are the CPU backend's (lib/core/cpu_backend.cpp), expression by
-// expression, so that on the host (HostExec, tests/test_cuda_kernels_host.cpp) results are
-// bit-identical to it except where the CPU sums in SIMD lanes or a sum is split into chunks:
-//   * bit-identical: fill, add_bias, embedding_forward/backward, relu, dropout (the same mask:
-//     dropout_uniform(splitmix64(seed), i)), positional_embedding, broadcast_batch and its
-//     backward, cross_entropy, scale, add_inplace, adam_update, sum_squares (the CPU's 8192-float
-//     chunks and 8 lanes, reproduced), and bias_backward and LayerNorm's dweight/dbias while the
-//     rows fit in one chunk of kRowChunk rows;
-//   * not bit-identical: LayerNorm's per-row mean, variance and the two sums of its backward (the
-//     CPU sums float terms in SIMD lanes combined by Eigen's tree; here the same float terms in
-//     order in a double, as accurate as the lanes or more), and bias_backward and
-//     LayerNorm's dweight/dbias over more than kRowChunk rows (partial sums per chunk of rows,
-//     then the chunks in order).
-// On a GPU, bit-identity also needs nvcc's --fmad=false and no fast-math (sinf, cosf, powf, exp,
-// log then differ from glibc's by an ulp or so: the GPU suite compares with a tolerance anyway).
+// expression, so that on the host (HostExec, tests/test_cuda_kernels_host.cpp) every driver here
+// is bit-identical to it. On a GPU, bit-identity also needs nvcc's --fmad=false and no fast-math
+// (sinf, cosf, powf differ from glibc's by an ulp or so: the GPU suite compares with a tolerance).
 //
-// Parallelisation (items per pass), chosen for correctness and determinism first:
+// Parallelisation (items per pass):
 //   elementwise kernels: one item per element.
-//   bias_backward, LayerNorm's dweight/dbias: one item per (chunk of kRowChunk rows, column)
-//     into scratch, then one item per column summing the chunks in order.
 //   embedding_backward: one item per position finds whether it is its id's first occurrence and
 //     the next position with the same id (a scan of the ids); then one item per (first
 //     occurrence, column) walks its id's chain in position order, so repeated ids add up in the
 //     CPU's order without atomics.
-//   layernorm_forward/backward: one item per row for its sums, then one per element.
-//   cross_entropy: one item per row (max, sum of exp, loss), then one per element for dlogits.
 //   broadcast_batch_backward: one item per output element, summing over b = 0..B-1.
-//   sum_squares: one item per (8192-float chunk, lane), then one item summing lanes and chunks.
 //
 // What a GPU session should optimise, measured on the device (none of it can run here):
-//   * row-wise kernels (LayerNorm, cross_entropy with a large V): a warp or block per row with a
-//     shared-memory / shuffle reduction in a fixed tree, and fusing the per-row and per-element
-//     passes into one launch;
-//   * bias_backward and LayerNorm's parameter gradients: block-level column reductions (a tile of
-//     rows per block in shared memory), fused with the dx pass of layernorm_backward;
-//   * sum_squares: a block-level tree per chunk instead of 8 lanes per chunk (then no longer
-//     bit-identical to the CPU, fine for clipping), and its single-item final pass;
 //   * embedding_backward: its first pass scans the ids (O(n * distance to the neighbours with the
 //     same id); quadratic only when ids are mostly distinct): a sort of (id, position) by a
 //     deterministic radix sort would bound it;
@@ -57,16 +35,9 @@
 #include "lib/core/host_device.h"
 #include "lib/core/random.h"
 #include "lib/cuda/exec.h"
+#include "lib/cuda/reduction_kernels.h"
 
 namespace rmt::cuda {
-
-// Rows per partial sum of the column reductions (bias_backward, LayerNorm's dweight/dbias).
-inline constexpr int kRowChunk = 64;
-// sum_squares: the CPU backend's chunk and lane count, so that the result is bit-identical.
-inline constexpr int64_t kSumSquaresChunk = 1 << 13;
-inline constexpr int kSumSquaresLanes = 8;
-
-RMT_HOST_DEVICE inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // x[0..n) = value
 template <class Exec>
@@ -81,36 +52,6 @@ void add_bias(Exec& ex, float* x, const float* bias, int rows, int cols) {
   const int64_t total = (int64_t)rows * cols;
   if (total <= 0) return;
   ex.for_each(total, [=] RMT_HOST_DEVICE(int64_t i) { x[i] += bias[i % cols]; });
-}
-
-// dbias[cols] += sum over rows of dy[rows, cols], rows in order within chunks of kRowChunk rows,
-// chunks in order (one chunk: exactly the CPU's sum).
-template <class Exec>
-void bias_backward(Exec& ex, float* dbias, const float* dy, int rows, int cols) {
-  if (rows <= 0 || cols <= 0) return;
-  const int chunk = kRowChunk;
-  const int nchunk = (rows + chunk - 1) / chunk;
-  if (nchunk == 1) {
-    ex.for_each(cols, [=] RMT_HOST_DEVICE(int64_t c) {
-      float acc = 0.f;
-      for (int i = 0; i < rows; ++i) acc += dy[(int64_t)i * cols + c];
-      dbias[c] += acc;
-    });
-    return;
-  }
-  float* part = (float*)ex.scratch(0, sizeof(float) * (size_t)nchunk * (size_t)cols);
-  ex.for_each((int64_t)nchunk * cols, [=] RMT_HOST_DEVICE(int64_t idx) {
-    const int64_t q = idx / cols, c = idx % cols;
-    const int64_t i0 = q * chunk, i1 = min_i64(rows, i0 + chunk);
-    float acc = 0.f;
-    for (int64_t i = i0; i < i1; ++i) acc += dy[i * cols + c];
-    part[idx] = acc;
-  });
-  ex.for_each(cols, [=] RMT_HOST_DEVICE(int64_t c) {
-    float acc = 0.f;
-    for (int q = 0; q < nchunk; ++q) acc += part[(int64_t)q * cols + c];
-    dbias[c] += acc;
-  });
 }
 
 // out[n, d] = table[ids[n], :] * scale
@@ -160,100 +101,6 @@ void embedding_backward(Exec& ex, float* dtable, const float* dout, const int32_
     float acc = *t;
     for (int64_t j = i; j >= 0; j = next[j]) acc += dout[j * d + k] * scale;
     *t = acc;
-  });
-}
-
-// out = (x - mean) * rstd * weight + bias per row of d; mean[n], rstd[n] saved (eps 1e-5, biased
-// variance, two-pass mean and variance as the CPU's, each sum's float terms added in a double).
-// out may be x.
-template <class Exec>
-void layernorm_forward(Exec& ex, float* out, float* mean, float* rstd, const float* x,
-                       const float* weight, const float* bias, int n, int d) {
-  if (n <= 0 || d <= 0) return;
-  ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) {
-    const float* xi = x + i * d;
-    double s = 0;
-    for (int k = 0; k < d; ++k) s += xi[k];
-    const float mf = (float)(s / d);
-    double sv = 0;
-    for (int k = 0; k < d; ++k) sv += (xi[k] - mf) * (xi[k] - mf);
-    const float var = (float)(sv / d);
-    mean[i] = mf;
-    rstd[i] = 1.f / ::sqrtf(var + 1e-5f);
-  });
-  ex.for_each((int64_t)n * d, [=] RMT_HOST_DEVICE(int64_t idx) {
-    const int64_t i = idx / d, k = idx % d;
-    out[idx] = (x[idx] - mean[i]) * rstd[i] * weight[k] + bias[k];
-  });
-}
-
-// xhat = (x - mean) * rstd, g = dout * weight:
-//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))  (overwrite)
-//   dweight += sum over rows of dout * xhat;  dbias += sum over rows of dout  (accumulate)
-// The passes that read dout all run before the one that writes dx, so dx may even be dout.
-template <class Exec>
-void layernorm_backward(Exec& ex, float* dx, float* dweight, float* dbias, const float* dout,
-                        const float* x, const float* mean, const float* rstd, const float* weight,
-                        int n, int d) {
-  if (n <= 0 || d <= 0) return;
-  // Per row: mean(g) and mean(g * xhat), the CPU's float terms added in a double.
-  float* stats = (float*)ex.scratch(0, sizeof(float) * 2 * (size_t)n);
-  ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) {
-    const float* xi = x + i * d;
-    const float* gi = dout + i * d;
-    const float m = mean[i], rs = rstd[i];
-    double sg = 0, sgx = 0;
-    for (int k = 0; k < d; ++k) {
-      sg += gi[k] * weight[k];
-      sgx += gi[k] * weight[k] * ((xi[k] - m) * rs);
-    }
-    stats[2 * i] = (float)(sg / d);
-    stats[2 * i + 1] = (float)(sgx / d);
-  });
-  // Parameter gradients: rows in order within chunks of kRowChunk, chunks in order.
-  const int chunk = kRowChunk;
-  const int nchunk = (n + chunk - 1) / chunk;
-  if (nchunk == 1) {
-    ex.for_each(d, [=] RMT_HOST_DEVICE(int64_t k) {
-      float aw = 0.f, ab = 0.f;
-      for (int64_t i = 0; i < n; ++i) {
-        const float g = dout[i * d + k];
-        aw += g * (x[i * d + k] - mean[i]) * rstd[i];
-        ab += g;
-      }
-      dweight[k] += aw;
-      dbias[k] += ab;
-    });
-  } else {
-    // part[q, 0, k]: dweight's partial of chunk q; part[q, 1, k]: dbias's.
-    float* part = (float*)ex.scratch(1, sizeof(float) * 2 * (size_t)nchunk * (size_t)d);
-    ex.for_each((int64_t)nchunk * d, [=] RMT_HOST_DEVICE(int64_t idx) {
-      const int64_t q = idx / d, k = idx % d;
-      const int64_t i0 = q * chunk, i1 = min_i64(n, i0 + chunk);
-      float aw = 0.f, ab = 0.f;
-      for (int64_t i = i0; i < i1; ++i) {
-        const float g = dout[i * d + k];
-        aw += g * (x[i * d + k] - mean[i]) * rstd[i];
-        ab += g;
-      }
-      part[(2 * q) * d + k] = aw;
-      part[(2 * q + 1) * d + k] = ab;
-    });
-    ex.for_each(d, [=] RMT_HOST_DEVICE(int64_t k) {
-      float aw = 0.f, ab = 0.f;
-      for (int64_t q = 0; q < nchunk; ++q) {
-        aw += part[(2 * q) * d + k];
-        ab += part[(2 * q + 1) * d + k];
-      }
-      dweight[k] += aw;
-      dbias[k] += ab;
-    });
-  }
-  ex.for_each((int64_t)n * d, [=] RMT_HOST_DEVICE(int64_t idx) {
-    const int64_t i = idx / d, k = idx % d;
-    const float m = mean[i], rs = rstd[i];
-    const float xh = (x[idx] - m) * rs;
-    dx[idx] = rs * (dout[idx] * weight[k] - stats[2 * i] - xh * stats[2 * i + 1]);
   });
 }
 
@@ -345,73 +192,13 @@ void broadcast_batch_backward(Exec& ex, float* dx, const float* dout, int rows, 
   });
 }
 
-// loss[i] = -log softmax(logits_i)[t_i]; dlogits[i] = (softmax(logits_i) - onehot(t_i)) *
-// grad_scale (dlogits may be null); rows with t_i < 0: loss 0, zero gradient. The sum of exp and
-// the log in double, as the CPU's.
+// C[M, N] (row stride ldc) = beta * C, or 0 when beta is 0: an empty product (K = 0), what the
+// CPU backend does, whatever cuBLAS would do with k = 0.
 template <class Exec>
-void cross_entropy(Exec& ex, float* loss, float* dlogits, const float* logits,
-                   const int32_t* targets, int n, int V, float grad_scale) {
-  if (n <= 0) return;
-  double* sums = dlogits ? (double*)ex.scratch(0, sizeof(double) * (size_t)n) : nullptr;
-  float* maxes = dlogits ? (float*)ex.scratch(1, sizeof(float) * (size_t)n) : nullptr;
-  ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) {
-    const float* x = logits + i * V;
-    const int t = targets[i];
-    if (t < 0) {
-      loss[i] = 0.f;
-      return;
-    }
-    float mx = x[0];
-    for (int k = 1; k < V; ++k) mx = mx < x[k] ? x[k] : mx;  // std::max(mx, x[k])
-    double sum = 0;
-    for (int k = 0; k < V; ++k) sum += ::exp((double)(x[k] - mx));
-    loss[i] = (float)(::log(sum) - (double)(x[t] - mx));
-    if (sums) {
-      sums[i] = sum;
-      maxes[i] = mx;
-    }
-  });
-  if (!dlogits || V <= 0) return;
-  ex.for_each((int64_t)n * V, [=] RMT_HOST_DEVICE(int64_t idx) {
-    const int64_t i = idx / V, k = idx % V;
-    const int t = targets[i];
-    if (t < 0) {
-      dlogits[idx] = 0.f;
-      return;
-    }
-    const double inv = 1.0 / sums[i];
-    float g = (float)(::exp((double)(logits[idx] - maxes[i])) * inv) * grad_scale;
-    if (k == t) g -= grad_scale;
-    dlogits[idx] = g;
-  });
-}
-
-// *result = sum of x[i]^2 in double: chunks of 8192 floats, each in 8 lanes (lane l: elements
-// l, l+8, .. of the chunk, in order), lanes added in order, chunks in order: the CPU's sum.
-template <class Exec>
-void sum_squares(Exec& ex, double* result, const float* x, int64_t n) {
-  const int64_t chunk = kSumSquaresChunk;
-  const int lanes = kSumSquaresLanes;
-  const int64_t nchunk = n > 0 ? (n + chunk - 1) / chunk : 0;
-  double* part = nullptr;
-  if (nchunk > 0) {
-    part = (double*)ex.scratch(0, sizeof(double) * (size_t)(nchunk * lanes));
-    ex.for_each(nchunk * lanes, [=] RMT_HOST_DEVICE(int64_t idx) {
-      const int64_t c = idx / lanes, l = idx % lanes;
-      const int64_t i1 = min_i64(n, (c + 1) * chunk);
-      double acc = 0;
-      for (int64_t i = c * chunk + l; i < i1; i += lanes) acc += (double)x[i] * x[i];
-      part[idx] = acc;
-    });
-  }
-  ex.for_each(1, [=] RMT_HOST_DEVICE(int64_t) {
-    double total = 0;
-    for (int64_t c = 0; c < nchunk; ++c) {
-      double acc = 0;
-      for (int l = 0; l < lanes; ++l) acc += part[c * lanes + l];
-      total += acc;
-    }
-    *result = total;
+void scale_matrix_rows(Exec& ex, float* C, int ldc, int M, int N, float beta) {
+  ex.for_each(int64_t(M) * N, [=] RMT_HOST_DEVICE(int64_t i) {
+    float* c = C + (i / N) * ldc + i % N;
+    *c = beta == 0.f ? 0.f : beta * *c;
   });
 }
 

@@ -1,0 +1,254 @@
+#pragma once
+// CudaExec: the Exec of lib/cuda/exec.h on the GPU. Each pass is one launch on the backend's one
+// stream; GEMMs are cuBLAS calls on it; fills and copies are queued on it. Only
+// lib/cuda/cuda_backend.cu includes this (nvcc).
+//
+// Every CUDA and cuBLAS call is checked: a failure is rmt::fail("cuda: <call>: <error string>"),
+// so a bad launch or an out-of-memory is one clear error line, never a silently wrong number.
+#include <algorithm>
+#include <cstring>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "lib/core/error.h"
+#include "lib/cuda/exec.h"
+
+namespace rmt::cuda {
+
+// ---- checked calls --------------------------------------------------------------------------
+
+inline void check(cudaError_t e, const char* call) {
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // clear a non-sticky error so that later calls can report theirs
+    fail("cuda: {}: {} ({})", call, cudaGetErrorString(e), cudaGetErrorName(e));
+  }
+}
+
+inline void check(cublasStatus_t s, const char* call) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail("cuda: {}: {}", call, cublasGetStatusString(s));
+}
+
+#define RMT_CUDA_CHECK(call) ::rmt::cuda::check((call), #call)
+
+// ---- kernels --------------------------------------------------------------------------------
+
+constexpr int kThreadsPerBlock = 256;
+// Enough blocks to fill any current GPU many times over; larger passes loop (grid-stride), so
+// n is never limited by the grid size and no index overflows int (all indices are int64).
+constexpr int64_t kMaxBlocks = int64_t(1) << 16;
+
+template <class F>
+__global__ void __launch_bounds__(kThreadsPerBlock) for_each_kernel(int64_t n, F f) {
+  const int64_t stride = int64_t(blockDim.x) * int64_t(gridDim.x);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+// The threads of one block of for_each_block_kernel (lib/cuda/exec.h says what each call does).
+// Host-device so that the host side of a driver's host-device lambda compiles; only the device
+// runs it.
+struct CudaBlock {
+  double* shared;  // kBlockThreads doubles of the block's shared memory
+
+  // acc in thread t; returns the tree's result in every thread.
+  template <class T, class Op>
+  RMT_HOST_DEVICE T tree(T acc, Op op) const {
+#ifdef __CUDA_ARCH__
+    T* s = reinterpret_cast<T*>(shared);
+    const int t = threadIdx.x;
+    s[t] = acc;
+    __syncthreads();
+    for (int h = kBlockThreads / 2; h > 0; h >>= 1) {
+      if (t < h) s[t] = op(s[t], s[t + h]);
+      __syncthreads();
+    }
+    const T r = s[0];
+    __syncthreads();
+    return r;
+#else
+    return acc;
+#endif
+  }
+  template <class Load>
+  RMT_HOST_DEVICE auto sum(int64_t len, Load load) const {
+    using T = decltype(load(int64_t(0)));
+    T acc = T(0);
+#ifdef __CUDA_ARCH__
+    for (int64_t k = threadIdx.x; k < len; k += kBlockThreads) acc += load(k);
+#endif
+    return tree(acc, [](T a, T b) { return a + b; });
+  }
+  template <class Load>
+  RMT_HOST_DEVICE auto max(int64_t len, Load load) const {
+    using T = decltype(load(int64_t(0)));
+#ifdef __CUDA_ARCH__
+    const int64_t t = threadIdx.x;
+    T acc = load(t < len ? t : 0);
+    for (int64_t k = t + kBlockThreads; k < len; k += kBlockThreads) acc = acc < load(k) ? load(k) : acc;
+#else
+    T acc = load(0);
+#endif
+    return tree(acc, [](T a, T b) { return a < b ? b : a; });
+  }
+  template <class Load, class Store>
+  RMT_HOST_DEVICE void columns(int64_t rows, Load load, Store store) const {
+#ifdef __CUDA_ARCH__
+    using T = decltype(load(int64_t(0), 0));
+    constexpr int W = kColumnTile, G = kBlockThreads / kColumnTile;
+    const int t = threadIdx.x, c = t % W, g = t / W;
+    T acc = T(0);
+    for (int64_t i = g; i < rows; i += G) acc += load(i, c);
+    T* s = reinterpret_cast<T*>(shared);
+    s[t] = acc;
+    __syncthreads();
+    for (int h = G / 2; h > 0; h >>= 1) {
+      if (g < h) s[t] = s[t] + s[t + h * W];
+      __syncthreads();
+    }
+    if (g == 0) store(c, s[c]);
+    __syncthreads();
+#endif
+  }
+  template <class F>
+  RMT_HOST_DEVICE void for_each(int64_t len, F f) const {
+#ifdef __CUDA_ARCH__
+    for (int64_t k = threadIdx.x; k < len; k += kBlockThreads) f(k);
+    __syncthreads();
+#endif
+  }
+  RMT_HOST_DEVICE bool leader() const {
+#ifdef __CUDA_ARCH__
+    return threadIdx.x == 0;
+#else
+    return false;
+#endif
+  }
+};
+
+template <class F>
+__global__ void __launch_bounds__(kBlockThreads) for_each_block_kernel(int64_t n, F f) {
+  __shared__ double shared[kBlockThreads];
+  CudaBlock blk{shared};
+  for (int64_t b = blockIdx.x; b < n; b += gridDim.x) f(blk, b);  // the same b in every thread
+}
+
+// ---- the Exec -------------------------------------------------------------------------------
+
+// What the backend creates at its first use: the stream, the cuBLAS handle, the scratch buffers,
+// the pinned upload ring and the device word sum_squares writes.
+struct CudaState {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  void* scratch[kScratchSlots] = {};
+  size_t scratch_bytes[kScratchSlots] = {};
+  double* sum_result = nullptr;  // device
+
+  // Uploads from pageable memory through pinned slots: the host copies into a slot (so the
+  // caller's buffer is free as soon as the call returns, as the Backend contract says), the
+  // copy to the device is queued on the stream, and an event marks when the slot is free again.
+  // The host never waits for the stream unless it comes round to a slot still in flight.
+  static constexpr int kUploadSlots = 8;
+  char* upload = nullptr;  // pinned, kUploadSlots * kUploadSlotBytes
+  cudaEvent_t upload_done[kUploadSlots] = {};
+  int next_upload = 0;
+};
+
+struct CudaExec {
+  using Block = CudaBlock;
+  CudaState* state = nullptr;
+  StreamOps ops;
+
+  template <class F>
+  void for_each(int64_t n, F f) {
+    if (n <= 0) return;
+    const int64_t blocks = std::min((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
+    for_each_kernel<F><<<unsigned(blocks), kThreadsPerBlock, 0, state->stream>>>(n, f);
+    check(cudaGetLastError(), "launch of for_each_kernel");
+    ++ops.kernels;
+  }
+  template <class F>
+  void for_each_block(int64_t n, F f) {
+    if (n <= 0) return;
+    const int64_t blocks = std::min(n, kMaxBlocks);
+    for_each_block_kernel<F><<<unsigned(blocks), kBlockThreads, 0, state->stream>>>(n, f);
+    check(cudaGetLastError(), "launch of for_each_block_kernel");
+    ++ops.kernels;
+  }
+
+  // cuBLAS in fp32 (pedantic math, set at the handle's creation): one call, strided-batched when
+  // g.batch > 1. cuBLAS ignores C when beta is 0 (NaN in it included), as the Backend contract says.
+  void sgemm(const Gemm& g) {
+    const ColumnMajorGemm c = column_major(g);
+    const cublasOperation_t op_first = c.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_second = c.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (c.batch == 1) {
+      RMT_CUDA_CHECK(cublasSgemm(state->cublas, op_first, op_second, c.m, c.n, c.k, &c.alpha,
+                                 c.first, c.ld_first, c.second, c.ld_second, &c.beta, c.C, c.ldc));
+    } else {
+      RMT_CUDA_CHECK(cublasSgemmStridedBatched(
+          state->cublas, op_first, op_second, c.m, c.n, c.k, &c.alpha, c.first, c.ld_first,
+          c.stride_first, c.second, c.ld_second, c.stride_second, &c.beta, c.C, c.ldc,
+          c.stride_c, c.batch));
+    }
+    ++ops.gemms;
+  }
+
+  void memset(void* p, uint8_t value, size_t bytes) {
+    RMT_CUDA_CHECK(cudaMemsetAsync(p, value, bytes, state->stream));
+    ++ops.memsets;
+  }
+  // Small uploads through the pinned ring, no host wait; large ones (parameters, checkpoints)
+  // wait for their copy.
+  void copy_to_device(void* dst, const void* host, size_t bytes) {
+    CudaState& s = *state;
+    ++ops.copies;
+    if (bytes > kUploadSlotBytes) {
+      RMT_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s.stream));
+      RMT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+      ++ops.syncs;
+      return;
+    }
+    const int k = s.next_upload;
+    s.next_upload = (k + 1) % CudaState::kUploadSlots;
+    RMT_CUDA_CHECK(cudaEventSynchronize(s.upload_done[k]));  // the slot's last copy is done
+    char* slot = s.upload + size_t(k) * kUploadSlotBytes;
+    std::memcpy(slot, host, bytes);
+    RMT_CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, s.stream));
+    RMT_CUDA_CHECK(cudaEventRecord(s.upload_done[k], s.stream));
+  }
+  // The data is on the host on return.
+  void copy_to_host(void* host, const void* src, size_t bytes) {
+    RMT_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, state->stream));
+    RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
+    ++ops.copies;
+    ++ops.syncs;
+  }
+  void copy_on_device(void* dst, const void* src, size_t bytes) {
+    RMT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, state->stream));
+    ++ops.copies;
+  }
+  void synchronize() {
+    RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
+    ++ops.syncs;
+  }
+
+  void* scratch(int slot, size_t bytes) {
+    if (slot < 0 || slot >= kScratchSlots) fail("cuda: scratch slot {} out of range", slot);
+    if (bytes > state->scratch_bytes[slot]) {
+      // A kernel still queued may read the old buffer: let the stream drain before freeing it.
+      RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
+      ++ops.syncs;
+      const size_t old_bytes = state->scratch_bytes[slot];
+      if (state->scratch[slot]) RMT_CUDA_CHECK(cudaFree(state->scratch[slot]));
+      state->scratch[slot] = nullptr;
+      state->scratch_bytes[slot] = 0;
+      // At least half as much again: a few growths reach a step's largest request.
+      const size_t grown = std::max(bytes, old_bytes + old_bytes / 2);
+      RMT_CUDA_CHECK(cudaMalloc(&state->scratch[slot], grown));
+      state->scratch_bytes[slot] = grown;
+    }
+    return state->scratch[slot];
+  }
+};
+
+}  // namespace rmt::cuda

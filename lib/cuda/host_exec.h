@@ -1,0 +1,142 @@
+#pragma once
+// HostExec: the Exec of lib/cuda/exec.h as plain loops on the host, for the tests. It runs the
+// CUDA backend's drivers without a GPU, in the GPU's summation order (a block's sums emulate its
+// threads' partials and the fixed tree), and counts what the GPU's stream would carry.
+// Not part of librmt_cuda.so: only the tests include it (its sgemm is the CPU backend's).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/cuda/exec.h"
+
+namespace rmt::cuda {
+
+// The host's stand-in for the threads of one block: each call computes what all kBlockThreads
+// threads would, in their order.
+struct HostBlock {
+  bool reverse = false;
+
+  template <class Load>
+  auto sum(int64_t len, Load load) const {
+    using T = decltype(load(int64_t(0)));
+    T part[kBlockThreads];
+    for (int t = 0; t < kBlockThreads; ++t) {
+      T acc = T(0);
+      for (int64_t k = t; k < len; k += kBlockThreads) acc += load(k);
+      part[t] = acc;
+    }
+    for (int s = kBlockThreads / 2; s > 0; s >>= 1)
+      for (int t = 0; t < s; ++t) part[t] = part[t] + part[t + s];
+    return part[0];
+  }
+
+  // len >= 1
+  template <class Load>
+  auto max(int64_t len, Load load) const {
+    using T = decltype(load(int64_t(0)));
+    T part[kBlockThreads];
+    for (int t = 0; t < kBlockThreads; ++t) {
+      T acc = load(t < len ? t : 0);  // a thread past the end starts from element 0
+      for (int64_t k = t + kBlockThreads; k < len; k += kBlockThreads) acc = acc < load(k) ? load(k) : acc;
+      part[t] = acc;
+    }
+    for (int s = kBlockThreads / 2; s > 0; s >>= 1)
+      for (int t = 0; t < s; ++t) part[t] = part[t] < part[t + s] ? part[t + s] : part[t];
+    return part[0];
+  }
+
+  template <class Load, class Store>
+  void columns(int64_t rows, Load load, Store store) const {
+    using T = decltype(load(int64_t(0), 0));
+    constexpr int W = kColumnTile, G = kBlockThreads / kColumnTile;
+    T part[G][W];
+    for (int g = 0; g < G; ++g)
+      for (int c = 0; c < W; ++c) {
+        T acc = T(0);
+        for (int64_t i = g; i < rows; i += G) acc += load(i, c);
+        part[g][c] = acc;
+      }
+    for (int s = G / 2; s > 0; s >>= 1)
+      for (int g = 0; g < s; ++g)
+        for (int c = 0; c < W; ++c) part[g][c] = part[g][c] + part[g + s][c];
+    for (int c = 0; c < W; ++c) store(c, part[0][c]);
+  }
+
+  template <class F>
+  void for_each(int64_t len, F f) const {
+    for (int64_t k = 0; k < len; ++k) f(reverse ? len - 1 - k : k);
+  }
+  bool leader() const { return true; }
+};
+
+// Runs the passes as loops over the items on the host. The tests run every driver in both orders
+// and demand the same bits: an item that reads what another item of its pass writes shows up.
+struct HostExec {
+  using Block = HostBlock;
+  bool reverse = false;  // items (and blocks) n-1 .. 0 instead of 0 .. n-1
+  StreamOps ops;
+
+  template <class F>
+  void for_each(int64_t n, F f) {
+    if (n <= 0) return;
+    ++ops.kernels;
+    for (int64_t k = 0; k < n; ++k) f(reverse ? n - 1 - k : k);
+  }
+  template <class F>
+  void for_each_block(int64_t n, F f) {
+    if (n <= 0) return;
+    ++ops.kernels;
+    HostBlock blk{reverse};
+    for (int64_t k = 0; k < n; ++k) f(blk, reverse ? n - 1 - k : k);
+  }
+
+  // The product through the column-major call cuBLAS would get (column_major), executed by the
+  // CPU backend's row-major GEMM with the operands swapped back: so the host runs the CUDA
+  // backend's mapping and its inverse, and a mistake in either shows as a wrong product.
+  void sgemm(const Gemm& g) {
+    ++ops.gemms;
+    const ColumnMajorGemm c = column_major(g);
+    for (int q = 0; q < c.batch; ++q)
+      cpu_backend().matmul_strided(c.C + q * c.stride_c, c.ldc, c.second + q * c.stride_second,
+                                   c.ld_second, c.first + q * c.stride_first, c.ld_first, c.n, c.m,
+                                   c.k, c.trans_second, c.trans_first, c.alpha, c.beta);
+  }
+
+  // Memory on the host standing for the device's; counted as the CUDA backend issues them.
+  void memset(void* p, uint8_t value, size_t bytes) {
+    ++ops.memsets;
+    std::memset(p, value, bytes);
+  }
+  void copy_to_device(void* dst, const void* host, size_t bytes) {
+    ++ops.copies;
+    if (bytes > kUploadSlotBytes) ++ops.syncs;
+    std::memcpy(dst, host, bytes);
+  }
+  void copy_to_host(void* host, const void* src, size_t bytes) {
+    ++ops.copies;
+    ++ops.syncs;
+    std::memcpy(host, src, bytes);
+  }
+  void copy_on_device(void* dst, const void* src, size_t bytes) {
+    ++ops.copies;
+    std::memcpy(dst, src, bytes);
+  }
+  void synchronize() { ++ops.syncs; }
+
+  // Grows as the CUDA backend's does, which waits for its stream before freeing the old buffer.
+  void* scratch(int slot, size_t bytes) {
+    std::vector<unsigned char>& b = scratch_[slot];
+    if (b.size() < bytes) {
+      ++ops.syncs;
+      b.resize(bytes > b.size() + b.size() / 2 ? bytes : b.size() + b.size() / 2);
+    }
+    return b.data();
+  }
+
+ private:
+  std::vector<unsigned char> scratch_[kScratchSlots];
+};
+
+}  // namespace rmt::cuda

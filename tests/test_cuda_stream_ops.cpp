@@ -1,0 +1,205 @@
+// Whole training steps through the CUDA backend's calls, run on the host (HostDriverBackend of
+// lib/cuda/host_backend.h: every kernel its CUDA driver, every GEMM the column-major call cuBLAS
+// would get): the loss and the gradients against the CPU backend, and the stream operations a
+// step issues (kernel launches, cuBLAS calls, memsets, copies, host waits) per model, for the
+// copy models of experiments/fig4_copy.yaml and the LM of experiments/train_rmt_gcide.yaml.
+// RMT_STREAM_OPS=1 prints the table (issue #20 quotes it).
+//
+// The counts do not depend on the batch size except where a column sum has 64 rows or fewer
+// (one launch less), so the steps run at batch 1 (the host runs the kernels one item at a time);
+// the second step is counted (the first grows the scratch).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/core/engine.h"
+#include "lib/core/model.h"
+#include "lib/core/optim.h"
+#include "lib/core/random.h"
+#include "lib/cuda/host_backend.h"
+#include "lib/run/lm.h"
+#include "lib/run/train_step.h"
+
+using namespace rmt;
+namespace cu = rmt::cuda;
+
+namespace {
+
+// max |got - ref| <= tol * max |ref|
+bool close(const std::vector<float>& got, const std::vector<float>& ref, double tol, double* ratio) {
+  if (got.size() != ref.size()) return false;
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::fabs((double)got[i] - ref[i]));
+    mag = std::max(mag, std::fabs((double)ref[i]));
+  }
+  *ratio = mag > 0 ? err / mag : err;
+  return std::isfinite(err) && err <= tol * mag;
+}
+
+// The copy model of experiments/fig4_copy.yaml; memory and cache of one segment.
+ModelConfig copy_model(const std::string& kind, int seg) {
+  ModelConfig c;
+  c.kind = kind;
+  c.n_token = 12;
+  c.n_layer = 4, c.n_head = 4, c.d_head = 64, c.d_model = 128, c.d_inner = 256;
+  c.dropout = 0.1;
+  c.mem_len = (kind == "xl" || kind == "xl_rmt") ? seg : 0;
+  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? seg : 0;
+  return c;
+}
+
+// The LM of experiments/train_rmt_gcide.yaml.
+ModelConfig lm_model() {
+  ModelConfig c;
+  c.kind = "rmt";
+  c.n_token = 256;
+  c.n_layer = 2, c.n_head = 4, c.d_head = 32, c.d_model = 128, c.d_inner = 512;
+  c.dropout = 0;
+  c.num_mem_tokens = 10;
+  c.mem_init = "normal";
+  return c;
+}
+
+struct Count {
+  std::string what;
+  cu::StreamOps ops;
+};
+
+std::vector<Count>& table() {
+  static std::vector<Count> t;
+  return t;
+}
+
+void print_table() {
+  if (!std::getenv("RMT_STREAM_OPS")) return;
+  std::printf("stream operations per training step (cuda drivers counted on the host)\n");
+  std::printf("%-28s %8s %8s %8s %8s %8s %8s\n", "model", "kernels", "gemms", "memsets", "copies",
+              "total", "syncs");
+  for (const Count& c : table())
+    std::printf("%-28s %8lld %8lld %8lld %8lld %8lld %8lld\n", c.what.c_str(),
+                (long long)c.ops.kernels, (long long)c.ops.gemms, (long long)c.ops.memsets,
+                (long long)c.ops.copies, (long long)c.ops.total(), (long long)c.ops.syncs);
+}
+
+// A copy batch: random symbols, the loss over the last 48 of 72 positions.
+struct Batch {
+  int B, T = 72, A = 48;
+  std::vector<int> seg_len;
+  std::vector<int32_t> input, target;
+  Batch(int B, int segments, uint64_t seed) : B(B), seg_len(segments, 72 / segments) {
+    SplitMixRng rng(seed);
+    for (int i = 0; i < B * T; ++i) input.push_back(int32_t(2 + rng.below(10)));
+    for (int i = 0; i < B * T; ++i) target.push_back(int32_t(2 + rng.below(10)));
+  }
+  StepBatch view() const { return {input.data(), target.data(), B, T, &seg_len, A}; }
+};
+
+// Two training steps (clip 0.25, Adam) of the host-run CUDA calls; the second step's operations
+// are counted. With `compare`, the same steps on the CPU from the same parameters: the losses,
+// the gradient norms and the final parameters agree.
+void copy_steps(const std::string& kind, int segments, int B, bool compare) {
+  const std::string what = kind + " copy " + std::to_string(segments) + "x" + std::to_string(72 / segments);
+  CAPTURE(what);
+  const ModelConfig c = copy_model(kind, 72 / segments);
+  cu::HostDriverBackend host;
+  Model ref(c, cpu_backend()), dev(c, host);
+  ref.init_weights(5);
+  dev.params.upload(host, ref.params.download());
+  Engine ref_engine(ref), dev_engine(dev);
+  Adam ref_adam(cpu_backend(), ref.num_params()), dev_adam(host, dev.num_params());
+  StepSettings s;
+  s.bptt = -1;
+  s.clip = 0.25;
+  s.lr = 1e-3;
+  for (int step = 0; step < 2; ++step) {
+    s.dropout_seed = 70 + uint64_t(step);
+    const Batch b(B, segments, 90 + uint64_t(step));
+    host.reset_ops();
+    const StepResult d = train_step(dev_engine, dev, host, dev_adam, b.view(), s);
+    if (step == 1 && !compare) table().push_back({what, host.ops()});
+    if (!compare) continue;
+    const StepResult r = train_step(ref_engine, ref, cpu_backend(), ref_adam, b.view(), s);
+    CHECK(r.applied == d.applied);
+    CHECK(std::fabs(r.loss - d.loss) <= 1e-5 * std::fabs(r.loss));
+    CHECK(std::fabs(r.grad_norm - d.grad_norm) <= 1e-4 * std::fabs(r.grad_norm));
+  }
+  if (!compare) return;
+  double ratio = 0;
+  CHECK_MESSAGE(close(dev.params.download(), ref.params.download(), 1e-4, &ratio), "params ratio ", ratio);
+}
+
+}  // namespace
+
+TEST_CASE("cuda host backend: the GEMM's column-major mapping gives the CPU's products") {
+  cu::HostDriverBackend host;
+  SplitMixRng rng(3);
+  auto randv = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = float(rng.normal());
+    return v;
+  };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int M = 5, N = 7, K = 3, lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1, ldc = N + 3;
+      const std::vector<float> A = randv(size_t((ta ? K : M) * lda)), B = randv(size_t((tb ? N : K) * ldb));
+      const std::vector<float> C0 = randv(size_t(M * ldc));
+      std::vector<float> ref = C0, got = C0;
+      cpu_backend().matmul_strided(ref.data(), ldc, A.data(), lda, B.data(), ldb, M, N, K, ta, tb, 0.5f, 1.f);
+      host.matmul_strided(got.data(), ldc, A.data(), lda, B.data(), ldb, M, N, K, ta, tb, 0.5f, 1.f);
+      CHECK(got == ref);
+    }
+}
+
+TEST_CASE("cuda host backend: an RMT copy model's training steps match the CPU's") {
+  copy_steps("rmt", 3, 2, true);
+}
+
+TEST_CASE("cuda host backend: stream operations per training step of the copy models") {
+  copy_steps("baseline", 1, 1, false);
+  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) copy_steps(kind, 3, 1, false);
+  copy_steps("rmt", 9, 1, false);
+}
+
+TEST_CASE("cuda host backend: the LM's training steps match the CPU; stream operations per step") {
+  const ModelConfig c = lm_model();
+  cu::HostDriverBackend host;
+  Model ref(c, cpu_backend()), dev(c, host);
+  ref.init_weights(7);
+  dev.params.upload(host, ref.params.download());
+  Engine ref_engine(ref), dev_engine(dev);
+  Adam ref_adam(cpu_backend(), ref.num_params()), dev_adam(host, dev.num_params());
+  const int B = 1, T = 128, steps = 3;
+  SplitMixRng rng(29);
+  std::vector<int32_t> stream(size_t(B) * (steps * T + 1));
+  for (int32_t& x : stream) x = int32_t(rng.below(256));
+  const LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+    in.clear();
+    tg.clear();
+    for (int b = 0; b < B; ++b) {
+      const size_t row = size_t(b) * (steps * T + 1) + size_t(s) * T;
+      in.insert(in.end(), stream.begin() + row, stream.begin() + row + T);
+      tg.insert(tg.end(), stream.begin() + row + 1, stream.begin() + row + 1 + T);
+    }
+  };
+  LmCarry ref_carry(1), dev_carry(1);  // bptt 1
+  for (int step = 0; step < steps; ++step) {
+    host.reset_ops();
+    const double rl = lm_train_step(ref_engine, ref_carry, source, B, T, true, 40 + uint64_t(step));
+    const StepResult r = optimizer_step(ref, cpu_backend(), ref_adam, rl, 0.25, 1e-3);
+    const double dl = lm_train_step(dev_engine, dev_carry, source, B, T, true, 40 + uint64_t(step));
+    const StepResult d = optimizer_step(dev, host, dev_adam, dl, 0.25, 1e-3);
+    if (step == 2) table().push_back({"rmt LM gcide 128 (bptt 1)", host.ops()});
+    CHECK(std::fabs(rl - dl) <= 1e-5 * std::fabs(rl));
+    CHECK(std::fabs(r.grad_norm - d.grad_norm) <= 1e-4 * std::fabs(r.grad_norm));
+  }
+  double ratio = 0;
+  CHECK_MESSAGE(close(dev.params.download(), ref.params.download(), 1e-4, &ratio), "params ratio ", ratio);
+  print_table();
+}
