@@ -15,6 +15,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/random.h"
+#include "lib/core/positional.h"
 #include "lib/cuda/host_exec.h"
 #include "lib/cuda/kernels.h"
 
@@ -344,6 +345,23 @@ TEST_CASE("cuda kernels (host): positional_embedding") {
     });
     check_bits("positional_embedding", r.f[0], ref);
   }
+}
+
+TEST_CASE("cuda kernels (host): the positional frequencies are powf's for the models' widths") {
+  // positional_inv_freq rounds a double power once (host and device agree); for these d it is
+  // also the float powf the CPU backend used before, so their runs kept their bits.
+  std::vector<int> widths = {512, 1024};
+  for (int d = 8; d <= 448; d += 8) widths.push_back(d);
+  for (int d : widths)
+    for (int i = 0; i < d / 2; ++i) {
+      const float powf_value = 1.f / std::pow(10000.f, (float)(2 * i) / (float)d);
+      if (rmt::positional_inv_freq(i, d) != powf_value) {
+        CAPTURE(d);
+        CAPTURE(i);
+        CHECK(rmt::positional_inv_freq(i, d) == powf_value);
+      }
+    }
+  CHECK(rmt::positional_inv_freq(0, 64) == 1.f);
 }
 
 TEST_CASE("cuda kernels (host): broadcast_batch and its backward") {

@@ -17,6 +17,7 @@
 #include "lib/core/cpu_kernels.h"
 #include "lib/core/cpu_simd.h"
 #include "lib/core/error.h"
+#include "lib/core/positional.h"
 #include "lib/core/random.h"
 
 #ifdef RMT_ONEDNN
@@ -314,7 +315,7 @@ class CpuBackend final : public Backend {
     const int half = d / 2;
     std::vector<float> inv_freq(half);
     for (int i = 0; i < half; ++i)
-      inv_freq[i] = 1.f / std::pow(10000.f, (float)(2 * i) / (float)d);
+      inv_freq[i] = positional_inv_freq(i, d);
     for (int j = 0; j < klen; ++j) {
       const float p = (float)(klen - 1 - j);
       float* o = out + (int64_t)j * d;

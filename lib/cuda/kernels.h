@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "lib/core/host_device.h"
+#include "lib/core/positional.h"
 #include "lib/core/random.h"
 #include "lib/cuda/exec.h"
 #include "lib/cuda/reduction_kernels.h"
@@ -162,7 +163,7 @@ void positional_embedding(Exec& ex, float* out, int klen, int d) {
     const int j = int(idx / d), c = int(idx % d);
     if (c >= 2 * half) return;  // an odd d's last column: the CPU leaves it too
     const int i = c < half ? c : c - half;
-    const float inv_freq = 1.f / ::powf(10000.f, (float)(2 * i) / (float)d);
+    const float inv_freq = positional_inv_freq(i, d);  // the CPU's float (lib/core/positional.h)
     const float a = (float)(klen - 1 - j) * inv_freq;
     out[idx] = c < half ? ::sinf(a) : ::cosf(a);
   });
