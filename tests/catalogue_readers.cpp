@@ -284,7 +284,7 @@ RMT_CATALOGUE({
      file_case("r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,bptt,train.seed,train.target,"
                         "segment_length,acc_teacher_forced,run_id,status,end_reason,solved_step\n"
                         "rmt,3,6,0,all,1,0.99,6,1.0,r1,done,finished,1000\n"),
-     "table {dir}/r.csv", 1, "r.csv: line 2: end_reason 'finished' is neither solved nor max_steps"},
+     "table {dir}/r.csv", 1, "r.csv: line 2: end_reason 'finished' is none of solved, max_steps, unmastered"},
     {"results.csv", "segments -3", file_case("r.csv", kCsvHeader + kCsvRow + "baseline,-3,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n"),
      "table {dir}/r.csv", 1, "r.csv: line 3: segments '-3' is not an integer >= 1"},
     {"results.csv", "row with too few fields", file_case("r.csv", kCsvHeader + kCsvRow + "baseline,1,0\n"), "table {dir}/r.csv", 1,

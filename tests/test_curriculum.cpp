@@ -293,3 +293,65 @@ TEST_CASE("fixed_progression: where the fixed schedule stands after a number of 
   CHECK(rmt::fixed_progression(c, 29).stage_first_step == std::vector<int64_t>{0, 10, 20});
   CHECK(rmt::fixed_progression(c, 29).stage == 2);
 }
+
+TEST_CASE("train.stop_unmastered: a stage whose share runs out unmastered ends the run") {
+  using rmt::ValidationOutcome;
+  rmt::Config c = staged(9, 900, 3);
+  c.train.target = 0.9;
+  c.train.curriculum_advance = "mastery";
+  c.train.stop_unmastered = true;
+  rmt::Progression p = rmt::start_progression();
+  CHECK(rmt::record_validation(c, p, 100, 0.95) == ValidationOutcome::none);
+  CHECK(rmt::record_validation(c, p, 200, 0.95) == ValidationOutcome::stage_mastered);  // stage 1 mastered
+  bool advanced = true;
+  CHECK(rmt::progression_segments(c, p, 599, &advanced) == 6);
+  CHECK(!p.ended());
+  CHECK(rmt::progression_segments(c, p, 600, &advanced) == 6);  // stage 2's share ends at 600
+  CHECK(!advanced);
+  CHECK(p.stage == 1);
+  CHECK(p.unmastered_step == 600);
+  CHECK(p.ended());
+  CHECK(!p.solved());
+  // The evaluation at that step is the run's last: it masters nothing.
+  CHECK(rmt::record_validation(c, p, 600, 0.95) == ValidationOutcome::none);
+  CHECK(rmt::record_validation(c, p, 600, 0.95) == ValidationOutcome::none);
+  CHECK(p.stage == 1);
+  CHECK(rmt::progression_segments(c, p, 700) == 6);
+  CHECK(p.unmastered_step == 600);
+
+  // The key needs the mastery curriculum, and is written only when set (run ids stay as they were).
+  CHECK_NOTHROW(rmt::validate(c));
+  CHECK(rmt::to_yaml(c).find("  stop_unmastered: true\n") != std::string::npos);
+  CHECK(rmt::parse_config(rmt::to_yaml(c), "t").train.stop_unmastered);
+  CHECK(rmt::to_yaml(rmt::Config()).find("stop_unmastered") == std::string::npos);
+  c.train.curriculum_advance = "fixed";
+  CHECK_THROWS_WITH(rmt::validate(c), doctest::Contains("train.stop_unmastered needs train.curriculum_advance mastery"));
+}
+
+TEST_CASE("rmt train ends an unmastered run, says why, and a killed one resumes to the same end") {
+  const TinyStaged& t = tiny_staged();
+  // A target no run of 20 steps meets: the first stage's share runs out unmastered.
+  const std::string keys = "--set train.curriculum_advance=mastery --set train.target=1 "
+                           "--set train.stop_unmastered=true --set train.max_steps=60 ";
+  Run r = t.train("unmastered", keys);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("stage 1 of 3 (1 segments) was not mastered in its share of the steps: the run ends "
+                      "at step 20 (train.stop_unmastered)") != std::string::npos);
+  json res = json::parse(t.file("unmastered", "results.json"));
+  CHECK(res["end_reason"] == "unmastered");
+  CHECK(res["solved_step"].is_null());
+  CHECK(res["steps"] == 20);
+  CHECK(res["segments"] == 3);  // tested at the run's own segments all the same
+  CHECK(res["curriculum"] == json::parse(R"([{"segments": 1, "first_step": 0}])"));
+
+  Run killed = t.train("unmastered_resumed", keys + "--abort-after-step 15");
+  CHECK(killed.status == 86);
+  Run resumed = t.train("unmastered_resumed", keys + "--resume");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(t.file("unmastered", "last.safetensors") == t.file("unmastered_resumed", "last.safetensors"));
+  CHECK(t.metrics("unmastered") == t.metrics("unmastered_resumed"));
+  // Resuming the ended run trains nothing more.
+  Run again = t.train("unmastered_resumed", keys + "--resume");
+  REQUIRE_MESSAGE(again.status == 0, again.output);
+  CHECK(json::parse(t.file("unmastered_resumed", "results.json"))["steps"] == 20);
+}

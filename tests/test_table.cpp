@@ -407,7 +407,7 @@ TEST_CASE("table: runs that stop when solved: seeds that met the target and thei
   CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,finished,1000\n").find("line 2: end_reason 'finished'") != std::string::npos);
   CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,solved,\n").find("line 2: solved_step ''") != std::string::npos);
   CHECK(bad("rmt,3,6,0,all,1,1.5,6,1.0,r1,done,1500,solved,10\n").find("train.target '1.5'") != std::string::npos);
-  CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,max_steps,10\n").find("solved_step 10 of a run that ended at max_steps") != std::string::npos);
+  CHECK(bad("rmt,3,6,0,all,1,0.99,6,1.0,r1,done,1500,max_steps,10\n").find("solved_step 10 of a run whose end_reason is max_steps") != std::string::npos);
   CHECK(bad("rmt,3,6,0,all,1,,6,1.0,r1,done,1500,solved,10\n").find("without a target") != std::string::npos);
 }
 

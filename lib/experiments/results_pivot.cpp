@@ -94,8 +94,8 @@ bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std
   const auto& row = csv.rows[r];
   const std::string &target = row[size_t(sc.target)], &end = row[size_t(sc.end_reason)],
                     &at = row[size_t(sc.solved_step)];
-  if (end != "solved" && end != "max_steps")
-    fail("{}: line {}: end_reason '{}' is neither solved nor max_steps", source, csv.row_lines[r], end);
+  if (end != "solved" && end != "max_steps" && end != "unmastered")
+    fail("{}: line {}: end_reason '{}' is none of solved, max_steps, unmastered", source, csv.row_lines[r], end);
   double t = 0;  // empty: the run had no target (the key is written only when set)
   auto [ptr, ec] = std::from_chars(target.data(), target.data() + target.size(), t);
   if (!target.empty() && (ec != std::errc() || ptr != target.data() + target.size() || !(t >= 0 && t <= 1)))
@@ -103,7 +103,7 @@ bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std
   solved = end == "solved";
   if (solved) step = int_cell(csv, r, sc.solved_step, 0, source);
   else if (!at.empty())
-    fail("{}: line {}: solved_step {} of a run that ended at max_steps", source, csv.row_lines[r], at);
+    fail("{}: line {}: solved_step {} of a run whose end_reason is {}", source, csv.row_lines[r], at, end);
   if (solved && t <= 0)
     fail("{}: line {}: end_reason solved of a run without a target (train.target 0)", source, csv.row_lines[r]);
   return t > 0;

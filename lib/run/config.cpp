@@ -311,6 +311,8 @@ const std::vector<KeyDescriptor>& key_table() {
       // written only when used, so that the run ids of configs without them do not change
       written_when(choice_key("train.curriculum_advance", FIELD(train.curriculum_advance), {"fixed", "mastery"}),
                    [](const Config& c) { return c.train.curriculum_advance != "fixed"; }),
+      written_when(bool_key("train.stop_unmastered", FIELD(train.stop_unmastered)),
+                   [](const Config& c) { return c.train.stop_unmastered; }),
       written_when(real_key("train.target", FIELD(train.target), at_or_above(0), at_or_below(1)),
                    [](const Config& c) { return c.train.target > 0; }),
       written_when(integer_key("train.target_evals", FIELD(train.target_evals), 1),
@@ -486,6 +488,9 @@ static void validate_curriculum(const Config& config) {
       fail("invalid config: train.curriculum_advance mastery needs train.target, the validation "
            "accuracy that ends a stage, e.g. --set train.target=0.99");
   }
+  if (tc.stop_unmastered && tc.curriculum_advance != "mastery")
+    fail("invalid config: train.stop_unmastered needs train.curriculum_advance mastery: it ends a run "
+         "whose stage ran out of steps before it was mastered");
   if (tc.target_evals != TrainConfig().target_evals && tc.target <= 0)
     fail("invalid config: train.target_evals {} without train.target: set the target accuracy "
          "it counts evaluations of, e.g. --set train.target=0.99", tc.target_evals);

@@ -36,6 +36,11 @@ struct TrainConfig {
   // max_steps) or mastery (a stage also ends once validation at its own segments meets target).
   int curriculum = 1;
   std::string curriculum_advance = "fixed";
+  // Under mastery: a stage whose share of the steps runs out before it is mastered ends the run
+  // (end_reason "unmastered") instead of going on to longer inputs it has not learned the
+  // shorter ones of. Spares the ceiling to runs that cannot learn (a baseline that sees one
+  // segment) at the price of runs that would have learned a stage later.
+  bool stop_unmastered = false;
   // Stop when solved: 0 = train max_steps; else the run ends once the validation accuracy
   // (teacher-forced, at `segments`) is >= target at target_evals consecutive evaluations.
   double target = 0;

@@ -57,6 +57,10 @@ int progression_segments(const Config& config, Progression& p, int64_t step, boo
   const int last = config.train.curriculum - 1;
   int stage = p.stage;
   while (stage < last && step >= curriculum_stage_start(config, stage + 1)) ++stage;
+  if (stage != p.stage && config.train.stop_unmastered) {
+    if (!p.ended()) p.unmastered_step = step;
+    stage = p.stage;
+  }
   if (advanced) *advanced = stage != p.stage;
   if (stage != p.stage) begin_stage(config, p, stage, step);
   return curriculum_stage_segments(config, p.stage);
@@ -69,7 +73,7 @@ int validation_segments(const Config& config, const Progression& p) {
 
 ValidationOutcome record_validation(const Config& config, Progression& p, int64_t step, double acc) {
   const TrainConfig& tc = config.train;
-  if (tc.target <= 0) return ValidationOutcome::none;
+  if (tc.target <= 0 || p.ended()) return ValidationOutcome::none;  // ended: the last evaluation
   if (acc >= tc.target) {
     if (p.streak++ == 0) p.streak_first_step = step;
   } else {

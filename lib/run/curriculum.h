@@ -14,7 +14,8 @@
 // and under mastery between stages on equal segments (1, 2, 2 for 2 segments in 3 stages), which
 // are mastered together.
 // Stopping rule (train.target > 0): the run ends "solved" once validation at `segments` meets
-// train.target at train.target_evals consecutive evaluations; otherwise at max_steps.
+// train.target at train.target_evals consecutive evaluations; otherwise at max_steps, or, with
+// train.stop_unmastered, "unmastered" when a mastery stage's share of the steps runs out.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,8 +39,12 @@ struct Progression {
   int streak = 0;                         // consecutive evaluations meeting train.target
   int64_t streak_first_step = -1;         // the step of the streak's first evaluation
   int64_t solved_step = -1;               // that step once the run is solved, else -1
+  int64_t unmastered_step = -1;           // train.stop_unmastered: the step the stage's share ran
+                                          // out unmastered (the run ends there), else -1
 
   bool solved() const { return solved_step >= 0; }
+  bool unmastered() const { return unmastered_step >= 0; }
+  bool ended() const { return solved() || unmastered(); }
 };
 
 // A fresh run's progression (stage 0 from step 0).
@@ -48,7 +53,8 @@ Progression start_progression();
 // without train.target resumes with: its state file records only the step).
 Progression fixed_progression(const Config& config, int64_t step);
 // The segments training step `step` uses; first moves past every stage whose share of the steps
-// has run out by `step`. Returns true in `advanced` when a stage began.
+// has run out by `step` (or, with train.stop_unmastered, records that the run ended unmastered
+// and stays). Returns true in `advanced` when a stage began.
 int progression_segments(const Config& config, Progression& p, int64_t step, bool* advanced = nullptr);
 // The segments validation uses: `segments`, or the stage's own under mastery.
 int validation_segments(const Config& config, const Progression& p);

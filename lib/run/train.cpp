@@ -139,7 +139,7 @@ json run_results(const RunSetup& run, const EvalResult& test, const TrainState& 
   results["bptt"] = bptt_to_string(config.bptt);
   results["dataset_fingerprint"] = st.dataset_fingerprint;
   // Why the run ended, and when its curriculum stages began (lib/run/curriculum.h).
-  results["end_reason"] = st.progression.solved() ? "solved" : "max_steps";
+  results["end_reason"] = st.progression.solved() ? "solved" : st.progression.unmastered() ? "unmastered" : "max_steps";
   if (config.train.target > 0)
     results["solved_step"] = st.progression.solved() ? json(st.progression.solved_step) : json(nullptr);
   if (config.train.curriculum > 1) {
@@ -212,7 +212,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
                          tc.curriculum, segments, st.step, why));
   };
 
-  while (st.step < tc.max_steps && !st.progression.solved()) {
+  while (st.step < tc.max_steps && !st.progression.ended()) {
     // ---- Schedule: the learning rate, the dropout stream and the segments of this step.
     const double lr = sched.lr_at(st.step);
     const uint64_t dropout_seed = mix_seed(tc.seed, 0xD80, uint64_t(st.step));
@@ -229,6 +229,10 @@ void train(const Config& config_in, const TrainOptions& opt) {
     bool stage_scheduled = false;  // the stage's share of the steps ran out with this step
     progression_segments(config, st.progression, st.step, &stage_scheduled);
     if (stage_scheduled) stage_began(mastery ? "its share of the steps ran out" : "scheduled", stage_segments);
+    if (st.progression.unmastered() && st.progression.unmastered_step == st.step)
+      log.note(fmt::format("stage {} of {} ({} segments) was not mastered in its share of the steps: the run "
+                           "ends at step {} (train.stop_unmastered)", st.progression.stage + 1, tc.curriculum,
+                           stage_segments, st.step));
 
     // ---- Log: the interval's mean loss and speed.
     if (st.step % tc.log_every == 0 || st.step == tc.max_steps)
@@ -236,7 +240,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
 
     // ---- Evaluate and checkpoint: validation, the curriculum and the stopping rule, then the
     // checkpoints (state.safetensors last: the commit point for --resume).
-    if (st.step % tc.eval_every == 0 || st.step == tc.max_steps) {
+    if (st.step % tc.eval_every == 0 || st.step == tc.max_steps || st.progression.unmastered()) {
       const int val_segments = validation_segments(config, st.progression);
       EvalResult val;
       try {

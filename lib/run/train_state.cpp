@@ -49,6 +49,7 @@ void save_state(const std::string& path, const Model& model, const Adam& adam,
     metadata["target_streak"] = std::to_string(p.streak);
     metadata["target_streak_first_step"] = std::to_string(p.streak_first_step);
     metadata["solved_step"] = std::to_string(p.solved_step);
+    if (p.unmastered()) metadata["unmastered_step"] = std::to_string(p.unmastered_step);
   }
   save_safetensors(path, refs, metadata);
 }
@@ -103,6 +104,8 @@ void load_state(const std::string& path, Model& model, Adam& adam, LrSchedule& s
       p.streak = std::stoi(md("target_streak"));
       p.streak_first_step = std::stoll(md("target_streak_first_step"));
       p.solved_step = std::stoll(md("solved_step"));
+      auto unmastered = f.metadata.find("unmastered_step");  // only in the state of such a run
+      p.unmastered_step = unmastered == f.metadata.end() ? -1 : std::stoll(unmastered->second);
       if (p.stage < 0 || size_t(p.stage) + 1 != p.stage_first_step.size() || p.streak < 0)
         fail("{}: corrupt training state metadata (stage {} with {} stage starts)", path, p.stage,
              p.stage_first_step.size());
