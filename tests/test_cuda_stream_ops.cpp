@@ -25,6 +25,7 @@
 #include "lib/cuda/host_backend.h"
 #include "lib/run/lm.h"
 #include "lib/run/train_step.h"
+#include "tests/random_lm_stream.h"
 
 using namespace rmt;
 namespace cu = rmt::cuda;
@@ -176,18 +177,8 @@ TEST_CASE("cuda host backend: the LM's training steps match the CPU; stream oper
   Engine ref_engine(ref), dev_engine(dev);
   Adam ref_adam(cpu_backend(), ref.num_params()), dev_adam(host, dev.num_params());
   const int B = 1, T = 128, steps = 3;
-  SplitMixRng rng(29);
-  std::vector<int32_t> stream(size_t(B) * (steps * T + 1));
-  for (int32_t& x : stream) x = int32_t(rng.below(256));
-  const LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
-    in.clear();
-    tg.clear();
-    for (int b = 0; b < B; ++b) {
-      const size_t row = size_t(b) * (steps * T + 1) + size_t(s) * T;
-      in.insert(in.end(), stream.begin() + row, stream.begin() + row + T);
-      tg.insert(tg.end(), stream.begin() + row + 1, stream.begin() + row + 1 + T);
-    }
-  };
+  const RandomLmStream stream(B, T, steps, 29);
+  const LmSegmentSource source = stream.source();
   LmCarry ref_carry(1), dev_carry(1);  // bptt 1
   for (int step = 0; step < steps; ++step) {
     host.reset_ops();

@@ -27,6 +27,7 @@
 #include "lib/run/train_step.h"
 #include "tests/cuda/compare.h"
 #include "tests/cuda/nan_filled.h"
+#include "tests/random_lm_stream.h"
 
 using namespace rmt;
 using namespace rmt::cuda_test;
@@ -221,18 +222,8 @@ TEST_CASE("cuda models: language-model steps (carried state, bptt window) match 
     c.num_mem_tokens = c.num_mem_tokens > 0 ? 8 : 0;
     Twin twin(c, 19);
     const int B = 4, T = 32, steps = 4;
-    SplitMixRng rng(23);
-    std::vector<int32_t> stream(size_t(B) * (steps * T + 1));
-    for (int32_t& x : stream) x = int32_t(rng.below(256));
-    const LmSegmentSource source = [&](int64_t s, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
-      in.clear();
-      tg.clear();
-      for (int b = 0; b < B; ++b) {
-        const size_t row = size_t(b) * (steps * T + 1) + size_t(s) * T;
-        in.insert(in.end(), stream.begin() + row, stream.begin() + row + T);
-        tg.insert(tg.end(), stream.begin() + row + 1, stream.begin() + row + 1 + T);
-      }
-    };
+    const RandomLmStream stream(B, T, steps, 23);
+    const LmSegmentSource source = stream.source();
     const int window = c.num_mem_tokens > 0 ? 1 : 0;
     LmCarry ref_carry(window), dev_carry(window);
     for (int step = 0; step < steps; ++step) {
