@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -104,12 +105,14 @@ struct Batch {
 
 // Two training steps (clip 0.25, Adam) of the host-run CUDA calls; the second step's operations
 // are counted. With `compare`, the same steps on the CPU from the same parameters: the losses,
-// the gradient norms and the final parameters agree.
-void copy_steps(const std::string& kind, int segments, int B, bool compare) {
+// the gradient norms and the final parameters agree. With `nan_scratch`, every scratch request
+// holds NaN until a driver writes it (a read of unwritten scratch would make the loss NaN).
+void copy_steps(const std::string& kind, int segments, int B, bool compare, bool nan_scratch = false) {
   const std::string what = kind + " copy " + std::to_string(segments) + "x" + std::to_string(72 / segments);
   CAPTURE(what);
   const ModelConfig c = copy_model(kind, 72 / segments);
   cu::HostDriverBackend host;
+  host.set_nan_scratch(nan_scratch);
   Model ref(c, cpu_backend()), dev(c, host);
   ref.init_weights(5);
   dev.params.upload(host, ref.params.download());
@@ -160,6 +163,25 @@ TEST_CASE("cuda host backend: the GEMM's column-major mapping gives the CPU's pr
 
 TEST_CASE("cuda host backend: an RMT copy model's training steps match the CPU's") {
   copy_steps("rmt", 3, 2, true);
+}
+
+TEST_CASE("cuda host backend: every model's steps match the CPU's with NaN in every scratch request") {
+  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) copy_steps(kind, 3, 2, true, true);
+}
+
+TEST_CASE("cuda host backend: the NaN-scratch switch fills each request, also of a grown or reused slot") {
+  cu::HostExec ex;
+  ex.nan_scratch = false;
+  auto* p = static_cast<unsigned char*>(ex.scratch(0, 64));
+  std::memset(p, 7, 64);
+  CHECK(static_cast<unsigned char*>(ex.scratch(0, 64))[10] == 7);  // off: what was there
+  ex.nan_scratch = true;
+  const int64_t memsets = ex.ops.memsets;
+  float* f = static_cast<float*>(ex.scratch(0, 64));
+  for (int i = 0; i < 16; ++i) CHECK(std::isnan(f[i]));
+  f = static_cast<float*>(ex.scratch(1, 4096));  // a new, larger slot
+  CHECK(std::isnan(f[1023]));
+  CHECK(ex.ops.memsets == memsets + 2);  // one stream operation per request, as on the GPU
 }
 
 TEST_CASE("cuda host backend: stream operations per training step of the copy models") {

@@ -247,8 +247,10 @@ struct CudaExec {
       RMT_CUDA_CHECK(cudaMalloc(&state->scratch[slot], grown));
       state->scratch_bytes[slot] = grown;
     }
+    if (nan_scratch) memset(state->scratch[slot], 0xff, bytes);
     return state->scratch[slot];
   }
+  bool nan_scratch = nan_scratch_requested();  // exec.h: every request filled with 0xff first
 };
 
 }  // namespace rmt::cuda

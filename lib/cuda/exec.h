@@ -22,6 +22,9 @@
 //     inside it are plain `[=](...)` (they take its execution space).
 // `ex.scratch(slot, bytes)` gives a buffer of the Exec's memory (slot 0..kScratchSlots-1, at least
 // `bytes`, contents unspecified) for a driver's temporaries, valid until the driver returns.
+// With RMT_CUDA_NAN_SCRATCH=1 in the environment (a debug switch; the GPU suite sets it) both
+// Execs fill the `bytes` of every scratch request with 0xff (NaN as float) first, so a driver that
+// reads scratch it did not write gives NaN instead of a stale, plausible value.
 //
 // A block's body f(blk, i) runs once per thread on the GPU and once per block on the host, so it
 // must be written as the same straight-line code for every thread of the block:
@@ -51,12 +54,20 @@
 // training step costs on the GPU (tests/test_cuda_stream_ops.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "lib/core/host_device.h"
 
 namespace rmt::cuda {
 
 inline constexpr int kScratchSlots = 5;
+
+// RMT_CUDA_NAN_SCRATCH set and not "0" (read when an Exec is made).
+inline bool nan_scratch_requested() {
+  const char* v = std::getenv("RMT_CUDA_NAN_SCRATCH");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
 // Threads of a block of for_each_block, and the columns of a tile of blk.columns.
 inline constexpr int kBlockThreads = 128;
 inline constexpr int kColumnTile = 32;

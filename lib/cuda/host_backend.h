@@ -21,6 +21,8 @@ class HostDriverBackend final : public DriverBackend<HostExec> {
   // What has been issued since the last reset.
   const StreamOps& ops() const { return exec_.ops; }
   void reset_ops() { exec_.ops = {}; }
+  // Every scratch request filled with NaN first (as RMT_CUDA_NAN_SCRATCH=1 does, lib/cuda/exec.h).
+  void set_nan_scratch(bool on) { exec_.nan_scratch = on; }
 
  protected:
   HostExec& ex() override { return exec_; }

@@ -132,8 +132,10 @@ struct HostExec {
       ++ops.syncs;
       b.resize(bytes > b.size() + b.size() / 2 ? bytes : b.size() + b.size() / 2);
     }
+    if (nan_scratch) memset(b.data(), 0xff, bytes);
     return b.data();
   }
+  bool nan_scratch = nan_scratch_requested();  // exec.h: every request filled with 0xff first
 
  private:
   std::vector<unsigned char> scratch_[kScratchSlots];

@@ -6,12 +6,8 @@
 //   * nan_filled_gpu(): the cuda backend with every new buffer filled with 0xff bytes (a NaN as
 //     float, -1 as int32, 255 as a mask byte) at allocation; the kernel tests' buffers and the
 //     models (parameters, gradients, activations, caches, Adam's state) are allocated through it;
-//   * fill_scratch_with_nan(): the backend's own scratch (CudaExec::scratch in
-//     lib/cuda/cuda_backend.cu, private to it) cannot be reached from here, so it is filled the
-//     way a test can: the kernels that use scratch run once on NaN inputs at sizes larger than any
-//     test's, so every scratch slot is grown to that size and holds what they wrote from NaN
-//     (NaN, or index data that every use rewrites). A backend hook that memsets every scratch
-//     request to 0xff would be exact; until it exists this is the suite's approximation.
+//   * the backend's own scratch: every request is filled with 0xff by the backend itself, as
+//     RMT_CUDA_NAN_SCRATCH=1 asks (lib/cuda/exec.h), which the suite's main() sets.
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -129,39 +125,6 @@ class NanFilledBackend final : public Backend {
 inline Backend& nan_filled_gpu() {
   static NanFilledBackend be(gpu());
   return be;
-}
-
-// Runs the scratch-using kernels on NaN inputs at sizes above every test's (the largest attention
-// scores: the copy model's, B 32 x 4 heads x 72 x 96, 0.9M, and the language model's, B 2 x 8
-// heads x 148 x 276, 0.65M; here 2.4M; the largest row reductions: 2304 rows, 2304 x 768 values;
-// here 4096 x 4096), so that the scratch a test's kernels get holds NaN where they did not write
-// it. See the top of this file.
-inline void fill_scratch_with_nan() {
-  Backend& be = nan_filled_gpu();  // every input below is NaN as allocated
-  {
-    AttentionShape s{32, 4, 64, 96, 192};
-    const int64_t HD = int64_t(s.H) * s.Dh;
-    DeviceArray<float> qkv(be, int64_t(s.klen) * s.B * 3 * HD), r(be, s.klen * HD), u(be, HD),
-        v(be, HD), dout(be, int64_t(s.qlen) * s.B * HD),
-        prob(be, int64_t(s.B) * s.H * s.qlen * s.klen), dqkv(be, int64_t(s.klen) * s.B * 3 * HD),
-        dr(be, s.klen * HD), du(be, HD), dv(be, HD);
-    be.rel_attention_backward(dqkv.data(), dr.data(), du.data(), dv.data(), dout.data(), prob.data(),
-                              qkv.data(), r.data(), u.data(), v.data(), s, 0.125f);
-  }
-  {
-    const int rows = 4096, cols = 4096;
-    DeviceArray<float> x(be, int64_t(rows) * cols), dx(be, int64_t(rows) * cols), w(be, cols),
-        dw(be, cols), db(be, cols), mean(be, rows), rstd(be, rows), loss(be, rows);
-    be.bias_backward(db.data(), x.data(), rows, cols);
-    be.layernorm_forward(dx.data(), mean.data(), rstd.data(), x.data(), w.data(), db.data(), rows, cols);
-    be.layernorm_backward(dx.data(), dw.data(), db.data(), x.data(), x.data(), mean.data(), rstd.data(),
-                          w.data(), rows, cols);
-    DeviceArray<int32_t> targets(be, rows);
-    be.fill_bytes(targets.data(), 0, size_t(rows) * sizeof(int32_t));  // id 0: a valid target
-    be.cross_entropy(loss.data(), dx.data(), x.data(), targets.data(), rows, cols, 1.f);
-    (void)be.sum_squares(x.data(), x.size());
-  }
-  be.synchronize();
 }
 
 }  // namespace rmt::cuda_test

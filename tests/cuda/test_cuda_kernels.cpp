@@ -71,7 +71,6 @@ std::vector<float> as_float(const std::vector<T>& x) {
 void compare(const std::string& what, const std::function<Outs(Backend&)>& kernel) {
   CAPTURE(what);
   const Outs ref = kernel(cpu());
-  fill_scratch_with_nan();
   const Outs got = kernel(nan_filled_gpu());
   REQUIRE(ref.size() == got.size());
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -482,7 +481,6 @@ TEST_CASE("cuda rel_attention forward and backward at the copy model's and the l
     const std::string forward = describe(c) + " forward";
     std::vector<float> ref_out, ref_prob;
     for (Backend* be : {&cpu(), &nan_filled_gpu()}) {
-      if (be != &cpu()) fill_scratch_with_nan();
       AttentionInputs in(*be, c);
       DeviceArray<float> out = nans(*be, int64_t(s.qlen) * s.B * HD);
       DeviceArray<float> prob = nans(*be, int64_t(s.B) * s.H * s.qlen * s.klen);
@@ -537,7 +535,6 @@ TEST_CASE("cuda sum_squares (one double read back) and adam_update") {
   for (int64_t n : {int64_t(0), int64_t(1), int64_t(1000003), int64_t(kRows) * kInner}) {
     const std::vector<float> x = uniform(n, 43);
     const double ref = cpu().sum_squares(on(cpu(), x).data(), n);
-    fill_scratch_with_nan();
     const double got = nan_filled_gpu().sum_squares(on(nan_filled_gpu(), x).data(), n);
     CHECK(close_scalar(fmt::format("sum_squares n={}", n), ref, got, kKernelLimit));
     if (n == 0) CHECK(got == 0.0);

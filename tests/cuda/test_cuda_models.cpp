@@ -135,14 +135,12 @@ TEST_CASE("cuda models: loss, logits and every gradient of all five kinds (bptt 
       const Batch batch(v.B, v.seg_len);
       // A training step's forward and backward (dropout 0.1: the masks are the same function).
       const double ref_loss = forward_backward(*twin.ref_engine, batch.view(), v.bptt, true, 1234);
-      fill_scratch_with_nan();
       const double dev_loss = forward_backward(*twin.dev_engine, batch.view(), v.bptt, true, 1234);
       CHECK(close_scalar(what + " training loss", ref_loss, dev_loss, kModelLimit));
       compare_tensors(what + " grad", twin.ref, twin.ref.grads.download(), twin.dev.grads.download());
       // Evaluation: every segment's logits.
       const double ref_eval = twin.ref_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
                                                        v.seg_len, batch.A, false, 0);
-      fill_scratch_with_nan();
       const double dev_eval = twin.dev_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
                                                        v.seg_len, batch.A, false, 0);
       CHECK(close_scalar(what + " evaluation loss", ref_eval, dev_eval, kModelLimit));
@@ -165,7 +163,6 @@ TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's paramete
       s.dropout_seed = 500 + uint64_t(step);
       const Batch b(8, {24, 24, 24}, 12, 100 + uint64_t(step));
       const StepResult r = train_step(*twin.ref_engine, twin.ref, cpu(), ref_adam, b.view(), s);
-      fill_scratch_with_nan();
       const StepResult d = train_step(*twin.dev_engine, twin.dev, nan_filled_gpu(), dev_adam, b.view(), s);
       CHECK(r.applied == d.applied);
       CHECK(close_scalar(fmt::format("{} step {} loss", kind, step), r.loss, d.loss, kModelLimit));
@@ -228,7 +225,6 @@ TEST_CASE("cuda models: language-model steps (carried state, bptt window) match 
     LmCarry ref_carry(window), dev_carry(window);
     for (int step = 0; step < steps; ++step) {
       const double r = lm_train_step(*twin.ref_engine, ref_carry, source, B, T, true, 40 + uint64_t(step));
-      fill_scratch_with_nan();
       const double d = lm_train_step(*twin.dev_engine, dev_carry, source, B, T, true, 40 + uint64_t(step));
       CHECK(close_scalar(fmt::format("{} LM step {} loss", kind, step), r, d, kModelLimit));
       compare_tensors(fmt::format("{} LM step {} grad", kind, step), twin.ref, twin.ref.grads.download(),
