@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -199,6 +200,23 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   // Its checks are on the evaluated segments, in its table and in the report's summary.
   CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
   CHECK(report.find("| [longer](#longer) | length | 1 of 1 checks hold |") != std::string::npos);
+
+  // -j 2 evaluated in `rmt eval` processes, 2 at a time; in-process (-j 1) gives the same numbers.
+  auto without_seconds = [](const std::string& text) {  // eval_seconds, the 11th column, dropped
+    std::string kept, line;
+    std::istringstream in(text);
+    while (std::getline(in, line)) {
+      size_t start = 0;
+      for (int k = 0; k < 10; ++k) start = line.find(',', start) + 1;
+      kept += line.substr(0, start) + line.substr(line.find(',', start)) + "\n";
+    }
+    return kept;
+  };
+  const std::string parallel = read_file(out / "longer/results.csv");
+  fs::remove_all(dir / "runs/longer/evals");
+  r = rmt_run(base + " longer");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(without_seconds(read_file(out / "longer/results.csv")) == without_seconds(parallel));
 
   // A second call finds every run done: nothing is trained again, the results are the same.
   const std::string csv = read_file(dir / "runs/tiny/results.csv");

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/core/error.h"
+#include "lib/experiments/generated_data.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
@@ -355,4 +356,30 @@ TEST_CASE("sweep: a failing run is recorded and does not stop the others") {
       CHECK(row[size_t(csv.column("error"))].find("saved config differs") != std::string::npos);
     }
   CHECK(failed == 1);
+}
+
+TEST_CASE("sweep: a data directory generated with other options is refused, not silently reused") {
+  // The data directory and the run ids do not name the data options: after the sweep file's data
+  // changes, the old data (and the runs trained on it) must not count as the new sweep's.
+  fs::path dir = sweep_tmp("changed_data");
+  std::string file = write_sweep(dir, "tiny", kTinySweep);
+  const std::string runs = (dir / "runs").string();
+  Run first = rmt_run("sweep " + file + " --emit commands --runs-dir " + runs, true);  // generates the data
+  REQUIRE_MESSAGE(first.status == 0, first.output);
+  std::string changed = kTinySweep;
+  changed.replace(changed.find("length: 4"), 9, "length: 6");
+  write_sweep(dir, "tiny", changed);
+  for (const char* how : {"--dry-run", "--emit commands", "-j 1", "--collect"}) {
+    CAPTURE(how);
+    Run r = rmt_run("sweep " + file + " " + how + " --runs-dir " + runs);
+    CHECK(r.status != 0);
+    CHECK(r.output.find("/tiny/data was generated with length 4, but the spec asks for length 6") != std::string::npos);
+  }
+  // The same options written differently pass; so does a changed seed's check name the seed.
+  rmt::check_generated_dataset(dir / "runs" / "tiny" / "data",
+                               {"generate", "copy", "--out", "x", "--length", "4", "--seed", "0", "--train", "200.0"});
+  CHECK_THROWS_WITH(rmt::check_generated_dataset(dir / "runs" / "tiny" / "data", {"generate", "copy", "--seed", "3"}),
+                    doctest::Contains("generated with seed 0, but the spec asks for seed 3"));
+  CHECK_THROWS_WITH(rmt::check_generated_dataset(dir / "runs" / "tiny" / "data", {"generate", "reverse"}),
+                    doctest::Contains("generated with task copy, but the spec asks for task reverse"));
 }

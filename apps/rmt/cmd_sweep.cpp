@@ -11,6 +11,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "lib/core/model.h"
+#include "lib/experiments/generated_data.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 #include "lib/run/config.h"
@@ -127,7 +128,10 @@ void add_sweep_command(CLI::App& app) {
     }
     if (args->collect) {
       // Runs started elsewhere (an emitted array or commands) each finished into their own
-      // directory; results.csv is rebuilt from those, so each run is in it once.
+      // directory; results.csv is rebuilt from those, so each run is in it once. Not from runs
+      // trained on data the sweep file no longer asks for.
+      for (const auto& d : plan.datasets)
+        if (fs::exists(fs::path(d.dir) / "meta.yaml")) check_generated_dataset(d.dir, d.generate_args);
       write_results_csv(plan);
       std::vector<std::string> unfinished;
       for (const auto& run : plan.runs)

@@ -30,4 +30,15 @@ struct LengthEval {
 LengthEval evaluate_length(const SweepRun& run, const std::filesystem::path& data_dir,
                            const std::filesystem::path& kept);
 
+// One evaluation a length item needs.
+struct LengthEvalJob {
+  const SweepRun* run;
+  int length;                            // the evaluated input length
+  std::filesystem::path data_dir, kept;
+};
+// Writes the `kept` file of every job that has none yet, `parallel` at a time, each an
+// `rmt eval --threads 1` process of `rmt_binary` (one thread, as evaluate_length: the same
+// numbers); evaluate_length then reads them back. Fails after all finished if one failed.
+void evaluate_lengths(const std::string& rmt_binary, const std::vector<LengthEvalJob>& jobs, int parallel);
+
 }  // namespace rmt

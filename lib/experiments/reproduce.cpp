@@ -410,18 +410,24 @@ void Reproduction::run_length(const ReproItem& it) {
   bool free_running_differs = false;  // a one-token answer decodes as it is teacher-forced
   double eval_seconds = 0;
   int evals = 0;
+  // The datasets (one per length), then the evaluations still to do, -j at a time, then each
+  // read back in order.
+  std::vector<LengthEvalJob> jobs;
   for (const SweepRun* run : runs) {
     if (run_state(*run) != RunState::done) continue;
-    const Config& c = run->config;
-    for (int L : it.lengths) {
-      const fs::path data_dir = length_dataset(o_.rmt_binary, work / "data", data, L);
-      const LengthEval e = evaluate_length(*run, data_dir, work / "evals" / fmt::format("{}_{}.json", run->run_id, L));
-      free_running_differs |= !e.acc_free_running.empty() && std::stod(e.acc_free_running) != e.acc_teacher_forced;
-      eval_seconds += e.seconds, ++evals;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},done\n", c.model.kind, e.segments,
-                         c.model.num_mem_tokens, c.model.mem_len, c.train.seed, e.segment_length, L, c.segments,
-                         e.acc_teacher_forced, e.acc_free_running, e.seconds);
-    }
+    for (int L : it.lengths)
+      jobs.push_back({run, L, length_dataset(o_.rmt_binary, work / "data", data, L),
+                      work / "evals" / fmt::format("{}_{}.json", run->run_id, L)});
+  }
+  if (o_.jobs > 1) evaluate_lengths(o_.rmt_binary, jobs, o_.jobs);
+  for (const LengthEvalJob& job : jobs) {
+    const Config& c = job.run->config;
+    const LengthEval e = evaluate_length(*job.run, job.data_dir, job.kept);
+    free_running_differs |= !e.acc_free_running.empty() && std::stod(e.acc_free_running) != e.acc_teacher_forced;
+    eval_seconds += e.seconds, ++evals;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},done\n", c.model.kind, e.segments,
+                       c.model.num_mem_tokens, c.model.mem_len, c.train.seed, e.segment_length, job.length,
+                       c.segments, e.acc_teacher_forced, e.acc_free_running, e.seconds);
   }
   write_file_atomic(dir / "results.csv", csv);
   CsvTable table = parse_csv(csv, (dir / "results.csv").string());

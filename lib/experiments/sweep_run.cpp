@@ -22,6 +22,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
+#include "lib/experiments/generated_data.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -107,7 +108,10 @@ static int run_and_wait(const std::string& binary, const std::vector<std::string
 
 void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
   for (const auto& d : plan.datasets) {
-    if (fs::exists(fs::path(d.dir) / "meta.yaml")) continue;  // meta.yaml is written last
+    if (fs::exists(fs::path(d.dir) / "meta.yaml")) {  // meta.yaml is written last
+      check_generated_dataset(d.dir, d.generate_args);
+      continue;
+    }
     if (!options.quiet) fmt::print(stderr, "sweep: generating {}\n", command_line("rmt", d.generate_args));
     std::vector<std::string> args = d.generate_args;
     args.push_back("--force");  // a directory without meta.yaml is an interrupted generation
@@ -211,7 +215,10 @@ void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options) {
   }
   // Data still to generate: `rmt generate --check` of each (sizes, memory, disk, the input).
   for (const auto& d : plan.datasets) {
-    if (fs::exists(fs::path(d.dir) / "meta.yaml")) continue;
+    if (fs::exists(fs::path(d.dir) / "meta.yaml")) {
+      check_generated_dataset(d.dir, d.generate_args);  // before any run starts
+      continue;
+    }
     std::vector<std::string> args = d.generate_args;
     args.insert(args.end(), {"--force", "--check"});
     const fs::path log = fs::temp_directory_path() / fmt::format("rmt-sweep-check.{}.log", getpid());
