@@ -52,7 +52,7 @@ void write_kept(const fs::path& kept, const std::string& run_id, const fs::path&
 }
 
 // `rmt eval` of one job in a process of its own; "" on success, else why it failed.
-std::string evaluate_in_process(const std::string& rmt_binary, const LengthEvalJob& job) {
+std::string evaluate_in_subprocess(const std::string& rmt_binary, const LengthEvalJob& job) {
   const fs::path out = job.kept.string() + ".eval.out";
   const std::string cmd = fmt::format("{} eval --run {} --data {} --split test --threads 1 >{} 2>&1",
                                       shell_quote(rmt_binary), shell_quote(job.run->dir.string()),
@@ -93,7 +93,7 @@ void evaluate_lengths(const std::string& rmt_binary, const std::vector<LengthEva
   std::vector<std::thread> workers;
   for (int w = 0; w < std::min<int>(parallel, int(pending.size())); ++w)
     workers.emplace_back([&] {
-      for (size_t i; (i = next++) < pending.size();) errors[i] = evaluate_in_process(rmt_binary, *pending[i]);
+      for (size_t i; (i = next++) < pending.size();) errors[i] = evaluate_in_subprocess(rmt_binary, *pending[i]);
     });
   for (std::thread& t : workers) t.join();
   for (const std::string& error : errors)
