@@ -412,12 +412,15 @@ void Reproduction::run_length(const ReproItem& it) {
   int evals = 0;
   // The datasets (one per length), then the evaluations still to do, -j at a time, then each
   // read back in order.
+  std::vector<fs::path> data_dirs;  // generated once, and only when some run is there to evaluate
+  if (std::any_of(runs.begin(), runs.end(), [&](const SweepRun* r) { return run_state(*r) == RunState::done; }))
+    for (int L : it.lengths) data_dirs.push_back(length_dataset(o_.rmt_binary, work / "data", data, L));
   std::vector<LengthEvalJob> jobs;
   for (const SweepRun* run : runs) {
     if (run_state(*run) != RunState::done) continue;
-    for (int L : it.lengths)
-      jobs.push_back({run, L, length_dataset(o_.rmt_binary, work / "data", data, L),
-                      work / "evals" / fmt::format("{}_{}.json", run->run_id, L)});
+    for (size_t l = 0; l < it.lengths.size(); ++l)
+      jobs.push_back({run, it.lengths[l], data_dirs[l],
+                      work / "evals" / fmt::format("{}_{}.json", run->run_id, it.lengths[l])});
   }
   if (o_.jobs > 1) evaluate_lengths(o_.rmt_binary, jobs, o_.jobs);
   for (const LengthEvalJob& job : jobs) {
