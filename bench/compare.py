@@ -21,7 +21,9 @@ large GEMM through rmt's matmul and through torch.mm) and the faster one is pass
 so both engines' MFU use the same denominator. Language-model steps take seconds, so they get
 their own (smaller) --lm-reps and --lm-warmup; the steps that fill the carried state are untimed
 on top of --lm-warmup in both engines.
-Needs only the standard library; all raw JSON lines are saved to --out.
+Needs only the standard library; all raw JSON lines are saved to --out, each as soon as it is
+measured (and a one-line summary of it printed on stderr), so a run stopped part-way keeps what it
+measured.
 """
 import argparse
 import json
@@ -39,10 +41,32 @@ GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS, "repr
           "all": COPY_MODELS + LM_MODELS}
 
 
-def run_json(cmd):
+SAVED = None  # the --out file, open for the whole run
+
+
+def keep(entries):
+    """Appends the entries to --out at once and prints one line per entry on stderr."""
+    for e in entries:
+        if SAVED is not None:
+            SAVED.write(json.dumps(e) + "\n")
+        what = e.get("model", "peak")
+        if "compile" in e and e.get("compile") not in (None, "eager"):
+            what += f" compiled {e.get('compile_mode', '')}"
+        rate = (f"{e['tokens_per_s']:.0f} tokens/s, step {e['step_ms']:.3f} ms" if "tokens_per_s" in e
+                else f"{e.get('gemm_gflops', 0):.0f} GFLOP/s")
+        print(f"measured: {what} ({e.get('engine', '?')}): {rate}",
+              file=sys.stderr, flush=True)
+    if SAVED is not None:
+        SAVED.flush()
+    return entries
+
+
+def run_json(cmd, tag=None):
+    """The command's JSON lines (each with `tag`'s keys added), kept in --out."""
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
+    return keep([dict(json.loads(line), **(tag or {})) for line in out.splitlines()
+                 if line.strip().startswith("{")])
 
 
 def try_run_json(cmd):
@@ -53,7 +77,7 @@ def try_run_json(cmd):
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         return None, last
-    return [json.loads(line) for line in p.stdout.splitlines() if line.strip().startswith("{")], ""
+    return keep([json.loads(line) for line in p.stdout.splitlines() if line.strip().startswith("{")]), ""
 
 
 def parse_models(text):
@@ -116,6 +140,9 @@ def main():
     if any(m not in known for m in modes):
         raise SystemExit(f"compare.py: --compile-modes: each must be one of {', '.join(known)} "
                          f"(or 'none'); got '{args.compile_modes}'")
+    global SAVED
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    SAVED = open(args.out, "w")
     here = os.path.dirname(os.path.abspath(__file__))
     pyref = [args.python, os.path.join(here, "pytorch_reference.py")]
     T = str(args.threads)
@@ -138,7 +165,7 @@ def main():
     def fastest(runs):
         return min(runs, key=lambda e: e["step_ms"])
 
-    rows, compiled, saved = {}, {}, [g_rmt, g_pt]
+    rows, compiled = {}, {}
     for k in models:
         rs, ps = [], []
         cs = {m: [] for m in modes}
@@ -156,11 +183,9 @@ def main():
                 else:
                     cs[m] += got
         rows[k] = (fastest(rs), fastest(ps))
-        saved += rs + ps
         for m in modes:
             if cs[m]:
                 compiled[(k, m)] = fastest(cs[m])
-                saved += cs[m]
     # Thread scaling of rmt (training steps only); the runs above serve for their thread count.
     scale = {(k, rows[k][0]["threads"]): rows[k][0] for k in models}
     if not args.no_scaling and not cuda:
@@ -170,15 +195,12 @@ def main():
                     continue
                 for _ in range(max(1, args.rounds)):
                     for r in run_json([args.rmt, "bench", "--json", "--no-eval", "--model", k,
-                                       "--threads", str(t)] + steps(k) + peak_arg + common):
+                                       "--threads", str(t)] + steps(k) + peak_arg + common,
+                                      tag={"scaling_run": True}):
                         key = (r["model"], t)
                         if key not in scale or r["step_ms"] < scale[key]["step_ms"]:
                             scale[key] = r
-                        saved.append(dict(r, scaling_run=True))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        for s in saved:
-            f.write(json.dumps(s) + "\n")
+    SAVED.close()
 
     torch_version = rows[models[0]][1].get("torch_version", "?")
     print()

@@ -18,6 +18,8 @@
 # RMT_CUBLAS_SEARCH="DIR:DIR..." replaces that list (tests). Time limits per step (seconds):
 # RMT_SUITE_TIMEOUT (default 300), RMT_BENCH_TIMEOUT (150), RMT_TRAIN_TIMEOUT (120): together
 # under the GPU runner's 10 minutes a command; `bash gpu-bundle/run.sh suite` runs one step alone.
+# compare: RMT_COMPARE_TIMEOUT (240), RMT_COMPARE_MODES (torch.compile modes, default
+# reduce-overhead); cell: RMT_CELL_TIMEOUT (150), RMT_CELL_SEEDS (default "1 2 3").
 set -u
 
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -87,9 +89,9 @@ if [ "${1:-}" = "--find-cublas-only" ]; then
   exit $?
 fi
 
-all_steps=(smi version suite bench train)
+all_steps=(smi version suite bench train compare cell)
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=("${all_steps[@]}")
+[ ${#steps[@]} -gt 0 ] || steps=(smi version suite bench train)
 for s in "${steps[@]}"; do
   case " ${all_steps[*]} " in *" $s "*) ;; *)
     echo "run.sh: error: unknown step '$s' (steps: ${all_steps[*]}; or --find-cublas-only)" >&2; exit 2 ;;
@@ -176,10 +178,49 @@ EOF
   in_bundle "$bundle/rmt" train --config "$work/rmt_copy6.yaml" --device cuda --out "$work/run_cuda" || return 1
   in_bundle "$bundle/rmt" eval --run "$work/run_cuda" --device cuda || return 1
   echo "run.sh: the same training on cpu, to compare:"
-  in_bundle "$bundle/rmt" train --config "$work/rmt_copy6.yaml" --device cpu --out "$work/run_cpu" || return 1
+  # 4 threads: this small model gains nothing from more, and loses much when other steps share
+  # the cores (the first GPU run: 600 tokens/s on 16 threads beside the cell's trainings).
+  in_bundle "$bundle/rmt" train --config "$work/rmt_copy6.yaml" --device cpu --set train.threads=4 \
+    --out "$work/run_cpu" || return 1
+}
+# rmt against PyTorch eager and torch.compile on this GPU (bench/README.md, "On a GPU"): the copy
+# models at the paper's batch 32, then the language model (eager only: compiling 12 layers costs
+# more time than the step has). compare.py runs rmt itself, so a wrapper gives rmt, and only
+# rmt, the bundle's libraries (PyTorch keeps its own).
+compare() {
+  local repo wrapper
+  repo=$(cd "$bundle/.." && pwd)
+  [ -f "$repo/bench/compare.py" ] || { echo "run.sh: compare: no bench/compare.py in $repo (the bundle's folder must be in the repository)"; return 1; }
+  wrapper=$(mktemp -d)/rmt
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$rmt_path" "$bundle/rmt" > "$wrapper" && chmod +x "$wrapper" || return 1
+  cd "$repo" || return 1
+  python3 bench/compare.py --device cuda --rmt "$wrapper" --models copy --batch 32 \
+    --compile-modes "${RMT_COMPARE_MODES:-reduce-overhead}" --out "$logs/compare_copy_b32.jsonl" || return 1
+  python3 bench/compare.py --device cuda --rmt "$wrapper" --models lm --compile-modes none \
+    --out "$logs/compare_lm.jsonl"
+}
+
+# Issue 20's paper-scale cell: RMT on the paper's copy in 9 segments of 8, the paper's model and
+# recipe (experiments/train_rmt_copy9_paper.yaml), one process a seed, all on the one GPU at once;
+# each stops when solved or at the step's time limit (its log and checkpoints are in cell/).
+cell() {
+  local repo work seed pids=() rc=0
+  repo=$(cd "$bundle/.." && pwd)
+  work=$logs/cell
+  mkdir -p "$work" || return 1
+  in_bundle "$bundle/rmt" generate copy --val 1000 --out "$work/copy24" || return 1
+  sed "s#runs/data/copy24#$work/copy24#" "$repo/experiments/train_rmt_copy9_paper.yaml" > "$work/config.yaml" || return 1
+  for seed in ${RMT_CELL_SEEDS:-1 2 3}; do
+    in_bundle "$bundle/rmt" train --config "$work/config.yaml" --device cuda --set train.seed="$seed" --set train.threads=4 \
+      --out "$work/seed$seed" > "$work/seed$seed.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  tail -n 4 "$work"/seed*.log
+  return $rc
 }
 export bundle logs rmt_path
-export -f say in_bundle train
+export -f say in_bundle train compare cell
 
 for s in "${steps[@]}"; do
   case $s in
@@ -192,6 +233,8 @@ for s in "${steps[@]}"; do
       grep -E '^cuda-vs-cpu.*FAIL$' "$logs/suite.log" | head -n 20 ;;
     bench) tail_lines=30 run_step bench "${RMT_BENCH_TIMEOUT:-150}" in_bundle "$bundle/rmt" bench --device cuda --model all ;;
     train) tail_lines=30 run_step train "${RMT_TRAIN_TIMEOUT:-120}" train ;;
+    compare) tail_lines=40 run_step compare "${RMT_COMPARE_TIMEOUT:-240}" compare ;;
+    cell) tail_lines=20 run_step cell "${RMT_CELL_TIMEOUT:-150}" cell ;;
   esac
 done
 

@@ -117,6 +117,10 @@ class Engine {
   // The state entering segment s of the last forward, s = 0..num_segments(); the last one (the
   // state after the last segment) is whole only with Carry::pass_on.
   const RecurrentState& state(int s) const;
+  // The saved activations of segment s of the last forward (none for a segment not run, or with
+  // recompute). Mutable for the GPU suite, which aligns the cpu's ReLU ties with the device's
+  // before re-running backward (tests/cuda/test_cuda_models.cpp).
+  SegmentActivations& activations(int s) { return segs_.at(size_t(s)); }
 
   // One segment forward from an explicit state (used by forward and by greedy decoding).
   // tokens [B, T] (host); targets (host) may be null (no loss). Writes the next state into next.
