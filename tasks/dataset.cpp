@@ -98,12 +98,18 @@ int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, cons
 
 // X and y of one split of a meta whose values are the task's: layout checked first (fails with the
 // invalid-dataset message), then read; nothing is indexed before both shapes are known to fit.
-static void read_split(const std::string& dir, const DatasetMeta& meta, const std::string& split,
-                       std::vector<int64_t>& X, std::vector<int64_t>& Y, int64_t& n) {
+// The split's number of samples, once its files' layout is checked (fails naming what is wrong).
+static int64_t checked_split_rows(const std::string& dir, const DatasetMeta& meta, const std::string& split) {
   if (split != "train" && split != "val" && split != "test") fail("unknown split '{}' (train, val, test)", split);
   Violations v;
-  n = check_split_layout(dir, meta, split, v);
+  const int64_t n = check_split_layout(dir, meta, split, v);
   if (n < 0) fail("{}", invalid_dataset_message(dir, v.list));
+  return n;
+}
+
+static void read_split(const std::string& dir, const DatasetMeta& meta, const std::string& split,
+                       std::vector<int64_t>& X, std::vector<int64_t>& Y, int64_t& n) {
+  n = checked_split_rows(dir, meta, split);
   read_checked_matrix(dataset_file(dir, meta.file_prefix, split, "X"), n, meta.len_x, X);
   read_checked_matrix(dataset_file(dir, meta.file_prefix, split, "y"), n, meta.len_y, Y);
 }
@@ -157,6 +163,46 @@ size_t read_some(std::ifstream& in, char* data, size_t n, const std::string& pat
   if (in.bad()) fail("cannot read {}", path);
   return size_t(in.gcount());
 }
+
+SampleSplitReader::SampleSplitReader(const std::string& dir, const DatasetMeta& given, const std::string& split)
+    : meta_(implied_meta(given)), n_(checked_split_rows(dir, meta_, split)) {
+  seq_len_ = meta_.stacked ? meta_.len_x + meta_.len_y - 1 : meta_.len_x;  // as load_sample_split
+  for (auto [f, which, cols] : {std::tuple{&x_, "X", meta_.len_x}, std::tuple{&y_, "y", meta_.len_y}}) {
+    f->path = dataset_file(dir, meta_.file_prefix, split, which);
+    f->cols = cols;
+    f->in.open(f->path, std::ios::binary);
+    if (!f->in) fail("cannot open {}", f->path);
+    f->data_offset = read_npy_header(f->path).data_offset;
+  }
+}
+
+void SampleSplitReader::read_rows(File& f, int64_t start, int count, std::vector<int64_t>& out) {
+  out.resize(size_t(count) * size_t(f.cols));
+  const size_t bytes = out.size() * sizeof(int64_t);
+  f.in.clear();
+  f.in.seekg(std::streamoff(f.data_offset + uint64_t(start) * uint64_t(f.cols) * 8));
+  if (read_some(f.in, reinterpret_cast<char*>(out.data()), bytes, f.path) != bytes)
+    fail("{}: the file changed while it was read (rows {} to {} are missing)", f.path, start, start + count - 1);
+  const int64_t vocab = int64_t(meta_.vocab.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] < 0 || out[i] >= vocab)
+      fail("{}: id {} at row {} is outside the vocabulary [0, {}) of task {}", f.path, out[i],
+           start + int64_t(i) / f.cols, vocab, meta_.task);
+}
+
+void SampleSplitReader::read(int64_t start, int count, std::vector<int32_t>& input, std::vector<int32_t>& target) {
+  if (start < 0 || count < 0 || start + count > n_)
+    fail("internal: rows {} to {} of a split of {}", start, start + count - 1, n_);
+  read_rows(x_, start, count, xs_);
+  read_rows(y_, start, count, ys_);
+  input.resize(size_t(count) * size_t(seq_len_));
+  target.resize(input.size());
+  for (int i = 0; i < count; ++i)
+    sample_model_view(meta_.stacked, xs_.data() + int64_t(i) * meta_.len_x, meta_.len_x,
+                      ys_.data() + int64_t(i) * meta_.len_y, meta_.len_y,
+                      input.data() + int64_t(i) * seq_len_, target.data() + int64_t(i) * seq_len_);
+}
+
 
 // sha256 of a file, read in 1 MiB chunks (a split of copy360 is 750 MB).
 std::string file_sha256_hex(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,33 @@ void sample_model_view(bool stacked, const int64_t* x, int len_x, const int64_t*
 // Checks the split's files (dtype int64, shapes [N, len_x] / [N, len_y], N >= 1 in both, every id
 // inside meta.vocab) before it builds the view; fails naming the file otherwise.
 SampleSplit load_sample_split(const std::string& dir, const DatasetMeta& meta, const std::string& split);
+
+// One split read a batch of rows at a time, for evaluation: memory for one batch, not for the
+// split (a test split at 100x the trained length is hundreds of MB). The files' layout is checked
+// when it opens, as load_sample_split checks it; every id is checked as its row is read. Gives
+// the same model view, row for row, as load_sample_split.
+class SampleSplitReader {
+ public:
+  SampleSplitReader(const std::string& dir, const DatasetMeta& meta, const std::string& split);
+  int64_t n() const { return n_; }
+  int seq_len() const { return seq_len_; }
+  // Rows [start, start + count) into input and target, [count, seq_len] row-major.
+  void read(int64_t start, int count, std::vector<int32_t>& input, std::vector<int32_t>& target);
+
+ private:
+  struct File {
+    std::string path;
+    std::ifstream in;
+    uint64_t data_offset = 0;
+    int cols = 0;
+  };
+  void read_rows(File& f, int64_t start, int count, std::vector<int64_t>& out);
+  DatasetMeta meta_;
+  int64_t n_ = 0;
+  int seq_len_ = 0;
+  File x_, y_;
+  std::vector<int64_t> xs_, ys_;  // the batch's raw rows
+};
 
 // 64 hex digits identifying the data a run trains and is scored on: sha256 over the names and
 // sha256 sums of the six {prefix}_{split}_{X|y}.npy files, computed from the files themselves

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/core/backend.h"
@@ -17,6 +19,7 @@
 #include "lib/files/io.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/eval_run.h"
+#include "lib/files/npy.h"
 #include "lib/run/train.h"
 #include "tasks/tasks.h"
 #include "tests/cli.h"
@@ -272,5 +275,70 @@ TEST_CASE("evaluate_run: a run trained on copy 4 evaluates on copy 8 in segments
   // The run's own dataset is gone: nothing to compare the task with.
   std::filesystem::rename(root + "/copy4", root + "/moved");
   CHECK(error_of([&] { evaluate_run(req); }).find("the dataset of run " + req.run_dir) != std::string::npos);
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("a split read a batch at a time: load_sample_split's rows, the same evaluation, ids checked as read") {
+  OneThread one_thread;
+  const std::string root = fresh_tmp("rmt_test_evaluate", "reader");
+  const std::string dir = root + "/copy4";
+  generate("copy", 4, 16, 37, dir);
+  const DatasetMeta meta = load_dataset_meta(dir);
+  const SampleSplit whole = load_sample_split(dir, meta, "test");
+  SampleSplitReader reader(dir, meta, "test");
+  REQUIRE(reader.n() == 37);
+  REQUIRE(reader.seq_len() == whole.seq_len);
+  const int64_t T = whole.seq_len;
+  std::vector<int32_t> in, tg;
+  for (auto [start, count] : {std::pair{0, 37}, std::pair{5, 8}, std::pair{36, 1}, std::pair{3, 0}}) {
+    CAPTURE(start);
+    reader.read(start, count, in, tg);
+    CHECK(in == std::vector<int32_t>(whole.input.begin() + start * T, whole.input.begin() + (start + count) * T));
+    CHECK(tg == std::vector<int32_t>(whole.target.begin() + start * T, whole.target.begin() + (start + count) * T));
+  }
+  CHECK(error_of([&] { reader.read(30, 8, in, tg); }).find("rows 30 to 37 of a split of 37") != std::string::npos);
+
+  // Evaluation from the reader gives the numbers of evaluation from the split in memory (batch 8
+  // does not divide 37; a sample limit inside a batch).
+  ModelConfig c;
+  c.kind = "rmt";
+  c.n_token = int(meta.vocab.size()), c.n_layer = 1, c.n_head = 2, c.d_head = 4, c.d_model = 8, c.d_inner = 16;
+  c.dropout = 0, c.num_mem_tokens = 2, c.mem_init = "normal";
+  Model model(c);
+  model.init_weights(3);
+  Engine engine(model, cpu_backend());
+  auto read = [&](int64_t start, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
+    reader.read(start, B, input, target);
+  };
+  for (int64_t samples : {0, 21}) {
+    CAPTURE(samples);
+    EvalOptions opt;
+    opt.seg_len = {int(T) / 3, int(T) / 3, int(T) - 2 * (int(T) / 3)};
+    opt.answer_size = meta.answer_size, opt.batch_size = 8, opt.max_samples = samples;
+    const EvalResult a = evaluate(engine, whole, opt);
+    const EvalResult b = evaluate(engine, reader.n(), reader.seq_len(), read, opt);
+    CHECK(a.samples == (samples ? 21 : 37));
+    CHECK(b.samples == a.samples);
+    CHECK(b.loss == a.loss);
+    CHECK(b.acc_teacher_forced == a.acc_teacher_forced);
+    CHECK(b.acc_free_running == a.acc_free_running);
+  }
+
+  // An id outside the vocabulary in row 20 is found when that row is read, naming file and row;
+  // a file cut short after the reader opened it says so.
+  const std::string x_path = dir + "/copy_test_X.npy";
+  std::string bytes = read_file(x_path);
+  const uint64_t offset = read_npy_header(x_path).data_offset;
+  const int64_t bad = 99;
+  std::memcpy(bytes.data() + offset + (20 * meta.len_x + 1) * 8, &bad, 8);
+  write_file_atomic(x_path, bytes);
+  SampleSplitReader damaged(dir, meta, "test");
+  damaged.read(0, 20, in, tg);  // rows before it are fine
+  CHECK(error_of([&] { damaged.read(16, 8, in, tg); }) ==
+        fmt::format("{}: id 99 at row 20 is outside the vocabulary [0, {}) of task copy", x_path, meta.vocab.size()));
+  SampleSplitReader cut(dir, meta, "test");
+  std::filesystem::resize_file(x_path, offset + 30 * meta.len_x * 8);
+  CHECK(error_of([&] { cut.read(24, 8, in, tg); }).find(x_path + ": the file changed while it was read") !=
+        std::string::npos);
   std::filesystem::remove_all(root);
 }

@@ -129,8 +129,16 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
 }
 
 EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions& opt) {
-  const int T = split.seq_len, A = opt.answer_size;
-  int64_t n = split.n;
+  const int T = split.seq_len;
+  auto read = [&](int64_t start, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
+    input.assign(split.input.begin() + start * T, split.input.begin() + (start + B) * T);
+    target.assign(split.target.begin() + start * T, split.target.begin() + (start + B) * T);
+  };
+  return evaluate(engine, split.n, T, read, opt);
+}
+
+EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& read, const EvalOptions& opt) {
+  const int A = opt.answer_size;
   if (opt.max_samples > 0) n = std::min(n, opt.max_samples);
   if (n <= 0) fail("cannot evaluate an empty split");
   const bool fr = opt.free_running;
@@ -139,11 +147,12 @@ EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions&
   const bool decode = fr && A > 1;
   double loss_sum = 0;
   int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, positions = 0;
-  std::vector<int32_t> pred;
+  std::vector<int32_t> pred, batch_input, batch_target;
   for (int64_t start = 0; start < n; start += opt.batch_size) {
     const int B = int(std::min<int64_t>(opt.batch_size, n - start));
-    const int32_t* input = split.input.data() + start * T;
-    const int32_t* target = split.target.data() + start * T;
+    read(start, B, batch_input, batch_target);
+    const int32_t* input = batch_input.data();
+    const int32_t* target = batch_target.data();
     // teacher-forced predictions of the segments holding answer positions
     std::vector<uint8_t> sample_ok(size_t(B), 1);
     int64_t batch_correct = 0;

@@ -1,5 +1,6 @@
 #pragma once
 // Evaluation of a model on a whole split, deterministically (no dropout, fixed order).
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ struct EvalResult {
   int streams = 0;
 };
 
+// The split's rows [start, start + B) into input and target, [B, T] row-major.
+using EvalBatchReader =
+    std::function<void(int64_t start, int B, std::vector<int32_t>& input, std::vector<int32_t>& target)>;
+// n samples of T positions, read a batch at a time (a SampleSplitReader: memory for one batch).
+EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& read, const EvalOptions& options);
+// A split in memory (validation during training).
 EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions& options);
 
 // Greedy free-running decoding of one batch input [B, T]: inputs up to the answer's start

@@ -144,7 +144,13 @@ EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string
     return evaluate_lm(engine, make_text_streams(load_text_split(data, run.text, split), batch,
                                                  fmt::format("the {} split of {}", split, data)),
                        run.config.segment_length, samples);
-  return evaluate(engine, load_sample_split(data, run.meta, split), eval_options(run, batch, samples));
+  // A batch at a time from the files: evaluation far past the trained length (hundreds of MB of
+  // test split) needs memory for one batch only.
+  SampleSplitReader reader(data, run.meta, split);
+  auto read = [&](int64_t start, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
+    reader.read(start, B, input, target);
+  };
+  return evaluate(engine, reader.n(), reader.seq_len(), read, eval_options(run, batch, samples));
 }
 
 std::unique_ptr<TrainingData> open_training_data(const RunSetup& run) {
