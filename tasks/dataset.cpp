@@ -96,9 +96,8 @@ int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, cons
   return nx;
 }
 
-// X and y of one split of a meta whose values are the task's: layout checked first (fails with the
-// invalid-dataset message), then read; nothing is indexed before both shapes are known to fit.
-// The split's number of samples, once its files' layout is checked (fails naming what is wrong).
+// The split's number of samples, once its files' layout is checked (fails with the
+// invalid-dataset message).
 static int64_t checked_split_rows(const std::string& dir, const DatasetMeta& meta, const std::string& split) {
   if (split != "train" && split != "val" && split != "test") fail("unknown split '{}' (train, val, test)", split);
   Violations v;
@@ -107,6 +106,8 @@ static int64_t checked_split_rows(const std::string& dir, const DatasetMeta& met
   return n;
 }
 
+// X and y of one split of a meta whose values are the task's: layout checked first, then read;
+// nothing is indexed before both shapes are known to fit.
 static void read_split(const std::string& dir, const DatasetMeta& meta, const std::string& split,
                        std::vector<int64_t>& X, std::vector<int64_t>& Y, int64_t& n) {
   n = checked_split_rows(dir, meta, split);
@@ -202,7 +203,6 @@ void SampleSplitReader::read(int64_t start, int count, std::vector<int32_t>& inp
                       ys_.data() + int64_t(i) * meta_.len_y, meta_.len_y,
                       input.data() + int64_t(i) * seq_len_, target.data() + int64_t(i) * seq_len_);
 }
-
 
 // sha256 of a file, read in 1 MiB chunks (a split of copy360 is 750 MB).
 std::string file_sha256_hex(const std::string& path) {
