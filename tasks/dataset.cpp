@@ -126,35 +126,15 @@ void sample_model_view(bool stacked, const int64_t* x, int len_x, const int64_t*
   for (int k = 0; k + 1 < len_x + len_y; ++k) input[k] = s(k), target[k] = s(k + 1);
 }
 
-SampleSplit load_sample_split(const std::string& dir, const DatasetMeta& given, const std::string& split) {
-  const DatasetMeta meta = implied_meta(given);
-  std::vector<int64_t> X, Y;
-  int64_t nx = 0;
-  read_split(dir, meta, split, X, Y, nx);
-  const int64_t cx = meta.len_x, cy = meta.len_y;
-  const std::string x_path = dataset_file(dir, meta.file_prefix, split, "X");
-  const std::string y_path = dataset_file(dir, meta.file_prefix, split, "y");
-  // Every id that reaches the model is checked once, here.
-  const int64_t vocab = int64_t(meta.vocab.size());
-  int64_t max_id = -1;
-  for (auto [ids, path, cols] : {std::tuple{&X, &x_path, cx}, std::tuple{&Y, &y_path, cy}})
-    for (size_t i = 0; i < ids->size(); i++) {
-      const int64_t id = (*ids)[i];
-      if (id < 0 || id >= vocab)
-        fail("{}: id {} at row {} is outside the vocabulary [0, {}) of task {}", *path, id, int64_t(i) / cols, vocab,
-             meta.task);
-      max_id = std::max(max_id, id);
-    }
+SampleSplit load_sample_split(const std::string& dir, const DatasetMeta& meta, const std::string& split) {
+  // The whole split through the batch reader: one place checks the files and every id.
+  SampleSplitReader reader(dir, meta, split);
   SampleSplit s;
-  s.n = nx;
-  s.max_id = int32_t(max_id);
-  // The model's view, one sample at a time (sample_model_view states the layout).
-  s.seq_len = meta.stacked ? int(cx + cy) - 1 : int(cx);  // not stacked (sqeq): cx == cy
-  s.input.resize(size_t(nx) * s.seq_len);
-  s.target.resize(size_t(nx) * s.seq_len);
-  for (int64_t i = 0; i < nx; i++)
-    sample_model_view(meta.stacked, X.data() + i * cx, int(cx), Y.data() + i * cy, int(cy),
-                      s.input.data() + i * s.seq_len, s.target.data() + i * s.seq_len);
+  s.n = reader.n();
+  s.seq_len = reader.seq_len();
+  reader.read(0, int(s.n), s.input, s.target);
+  for (const std::vector<int32_t>* ids : {&s.input, &s.target})  // input and target hold every id
+    for (int32_t id : *ids) s.max_id = std::max(s.max_id, id);
   return s;
 }
 
