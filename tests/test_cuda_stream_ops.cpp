@@ -82,12 +82,13 @@ std::vector<Count>& table() {
 void print_table() {
   if (!std::getenv("RMT_STREAM_OPS")) return;
   std::printf("stream operations per training step (cuda drivers counted on the host)\n");
-  std::printf("%-28s %8s %8s %8s %8s %8s %8s\n", "model", "kernels", "gemms", "memsets", "copies",
-              "total", "syncs");
+  std::printf("%-28s %8s %8s %8s %8s %8s %8s %8s\n", "model", "kernels", "gemms", "memsets", "copies",
+              "graphs", "total", "syncs");
   for (const Count& c : table())
-    std::printf("%-28s %8lld %8lld %8lld %8lld %8lld %8lld\n", c.what.c_str(),
+    std::printf("%-28s %8lld %8lld %8lld %8lld %8lld %8lld %8lld\n", c.what.c_str(),
                 (long long)c.ops.kernels, (long long)c.ops.gemms, (long long)c.ops.memsets,
-                (long long)c.ops.copies, (long long)c.ops.total(), (long long)c.ops.syncs);
+                (long long)c.ops.copies, (long long)c.ops.graphs, (long long)c.ops.total(),
+                (long long)c.ops.syncs);
 }
 
 // A copy batch: random symbols, the loss over the last 48 of 72 positions.
@@ -188,6 +189,88 @@ TEST_CASE("cuda host backend: stream operations per training step of the copy mo
   copy_steps("baseline", 1, 1, false);
   for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) copy_steps(kind, 3, 1, false);
   copy_steps("rmt", 9, 1, false);
+}
+
+TEST_CASE("cuda host backend: a captured step replays the same bits, with one launch and one host wait") {
+  ModelConfig c = copy_model("rmt", 24);
+  c.dropout = 0;  // dropout is not captured (its masks would repeat)
+  cu::HostDriverBackend cap_be, plain_be;
+  Model init(c, cpu_backend());
+  init.init_weights(11);
+  Model cap(c, cap_be), plain(c, plain_be);
+  cap.params.upload(cap_be, init.params.download());
+  plain.params.upload(plain_be, init.params.download());
+  Engine cap_engine(cap), plain_engine(plain);
+  Adam cap_adam(cap_be, cap.num_params()), plain_adam(plain_be, plain.num_params());
+  StepSettings s;
+  s.clip = 0.25;
+  s.lr = 1e-3;
+  StepCapture capture;
+  // Steps 0 warm, 1 captured, 2 replayed; an evaluation; 3 warm again, 4 captured, 5 replayed.
+  for (int step = 0; step < 6; ++step) {
+    CAPTURE(step);
+    const Batch b(2, 3, 300 + uint64_t(step));
+    if (step == 3) {  // the engine runs something else: the capture must not be replayed
+      const Batch e(2, 3, 999);
+      cap_engine.forward(e.input.data(), e.target.data(), e.B, e.T, e.seg_len, e.A, false, 0);
+    }
+    cap_be.reset_ops();
+    const StepResult got = train_step(cap_engine, cap, cap_be, cap_adam, b.view(), s, &capture);
+    const cu::StreamOps ops = cap_be.ops();
+    const StepResult want = train_step(plain_engine, plain, plain_be, plain_adam, b.view(), s);
+    CHECK(got.loss == want.loss);
+    CHECK(got.grad_norm == want.grad_norm);
+    CHECK(got.applied);
+    CHECK(cap.params.download() == plain.params.download());
+    if (step > 0) CHECK(ops.syncs == 1);  // the one download of the loss and the norm (step 0 grows scratch)
+    if (step == 2 || step == 5) {
+      // one launch for forward, backward and norm; outside it the batch's uploads (ids and
+      // targets of 3 segments), the download, the clip and Adam
+      CHECK(ops.graphs == 1);
+      CHECK(ops.gemms == 0);
+      CHECK(ops.kernels <= 2);
+      CHECK(ops.copies == 2 * 3 + 1);
+      if (step == 5) table().push_back({"rmt copy 3x24, captured", ops});
+    }
+  }
+  CHECK(capture.captured == 2);
+  CHECK(capture.replayed == 2);
+
+  // With dropout the step is never captured.
+  c.dropout = 0.1;
+  Model drop(c, cap_be);
+  drop.params.upload(cap_be, init.params.download());
+  Engine drop_engine(drop);
+  Adam drop_adam(cap_be, drop.num_params());
+  StepCapture none;
+  for (int step = 0; step < 3; ++step)
+    train_step(drop_engine, drop, cap_be, drop_adam, Batch(2, 3, 400 + uint64_t(step)).view(), s, &none);
+  CHECK(none.captured == 0);
+  CHECK(none.replayed == 0);
+}
+
+TEST_CASE("cuda host backend: what a CUDA graph cannot hold fails while capturing") {
+  cu::HostDriverBackend be;
+  DeviceArray<float> x(be, 4);
+  be.fill(x.data(), 4, 1.f);
+  float host[4];
+  be.begin_capture();
+  be.scale(x.data(), 4, 2.f);  // recorded, not run
+  CHECK_THROWS_WITH_AS(be.copy_device_to_host(host, x.data(), sizeof host),
+                       "a download while capturing a step", std::logic_error);
+  CHECK_THROWS_WITH_AS(be.copy_host_to_device(x.data(), host, sizeof host),
+                       "an upload while capturing a step", std::logic_error);
+  CHECK_THROWS_AS(be.allocate(64), std::logic_error);
+  CHECK_THROWS_AS(be.synchronize(), std::logic_error);
+  const int64_t id = be.end_capture();
+  be.copy_device_to_host(host, x.data(), sizeof host);
+  CHECK(host[0] == 1.f);  // capturing ran nothing
+  be.replay(id);
+  be.replay(id);
+  be.copy_device_to_host(host, x.data(), sizeof host);
+  CHECK(host[3] == 4.f);  // each replay ran the scale once
+  CHECK_THROWS_AS(be.replay(id + 1), std::logic_error);
+  CHECK_FALSE(cpu_backend().can_capture());
 }
 
 TEST_CASE("cuda host backend: the LM's training steps match the CPU; stream operations per step") {

@@ -27,7 +27,7 @@ void add_bench_command(CLI::App& app) {
   struct Args {
     std::string model = "all", device = kDefaultDevice;
     int threads = 0, reps = 10, warmup = 3, gemm_size = 2048, batch = 0;
-    bool json = false, tiny = false, no_eval = false, peak_only = false, list = false;
+    bool json = false, tiny = false, no_eval = false, no_capture = false, peak_only = false, list = false;
     double peak_gflops = 0;
   };
   auto args = std::make_shared<Args>();
@@ -61,6 +61,9 @@ void add_bench_command(CLI::App& app) {
   auto* peak_only = cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak")
                         ->excludes(batch);
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
+  cmd->add_flag("--no-capture", args->no_capture,
+                "On a device that can capture a step (cuda): time the copy steps uncaptured, one "
+                "launch per kernel (default: captured once warm and replayed, when dropout is 0)");
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
   add_device_option(cmd, args->device, kDefaultDevice);
   cmd->add_flag("--list", args->list,
@@ -95,6 +98,7 @@ void add_bench_command(CLI::App& app) {
     opt.tiny = args->tiny;
     opt.device = args->device;
     opt.eval = !args->no_eval;
+    opt.capture = !args->no_capture;
     std::vector<BenchResult> results;
     for (const auto& k : kinds) results.push_back(run_bench(k, opt));
     // The peak is measured after the models so that its buffers do not count in their RSS.

@@ -10,6 +10,7 @@
 //   * Results are bit-identical for a fixed thread count (no atomics, fixed reduction order).
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace rmt {
@@ -144,6 +145,12 @@ class Backend {
 
   // Sum of squares of x[0..n) (fixed order: same result for a fixed thread count).
   virtual double sum_squares(const float* x, int64_t n) = 0;
+  // *out = sum_squares(x, n), left in this backend's memory (out: one double of it), so that a
+  // training step reads it with its loss in one download (lib/run/train_step.cpp).
+  virtual void sum_squares_to(double* out, const float* x, int64_t n) = 0;
+  // *acc += x[0] + .. + x[n-1] in double (acc: one double of this backend's memory; the loss sum).
+  // The CPU adds in index order; a device backend adds the block's fixed tree to *acc.
+  virtual void accumulate_sum(double* acc, const float* x, int64_t n) = 0;
   // x *= alpha
   virtual void scale(float* x, int64_t n, float alpha) = 0;
   // y += x (residual connections)
@@ -152,6 +159,26 @@ class Backend {
   // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
   virtual void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
                            float lr, float beta1, float beta2, float eps, int64_t t) = 0;
+
+  // ---- Capture (a CUDA graph). A backend that can records the work issued between
+  // begin_capture and end_capture instead of running it, and replay runs that work again, on the
+  // same buffers with the same arguments, at the cost of one launch: a whole training step
+  // (lib/run/train_step.cpp). While capturing, nothing may copy between host and device or wait
+  // for the device, and no buffer may be allocated or grown: a step is captured after one
+  // uncaptured (warm) step of the same shapes. The CPU backends cannot capture.
+  // (Defined here, not out of line: librmt_cuda.so derives from Backend without lib/core.)
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture() { throw std::logic_error("begin_capture: this backend cannot capture"); }
+  // Ends the capture and keeps it (replacing the one kept before); returns its number (>= 1).
+  // Nothing has run yet: replay it for the captured step's own work.
+  virtual int64_t end_capture() { throw std::logic_error("end_capture: this backend cannot capture"); }
+  // Ends a capture that failed part-way and drops what it recorded (never throws).
+  virtual void abort_capture() {}
+  // Runs capture `id`, which must be the one kept.
+  virtual void replay(int64_t) { throw std::logic_error("replay: this backend cannot capture"); }
+  // Changes whenever this backend allocates or frees memory, its scratch included: buffers a
+  // capture uses may have moved, so it must be captured again.
+  virtual int64_t memory_epoch() const { return 0; }
 };
 
 // The backend a run asks for by name (`device:` in the config, `--device` on the CLI):

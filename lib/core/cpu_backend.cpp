@@ -414,6 +414,14 @@ class CpuBackend final : public Backend {
     return total;
   }
 
+  void sum_squares_to(double* out, const float* x, int64_t n) override { *out = sum_squares(x, n); }
+  // In index order, one add at a time: the bits of a loss summed row by row on the host.
+  void accumulate_sum(double* acc, const float* x, int64_t n) override {
+    double sum = *acc;
+    for (int64_t i = 0; i < n; ++i) sum += x[i];
+    *acc = sum;
+  }
+
   void scale(float* x, int64_t n, float alpha) override {
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t i = 0; i < n; ++i) x[i] *= alpha;

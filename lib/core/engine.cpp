@@ -128,15 +128,29 @@ void Engine::initial_state(RecurrentState& state, int B) const {
   if (M.num_mem > 0) be_.broadcast_batch(mem, M.W.mem, M.num_mem, B, M.d);
 }
 
+void Engine::upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
+                            const int32_t* tokens, const int32_t* targets, int B, int T) {
+  // [B, T] on the host -> time-major [T, B] in the backend's memory.
+  host_ids_.resize(size_t(T) * B);
+  transpose(host_ids_.data(), tokens, B, T);
+  ids.upload(be_, host_ids_);
+  if (targets_dev) {
+    host_targets_.resize(size_t(T) * B);
+    transpose(host_targets_.data(), targets, B, T);
+    targets_dev->upload(be_, host_targets_);
+  }
+}
+
 void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
                              const int32_t* targets, int B, int T, const RecurrentState& state,
                              RecurrentState& next, bool training, uint64_t seed, float loss_scale,
                              SegmentOutputs outputs) {
-  run_segment(seg, plan_segment(plan_model_, T, state.mlen, training, outputs), tokens, targets,
-              B, state, next, training, seed, loss_scale);
+  upload_segment(seg.ids, targets ? &seg.targets : nullptr, tokens, targets, B, T);
+  run_segment(seg, plan_segment(plan_model_, T, state.mlen, training, outputs), seg.ids.data(),
+              targets ? seg.targets.data() : nullptr, B, state, next, training, seed, loss_scale);
 }
 
-void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* tokens,
+void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                          const int32_t* targets, int B, const RecurrentState& state,
                          RecurrentState& next, bool training, uint64_t seed, float loss_scale) {
   Model& M = model_;
@@ -149,16 +163,8 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   seg.B = B;
   seg.plan = plan;
   seg.has_logits = false;
-
-  // Token ids and targets: transposed to time-major on the host, then uploaded.
-  host_ids_.resize(size_t(T) * B);
-  transpose(host_ids_.data(), tokens, B, T);
-  seg.ids.upload(be_, host_ids_);
-  if (targets) {
-    host_targets_.resize(size_t(T) * B);
-    transpose(host_targets_.data(), targets, B, T);
-    seg.targets.upload(be_, host_targets_);
-  }
+  seg.token_ids = ids;
+  ++segment_runs_;
   const uint8_t* mask = mask_for(plan);
 
   // The last layer's rows past attention (plan.live_begin, plan.live_end): the token rows if
@@ -167,7 +173,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
 
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
-  be_.embedding_forward(h0 + m * Bd, seg.ids.data(), W.emb, T * B, d, std::sqrt(float(d)));
+  be_.embedding_forward(h0 + m * Bd, ids, W.emb, T * B, d, std::sqrt(float(d)));
   read_memory(be_, h0, state.mem.data(), plan, Bd);
   if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
   float* pos = sized(seg.pos, int64_t(klen) * d);
@@ -256,7 +262,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
     seg.has_logits = true;
     if (targets) {
       be_.cross_entropy(sized(seg.loss_rows, int64_t(T) * B), sized(seg.dlogits, int64_t(T) * B * V),
-                        logits, seg.targets.data(), T * B, V, loss_scale);
+                        logits, targets, T * B, V, loss_scale);
     }
   }
   if (plan.memory_out) pass_memory_on(be_, next.mem, out, plan, Bd);
@@ -280,8 +286,11 @@ std::vector<float> Engine::segment_logits(const SegmentActivations& seg) const {
 
 double Engine::add_segment_loss(const SegmentActivations& seg, double sum) {
   if (!seg.has_logits) throw std::logic_error("add_segment_loss: the segment computed no logits");
-  seg.loss_rows.download(host_loss_);
-  for (float l : host_loss_) sum += l;
+  // The kernel forward() sums with, on the same words: the same bits either way.
+  double* word = result_words();
+  be_.copy_host_to_device(word, &sum, sizeof sum);
+  be_.accumulate_sum(word, seg.loss_rows.data(), seg.loss_rows.size());
+  be_.copy_device_to_host(&sum, word, sizeof sum);
   return sum;
 }
 
@@ -290,6 +299,7 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   Model& M = model_;
   const Weights& W = M.W;
   const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
+  ++segment_runs_;
   const int row = seg.plan.mlen + M.num_mem + t;  // the token's row among the keys
   const int klen = row + 1;                  // it attends to every key up to itself
   row_ids_.sized(be_, B);
@@ -330,68 +340,88 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   row_logits_.read(0, logits, int64_t(B) * V);
 }
 
-double Engine::forward(const int32_t* input, const int32_t* target, int B, int T,
-                       const std::vector<int>& seg_len, int answer_size, bool training,
-                       uint64_t dropout_seed, const Carry& carry) {
+void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, int T,
+                           const std::vector<int>& seg_len, int answer_size, bool training,
+                           uint64_t dropout_seed, const Carry& carry) {
   const int N = int(seg_len.size());
   if (answer_size <= 0 || answer_size > T) fail("answer_size {} outside 1..{}", answer_size, T);
+  const Model& M = model_;
+  if (const RecurrentState* st = carry.start) {
+    if (st->mem.size() != int64_t(B) * M.num_mem * M.d || st->mlen < 0 || st->mlen > M.mem_len ||
+        st->cache.size() != size_t(M.mem_len > 0 ? M.L : 0))
+      fail("forward: the start state does not fit this model and batch of {}", B);
+    for (const auto& c : st->cache)
+      if (c.size() != int64_t(st->mlen) * B * M.d)
+        fail("forward: the start state's cache does not fit this model and batch of {}", B);
+  }
   seg_len_ = seg_len;
   training_ = training;
   batch_ = B;
   recomputing_ = recompute_;
   dropout_seed_ = dropout_seed;
   segs_.resize(recomputing_ ? 0 : size_t(N));
-  seg_tokens_.resize(size_t(N));
-  seg_targets_.resize(size_t(N));
+  batch_ids_.resize(size_t(N));
+  batch_targets_.resize(size_t(N));
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
   states_.resize(size_t(N) + 1);
   from_initial_ = carry.start == nullptr;
-  if (from_initial_) {
-    initial_state(states_[0], B);
-  } else {
-    const RecurrentState& st = *carry.start;
-    const Model& M = model_;
-    if (st.mem.size() != int64_t(B) * M.num_mem * M.d || st.mlen < 0 || st.mlen > M.mem_len ||
-        st.cache.size() != size_t(M.mem_len > 0 ? M.L : 0))
-      fail("forward: the start state does not fit this model and batch of {}", B);
-    for (const auto& c : st.cache)
-      if (c.size() != int64_t(st.mlen) * B * M.d)
-        fail("forward: the start state's cache does not fit this model and batch of {}", B);
-    states_[0] = st;
-  }
+  carry_start_ = carry.start;
   plan_forward(plans_, plan_model_, seg_len, T - answer_size, training, carry.pass_on,
-               states_[0].mlen);
-  const float loss_scale = 1.f / float(int64_t(B) * answer_size);
-  loss_scale_ = loss_scale;
-  double loss_sum = 0;
+               from_initial_ ? 0 : carry.start->mlen);
+  loss_scale_ = 1.f / float(int64_t(B) * answer_size);
+  // Each segment's tokens and targets (-1 where the position is not scored), [B, T_s].
   int t0 = 0;
   for (int s = 0; s < N; ++s) {
     const int Ts = seg_len[size_t(s)];
-    std::vector<int32_t>& tokens = seg_tokens_[size_t(s)];
-    std::vector<int32_t>& targets = seg_targets_[size_t(s)];
-    tokens.resize(size_t(B) * Ts);
-    targets.resize(size_t(B) * Ts);
-    for (int b = 0; b < B; ++b)
-      for (int t = 0; t < Ts; ++t) {
-        int pos = t0 + t;
-        tokens[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
-        targets[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
-      }
+    if (plans_[size_t(s)].run) {  // a segment that feeds nothing is not run (run_forward)
+      host_seg_tokens_.resize(size_t(B) * Ts);
+      host_seg_targets_.resize(size_t(B) * Ts);
+      for (int b = 0; b < B; ++b)
+        for (int t = 0; t < Ts; ++t) {
+          const int pos = t0 + t;
+          host_seg_tokens_[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
+          host_seg_targets_[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
+        }
+      upload_segment(batch_ids_[size_t(s)], &batch_targets_[size_t(s)], host_seg_tokens_.data(),
+                     host_seg_targets_.data(), B, Ts);
+    }
+    t0 += Ts;
+  }
+}
+
+void Engine::run_forward(double* loss_sum) {
+  const int N = num_segments();
+  if (from_initial_)
+    initial_state(states_[0], batch_);
+  else
+    states_[0] = *carry_start_;
+  for (int s = 0; s < N; ++s) {
     // A segment that feeds nothing (plan.run: no loss, no memory or cache passed on) is not run.
     const SegmentPlan& plan = plans_[size_t(s)];
-    t0 += Ts;
     if (!plan.run) {
       states_[size_t(s) + 1] = states_[size_t(s)];
       continue;
     }
     SegmentActivations& seg = recomputing_ ? work_ : segs_[size_t(s)];
-    run_segment(seg, plan, tokens.data(), targets.data(), B, states_[size_t(s)],
-                states_[size_t(s) + 1], training, mix_seed(dropout_seed, uint64_t(s)), loss_scale);
+    run_segment(seg, plan, batch_ids_[size_t(s)].data(), batch_targets_[size_t(s)].data(), batch_,
+                states_[size_t(s)], states_[size_t(s) + 1], training_,
+                mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
     if (!plan.logits) continue;
-    loss_sum = add_segment_loss(seg, loss_sum);  // the loss is the caller's: summed on the host
+    be_.accumulate_sum(loss_sum, seg.loss_rows.data(), seg.loss_rows.size());
     if (recomputing_) seg_logits_[size_t(s)] = seg.logits;
   }
-  loss_ = loss_sum * loss_scale;
+}
+
+double Engine::forward(const int32_t* input, const int32_t* target, int B, int T,
+                       const std::vector<int>& seg_len, int answer_size, bool training,
+                       uint64_t dropout_seed, const Carry& carry) {
+  stage_forward(input, target, B, T, seg_len, answer_size, training, dropout_seed, carry);
+  double* words = result_words();
+  be_.fill_bytes(words, 0, sizeof(double));
+  run_forward(words);
+  double loss_sum = 0;
+  be_.copy_device_to_host(&loss_sum, words, sizeof loss_sum);
+  loss_ = loss_sum * loss_scale_;
   return loss_;
 }
 
@@ -413,8 +443,8 @@ std::vector<float> Engine::logits(int s) const {
 SegmentActivations& Engine::activations_for_backward(int s) {
   if (!recomputing_) return segs_[size_t(s)];
   // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
-  run_segment(work_, plans_[size_t(s)], seg_tokens_[size_t(s)].data(),
-              seg_targets_[size_t(s)].data(), batch_, states_[size_t(s)], work_next_, training_,
+  run_segment(work_, plans_[size_t(s)], batch_ids_[size_t(s)].data(),
+              batch_targets_[size_t(s)].data(), batch_, states_[size_t(s)], work_next_, training_,
               mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
   return work_;
 }
@@ -510,7 +540,7 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
   if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
-  be_.embedding_backward(G.emb, dh + m * Bd, seg.ids.data(), T * B, d, std::sqrt(float(d)));
+  be_.embedding_backward(G.emb, dh + m * Bd, seg.token_ids, T * B, d, std::sqrt(float(d)));
   if (dmem_in && m > 0) read_memory_backward(be_, dmem_in, dh, plan, Bd);
 }
 

@@ -64,7 +64,8 @@ struct SegmentActivations {
   int B = 0;                 // samples
   SegmentPlan plan;          // what the segment ran: T, q, mlen, klen, m_write, live rows, ...
   bool has_logits = false;   // logits (and, with targets, the loss) were computed
-  DeviceArray<int32_t> ids;      // [T, B] input tokens
+  const int32_t* token_ids = nullptr;  // [T, B] the input tokens it ran with (ids or the engine's)
+  DeviceArray<int32_t> ids;      // [T, B] input tokens (forward_segment's upload)
   DeviceArray<int32_t> targets;  // [T, B] -1 where the position is not scored
   DeviceArray<float> pos;        // [klen, d] position embedding (after dropout)
   DeviceArray<float> h0;         // [q, B, d] embedded input (after dropout)
@@ -92,6 +93,24 @@ class Engine {
   double forward(const int32_t* input, const int32_t* target, int B, int T,
                  const std::vector<int>& seg_len, int answer_size, bool training,
                  uint64_t dropout_seed, const Carry& carry = {});
+  // forward() in two halves, so that a training step can be captured once and replayed
+  // (lib/run/train_step.cpp). stage_forward is the host's part: it checks and plans, and uploads
+  // every segment's tokens and targets. run_forward issues the kernels, and nothing else once its
+  // buffers are sized (no copy from or to the host, no wait), adding the loss sum (not yet
+  // scaled: loss_scale()) into *loss_sum, a double of the backend's memory.
+  void stage_forward(const int32_t* input, const int32_t* target, int B, int T,
+                     const std::vector<int>& seg_len, int answer_size, bool training,
+                     uint64_t dropout_seed, const Carry& carry = {});
+  void run_forward(double* loss_sum);
+  float loss_scale() const { return loss_scale_; }
+  // Two doubles of the backend's memory, for a step's results read back in one download:
+  // [0] a loss sum (forward, add_segment_loss), [1] the gradient's sum of squares (train_step).
+  static constexpr int kResultWords = 2;
+  double* result_words() { return results_.sized(be_, kResultWords); }
+  // How many segments (and decoded rows) this engine has run on the host so far: a captured step
+  // is replayed only while nothing else has run since its capture.
+  uint64_t segment_runs() const { return segment_runs_; }
+
   // Gradients of the last forward's loss into model.grads (overwritten).
   // bptt: -1 = through every segment, 0 = memory detached at every border,
   // k = the loss of segment t reaches back through segments t-1 .. t-k.
@@ -101,6 +120,7 @@ class Engine {
   // and backward recomputes each segment's activations from it (same numbers, same gradients).
   // Activation memory then no longer grows with the number of segments.
   void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
 
   int num_segments() const { return int(seg_len_.size()); }
   int segment_length(int s) const { return seg_len_[size_t(s)]; }
@@ -108,9 +128,9 @@ class Engine {
   std::vector<float> logits(int s) const;
   // The logits of a segment run by forward_segment, [B, T, V] on the host.
   std::vector<float> segment_logits(const SegmentActivations& seg) const;
-  // `sum` plus the per-position losses of a segment run with targets and logits, added on the
-  // host one row at a time (so that a loss summed over segments has the same bits whether the
-  // segments ran in one forward() or one by one).
+  // `sum` plus the per-position losses of a segment run with targets and logits, added by the
+  // backend's accumulate_sum as forward() adds them (so that a loss summed over segments has the
+  // same bits whether the segments ran in one forward() or one by one).
   double add_segment_loss(const SegmentActivations& seg, double sum);
   // The attention mask that segment ran with, [q, klen] on the host (1 = blocked).
   std::vector<uint8_t> segment_mask(const SegmentActivations& seg) const;
@@ -147,10 +167,14 @@ class Engine {
   void backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
                         float* dmem_in);
   float dropout_p(bool training) const;
-  // forward_segment with its plan given (forward() plans all segments at once).
-  void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* tokens,
+  // forward_segment with its plan given (forward() plans all segments at once) and its tokens and
+  // targets (may be null) already in the backend's memory, time-major [T, B].
+  void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                    const int32_t* targets, int B, const RecurrentState& state,
                    RecurrentState& next, bool training, uint64_t seed, float loss_scale);
+  // tokens (and targets, when targets_dev is given) [B, T] on the host -> [T, B] in ids (targets_dev).
+  void upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
+                      const int32_t* tokens, const int32_t* targets, int B, int T);
   // The activations of segment s for backward: stored, or recomputed into work_.
   SegmentActivations& activations_for_backward(int s);
   // The attention mask of a segment shape, built on the host once per shape and uploaded.
@@ -177,16 +201,19 @@ class Engine {
   bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
   uint64_t dropout_seed_ = 0;
   float loss_scale_ = 0;
-  std::vector<std::vector<int32_t>> seg_tokens_, seg_targets_;  // host inputs kept for recomputing
+  const RecurrentState* carry_start_ = nullptr;  // the state the staged forward starts from
+  // per segment: its tokens and targets [T_s, B], uploaded by stage_forward (recomputing reads them too)
+  std::vector<DeviceArray<int32_t>> batch_ids_, batch_targets_;
   std::vector<DeviceArray<float>> seg_logits_;                  // logits kept when recomputing
+  DeviceArray<double> results_;                                 // result_words()
+  uint64_t segment_runs_ = 0;
   SegmentActivations work_;                                      // the one recomputed segment
   RecurrentState work_next_;
   // attention masks by shape (q, mlen, m_read, m_write)
   std::map<std::array<int, 4>, DeviceArray<uint8_t>> masks_;
-  // host staging, reused: transposed ids and targets, a mask being built, the loss rows
-  std::vector<int32_t> host_ids_, host_targets_;
+  // host staging, reused: a segment's ids and targets [B, T] and transposed, a mask being built
+  std::vector<int32_t> host_seg_tokens_, host_seg_targets_, host_ids_, host_targets_;
   std::vector<uint8_t> host_mask_;
-  std::vector<float> host_loss_;
   // backward scratch, reused
   DeviceArray<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dr_, dmem_in_, dmem_out_;
   // truncated BPTT: memory gradients by age (arriving at / leaving the segment in backward),

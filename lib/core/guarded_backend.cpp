@@ -288,6 +288,18 @@ class GuardedBackend final : public Backend {
     c.dev(x, f(n), "sum_squares x");
     return inner_.sum_squares(x, n);
   }
+  void sum_squares_to(double* out, const float* x, int64_t n) override {
+    Call c(*this);
+    c.dev(out, sizeof(double), "sum_squares_to out");
+    c.dev(x, f(n), "sum_squares_to x");
+    inner_.sum_squares_to(out, x, n);
+  }
+  void accumulate_sum(double* acc, const float* x, int64_t n) override {
+    Call c(*this);
+    c.dev(acc, sizeof(double), "accumulate_sum acc");
+    c.dev(x, f(n), "accumulate_sum x");
+    inner_.accumulate_sum(acc, x, n);
+  }
   void scale(float* x, int64_t n, float alpha) override {
     Call c(*this);
     c.dev(x, f(n), "scale x");

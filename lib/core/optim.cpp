@@ -12,10 +12,14 @@ void Adam::step(Backend& be, DeviceArray<float>& params, const DeviceArray<float
 }
 
 double clip_grad_norm(Backend& be, DeviceArray<float>& grads, double max_norm) {
-  double norm = std::sqrt(be.sum_squares(grads.data(), grads.size()));
-  double coef = max_norm / (norm + 1e-6);
-  if (max_norm > 0 && coef < 1.0) be.scale(grads.data(), grads.size(), float(coef));
+  const double norm = std::sqrt(be.sum_squares(grads.data(), grads.size()));
+  scale_to_norm(be, grads, norm, max_norm);
   return norm;
+}
+
+void scale_to_norm(Backend& be, DeviceArray<float>& grads, double norm, double max_norm) {
+  const double coef = max_norm / (norm + 1e-6);
+  if (max_norm > 0 && coef < 1.0) be.scale(grads.data(), grads.size(), float(coef));
 }
 
 }  // namespace rmt

@@ -26,5 +26,7 @@ struct Adam {
 // Scales grads so that their global L2 norm is at most max_norm (max_norm <= 0: no clipping);
 // returns the norm before.
 double clip_grad_norm(Backend& be, DeviceArray<float>& grads, double max_norm);
+// The same with the norm already known (a training step reads it with its loss).
+void scale_to_norm(Backend& be, DeviceArray<float>& grads, double norm, double max_norm);
 
 }  // namespace rmt

@@ -78,6 +78,8 @@ class CudaBackend final : public DriverBackend<CudaExec> {
   void* allocate(size_t bytes) override {
     if (bytes == 0) return nullptr;
     ready();
+    if (exec_.capturing()) fail("cuda: a buffer allocated while capturing a step");
+    ++allocations_;
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes);  // 256-byte aligned
     if (e != cudaSuccess) {
@@ -96,6 +98,7 @@ class CudaBackend final : public DriverBackend<CudaExec> {
     // A kernel still queued may use the buffer: the stream drains first (cudaFree waits for the
     // device too; this makes it explicit). Warm steps free nothing, so no step pays for it.
     if (!p || !st_) return;
+    ++allocations_;
     if (cudaStreamSynchronize(st_->stream) != cudaSuccess) (void)cudaGetLastError();
     if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
   }
@@ -112,6 +115,7 @@ class CudaBackend final : public DriverBackend<CudaExec> {
     ready();
     return st_->sum_result;
   }
+  int64_t scratch_growths() const override { return exec_.scratch_growths; }
 
  private:
   // The state, made at the first call that needs the device.
@@ -143,6 +147,10 @@ class CudaBackend final : public DriverBackend<CudaExec> {
     // emulation (BF16x9) when an environment variable (CUBLAS_EMULATE_SINGLE_PRECISION, the
     // emulation strategy) asks for it; pedantic does not.
     RMT_CUDA_CHECK(cublasSetMathMode(s->cublas, CUBLAS_PEDANTIC_MATH));
+    // cuBLAS's workspace, ours and fixed (after cublasSetStream, which resets it): a captured
+    // step's GEMMs then use this buffer, not one cuBLAS allocates per capture.
+    RMT_CUDA_CHECK(cudaMalloc(&s->cublas_workspace, kCublasWorkspaceBytes));
+    RMT_CUDA_CHECK(cublasSetWorkspace(s->cublas, s->cublas_workspace, kCublasWorkspaceBytes));
     RMT_CUDA_CHECK(cudaMalloc(&s->sum_result, sizeof(double)));
     RMT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s->upload),
                                   CudaState::kUploadSlots * kUploadSlotBytes));
@@ -189,7 +197,7 @@ std::string cuda_description() {
 
 // ---- the library's entry points (lib/core/backends.cpp loads them) -------------------------
 
-extern "C" __attribute__((visibility("default"))) rmt::Backend* rmt_cuda_backend_v1(std::string* error) {
+extern "C" __attribute__((visibility("default"))) rmt::Backend* rmt_cuda_backend_v2(std::string* error) {
   try {
     return &rmt::cuda::cuda_backend();
   } catch (const std::exception& e) {
@@ -198,7 +206,7 @@ extern "C" __attribute__((visibility("default"))) rmt::Backend* rmt_cuda_backend
   }
 }
 
-extern "C" __attribute__((visibility("default"))) void rmt_cuda_description_v1(std::string* out) {
+extern "C" __attribute__((visibility("default"))) void rmt_cuda_description_v2(std::string* out) {
   try {
     *out = rmt::cuda::cuda_description();
   } catch (const std::exception& e) {

@@ -34,6 +34,8 @@ inline void check(cublasStatus_t s, const char* call) {
 // ---- kernels --------------------------------------------------------------------------------
 
 constexpr int kThreadsPerBlock = 256;
+// cuBLAS's workspace (the size NVIDIA recommends for Hopper).
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 // Enough blocks to fill any current GPU many times over; larger passes loop (grid-stride), so
 // n is never limited by the grid size and no index overflows int (all indices are int64).
 constexpr int64_t kMaxBlocks = int64_t(1) << 16;
@@ -142,6 +144,7 @@ struct CudaState {
   void* scratch[kScratchSlots] = {};
   size_t scratch_bytes[kScratchSlots] = {};
   double* sum_result = nullptr;  // device
+  void* cublas_workspace = nullptr;  // device, kCublasWorkspaceBytes
 
   // Uploads from pageable memory through pinned slots: the host copies into a slot (so the
   // caller's buffer is free as soon as the call returns, as the Backend contract says), the
@@ -151,6 +154,8 @@ struct CudaState {
   char* upload = nullptr;  // pinned, kUploadSlots * kUploadSlotBytes
   cudaEvent_t upload_done[kUploadSlots] = {};
   int next_upload = 0;
+
+  cudaGraphExec_t step = nullptr;  // the captured step kept (replay)
 };
 
 struct CudaExec {
@@ -200,6 +205,7 @@ struct CudaExec {
   // Small uploads through the pinned ring, no host wait; large ones (parameters, checkpoints)
   // wait for their copy.
   void copy_to_device(void* dst, const void* host, size_t bytes) {
+    no_capture("an upload");
     CudaState& s = *state;
     ++ops.copies;
     if (bytes > kUploadSlotBytes) {
@@ -218,6 +224,7 @@ struct CudaExec {
   }
   // The data is on the host on return.
   void copy_to_host(void* host, const void* src, size_t bytes) {
+    no_capture("a download");
     RMT_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, state->stream));
     RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
     ++ops.copies;
@@ -228,6 +235,7 @@ struct CudaExec {
     ++ops.copies;
   }
   void synchronize() {
+    no_capture("a wait for the stream");
     RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
     ++ops.syncs;
   }
@@ -235,9 +243,11 @@ struct CudaExec {
   void* scratch(int slot, size_t bytes) {
     if (slot < 0 || slot >= kScratchSlots) fail("cuda: scratch slot {} out of range", slot);
     if (bytes > state->scratch_bytes[slot]) {
+      no_capture("a scratch buffer grown");
       // A kernel still queued may read the old buffer: let the stream drain before freeing it.
       RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
       ++ops.syncs;
+      ++scratch_growths;
       const size_t old_bytes = state->scratch_bytes[slot];
       if (state->scratch[slot]) RMT_CUDA_CHECK(cudaFree(state->scratch[slot]));
       state->scratch[slot] = nullptr;
@@ -251,6 +261,46 @@ struct CudaExec {
     return state->scratch[slot];
   }
   bool nan_scratch = nan_scratch_requested();  // exec.h: every request filled with 0xff first
+  int64_t scratch_growths = 0;
+
+  // Capture: the stream records instead of running (kernels, cuBLAS calls, memsets and device
+  // copies become the nodes of a CUDA graph); the graph is instantiated once and replayed with
+  // one launch. cuBLAS captures into its handle's workspace, allocated when the handle was made.
+  void begin_capture() {
+    RMT_CUDA_CHECK(cudaStreamBeginCapture(state->stream, cudaStreamCaptureModeThreadLocal));
+    capturing_ = true;
+  }
+  void end_capture() {
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    RMT_CUDA_CHECK(cudaStreamEndCapture(state->stream, &graph));
+    drop_step();
+    const cudaError_t e = cudaGraphInstantiateWithFlags(&state->step, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "cudaGraphInstantiateWithFlags");
+  }
+  void abort_capture() {  // never throws: called while an error unwinds
+    if (!capturing_) return;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(state->stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+  }
+  void replay() {
+    RMT_CUDA_CHECK(cudaGraphLaunch(state->step, state->stream));
+    ++ops.graphs;
+  }
+  bool capturing() const { return capturing_; }
+
+ private:
+  void no_capture(const char* what) const {
+    if (capturing_) fail("cuda: {} while capturing a step (a CUDA graph cannot hold it)", what);
+  }
+  void drop_step() {
+    if (state->step) cudaGraphExecDestroy(state->step);
+    state->step = nullptr;
+  }
+  bool capturing_ = false;
 };
 
 }  // namespace rmt::cuda

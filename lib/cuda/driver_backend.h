@@ -7,6 +7,9 @@
 // host through exactly the calls the GPU gets, and their stream operations can be counted.
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "lib/core/backend.h"
 #include "lib/cuda/attention_kernels.h"
@@ -115,6 +118,12 @@ class DriverBackend : public Backend {
     e.copy_to_host(&result, word, sizeof result);
     return result;
   }
+  void sum_squares_to(double* out, const float* x, int64_t n) override {
+    rmt::cuda::sum_squares(ex(), out, x, n);
+  }
+  void accumulate_sum(double* acc, const float* x, int64_t n) override {
+    rmt::cuda::accumulate_sum(ex(), acc, x, n);
+  }
   void scale(float* x, int64_t n, float alpha) override { rmt::cuda::scale(ex(), x, n, alpha); }
   void add_inplace(float* y, const float* x, int64_t n) override {
     rmt::cuda::add_inplace(ex(), y, x, n);
@@ -124,11 +133,30 @@ class DriverBackend : public Backend {
     rmt::cuda::adam_update(ex(), param, grad, m, v, n, lr, beta1, beta2, eps, t);
   }
 
+  // ---- capture: the Exec records (a CUDA graph; the host's list of passes) and replays
+  bool can_capture() const override { return true; }
+  void begin_capture() override { ex().begin_capture(); }
+  int64_t end_capture() override {
+    ex().end_capture();
+    return ++captures_;
+  }
+  void abort_capture() override { ex().abort_capture(); }
+  void replay(int64_t id) override {
+    if (id <= 0 || id != captures_)
+      throw std::logic_error(fmt::format("replay: capture {} is not the one kept ({})", id, captures_));
+    ex().replay();
+  }
+  int64_t memory_epoch() const override { return allocations_ + scratch_growths(); }
+
  protected:
   // The Exec every call goes through (a device backend makes its stream on first use here).
   virtual Exec& ex() = 0;
   // One double of the Exec's memory: sum_squares's result before its download.
   virtual double* result_word() = 0;
+  // Allocations and frees so far (the derived backend counts them), and the Exec's scratch
+  // growths: memory_epoch.
+  int64_t allocations_ = 0;
+  virtual int64_t scratch_growths() const = 0;
 
  private:
   void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
@@ -143,6 +171,8 @@ class DriverBackend : public Backend {
     g.beta = beta;
     ex().sgemm(g);
   }
+
+  int64_t captures_ = 0;  // the number of the capture kept
 };
 
 }  // namespace rmt::cuda

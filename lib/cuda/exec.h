@@ -85,7 +85,8 @@ struct StreamOps {
   int64_t memsets = 0;
   int64_t copies = 0;   // host to device, device to host, device to device
   int64_t syncs = 0;    // the host waits for the stream
-  int64_t total() const { return kernels + gemms + memsets + copies; }
+  int64_t graphs = 0;   // replays of a captured step (each one launch)
+  int64_t total() const { return kernels + gemms + memsets + copies + graphs; }
 };
 
 // A row-major product, `batch` of them at fixed strides (the attention's per-(b, h) products):

@@ -4,6 +4,7 @@
 // A model trained on it runs exactly the passes the GPU would (tests/test_cuda_stream_ops.cpp
 // compares it with the CPU backend and counts its stream operations per training step).
 #include <cstdlib>
+#include <stdexcept>
 
 #include "lib/cuda/driver_backend.h"
 #include "lib/cuda/host_exec.h"
@@ -14,9 +15,14 @@ class HostDriverBackend final : public DriverBackend<HostExec> {
  public:
   void* allocate(size_t bytes) override {
     if (bytes == 0) return nullptr;
+    if (exec_.capturing()) throw std::logic_error("allocate: a buffer allocated while capturing");
+    ++allocations_;
     return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   }
-  void deallocate(void* p, size_t) override { std::free(p); }
+  void deallocate(void* p, size_t) override {
+    if (p) ++allocations_;
+    std::free(p);
+  }
   void synchronize() override { exec_.synchronize(); }
   // What has been issued since the last reset.
   const StreamOps& ops() const { return exec_.ops; }
@@ -27,6 +33,7 @@ class HostDriverBackend final : public DriverBackend<HostExec> {
  protected:
   HostExec& ex() override { return exec_; }
   double* result_word() override { return &word_; }
+  int64_t scratch_growths() const override { return exec_.scratch_growths; }
 
  private:
   HostExec exec_;

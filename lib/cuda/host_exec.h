@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "lib/core/backend.h"
@@ -82,14 +85,18 @@ struct HostExec {
   void for_each(int64_t n, F f) {
     if (n <= 0) return;
     ++ops.kernels;
-    for (int64_t k = 0; k < n; ++k) f(reverse ? n - 1 - k : k);
+    issue([=, rev = reverse] {
+      for (int64_t k = 0; k < n; ++k) f(rev ? n - 1 - k : k);
+    });
   }
   template <class F>
   void for_each_block(int64_t n, F f) {
     if (n <= 0) return;
     ++ops.kernels;
-    HostBlock blk{reverse};
-    for (int64_t k = 0; k < n; ++k) f(blk, reverse ? n - 1 - k : k);
+    issue([=, rev = reverse] {
+      HostBlock blk{rev};
+      for (int64_t k = 0; k < n; ++k) f(blk, rev ? n - 1 - k : k);
+    });
   }
 
   // The product through the column-major call cuBLAS would get (column_major), executed by the
@@ -98,47 +105,94 @@ struct HostExec {
   void sgemm(const Gemm& g) {
     ++ops.gemms;
     const ColumnMajorGemm c = column_major(g);
-    for (int q = 0; q < c.batch; ++q)
-      cpu_backend().matmul_strided(c.C + q * c.stride_c, c.ldc, c.second + q * c.stride_second,
-                                   c.ld_second, c.first + q * c.stride_first, c.ld_first, c.n, c.m,
-                                   c.k, c.trans_second, c.trans_first, c.alpha, c.beta);
+    issue([c] {
+      for (int q = 0; q < c.batch; ++q)
+        cpu_backend().matmul_strided(c.C + q * c.stride_c, c.ldc, c.second + q * c.stride_second,
+                                     c.ld_second, c.first + q * c.stride_first, c.ld_first, c.n,
+                                     c.m, c.k, c.trans_second, c.trans_first, c.alpha, c.beta);
+    });
   }
 
   // Memory on the host standing for the device's; counted as the CUDA backend issues them.
   void memset(void* p, uint8_t value, size_t bytes) {
     ++ops.memsets;
-    std::memset(p, value, bytes);
+    issue([=] { std::memset(p, value, bytes); });
   }
   void copy_to_device(void* dst, const void* host, size_t bytes) {
+    no_capture("an upload");
     ++ops.copies;
     if (bytes > kUploadSlotBytes) ++ops.syncs;
     std::memcpy(dst, host, bytes);
   }
   void copy_to_host(void* host, const void* src, size_t bytes) {
+    no_capture("a download");
     ++ops.copies;
     ++ops.syncs;
     std::memcpy(host, src, bytes);
   }
   void copy_on_device(void* dst, const void* src, size_t bytes) {
     ++ops.copies;
-    std::memcpy(dst, src, bytes);
+    issue([=] { std::memcpy(dst, src, bytes); });
   }
-  void synchronize() { ++ops.syncs; }
+  void synchronize() {
+    no_capture("a wait for the stream");
+    ++ops.syncs;
+  }
 
   // Grows as the CUDA backend's does, which waits for its stream before freeing the old buffer.
   void* scratch(int slot, size_t bytes) {
     std::vector<unsigned char>& b = scratch_[slot];
     if (b.size() < bytes) {
+      no_capture("a scratch buffer grown");
       ++ops.syncs;
+      ++scratch_growths;
       b.resize(bytes > b.size() + b.size() / 2 ? bytes : b.size() + b.size() / 2);
     }
     if (nan_scratch) memset(b.data(), 0xff, bytes);
     return b.data();
   }
   bool nan_scratch = nan_scratch_requested();  // exec.h: every request filled with 0xff first
+  int64_t scratch_growths = 0;
+
+  // Capture, as a CUDA graph does it: the passes issued are kept (with their arguments) instead
+  // of run, and replay runs them again in order. What a graph cannot hold (a copy from or to the
+  // host, a wait, a buffer that grows) fails while capturing.
+  void begin_capture() {
+    if (capturing_) throw std::logic_error("begin_capture: already capturing");
+    capturing_ = true;
+    recording_.clear();
+  }
+  void end_capture() {
+    if (!capturing_) throw std::logic_error("end_capture: not capturing");
+    capturing_ = false;
+    captured_ = std::move(recording_);
+    recording_.clear();
+  }
+  void abort_capture() {
+    capturing_ = false;
+    recording_.clear();
+  }
+  void replay() {
+    ++ops.graphs;
+    for (const std::function<void()>& work : captured_) work();
+  }
+  bool capturing() const { return capturing_; }
 
  private:
+  template <class Work>
+  void issue(Work work) {
+    if (capturing_)
+      recording_.emplace_back(std::move(work));
+    else
+      work();
+  }
+  void no_capture(const char* what) const {
+    if (capturing_) throw std::logic_error(std::string(what) + " while capturing a step");
+  }
+
   std::vector<unsigned char> scratch_[kScratchSlots];
+  bool capturing_ = false;
+  std::vector<std::function<void()>> recording_, captured_;
 };
 
 }  // namespace rmt::cuda

@@ -7,7 +7,7 @@
 // rounding, not in bits (tests/test_cuda_kernels_host.cpp states each tolerance).
 //
 // Launches: layernorm_forward 1; layernorm_backward 2 (3 over more than kRowChunk rows);
-// cross_entropy 1; bias_backward 1 (2); sum_squares 2.
+// cross_entropy 1; bias_backward 1 (2); sum_squares 2; accumulate_sum 1.
 #include <math.h>
 
 #include <cmath>
@@ -178,6 +178,15 @@ void sum_squares(Exec& ex, double* result, const float* x, int64_t n) {
   ex.for_each_block(1, [=] RMT_HOST_DEVICE(typename Exec::Block & blk, int64_t) {
     const double s = blk.sum(chunks, [=](int64_t k) { return part[k]; });
     if (blk.leader()) *result = s;
+  });
+}
+
+// *acc += sum of x[i] in double, one block's fixed tree (a loss's rows: a few thousand at most).
+template <class Exec>
+void accumulate_sum(Exec& ex, double* acc, const float* x, int64_t n) {
+  ex.for_each_block(1, [=] RMT_HOST_DEVICE(typename Exec::Block & blk, int64_t) {
+    const double s = blk.sum(n, [=](int64_t k) { return (double)x[k]; });
+    if (blk.leader()) *acc += s;
   });
 }
 

@@ -370,10 +370,12 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
     task_batch(rng, w, input, target);
     settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step));
   };
+  StepCapture capture;
   std::vector<double> times = time_steps(be, opt.warmup, opt.reps, prepare, [&](int) {
     r.loss = train_step(engine, model, be, adam, {input.data(), target.data(), B, T, &seg_len, A},
-                        settings).loss;
+                        settings, opt.capture ? &capture : nullptr).loss;
   });
+  r.replayed_steps = capture.replayed;
   r.warmup = opt.warmup;
   fill_times(r, w, times);
 
@@ -546,6 +548,7 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source) {
   j["peak_source"] = peak_source;
   j["peak_rss_mb"] = r.peak_rss_mb;
   j["loss"] = r.loss;
+  j["replayed_steps"] = r.replayed_steps;
   if (r.eval_free_running_ms >= 0) {
     j["eval_teacher_forced_ms"] = r.eval_teacher_forced_ms;
     j["eval_free_running_ms"] = r.eval_free_running_ms;

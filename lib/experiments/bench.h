@@ -126,6 +126,7 @@ struct BenchOptions {
   std::string device = kDefaultDevice;  // the backend (backend_by_name)
   bool eval = true;            // also time a greedy free-running evaluation of one batch
                                // (language model: greedy sampling of one segment)
+  bool capture = true;         // copy steps captured on a device that can (StepCapture)
   uint64_t seed = 1;
 };
 
@@ -143,6 +144,7 @@ struct BenchResult {
   double peak_gflops = 0, mfu = 0;        // filled in by the caller once the peak is known
   double peak_rss_mb = 0;      // process high-water mark (getrusage ru_maxrss) after this model, MiB
   double loss = 0;             // last step's loss (a sanity check that training runs)
+  int64_t replayed_steps = 0;  // steps run as a replay of a captured step (StepCapture)
   // one batch; -1 = not run. free_running: with cached keys/values; _rerun: re-running segments
   double eval_teacher_forced_ms = -1, eval_free_running_ms = -1, eval_free_running_rerun_ms = -1;
   // language model (opt.eval): rmt sample's path, one stream: a prompt of one segment, then

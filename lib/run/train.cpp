@@ -219,8 +219,13 @@ void train(const Config& config_in, const TrainOptions& opt) {
     const int stage_segments = curriculum_stage_segments(config, st.progression.stage);
 
     // ---- Step: forward and backward on the step's batch, clip, Adam.
-    const double loss = data->forward_backward(engine, st.step, stage_segments, config.bptt, dropout_seed);
-    const StepResult step = optimizer_step(model, be, adam, loss, tc.clip, lr);
+    StepSettings settings;
+    settings.bptt = config.bptt;
+    settings.clip = tc.clip;
+    settings.lr = lr;
+    settings.dropout_seed = dropout_seed;
+    const StepResult step = data->train_step(engine, model, adam, st.step, stage_segments, settings);
+    const double loss = step.loss;
     if (!step.applied)
       fail("non-finite {} at step {} (loss {}, grad norm {}); {}", std::isfinite(loss) ? "gradient" : "loss",
            st.step + 1, loss, step.grad_norm, resume_point());

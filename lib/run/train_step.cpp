@@ -12,20 +12,86 @@ double forward_backward(Engine& engine, const StepBatch& batch, int bptt, bool t
   return loss;
 }
 
-StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, double clip,
-                          double lr) {
+namespace {
+
+// Clip (the norm known), then Adam unless the loss or the norm is not finite.
+StepResult clip_and_update(Model& model, Backend& be, Adam& adam, double loss, double norm,
+                           double clip, double lr) {
   StepResult r;
   r.loss = loss;
-  r.grad_norm = clip_grad_norm(be, model.grads, clip);
+  r.grad_norm = norm;
+  scale_to_norm(be, model.grads, norm, clip);
   r.applied = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
   if (r.applied) adam.step(be, model.params, model.grads, float(lr));
   return r;
 }
 
+// What a captured step depends on besides the buffers: the shapes and the settings.
+std::vector<int64_t> capture_key(const Engine& engine, const StepBatch& b, const StepSettings& s) {
+  std::vector<int64_t> key{b.B, b.T, b.answer_size, s.bptt, s.training, b.carry.pass_on,
+                           engine.recompute()};
+  key.insert(key.end(), b.seg_len->begin(), b.seg_len->end());
+  return key;
+}
+
+}  // namespace
+
+StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, double clip,
+                          double lr) {
+  const double norm = std::sqrt(be.sum_squares(model.grads.data(), model.grads.size()));
+  return clip_and_update(model, be, adam, loss, norm, clip, lr);
+}
+
 StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
-                      const StepBatch& batch, const StepSettings& s) {
-  const double loss = forward_backward(engine, batch, s.bptt, s.training, s.dropout_seed);
-  return optimizer_step(model, be, adam, loss, s.clip, s.lr);
+                      const StepBatch& batch, const StepSettings& s, StepCapture* capture) {
+  // ---- The host's part: plans, checks, the batch's tokens and targets uploaded.
+  engine.stage_forward(batch.input, batch.target, batch.B, batch.T, *batch.seg_len,
+                       batch.answer_size, s.training, s.dropout_seed, batch.carry);
+  double* results = engine.result_words();  // [loss sum, gradient sum of squares]
+
+  // ---- The device's part: forward, backward, the gradient's sum of squares.
+  auto issue = [&] {
+    be.fill_bytes(results, 0, sizeof(double));
+    engine.run_forward(results);
+    engine.backward(s.bptt);
+    be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
+  };
+  const bool capturable = capture && be.can_capture() && batch.carry.start == nullptr &&
+                          !(s.training && model.config.dropout > 0);
+  if (!capturable) {
+    issue();
+  } else {
+    StepCapture& c = *capture;
+    const std::vector<int64_t> key = capture_key(engine, batch, s);
+    const bool same = key == c.key && be.memory_epoch() == c.memory_epoch;
+    if (same && c.id > 0 && engine.segment_runs() == c.segment_runs) {
+      be.replay(c.id);  // nothing has touched its buffers since it was captured
+      ++c.replayed;
+    } else if (same && c.id == 0) {  // warm: capture this step, then run it
+      be.begin_capture();
+      try {
+        issue();
+      } catch (...) {
+        be.abort_capture();
+        throw;
+      }
+      c.id = be.end_capture();
+      be.replay(c.id);
+      ++c.captured;
+    } else {  // a new shape, or the engine or memory changed: a warm step first
+      issue();
+      c.key = key;
+      c.id = 0;
+    }
+    c.segment_runs = engine.segment_runs();
+    c.memory_epoch = be.memory_epoch();
+  }
+
+  // ---- One download: the loss and the norm; then clip and Adam.
+  double words[Engine::kResultWords];
+  be.copy_device_to_host(words, results, sizeof words);
+  return clip_and_update(model, be, adam, words[0] * engine.loss_scale(), std::sqrt(words[1]),
+                         s.clip, s.lr);
 }
 
 }  // namespace rmt

@@ -52,8 +52,26 @@ double forward_backward(Engine& engine, const StepBatch& batch, int bptt, bool t
 StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, double clip,
                           double lr);
 
-// forward_backward, then optimizer_step. engine must be built on model and be.
+// A training step captured on a backend that can capture (a CUDA graph, Backend::begin_capture),
+// kept by the caller from step to step. The first step of a shape runs uncaptured (it sizes the
+// buffers), the second is captured, and later ones replay it: one launch for the forward, the
+// backward and the gradient norm. It is captured again when the batch's shapes or the settings
+// change, when the engine ran anything else in between (an evaluation), or when the backend's
+// memory moved. Not captured: dropout (its masks would repeat each step), a carried state.
+struct StepCapture {
+  std::vector<int64_t> key;        // the shapes and settings of the warm or captured step
+  int64_t id = 0;                  // the backend's capture of that step (0: none yet)
+  uint64_t segment_runs = 0;       // engine.segment_runs() after it
+  int64_t memory_epoch = -1;       // be.memory_epoch() after it
+  int64_t captured = 0, replayed = 0;  // counts, for tests and benchmarks
+};
+
+// forward_backward, then optimizer_step, with one download: the loss and the gradient norm are
+// left on the backend and read together. With `capture` (and a backend that can), the forward,
+// backward and norm are one captured launch once warm (StepCapture); results are the same bits
+// either way. engine must be built on model and be.
 StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
-                      const StepBatch& batch, const StepSettings& settings);
+                      const StepBatch& batch, const StepSettings& settings,
+                      StepCapture* capture = nullptr);
 
 }  // namespace rmt

@@ -52,8 +52,8 @@ class SampleData : public TrainingData {
     val_opts_.free_running = false;  // validation is teacher-forced (cheap); test reports both
   }
 
-  double forward_backward(Engine& engine, int64_t step, int segments, int bptt,
-                          uint64_t dropout_seed) override {
+  StepResult train_step(Engine& engine, Model& model, Adam& adam, int64_t step, int segments,
+                        const StepSettings& settings) override {
     if (int(step_seg_len_.size()) != segments) step_seg_len_ = segment_lengths(T_, segments);
     for (int b = 0; b < B_; ++b) {
       const int64_t row = order_.at(step * B_ + b);
@@ -61,7 +61,7 @@ class SampleData : public TrainingData {
       std::copy_n(train_.target.begin() + row * T_, T_, target_.begin() + int64_t(b) * T_);
     }
     const StepBatch batch{input_.data(), target_.data(), B_, T_, &step_seg_len_, run_.meta.answer_size};
-    return rmt::forward_backward(engine, batch, bptt, true, dropout_seed);
+    return rmt::train_step(engine, model, model.backend, adam, batch, settings, &capture_);
   }
 
   EvalResult validate(Engine& engine, int segments) override {
@@ -82,6 +82,7 @@ class SampleData : public TrainingData {
   std::vector<int32_t> input_, target_;  // the step's batch [B, T]
   std::vector<int> step_seg_len_;        // the curriculum stage's segments
   EvalOptions val_opts_;
+  StepCapture capture_;                  // the step, captured on a device that can
 };
 
 // A language model on a text dataset: B streams, segments of segment_length.
@@ -97,16 +98,17 @@ class TextData : public TrainingData {
         carry_(lm_window(run) - 1),
         source_(text_segment_source(train_, T_)) {}
 
-  double forward_backward(Engine& engine, int64_t step, int segments, int bptt,
-                          uint64_t dropout_seed) override {
-    (void)segments, (void)bptt;  // one segment a step; bptt is the carry's window (lm_window)
+  StepResult train_step(Engine& engine, Model& model, Adam& adam, int64_t step, int segments,
+                        const StepSettings& settings) override {
+    (void)segments;  // one segment a step; bptt is the carry's window (lm_window)
     // Each pass over the streams starts from the initial state.
     const int64_t segment = step % epoch_segments_;
     if (segment == 0) carry_.reset();
     if (carry_.next_segment() != segment)
       fail("the carried state is at segment {} of the streams, but step {} trains on segment {}",
            carry_.next_segment(), step + 1, segment);
-    return lm_train_step(engine, carry_, source_, B_, T_, true, dropout_seed);
+    const double loss = lm_train_step(engine, carry_, source_, B_, T_, true, settings.dropout_seed);
+    return optimizer_step(model, model.backend, adam, loss, settings.clip, settings.lr);
   }
 
   EvalResult validate(Engine& engine, int segments) override {

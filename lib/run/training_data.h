@@ -20,17 +20,18 @@
 #include "lib/files/safetensors.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/run_setup.h"
+#include "lib/run/train_step.h"
 
 namespace rmt {
 
 class TrainingData {
  public:
   virtual ~TrainingData() = default;
-  // The forward and backward of training step `step` (0-based) on `segments` segments per sample
-  // (the curriculum stage's; a language model's step is one segment): the gradients go into the
-  // model's grads; returns the loss. bptt and dropout as in forward_backward (train_step.h).
-  virtual double forward_backward(Engine& engine, int64_t step, int segments, int bptt,
-                                  uint64_t dropout_seed) = 0;
+  // Training step `step` (0-based) on `segments` segments per sample (the curriculum stage's; a
+  // language model's step is one segment): forward, backward, clip and Adam (lib/run/train_step.h;
+  // algorithmic tasks capture it on a device that can). settings.training is true.
+  virtual StepResult train_step(Engine& engine, Model& model, Adam& adam, int64_t step,
+                                int segments, const StepSettings& settings) = 0;
   // Teacher-forced validation at `segments` segments per sample, on at most train.eval_samples.
   virtual EvalResult validate(Engine& engine, int segments) = 0;
   // The test split in full (free-running too, for algorithmic tasks). Training ends with it:

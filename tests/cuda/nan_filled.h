@@ -109,12 +109,20 @@ class NanFilledBackend final : public Backend {
     be_.cross_entropy(loss, dlogits, logits, targets, n, V, grad_scale);
   }
   double sum_squares(const float* x, int64_t n) override { return be_.sum_squares(x, n); }
+  void sum_squares_to(double* out, const float* x, int64_t n) override { be_.sum_squares_to(out, x, n); }
+  void accumulate_sum(double* acc, const float* x, int64_t n) override { be_.accumulate_sum(acc, x, n); }
   void scale(float* x, int64_t n, float alpha) override { be_.scale(x, n, alpha); }
   void add_inplace(float* y, const float* x, int64_t n) override { be_.add_inplace(y, x, n); }
   void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr,
                    float beta1, float beta2, float eps, int64_t t) override {
     be_.adam_update(param, grad, m, v, n, lr, beta1, beta2, eps, t);
   }
+  bool can_capture() const override { return be_.can_capture(); }
+  void begin_capture() override { be_.begin_capture(); }
+  int64_t end_capture() override { return be_.end_capture(); }
+  void abort_capture() override { be_.abort_capture(); }
+  void replay(int64_t id) override { be_.replay(id); }
+  int64_t memory_epoch() const override { return be_.memory_epoch(); }
 
  private:
   Backend& be_;
