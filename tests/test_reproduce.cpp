@@ -2,12 +2,15 @@
 // CLI (sweep, attention maps, length generalisation, REPORT.md, resume).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/experiments/repro_claims.h"
 #include "lib/experiments/reproduce.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
@@ -270,6 +273,41 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   expect_error(base + " tiny", "timing.json: 'wall_s' is not a number");
 }
 
+TEST_CASE("reproduce: a language-model setting's seeds are one row (mean, std, range); claims say the spread") {
+  auto run = [](const char* model, int cache, double bpc) {
+    LmRow r;
+    r.model = model;
+    r.cache = cache;
+    r.bpc = bpc;
+    r.loss = bpc * 0.5;
+    r.wall_s = 10;
+    return r;
+  };
+  const std::vector<LmRow> rows = lm_means({run("xl", 4, 2.0), run("baseline", 0, 2.5), run("xl", 4, 2.2),
+                                            run("xl", 16, 1.9), run("baseline", 0, 2.7)});
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].model == "xl");
+  CHECK(rows[0].seeds == 2);
+  CHECK(rows[0].bpc == doctest::Approx(2.1));
+  CHECK(rows[0].bpc_sd == doctest::Approx(std::sqrt(0.02)));
+  CHECK(rows[0].bpc_min == 2.0);
+  CHECK(rows[0].bpc_max == 2.2);
+  CHECK(rows[1].model == "baseline");
+  CHECK(rows[1].loss == doctest::Approx(1.3));
+  CHECK(rows[2].seeds == 1);
+  CHECK(rows[2].bpc_sd == 0);
+  LmClaim claim;
+  claim.run = {"xl", 4, -1, std::nullopt};
+  claim.below = {"baseline", -1, -1, std::nullopt};
+  ClaimResult r = check_lm_claim(claim, rows);
+  CHECK(r.state == ClaimResult::holds);  // 2.1 < 2.6
+  CHECK(r.detail.find("difference 0.500 larger than the seeds' spread 0.200") != std::string::npos);
+  claim.below = {"xl", 16, -1, std::nullopt};
+  r = check_lm_claim(claim, rows);
+  CHECK(r.state == ClaimResult::fails);  // 2.1 > 1.9
+  CHECK(r.detail.find("difference 0.200 within the seeds' spread 0.200") != std::string::npos);
+}
+
 TEST_CASE("reproduce: a tiny language-model item (table of runs, bpc plot, claims comparing runs)") {
   fs::path dir = fresh_tmp("rmt_reproduce", "lm");
   std::string text;
@@ -284,7 +322,7 @@ base:
           eval_every: 20, log_every: 20}
 grid:
   - {model.kind: [baseline]}
-  - {model.kind: [xl], model.mem_len: [4]}
+  - {model.kind: [xl], model.mem_len: [4], train.seed: [1, 2]}
   - {model.kind: [rmt], model.num_mem_tokens: [2], bptt: [0, 1]}
 )Y");
   write(dir / "paper.yaml", kPaper);
@@ -309,13 +347,14 @@ items:
   for (const char* f : {"REPORT.md", "lm/results.csv", "lm/table.md", "lm/lm.png", "lm/timing.json"})
     CHECK_MESSAGE(fs::exists(dir / "out" / f), f);
   const std::string table = read_file(dir / "out/lm/table.md");
-  CHECK(table.find("| model | cache | memory | BPTT | test bpc |") != std::string::npos);
-  CHECK(table.find("| xl | 4 | - | - | ") != std::string::npos);
-  CHECK(table.find("| rmt | - | 2 | 0 | ") != std::string::npos);
-  CHECK(table.find("| rmt | - | 2 | 1 | ") != std::string::npos);
+  CHECK(table.find("| model | cache | memory | BPTT | seeds | test bpc (mean ± std) |") != std::string::npos);
+  CHECK(table.find("| xl | 4 | - | - | 2 | ") != std::string::npos);  // its two seeds: one row
+  CHECK(table.find("| rmt | - | 2 | 0 | 1 | ") != std::string::npos);
+  CHECK(table.find("| rmt | - | 2 | 1 | 1 | ") != std::string::npos);
   const std::string report = read_file(dir / "out/REPORT.md");
   CHECK(report.find("holds: RMT is within 100 bpc of the baseline") != std::string::npos);
   CHECK(report.find("FAILS: the baseline is 100 bpc below Tr-XL") != std::string::npos);
+  CHECK(report.find("the seeds' spread") != std::string::npos);  // the claim on xl's two seeds
   CHECK(report.find("no data: an ambiguous selector (test bpc; more than one run matches rmt)") != std::string::npos);
   CHECK(report.find("no data: a run that does not exist (test bpc; no finished run of rmt memory 3)") != std::string::npos);
   CHECK(report.find("1 of 4 checks hold") != std::string::npos);

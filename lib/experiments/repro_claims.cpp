@@ -1,6 +1,7 @@
 #include "lib/experiments/repro_claims.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,6 +22,40 @@ bool lm_matches(const LmSelector& sel, const LmRow& row) {
 }
 
 }  // namespace
+
+std::vector<LmRow> lm_means(const std::vector<LmRow>& runs) {
+  std::vector<LmRow> out;
+  std::vector<std::vector<double>> bpcs;
+  for (const LmRow& r : runs) {
+    size_t i = 0;
+    while (i < out.size() && !(out[i].model == r.model && out[i].cache == r.cache &&
+                               out[i].memory == r.memory && out[i].bptt == r.bptt))
+      ++i;
+    if (i == out.size()) {
+      out.push_back(r);
+      out.back().seeds = 0;
+      out.back().bpc = out.back().loss = out.back().wall_s = 0;
+      bpcs.emplace_back();
+    }
+    LmRow& g = out[i];
+    g.seeds += 1;
+    g.bpc += r.bpc;
+    g.loss += r.loss;
+    g.wall_s += r.wall_s;
+    bpcs[i].push_back(r.bpc);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    LmRow& g = out[i];
+    const double n = g.seeds;
+    g.bpc /= n, g.loss /= n, g.wall_s /= n;
+    double ss = 0;
+    for (double b : bpcs[i]) ss += (b - g.bpc) * (b - g.bpc);
+    g.bpc_sd = g.seeds > 1 ? std::sqrt(ss / (n - 1)) : 0;
+    g.bpc_min = *std::min_element(bpcs[i].begin(), bpcs[i].end());
+    g.bpc_max = *std::max_element(bpcs[i].begin(), bpcs[i].end());
+  }
+  return out;
+}
 
 std::string selector_text(const LmSelector& s) {
   std::string t = s.model;
@@ -51,8 +86,17 @@ ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows)
   if (!b) return res;
   const bool ok = a->bpc < b->bpc + claim.margin;
   res.state = ok ? ClaimResult::holds : ClaimResult::fails;
-  res.detail = fmt::format("{}: {:.3f} vs {}: {:.3f}{}", selector_text(claim.run), a->bpc, selector_text(claim.below),
-                           b->bpc, claim.margin != 0 ? fmt::format(" (margin {:+.3f})", claim.margin) : "");
+  auto value = [](const LmRow& r) {
+    return r.seeds > 1 ? fmt::format("{:.3f} ± {:.3f}", r.bpc, r.bpc_sd) : fmt::format("{:.3f}", r.bpc);
+  };
+  res.detail = fmt::format("{}: {} vs {}: {}{}", selector_text(claim.run), value(*a), selector_text(claim.below),
+                           value(*b), claim.margin != 0 ? fmt::format(" (margin {:+.3f})", claim.margin) : "");
+  if (a->seeds > 1 || b->seeds > 1) {
+    const double diff = std::fabs(a->bpc - b->bpc);
+    const double spread = std::max(a->bpc_max - a->bpc_min, b->bpc_max - b->bpc_min);
+    res.detail += fmt::format("; difference {:.3f} {} the seeds' spread {:.3f}", diff,
+                              diff > spread ? "larger than" : "within", spread);
+  }
   return res;
 }
 

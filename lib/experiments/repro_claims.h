@@ -10,17 +10,26 @@
 
 namespace rmt {
 
-// One finished run of a language-model sweep, as its results.csv row says.
+// One finished run of a language-model sweep, as its results.csv row says; or, after lm_means,
+// one model setting over its seeds (bpc, loss and wall_s the means).
 struct LmRow {
   std::string model;
   int cache = 0, memory = 0, bptt = 0;
   double bpc = 0, loss = 0, wall_s = 0;
+  int seeds = 1;
+  double bpc_sd = 0;                // sample standard deviation over the seeds (0 for one)
+  double bpc_min = 0, bpc_max = 0;  // the seeds' range
 };
+
+// The runs grouped by setting (model, cache, memory, BPTT), in the order each first appears,
+// with the mean, standard deviation and range of their bpc over the seeds.
+std::vector<LmRow> lm_means(const std::vector<LmRow>& runs);
 
 // "rmt memory 4 BPTT 1": a selector as the report names it.
 std::string selector_text(const LmSelector& s);
-// Whether run's bpc is below claim.below's (by claim.margin); no data when either selector
-// matches no finished run or more than one.
+// Whether run's mean bpc is below claim.below's (by claim.margin), on lm_means rows; no data
+// when either selector matches no setting or more than one. With several seeds the detail says
+// whether the difference is larger than the spread between seeds (the wider of the two ranges).
 ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows);
 int claims_holding(const std::vector<ClaimResult>& claims);
 // The verdict ("The paper's pattern holds in part (1 of 2 checks):") and one line per check, as

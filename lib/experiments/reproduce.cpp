@@ -328,12 +328,14 @@ void Reproduction::summarise_lm(const ReproItem& it) {
     sweeps_[it.name] = out;
     return;
   }
-  std::string md = "| model | cache | memory | BPTT | test bpc | test loss (nats) | training time |\n"
-                   "|---|---|---|---|---|---|---|\n";
+  rows = lm_means(rows);  // one row per setting, over its seeds
+  std::string md = "| model | cache | memory | BPTT | seeds | test bpc (mean ± std) | seeds' range | test loss (nats) | training time (mean) |\n"
+                   "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const bool memory = r.memory > 0;
-    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.4f} | {} |\n", r.model, r.cache > 0 ? std::to_string(r.cache) : "-",
-                      memory ? std::to_string(r.memory) : "-", memory ? std::to_string(r.bptt) : "-", r.bpc, r.loss,
+    md += fmt::format("| {} | {} | {} | {} | {} | {:.3f} ± {:.3f} | {:.3f}-{:.3f} | {:.4f} | {} |\n", r.model,
+                      r.cache > 0 ? std::to_string(r.cache) : "-", memory ? std::to_string(r.memory) : "-",
+                      memory ? std::to_string(r.bptt) : "-", r.seeds, r.bpc, r.bpc_sd, r.bpc_min, r.bpc_max, r.loss,
                       seconds_text(r.wall_s));
   }
   out.markdown = md;
