@@ -58,6 +58,8 @@ StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, do
 // backward and the gradient norm. It is captured again when the batch's shapes or the settings
 // change, when the engine ran anything else in between (an evaluation), or when the backend's
 // memory moved. Not captured: dropout (its masks would repeat each step), a carried state.
+// A backend keeps one capture: two StepCaptures taking turns on one backend in one process (no
+// rmt command does) would find theirs replaced, and replay fails with a clear error.
 struct StepCapture {
   std::vector<int64_t> key;        // the shapes and settings of the warm or captured step
   int64_t id = 0;                  // the backend's capture of that step (0: none yet)
