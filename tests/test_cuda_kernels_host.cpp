@@ -288,10 +288,11 @@ TEST_CASE("cuda kernels (host): layernorm forward/backward") {
 TEST_CASE("cuda kernels (host): dropout masks and values equal the CPU's") {
   for (int64_t n : {int64_t(1), int64_t(1000), int64_t(72 * 32 * 128)}) {
     for (float p : {-0.5f, 0.f, 0.1f, 0.5f, 1.f}) {
-      for (uint64_t seed : {uint64_t(0), uint64_t(12345678901ull)}) {
+      for (uint64_t value : {uint64_t(0), uint64_t(12345678901ull)}) {
         CAPTURE(n);
         CAPTURE(p);
-        CAPTURE(seed);
+        CAPTURE(value);
+        const DropoutSeed seed{&value, value % 7, value % 5};  // a word in host memory, and a site
         const Vec x = randn(n, 1.f, 40), dout = randn(n, 1.f, 41);
         Vec out(n, 9.f);
         Bytes keep(n, 7);
@@ -325,7 +326,8 @@ TEST_CASE("cuda kernels (host): dropout masks and values equal the CPU's") {
   Vec x(n, 1.f);
   Bytes keep(n);
   cu::HostExec ex;
-  cu::dropout_forward(ex, x.data(), x.data(), keep.data(), n, 0.3f, 7);
+  const uint64_t seven = 7;
+  cu::dropout_forward(ex, x.data(), x.data(), keep.data(), n, 0.3f, {&seven});
   int64_t dropped = 0;
   for (uint8_t k : keep) dropped += k == 0;
   CHECK(std::fabs((double)dropped / n - 0.3) < 0.01);

@@ -338,11 +338,12 @@ TEST_CASE("dropout: mask statistics, thread independence, FD") {
   const float p = 0.3f;
   Vec x = randn(n, 1.f, 18), y1 = x, y2 = x;
   std::vector<uint8_t> k1(n), k2(n);
+  const uint64_t seed = 1234, other_seed = 1235, seed0 = 99, seed7 = 7;
   const int threads = num_threads();
   set_num_threads(1);
-  be().dropout_forward(y1.data(), y1.data(), k1.data(), n, p, 1234);
+  be().dropout_forward(y1.data(), y1.data(), k1.data(), n, p, {&seed});
   set_num_threads(threads > 1 ? threads : 2);
-  be().dropout_forward(y2.data(), y2.data(), k2.data(), n, p, 1234);
+  be().dropout_forward(y2.data(), y2.data(), k2.data(), n, p, {&seed});
   set_num_threads(threads);
   CHECK(k1 == k2);
   CHECK(std::memcmp(y1.data(), y2.data(), n * sizeof(float)) == 0);
@@ -352,15 +353,17 @@ TEST_CASE("dropout: mask statistics, thread independence, FD") {
     CHECK(y1[i] == (k1[i] ? x[i] * (1.f / (1.f - p)) : 0.f));
   }
   CHECK(std::fabs((double)kept / n - 0.7) < 0.005);
-  // another seed gives another mask
-  Vec y3 = x;
-  std::vector<uint8_t> k3(n);
-  be().dropout_forward(y3.data(), y3.data(), k3.data(), n, p, 1235);
-  CHECK(k3 != k1);
+  // another seed, another place in the model (tag) or another layer gives another mask
+  for (DropoutSeed other : {DropoutSeed{&other_seed}, DropoutSeed{&seed, 1}, DropoutSeed{&seed, 0, 1}}) {
+    Vec y3 = x;
+    std::vector<uint8_t> k3(n);
+    be().dropout_forward(y3.data(), y3.data(), k3.data(), n, p, other);
+    CHECK(k3 != k1);
+  }
   // p = 0 keeps everything unchanged
   Vec y0 = x;
   std::vector<uint8_t> k0(n, 7);
-  be().dropout_forward(y0.data(), y0.data(), k0.data(), n, 0.f, 99);
+  be().dropout_forward(y0.data(), y0.data(), k0.data(), n, 0.f, {&seed0});
   CHECK(y0 == x);
   for (auto k : k0) REQUIRE(k == 1);
 
@@ -370,12 +373,12 @@ TEST_CASE("dropout: mask statistics, thread independence, FD") {
   auto loss = [&]() {
     Vec t = xs;
     std::vector<uint8_t> k(m);
-    be().dropout_forward(t.data(), t.data(), k.data(), m, 0.5f, 7);
+    be().dropout_forward(t.data(), t.data(), k.data(), m, 0.5f, {&seed7});
     return dot(t, W);
   };
   Vec t = xs;
   std::vector<uint8_t> km(m);
-  be().dropout_forward(t.data(), t.data(), km.data(), m, 0.5f, 7);
+  be().dropout_forward(t.data(), t.data(), km.data(), m, 0.5f, {&seed7});
   Vec dx = W;
   be().dropout_backward(dx.data(), dx.data(), km.data(), m, 0.5f);
   check_close("dx", dx, fd(xs, loss, 1e-2), 1e-4);

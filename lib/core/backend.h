@@ -30,6 +30,15 @@ struct AttentionShape {
   int q_stop() const { return q_end > 0 ? q_end : qlen; }
 };
 
+// Where a dropout call's mask comes from: the key dropout_key(*word, tag, layer) (random.h), with
+// *word read from the backend's memory when the call runs, not when it is issued, so that a
+// captured step (begin_capture) replayed after a new seed was uploaded draws new masks. word may
+// be null when p <= 0.
+struct DropoutSeed {
+  const uint64_t* word = nullptr;
+  uint64_t tag = 0, layer = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -94,9 +103,10 @@ class Backend {
   virtual void relu_backward(float* dx, const float* dout, const float* y, int64_t n) = 0;
 
   // Inverted dropout: keep[i] = 1 with probability 1-p, out[i] = x[i] * keep[i] / (1-p) (out may
-  // be x). The mask is a pure function of (seed, i), so results do not depend on the thread count.
+  // be x). The mask is a pure function of (dropout_key(*seed.word, seed.tag, seed.layer), i), so
+  // results do not depend on the thread count; *seed.word is read when the call runs (DropoutSeed).
   virtual void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                               uint64_t seed) = 0;
+                               DropoutSeed seed) = 0;
   // dx[i] = dout[i] * keep[i] / (1-p) (dx may be dout).
   virtual void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
                                 float p) = 0;

@@ -59,8 +59,8 @@ const CudaLibrary& cuda_library() {
       lib.error = "cannot load the CUDA backend: " + tried;
       return;
     }
-    lib.backend = reinterpret_cast<BackendEntry>(dlsym(lib.handle, "rmt_cuda_backend_v2"));
-    lib.description = reinterpret_cast<DescriptionEntry>(dlsym(lib.handle, "rmt_cuda_description_v2"));
+    lib.backend = reinterpret_cast<BackendEntry>(dlsym(lib.handle, "rmt_cuda_backend_v3"));
+    lib.description = reinterpret_cast<DescriptionEntry>(dlsym(lib.handle, "rmt_cuda_description_v3"));
     if (!lib.backend || !lib.description)
       lib.error = "the CUDA backend's library lacks its entry points (a stale " RMT_CUDA_LIBRARY_NAME "?)";
   });

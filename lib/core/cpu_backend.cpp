@@ -281,17 +281,17 @@ class CpuBackend final : public Backend {
     for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dout[i] : 0.f;
   }
 
-  // keep[i] = (uniform(seed, i) >= p): a pure function of (seed, i), thread-count independent.
+  // keep[i] = (uniform(key, i) >= p): a pure function of (key, i), thread-count independent.
   void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                       uint64_t seed) override {
+                       DropoutSeed seed) override {
     if (p <= 0.f) {
       std::memset(keep, 1, (size_t)n);
       if (out != x) std::memcpy(out, x, sizeof(float) * (size_t)n);
       return;
     }
     const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
-    // Counter-based: element i's draw depends only on (seed, i), so any thread split gives the same mask.
-    const uint64_t key = splitmix64(seed);
+    // Counter-based: element i's draw depends only on (key, i), so any thread split gives the same mask.
+    const uint64_t key = dropout_key(*seed.word, seed.tag, seed.layer);
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t k = dropout_uniform(key, i) >= p;

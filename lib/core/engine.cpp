@@ -146,13 +146,16 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
                              RecurrentState& next, bool training, uint64_t seed, float loss_scale,
                              SegmentOutputs outputs) {
   upload_segment(seg.ids, targets ? &seg.targets : nullptr, tokens, targets, B, T);
+  if (dropout_p(training) > 0) seg.seed.upload(be_, {seed});
   run_segment(seg, plan_segment(plan_model_, T, state.mlen, training, outputs), seg.ids.data(),
-              targets ? seg.targets.data() : nullptr, B, state, next, training, seed, loss_scale);
+              targets ? seg.targets.data() : nullptr, B, state, next, training,
+              dropout_p(training) > 0 ? seg.seed.data() : nullptr, loss_scale);
 }
 
 void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                          const int32_t* targets, int B, const RecurrentState& state,
-                         RecurrentState& next, bool training, uint64_t seed, float loss_scale) {
+                         RecurrentState& next, bool training, const uint64_t* seed,
+                         float loss_scale) {
   Model& M = model_;
   const Weights& W = M.W;
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
@@ -175,11 +178,11 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
   be_.embedding_forward(h0 + m * Bd, ids, W.emb, T * B, d, std::sqrt(float(d)));
   read_memory(be_, h0, state.mem.data(), plan, Bd);
-  if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, mix_seed(seed, 1));
+  if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, {seed, 1});
   float* pos = sized(seg.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
   if (p > 0) be_.dropout_forward(pos, pos, sized(seg.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
-                                 mix_seed(seed, 2));
+                                 {seed, 2});
 
   seg.layers.resize(size_t(M.L));
   next.cache.resize(state.cache.size());
@@ -219,7 +222,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
     be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
     if (p > 0)
       be_.dropout_forward(ares, ares, sized(act.keep_o, q * Bd) + o * d, n * int64_t(d), p,
-                          mix_seed(seed, 3, l));
+                          {seed, 3, uint64_t(l)});
     be_.add_inplace(ares, x + o * d, n * int64_t(d));
     float* h1 = sized(act.h1, q * Bd) + o * d;
     be_.layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
@@ -233,7 +236,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
     if (p > 0) {
       float* f1d = sized(act.f1_drop, int64_t(q) * B * di) + o * di;
       be_.dropout_forward(f1d, f1, sized(act.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
-                          mix_seed(seed, 4, l));
+                          {seed, 4, uint64_t(l)});
       f1_used = f1d;
     }
     float* fres = sized(act.ff_res, q * Bd) + o * d;
@@ -241,7 +244,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
     be_.add_bias(fres, w.ff2_b, n, d);
     if (p > 0)
       be_.dropout_forward(fres, fres, sized(act.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
-                          mix_seed(seed, 5, l));
+                          {seed, 5, uint64_t(l)});
     be_.add_inplace(fres, h1, n * int64_t(d));
     float* h2 = sized(act.h2, q * Bd);
     be_.layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
@@ -254,7 +257,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   // The live rows of the last layer's output, after the final dropout.
   const int64_t lo = plan.live_begin * Bd, n_out = plan.live() * Bd;
   float* out = sized(seg.out, q * Bd);
-  be_.dropout_forward(out + lo, x + lo, sized(seg.keep_out, q * Bd) + lo, n_out, p, mix_seed(seed, 6));
+  be_.dropout_forward(out + lo, x + lo, sized(seg.keep_out, q * Bd) + lo, n_out, p, {seed, 6});
   if (plan.logits) {  // logits of the token rows through the tied embedding
     float* logits = sized(seg.logits, int64_t(T) * B * V);
     be_.matmul(logits, out + m * Bd, W.emb, T * B, V, d, false, true);
@@ -358,7 +361,6 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
   training_ = training;
   batch_ = B;
   recomputing_ = recompute_;
-  dropout_seed_ = dropout_seed;
   segs_.resize(recomputing_ ? 0 : size_t(N));
   batch_ids_.resize(size_t(N));
   batch_targets_.resize(size_t(N));
@@ -368,6 +370,11 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
   carry_start_ = carry.start;
   plan_forward(plans_, plan_model_, seg_len, T - answer_size, training, carry.pass_on,
                from_initial_ ? 0 : carry.start->mlen);
+  if (dropout_p(training) > 0) {  // each segment's dropout seed, with the batch
+    std::vector<uint64_t> seeds(static_cast<size_t>(N));
+    for (int s = 0; s < N; ++s) seeds[size_t(s)] = mix_seed(dropout_seed, uint64_t(s));
+    segment_seeds_.upload(be_, seeds);
+  }
   loss_scale_ = 1.f / float(int64_t(B) * answer_size);
   // Each segment's tokens and targets (-1 where the position is not scored), [B, T_s].
   int t0 = 0;
@@ -404,8 +411,7 @@ void Engine::run_forward(double* loss_sum) {
     }
     SegmentActivations& seg = recomputing_ ? work_ : segs_[size_t(s)];
     run_segment(seg, plan, batch_ids_[size_t(s)].data(), batch_targets_[size_t(s)].data(), batch_,
-                states_[size_t(s)], states_[size_t(s) + 1], training_,
-                mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
+                states_[size_t(s)], states_[size_t(s) + 1], training_, segment_seed(s), loss_scale_);
     if (!plan.logits) continue;
     be_.accumulate_sum(loss_sum, seg.loss_rows.data(), seg.loss_rows.size());
     if (recomputing_) seg_logits_[size_t(s)] = seg.logits;
@@ -445,7 +451,7 @@ SegmentActivations& Engine::activations_for_backward(int s) {
   // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
   run_segment(work_, plans_[size_t(s)], batch_ids_[size_t(s)].data(),
               batch_targets_[size_t(s)].data(), batch_, states_[size_t(s)], work_next_, training_,
-              mix_seed(dropout_seed_, uint64_t(s)), loss_scale_);
+              segment_seed(s), loss_scale_);
   return work_;
 }
 

@@ -67,6 +67,7 @@ struct SegmentActivations {
   const int32_t* token_ids = nullptr;  // [T, B] the input tokens it ran with (ids or the engine's)
   DeviceArray<int32_t> ids;      // [T, B] input tokens (forward_segment's upload)
   DeviceArray<int32_t> targets;  // [T, B] -1 where the position is not scored
+  DeviceArray<uint64_t> seed;    // [1] forward_segment's dropout seed (uploaded when training)
   DeviceArray<float> pos;        // [klen, d] position embedding (after dropout)
   DeviceArray<float> h0;         // [q, B, d] embedded input (after dropout)
   std::vector<LayerActivations> layers;
@@ -167,11 +168,16 @@ class Engine {
   void backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
                         float* dmem_in);
   float dropout_p(bool training) const;
+  // Segment s's dropout seed in the backend's memory (stage_forward), null without dropout.
+  const uint64_t* segment_seed(int s) const {
+    return dropout_p(training_) > 0 ? segment_seeds_.data() + s : nullptr;
+  }
   // forward_segment with its plan given (forward() plans all segments at once) and its tokens and
-  // targets (may be null) already in the backend's memory, time-major [T, B].
+  // targets (may be null) already in the backend's memory, time-major [T, B]; so is its dropout
+  // seed (one word, read when the kernels run; null without dropout).
   void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                    const int32_t* targets, int B, const RecurrentState& state,
-                   RecurrentState& next, bool training, uint64_t seed, float loss_scale);
+                   RecurrentState& next, bool training, const uint64_t* seed, float loss_scale);
   // tokens (and targets, when targets_dev is given) [B, T] on the host -> [T, B] in ids (targets_dev).
   void upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
                       const int32_t* tokens, const int32_t* targets, int B, int T);
@@ -199,11 +205,13 @@ class Engine {
   bool from_initial_ = true;  // the last forward started from the learned memory
   int batch_ = 0;
   bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
-  uint64_t dropout_seed_ = 0;
   float loss_scale_ = 0;
   const RecurrentState* carry_start_ = nullptr;  // the state the staged forward starts from
   // per segment: its tokens and targets [T_s, B], uploaded by stage_forward (recomputing reads them too)
   std::vector<DeviceArray<int32_t>> batch_ids_, batch_targets_;
+  // per segment: its dropout seed mix_seed(step's seed, s), uploaded by stage_forward with the
+  // batch, so that a captured step reads the seeds of the step it replays
+  DeviceArray<uint64_t> segment_seeds_;
   std::vector<DeviceArray<float>> seg_logits_;                  // logits kept when recomputing
   DeviceArray<double> results_;                                 // result_words()
   uint64_t segment_runs_ = 0;

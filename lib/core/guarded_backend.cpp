@@ -209,11 +209,12 @@ class GuardedBackend final : public Backend {
     inner_.relu_backward(dx, dout, y, n);
   }
   void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                       uint64_t seed) override {
+                       DropoutSeed seed) override {
     Call c(*this);
     c.dev(out, f(n), "dropout_forward out");
     c.dev(x, f(n), "dropout_forward x");
     c.dev(keep, size_t(n), "dropout_forward keep");
+    if (p > 0) c.dev(seed.word, sizeof(uint64_t), "dropout_forward seed");
     inner_.dropout_forward(out, x, keep, n, p, seed);
   }
   void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,

@@ -25,8 +25,14 @@ RMT_HOST_DEVICE inline float dropout_uniform(uint64_t key, int64_t i) {
 }
 
 // Mixes several values into one seed (e.g. run seed, step, segment, layer).
-inline uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0, uint64_t d = 0) {
+RMT_HOST_DEVICE inline uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0, uint64_t d = 0) {
   return splitmix64(splitmix64(splitmix64(splitmix64(a) ^ b) ^ c) ^ d);
+}
+
+// The mask key of a dropout call (Backend::dropout_forward, DropoutSeed): the seed it reads and
+// where in the model the call is (tag, layer). The CPU and the CUDA kernels both derive it here.
+RMT_HOST_DEVICE inline uint64_t dropout_key(uint64_t seed, uint64_t tag, uint64_t layer) {
+  return splitmix64(mix_seed(seed, tag, layer));
 }
 
 struct SplitMixRng {

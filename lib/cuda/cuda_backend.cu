@@ -197,7 +197,7 @@ std::string cuda_description() {
 
 // ---- the library's entry points (lib/core/backends.cpp loads them) -------------------------
 
-extern "C" __attribute__((visibility("default"))) rmt::Backend* rmt_cuda_backend_v2(std::string* error) {
+extern "C" __attribute__((visibility("default"))) rmt::Backend* rmt_cuda_backend_v3(std::string* error) {
   try {
     return &rmt::cuda::cuda_backend();
   } catch (const std::exception& e) {
@@ -206,7 +206,7 @@ extern "C" __attribute__((visibility("default"))) rmt::Backend* rmt_cuda_backend
   }
 }
 
-extern "C" __attribute__((visibility("default"))) void rmt_cuda_description_v2(std::string* out) {
+extern "C" __attribute__((visibility("default"))) void rmt_cuda_description_v3(std::string* out) {
   try {
     *out = rmt::cuda::cuda_description();
   } catch (const std::exception& e) {

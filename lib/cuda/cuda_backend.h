@@ -40,6 +40,6 @@ std::string cuda_architectures();
 
 // The library's entry points, looked up by name (dlsym) in lib/core/backends.cpp:
 //   the backend, or null with the one-line reason in *error;
-extern "C" rmt::Backend* rmt_cuda_backend_v2(std::string* error);
+extern "C" rmt::Backend* rmt_cuda_backend_v3(std::string* error);
 //   cuda_description() into *out.
-extern "C" void rmt_cuda_description_v2(std::string* out);
+extern "C" void rmt_cuda_description_v3(std::string* out);

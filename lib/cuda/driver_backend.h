@@ -77,7 +77,7 @@ class DriverBackend : public Backend {
     rmt::cuda::relu_backward(ex(), dx, dout, y, n);
   }
   void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                       uint64_t seed) override {
+                       DropoutSeed seed) override {
     rmt::cuda::dropout_forward(ex(), out, x, keep, n, p, seed);
   }
   void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,

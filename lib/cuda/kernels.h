@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/core/backend.h"
 #include "lib/core/host_device.h"
 #include "lib/core/positional.h"
 #include "lib/core/random.h"
@@ -118,11 +119,14 @@ void relu_backward(Exec& ex, float* dx, const float* dout, const float* y, int64
   ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) { dx[i] = y[i] > 0.f ? dout[i] : 0.f; });
 }
 
-// Inverted dropout with the CPU's mask: keep[i] = dropout_uniform(splitmix64(seed), i) >= p,
-// out[i] = keep[i] ? x[i] / (1-p) : 0 (out may be x). p <= 0 keeps everything unscaled.
+// Inverted dropout with the CPU's mask: keep[i] = dropout_uniform(key, i) >= p with
+// key = dropout_key(*seed.word, seed.tag, seed.layer), out[i] = keep[i] ? x[i] / (1-p) : 0 (out may
+// be x). p <= 0 keeps everything unscaled. Every item reads the seed word and derives the key when
+// it runs (a few integer ops against a float's load and store), so a replayed graph reads the seed
+// uploaded for its step.
 template <class Exec>
 void dropout_forward(Exec& ex, float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                     uint64_t seed) {
+                     DropoutSeed seed) {
   if (n <= 0) return;
   if (p <= 0.f) {
     const bool copy = out != x;
@@ -133,9 +137,10 @@ void dropout_forward(Exec& ex, float* out, const float* x, uint8_t* keep, int64_
     return;
   }
   const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
-  const uint64_t key = splitmix64(seed);
+  const uint64_t* word = seed.word;
+  const uint64_t tag = seed.tag, layer = seed.layer;
   ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) {
-    const uint8_t k = dropout_uniform(key, i) >= p;
+    const uint8_t k = dropout_uniform(dropout_key(*word, tag, layer), i) >= p;
     keep[i] = k;
     out[i] = k ? x[i] * s : 0.f;
   });

@@ -56,8 +56,7 @@ StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
     engine.backward(s.bptt);
     be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
   };
-  const bool capturable = capture && be.can_capture() && batch.carry.start == nullptr &&
-                          !(s.training && model.config.dropout > 0);
+  const bool capturable = capture && be.can_capture() && batch.carry.start == nullptr;
   if (!capturable) {
     issue();
   } else {

@@ -57,7 +57,8 @@ StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, do
 // buffers), the second is captured, and later ones replay it: one launch for the forward, the
 // backward and the gradient norm. It is captured again when the batch's shapes or the settings
 // change, when the engine ran anything else in between (an evaluation), or when the backend's
-// memory moved. Not captured: dropout (its masks would repeat each step), a carried state.
+// memory moved. Dropout is captured too: its seeds are uploaded with the batch and read by the
+// kernels (DropoutSeed), so each replay draws its step's masks. Not captured: a carried state.
 // A backend keeps one capture: two StepCaptures taking turns on one backend in one process (no
 // rmt command does) would find theirs replaced, and replay fails with a clear error.
 struct StepCapture {

@@ -78,7 +78,7 @@ class NanFilledBackend final : public Backend {
     be_.relu_backward(dx, dout, y, n);
   }
   void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                       uint64_t seed) override {
+                       DropoutSeed seed) override {
     be_.dropout_forward(out, x, keep, n, p, seed);
   }
   void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,

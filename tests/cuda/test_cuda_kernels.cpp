@@ -231,9 +231,11 @@ TEST_CASE("cuda dropout: the same mask as the cpu (a pure function of seed and i
         auto x = on(be, uniform(n, 14)), dout = on(be, uniform(n, 15));
         DeviceArray<float> y = nans(be, n), dx = nans(be, n);
         DeviceArray<uint8_t> keep(be, n);
-        be.dropout_forward(y.data(), x.data(), keep.data(), n, p, 0x5eed + uint64_t(n));
+        DeviceArray<uint64_t> seeds;  // read from the backend's memory when the kernel runs
+        seeds.upload(be, {0x5eed + uint64_t(n), 99});
+        be.dropout_forward(y.data(), x.data(), keep.data(), n, p, {seeds.data(), 3, 1});
         be.dropout_backward(dx.data(), dout.data(), keep.data(), n, p);
-        be.dropout_forward(x.data(), x.data(), keep.data(), n, p, 99);  // in place, another seed
+        be.dropout_forward(x.data(), x.data(), keep.data(), n, p, {seeds.data() + 1});  // in place, another seed
         return Outs{{"out", y.download()},
                     {"keep", as_float(keep.download()), 0},
                     {"dx", dx.download()},
