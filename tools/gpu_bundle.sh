@@ -126,3 +126,12 @@ if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
 fi
 echo "gpu_bundle: $out: $mib MiB (limit $limit_mib MiB); libraries: $(cd "$out/lib" && find . -type f -printf '%P\n' | sort | tr '\n' ' '); needs glibc >= ${glibc:-unknown}"
 echo "gpu_bundle: on the GPU machine: bash $(basename "$out")/run.sh"
+
+# The same folder packed (about a third of its size: oneDNN compresses well), for when the bundle
+# must travel beside other things, such as the paper-scale cell's training state
+# (docs/cuda.md, "The paper-scale cell"): carry OUT_DIR.tar.gz and unpack it there first.
+if [ $stage_only = 0 ]; then
+  tar -C "$(dirname "$out")" -czf "$out.tar.gz.tmp" "$(basename "$out")" && mv "$out.tar.gz.tmp" "$out.tar.gz" ||
+    die "could not write $out.tar.gz"
+  echo "gpu_bundle: $out.tar.gz: $(du -m "$out.tar.gz" | cut -f1) MiB; on the GPU machine: tar xzf $(basename "$out").tar.gz && bash $(basename "$out")/run.sh"
+fi

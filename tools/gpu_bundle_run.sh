@@ -19,7 +19,11 @@
 # RMT_SUITE_TIMEOUT (default 300), RMT_BENCH_TIMEOUT (150), RMT_TRAIN_TIMEOUT (120): together
 # under the GPU runner's 10 minutes a command; `bash gpu-bundle/run.sh suite` runs one step alone.
 # compare: RMT_COMPARE_TIMEOUT (240), RMT_COMPARE_MODES (torch.compile modes, default
-# reduce-overhead); cell: RMT_CELL_TIMEOUT (150), RMT_CELL_SEEDS (default "1 2 3").
+# reduce-overhead); cell: RMT_CELL_TIMEOUT (150), RMT_CELL_SEEDS (default "1 2 3"), RMT_CELL_STATE
+# (the folder of packed states to resume from, default cell-state/ beside the bundle),
+# RMT_CELL_SET (more `rmt train --set` options, space-separated); for the test on a machine
+# without a GPU: RMT_CELL_DEVICE (cuda), RMT_CELL_GENERATE (`rmt generate copy` options, "--val
+# 1000").
 set -u
 
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -201,28 +205,47 @@ compare() {
 }
 
 # Issue 20's paper-scale cell: RMT on the paper's copy in 9 segments of 8, the paper's model and
-# recipe (experiments/train_rmt_copy9_paper.yaml), one process a seed, all on the one GPU at once,
-# each stopped when solved or 20 s before the step's time limit. The data (57 MB) and the runs'
-# checkpoints stay in a temporary folder; each seed's log and learning curve (metrics.jsonl) are
-# copied to cell/ in the logs.
+# recipe (experiments/train_rmt_copy9_paper.yaml; RMT_CELL_SET: more `--set` options, e.g.
+# "train.schedule=constant"), one process a seed, all on the one GPU at once, each stopped when
+# solved or 20 s before the step's time limit. A lease is too short for it, so it continues across
+# leases: a seed whose packed state (cell-seedN.tar) is in RMT_CELL_STATE (default: cell-state/
+# beside the bundle, if there) resumes from it (`rmt train --resume`), and every seed's state is
+# packed again into cell-state/ of the logs (state, best checkpoint, config and learning curve;
+# about 15 MB a seed) to be carried to the next lease. The data (57 MB, generated the same each
+# time) and the runs stay in /tmp/rmt-cell, a fixed path: a resumed run must see the config it
+# started with. Each seed's log and learning curve are copied to cell/ in the logs.
 cell() {
-  local repo work seed pids=() rc=0 train_s
+  local repo work seed pids=() rc=0 train_s state_in sets=() kv resume
   repo=$(cd "$bundle/.." && pwd)
-  work=$(mktemp -d) && mkdir -p "$logs/cell" || return 1
+  work=/tmp/rmt-cell
+  state_in=${RMT_CELL_STATE:-$repo/cell-state}
+  rm -rf "$work" && mkdir -p "$work" "$logs/cell" "$logs/cell-state" || return 1
   train_s=$(( ${RMT_CELL_TIMEOUT:-150} - 20 ))
-  in_bundle "$bundle/rmt" generate copy --val 1000 --out "$work/copy24" || return 1
+  for kv in ${RMT_CELL_SET:-}; do sets+=(--set "$kv"); done
+  # shellcheck disable=SC2086  # RMT_CELL_GENERATE: options, split on spaces
+  in_bundle "$bundle/rmt" generate copy ${RMT_CELL_GENERATE:---val 1000} --out "$work/copy24" || return 1
   sed "s#runs/data/copy24#$work/copy24#" "$repo/experiments/train_rmt_copy9_paper.yaml" > "$work/config.yaml" || return 1
   for seed in ${RMT_CELL_SEEDS:-1 2 3}; do
+    resume=()
+    if [ -f "$state_in/cell-seed$seed.tar" ]; then
+      tar -C "$work" -xf "$state_in/cell-seed$seed.tar" || return 1
+      resume=(--resume)
+      say "cell: seed $seed resumes from $state_in/cell-seed$seed.tar (step $(grep -o '"step":[0-9]*' "$work/seed$seed/metrics.jsonl" | tail -n 1 | cut -d: -f2))"
+    fi
     timeout "$train_s" env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" train --config "$work/config.yaml" \
-      --device cuda --set train.seed="$seed" --set train.threads=4 --out "$work/seed$seed" > "$logs/cell/seed$seed.log" 2>&1 &
+      --device "${RMT_CELL_DEVICE:-cuda}" --set train.seed="$seed" --set train.threads=4 ${sets[@]+"${sets[@]}"} "${resume[@]}" \
+      --out "$work/seed$seed" > "$logs/cell/seed$seed.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done  # 124: stopped at the time limit
   for seed in ${RMT_CELL_SEEDS:-1 2 3}; do
     cp "$work/seed$seed/metrics.jsonl" "$logs/cell/seed$seed.metrics.jsonl" 2> /dev/null
+    # the state to carry on (not last.safetensors: --resume reads state.safetensors)
+    (cd "$work" && tar -cf "$logs/cell-state/cell-seed$seed.tar" --ignore-failed-read \
+       "seed$seed/state.safetensors" "seed$seed/best.safetensors" "seed$seed/config.yaml" \
+       "seed$seed/metrics.jsonl" "seed$seed/results.json" 2> /dev/null)
     tail -n 3 "$logs/cell/seed$seed.log"
   done
-  rm -rf "$work"
   return $rc
 }
 export bundle logs rmt_path

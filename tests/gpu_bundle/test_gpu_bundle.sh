@@ -11,7 +11,8 @@
 #      lib/ alone (this machine's libstdc++, as run.sh prefers); its GPU suite starts and says, as
 #      it must here, that there is no GPU;
 #   3. run.sh: its cuBLAS search says in one line where it looked when cuBLAS is not there, and
-#      finds it where it is; its steps run on, and the exit status is 1, when one fails;
+#      finds it where it is; its steps run on, and the exit status is 1, when one fails; the
+#      paper-scale cell (on the cpu) packs its state and a later "lease" resumes it;
 #   4. staging refuses a bundle over the size limit.
 # What this does not prove: `env -i` clears the environment, but the loader still searches the
 # programs' RUNPATH (this build's: the CUDA toolkit's folder) and the system's default folders
@@ -114,6 +115,24 @@ out=$(env -i PATH=/usr/bin:/bin OUT="$tmp/logs" RMT_CUBLAS_SEARCH="$tmp/no-cubla
 grep -q '^run.sh: ==== summary: passed: version; failed: suite; logs in ' <<< "$out" || fail "run.sh's summary: $out"
 grep -q '^cuda: CUDA runtime ' "$tmp/logs/version.log" || fail "run.sh's version.log: $(cat "$tmp/logs/version.log")"
 grep -q 'no usable GPU' "$tmp/logs/suite.log" || fail "run.sh's suite.log: $(cat "$tmp/logs/suite.log")"
+
+# The paper-scale cell continues across leases: its packed state, carried to the next lease,
+# is resumed there (on the cpu here, with a tiny dataset and 4 steps; the first lease finishes
+# them, so the second resumes a finished run: the round trip of state, config and regenerated data).
+cell_env=(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" RMT_CELL_DEVICE=cpu RMT_CELL_SEEDS=1
+          RMT_CELL_GENERATE="--train 64 --val 8 --test 8" RMT_CELL_TIMEOUT=200
+          RMT_CELL_SET="train.max_steps=4 train.eval_every=2 train.batch_size=4")
+mkdir -p "$tmp/experiments" && cp "$root/experiments/train_rmt_copy9_paper.yaml" "$tmp/experiments/"  # as in the repository
+out=$("${cell_env[@]}" OUT="$tmp/lease1" bash "$bundle/run.sh" cell 2>&1) || fail "run.sh cell (cpu): $out"
+[ -s "$tmp/lease1/cell-state/cell-seed1.tar" ] || fail "run.sh cell packed no state: $(ls -R "$tmp/lease1")"
+tar -tf "$tmp/lease1/cell-state/cell-seed1.tar" | grep -q '^seed1/state.safetensors$' ||
+  fail "the packed state has no state.safetensors: $(tar -tf "$tmp/lease1/cell-state/cell-seed1.tar")"
+grep -q '"step":4' "$tmp/lease1/cell/seed1.metrics.jsonl" || fail "the cell's run did not reach step 4"
+out=$("${cell_env[@]}" OUT="$tmp/lease2" RMT_CELL_STATE="$tmp/lease1/cell-state" bash "$bundle/run.sh" cell 2>&1) ||
+  fail "run.sh cell resuming (cpu): $out"
+grep -q '^run.sh: cell: seed 1 resumes from .*cell-seed1.tar (step 4)$' <<< "$out" || fail "run.sh cell did not resume: $out"
+grep -q '^resuming rmt on copy' "$tmp/lease2/cell/seed1.log" || fail "rmt train did not resume: $(head -n 5 "$tmp/lease2/cell/seed1.log")"
+rm -rf /tmp/rmt-cell
 
 # ---- 4. the size limit ------------------------------------------------------------------------
 out=$(BUNDLE_LIMIT_MIB=1 "$root/tools/gpu_bundle.sh" --stage-only "$build" "$tmp/too-big" 2>&1) &&
