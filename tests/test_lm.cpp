@@ -14,6 +14,7 @@
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
 #include "lib/core/model.h"
+#include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
@@ -95,7 +96,7 @@ TEST_CASE("LM steps with fixed parameters equal the last segment of one long for
       LmCarry carry(model.num_mem > 0 ? k : 0);
       for (int s = 0; s < st.S; ++s) {
         CAPTURE(s);
-        const double loss = lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);
+        const double loss = lm_forward_backward(engine, carry, st.source(), st.B, st.T, false, 0);
         const std::vector<float> logits = engine.logits(engine.num_segments() - 1);
         const std::vector<float> grads = model.grads.download();
         CHECK(engine.num_segments() == (model.num_mem > 0 ? std::min(k, s) + 1 : 1));
@@ -120,6 +121,37 @@ TEST_CASE("LM steps with fixed parameters equal the last segment of one long for
     }
 }
 
+TEST_CASE("an LM training step (one host wait) gives the bits of forward, backward, then the update") {
+  // lm_train_step runs the step through train_step (the loss and the gradient norm read in one
+  // download); its numbers must be those of lm_forward_backward followed by optimizer_step.
+  for (const char* kind : {"baseline", "xl", "rmt", "xl_rmt"}) {
+    CAPTURE(kind);
+    ModelConfig c = lm_tiny_config(kind);
+    c.dropout = 0.1;
+    Model a(c), b(c);
+    a.init_weights(3);
+    b.params.upload(b.backend, a.params.download());
+    Engine ea(a, cpu_backend()), eb(b, cpu_backend());
+    Adam adam_a(cpu_backend(), a.num_params()), adam_b(cpu_backend(), b.num_params());
+    Streams st(a.V, 11);
+    LmCarry ca(a.num_mem > 0 ? 2 : 0), cb(a.num_mem > 0 ? 2 : 0);
+    StepSettings s;
+    s.clip = 0.25;
+    s.lr = 1e-2;
+    for (int step = 0; step < st.S; ++step) {
+      CAPTURE(step);
+      s.dropout_seed = 60 + uint64_t(step);
+      const StepResult got = lm_train_step(ea, a, cpu_backend(), adam_a, ca, st.source(), st.B, st.T, s);
+      const double loss = lm_forward_backward(eb, cb, st.source(), st.B, st.T, true, s.dropout_seed);
+      const StepResult want = optimizer_step(b, cpu_backend(), adam_b, loss, s.clip, s.lr);
+      CHECK(got.loss == want.loss);
+      CHECK(got.grad_norm == want.grad_norm);
+      CHECK(a.params.download() == b.params.download());
+      CHECK(ca.next_segment() == cb.next_segment());
+    }
+  }
+}
+
 TEST_CASE("LM steps: the window starts from the stored state, not a recomputed one") {
   // Changing the parameters after a step changes what a re-run of earlier segments would give,
   // but not the state stored for the next window: a step with window 1 after a parameter change
@@ -132,12 +164,12 @@ TEST_CASE("LM steps: the window starts from the stored state, not a recomputed o
   Streams st(model.V, 3);
   Engine engine(model, cpu_backend());
   LmCarry carry(1);
-  lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);
-  lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);  // segment 1
+  lm_forward_backward(engine, carry, st.source(), st.B, st.T, false, 0);
+  lm_forward_backward(engine, carry, st.source(), st.B, st.T, false, 0);  // segment 1
   const RecurrentState entering1 = carry.stored().front();         // handed on by step 0
   for (auto& p : params) p *= 1.01f;
   model.params.upload(model.backend, params);
-  const double loss = lm_train_step(engine, carry, st.source(), st.B, st.T, false, 0);  // window 1..2
+  const double loss = lm_forward_backward(engine, carry, st.source(), st.B, st.T, false, 0);  // window 1..2
   std::vector<int32_t> in, tg, window_in, window_tg;
   for (int b = 0; b < st.B; ++b)
     for (int s : {1, 2}) {

@@ -367,7 +367,9 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
   states_.resize(size_t(N) + 1);
   from_initial_ = carry.start == nullptr;
-  carry_start_ = carry.start;
+  // A carried start state is copied into the engine's own buffers here, before the device's part:
+  // a captured step then reads it where every replay finds the step's own (train_step).
+  if (carry.start) carry_in_ = *carry.start;
   plan_forward(plans_, plan_model_, seg_len, T - answer_size, training, carry.pass_on,
                from_initial_ ? 0 : carry.start->mlen);
   if (dropout_p(training) > 0) {  // each segment's dropout seed, with the batch
@@ -401,7 +403,7 @@ void Engine::run_forward(double* loss_sum) {
   if (from_initial_)
     initial_state(states_[0], batch_);
   else
-    states_[0] = *carry_start_;
+    states_[0] = carry_in_;
   for (int s = 0; s < N; ++s) {
     // A segment that feeds nothing (plan.run: no loss, no memory or cache passed on) is not run.
     const SegmentPlan& plan = plans_[size_t(s)];

@@ -206,7 +206,7 @@ class Engine {
   int batch_ = 0;
   bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
   float loss_scale_ = 0;
-  const RecurrentState* carry_start_ = nullptr;  // the state the staged forward starts from
+  RecurrentState carry_in_;  // the carried state the staged forward starts from (stage_forward)
   // per segment: its tokens and targets [T_s, B], uploaded by stage_forward (recomputing reads them too)
   std::vector<DeviceArray<int32_t>> batch_ids_, batch_targets_;
   // per segment: its dropout seed mix_seed(step's seed, s), uploaded by stage_forward with the

@@ -430,12 +430,17 @@ void bench_lm(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engi
     }
   };
   LmCarry carry(w.lm_window);
+  StepSettings settings;
+  settings.clip = w.clip;
+  settings.lr = w.lr;
+  StepCapture capture;
   // The segment source copies B x T ids per segment (inside the step, as rmt train's does).
   std::vector<double> times = time_steps(be, warmup, opt.reps, [](int) {}, [&](int step) {
-    const double loss = lm_train_step(engine, carry, source, B, T, true,
-                                      mix_seed(opt.seed, 0xD81, uint64_t(step)));
-    r.loss = optimizer_step(model, be, adam, loss, w.clip, w.lr).loss;
+    settings.dropout_seed = mix_seed(opt.seed, 0xD81, uint64_t(step));
+    r.loss = lm_train_step(engine, model, be, adam, carry, source, B, T, settings,
+                           opt.capture ? &capture : nullptr).loss;
   });
+  r.replayed_steps = capture.replayed;
   r.warmup = warmup;
   fill_times(r, w, times);
 

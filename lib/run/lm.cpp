@@ -18,38 +18,76 @@ void LmCarry::restore(int64_t next_segment, std::deque<RecurrentState> stored) {
   stored_ = std::move(stored);
 }
 
-double lm_train_step(Engine& engine, LmCarry& carry, const LmSegmentSource& source, int B, int T,
-                     bool training, uint64_t dropout_seed) {
-  const int64_t s = carry.next_;
-  const int w = int(std::min<int64_t>(carry.window_, s));
-  // The state entering segment s - w: the initial one at the start of the streams, else the
-  // one stored when the step before it ended.
-  const RecurrentState* start = nullptr;
-  if (s - w > 0) {
-    const int64_t first_stored = s - int64_t(carry.stored_.size()) + 1;
-    if (s - w < first_stored) fail("internal: the state entering segment {} was not kept", s - w);
-    start = &carry.stored_[size_t(s - w - first_stored)];
+int LmCarry::window_segments() const { return int(std::min<int64_t>(window_, next_)); }
+
+const RecurrentState* LmCarry::window_start() const {
+  const int64_t first = next_ - window_segments();
+  if (first == 0) return nullptr;
+  const int64_t first_stored = next_ - int64_t(stored_.size()) + 1;
+  if (first < first_stored) fail("internal: the state entering segment {} was not kept", first);
+  return &stored_[size_t(first - first_stored)];
+}
+
+void LmCarry::hand_on(const RecurrentState& after) {
+  RecurrentState slot;
+  if (int64_t(stored_.size()) > window_) {  // the oldest falls out of the window: reuse it
+    slot = std::move(stored_.front());
+    stored_.pop_front();
   }
-  const int n = w + 1;
-  std::vector<int32_t> input(size_t(B) * n * T), target(size_t(B) * n * T), in, tg;
-  for (int j = 0; j < n; ++j) {
-    source(s - w + j, in, tg);
-    if (in.size() != size_t(B) * T || tg.size() != size_t(B) * T)
-      fail("internal: segment {} has {} inputs, expected {} x {}", s - w + j, in.size(), B, T);
-    for (int b = 0; b < B; ++b) {
-      std::copy_n(in.begin() + int64_t(b) * T, T, input.begin() + (int64_t(b) * n + j) * T);
-      std::copy_n(tg.begin() + int64_t(b) * T, T, target.begin() + (int64_t(b) * n + j) * T);
+  slot = after;  // copies into slot's buffers (DeviceArray keeps its capacity)
+  stored_.push_back(std::move(slot));
+  ++next_;
+}
+
+namespace {
+
+// The window's tokens and targets, [B, n*T] (n = window_segments() + 1; only the last segment is
+// scored), as a StepBatch that starts from the carried state and hands the next one on.
+struct LmWindow {
+  std::vector<int32_t> input, target;
+  std::vector<int> seg_len;
+  StepBatch batch;  // points into the vectors above
+  LmWindow(const LmWindow&) = delete;
+  LmWindow(const LmCarry& carry, const LmSegmentSource& source, int B, int T) {
+    const int64_t s = carry.next_segment();
+    const int w = carry.window_segments(), n = w + 1;
+    input.resize(size_t(B) * n * T);
+    target.resize(size_t(B) * n * T);
+    std::vector<int32_t> in, tg;
+    for (int j = 0; j < n; ++j) {
+      source(s - w + j, in, tg);
+      if (in.size() != size_t(B) * T || tg.size() != size_t(B) * T)
+        fail("internal: segment {} has {} inputs, expected {} x {}", s - w + j, in.size(), B, T);
+      for (int b = 0; b < B; ++b) {
+        std::copy_n(in.begin() + int64_t(b) * T, T, input.begin() + (int64_t(b) * n + j) * T);
+        std::copy_n(tg.begin() + int64_t(b) * T, T, target.begin() + (int64_t(b) * n + j) * T);
+      }
     }
+    seg_len.assign(size_t(n), T);
+    batch = {input.data(), target.data(), B, n * T, &seg_len, T, Carry{carry.window_start(), true}};
   }
-  const double loss = engine.forward(input.data(), target.data(), B, n * T, std::vector<int>(size_t(n), T),
-                                     T, training, dropout_seed, Carry{start, true});
-  engine.backward(-1);  // through the whole window: only its last segment is scored
-  // Copied before the deque changes: `start` may point into it.
-  RecurrentState after = engine.state(n);
-  carry.stored_.push_back(std::move(after));
-  while (int64_t(carry.stored_.size()) > carry.window_ + 1) carry.stored_.pop_front();
-  carry.next_ = s + 1;
+};
+
+}  // namespace
+
+double lm_forward_backward(Engine& engine, LmCarry& carry, const LmSegmentSource& source, int B,
+                           int T, bool training, uint64_t dropout_seed) {
+  const LmWindow window(carry, source, B, T);
+  // through the whole window: only its last segment is scored
+  const double loss = forward_backward(engine, window.batch, -1, training, dropout_seed);
+  carry.hand_on(engine.state(engine.num_segments()));
   return loss;
+}
+
+StepResult lm_train_step(Engine& engine, Model& model, Backend& be, Adam& adam, LmCarry& carry,
+                         const LmSegmentSource& source, int B, int T, const StepSettings& settings,
+                         StepCapture* capture) {
+  const LmWindow window(carry, source, B, T);
+  StepSettings s = settings;
+  s.bptt = -1;  // through the whole window: only its last segment is scored
+  const StepResult r = train_step(engine, model, be, adam, window.batch, s, capture);
+  carry.hand_on(engine.state(engine.num_segments()));
+  return r;
 }
 
 LmSegmentSource text_segment_source(const TextStreams& streams, int T) {

@@ -20,6 +20,7 @@
 #include "lib/core/engine.h"
 #include "lib/files/safetensors.h"
 #include "lib/run/evaluate.h"
+#include "lib/run/train_step.h"
 #include "tasks/text.h"
 
 namespace rmt {
@@ -47,8 +48,17 @@ class LmCarry {
   // What next_segment() and stored() held (resuming a run); fails if they do not fit together.
   void restore(int64_t next_segment, std::deque<RecurrentState> stored);
 
+  // The next step's window: segments next_segment() - w .. next_segment() with
+  // w = min(window(), next_segment()), and the state entering its first segment (null: the
+  // initial state, at the start of the streams).
+  int window_segments() const;
+  const RecurrentState* window_start() const;
+  // The step ended: keeps the state it handed on (the state after segment next_segment()) and
+  // advances. The oldest state, once out of every later window, lends its buffers to the new one,
+  // so that steps allocate nothing once the window is full (a captured step stays valid).
+  void hand_on(const RecurrentState& after);
+
  private:
-  friend double lm_train_step(Engine&, LmCarry&, const LmSegmentSource&, int, int, bool, uint64_t);
   int window_ = 0;
   int64_t next_ = 0;
   std::deque<RecurrentState> stored_;
@@ -59,8 +69,17 @@ class LmCarry {
 // first segment, the loss the mean cross-entropy over the B x T positions of segment next, which
 // is returned. Afterwards the state after segment next is stored and next_segment() advances.
 // The new segment's logits [B, T, V] are engine.logits(engine.num_segments() - 1).
-double lm_train_step(Engine& engine, LmCarry& carry, const LmSegmentSource& source, int B, int T,
-                     bool training, uint64_t dropout_seed);
+double lm_forward_backward(Engine& engine, LmCarry& carry, const LmSegmentSource& source, int B,
+                           int T, bool training, uint64_t dropout_seed);
+
+// A whole training step: the same forward and backward, then the clip and the Adam step, as
+// train_step (lib/run/train_step.h) runs them: one host wait, and with `capture` on a backend
+// that can, the step captured once warm and replayed (the state entering the window is copied
+// into the engine's own buffers before the graph). settings.bptt is ignored (the window is the
+// carry's). The same numbers as lm_forward_backward followed by optimizer_step.
+StepResult lm_train_step(Engine& engine, Model& model, Backend& be, Adam& adam, LmCarry& carry,
+                         const LmSegmentSource& source, int B, int T, const StepSettings& settings,
+                         StepCapture* capture = nullptr);
 
 // The LM batching of training: segment `index` of every stream of `streams`, of length T.
 LmSegmentSource text_segment_source(const TextStreams& streams, int T);

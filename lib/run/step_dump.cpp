@@ -164,7 +164,7 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     create_directories_or_fail(out.string());
     save_checkpoint((out / kParams).string(), *model, model->params);
     // training mode (dropout is 0): the step skips what training skips
-    const double loss = lm_train_step(engine, carry, source, int(B), T, true, 0);
+    const double loss = lm_forward_backward(engine, carry, source, int(B), T, true, 0);
     if (!std::isfinite(loss))
       fail("the loss of {} at step {} is {}: the model's outputs are not finite numbers",
            req.checkpoint, s, loss);

@@ -28,8 +28,8 @@ StepResult clip_and_update(Model& model, Backend& be, Adam& adam, double loss, d
 
 // What a captured step depends on besides the buffers: the shapes and the settings.
 std::vector<int64_t> capture_key(const Engine& engine, const StepBatch& b, const StepSettings& s) {
-  std::vector<int64_t> key{b.B, b.T, b.answer_size, s.bptt, s.training, b.carry.pass_on,
-                           engine.recompute()};
+  std::vector<int64_t> key{b.B, b.T, b.answer_size, s.bptt, s.training, b.carry.start != nullptr,
+                           b.carry.pass_on, engine.recompute()};
   key.insert(key.end(), b.seg_len->begin(), b.seg_len->end());
   return key;
 }
@@ -56,7 +56,7 @@ StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
     engine.backward(s.bptt);
     be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
   };
-  const bool capturable = capture && be.can_capture() && batch.carry.start == nullptr;
+  const bool capturable = capture && be.can_capture();
   if (!capturable) {
     issue();
   } else {

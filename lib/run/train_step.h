@@ -58,7 +58,8 @@ StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, do
 // backward and the gradient norm. It is captured again when the batch's shapes or the settings
 // change, when the engine ran anything else in between (an evaluation), or when the backend's
 // memory moved. Dropout is captured too: its seeds are uploaded with the batch and read by the
-// kernels (DropoutSeed), so each replay draws its step's masks. Not captured: a carried state.
+// kernels (DropoutSeed), so each replay draws its step's masks; so is a carried start state
+// (language modelling: copied into the engine's buffers by Engine::stage_forward).
 // A backend keeps one capture: two StepCaptures taking turns on one backend in one process (no
 // rmt command does) would find theirs replaced, and replay fails with a clear error.
 struct StepCapture {

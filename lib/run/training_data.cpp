@@ -107,8 +107,7 @@ class TextData : public TrainingData {
     if (carry_.next_segment() != segment)
       fail("the carried state is at segment {} of the streams, but step {} trains on segment {}",
            carry_.next_segment(), step + 1, segment);
-    const double loss = lm_train_step(engine, carry_, source_, B_, T_, true, settings.dropout_seed);
-    return optimizer_step(model, model.backend, adam, loss, settings.clip, settings.lr);
+    return lm_train_step(engine, model, model.backend, adam, carry_, source_, B_, T_, settings, &capture_);
   }
 
   EvalResult validate(Engine& engine, int segments) override {
@@ -136,6 +135,7 @@ class TextData : public TrainingData {
   int64_t epoch_segments_;
   LmCarry carry_;  // the state entering each segment of the next step's window
   LmSegmentSource source_;
+  StepCapture capture_;  // the step, captured on a device that can
 };
 
 }  // namespace
