@@ -271,6 +271,14 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   // A damaged timing file is a clear error naming it, not an internal one.
   write(out / "tiny/timing.json", R"Y({"wall_s": "soon", "train_s": 1, "runs": 6, "jobs": 2})Y");
   expect_error(base + " tiny", "timing.json: 'wall_s' is not a number");
+  // A fresh start (no run of the item in the runs directory) times itself, not on top of the
+  // time an earlier call spent on runs that are gone.
+  write(out / "tiny/timing.json", R"Y({"wall_s": 99999, "train_s": 1, "runs": 6, "jobs": 2})Y");
+  r = rmt_run(base + " tiny");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const std::string timing = read_file(out / "tiny/timing.json");
+  CAPTURE(timing);
+  CHECK(nlohmann::json::parse(timing)["wall_s"].get<double>() < 1000);
 }
 
 TEST_CASE("reproduce: a language-model setting's seeds are one row (mean, std, range); claims say the spread") {

@@ -150,6 +150,11 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
   // this one's: they start from zero.
   const bool earlier_config = fs::exists(out_dir(it) / "results.csv") && !kept_results_are_this_config(it);
   ItemTiming timing = earlier_config ? ItemTiming() : read_timing(timing_file);
+  // Nothing of it in the runs directory: a fresh start, whose time is its own (the earlier calls'
+  // time went into runs that are not these).
+  const bool fresh = std::none_of(plan.runs.begin(), plan.runs.end(),
+                                  [](const SweepRun& run) { return fs::exists(run.dir); });
+  if (fresh) timing = ItemTiming();
   int failed = 0;
   if (pending > 0) {
     log(fmt::format("{}: {} of {} runs to do, {} at a time", it.name, pending, plan.runs.size(), o_.jobs));
