@@ -146,10 +146,11 @@ void Engine::forward_segment(SegmentActivations& seg, const int32_t* tokens,
                              RecurrentState& next, bool training, uint64_t seed, float loss_scale,
                              SegmentOutputs outputs) {
   upload_segment(seg.ids, targets ? &seg.targets : nullptr, tokens, targets, B, T);
-  if (dropout_p(training) > 0) seg.seed.upload(be_, {seed});
+  const bool dropout = dropout_p(training) > 0;
+  if (dropout) seg.seed.upload(be_, {seed});
   run_segment(seg, plan_segment(plan_model_, T, state.mlen, training, outputs), seg.ids.data(),
               targets ? seg.targets.data() : nullptr, B, state, next, training,
-              dropout_p(training) > 0 ? seg.seed.data() : nullptr, loss_scale);
+              dropout ? seg.seed.data() : nullptr, loss_scale);
 }
 
 void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
