@@ -125,8 +125,10 @@ cell_env=(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" RMT_CELL_
 mkdir -p "$tmp/experiments" && cp "$root/experiments/train_rmt_copy9_paper.yaml" "$tmp/experiments/"  # as in the repository
 out=$("${cell_env[@]}" OUT="$tmp/lease1" bash "$bundle/run.sh" cell 2>&1) || fail "run.sh cell (cpu): $out"
 [ -s "$tmp/lease1/cell-state/cell-seed1.tar" ] || fail "run.sh cell packed no state: $(ls -R "$tmp/lease1")"
-tar -tf "$tmp/lease1/cell-state/cell-seed1.tar" | grep -q '^seed1/state.safetensors$' ||
-  fail "the packed state has no state.safetensors: $(tar -tf "$tmp/lease1/cell-state/cell-seed1.tar")"
+# The listing is read whole first: `tar | grep -q` under pipefail fails when grep stops early and tar
+# is killed writing the rest (SIGPIPE), which is a race, not a missing file.
+listing=$(tar -tf "$tmp/lease1/cell-state/cell-seed1.tar")
+grep -q '^seed1/state.safetensors$' <<< "$listing" || fail "the packed state has no state.safetensors: $listing"
 grep -q '"step":4' "$tmp/lease1/cell/seed1.metrics.jsonl" || fail "the cell's run did not reach step 4"
 out=$("${cell_env[@]}" OUT="$tmp/lease2" RMT_CELL_STATE="$tmp/lease1/cell-state" bash "$bundle/run.sh" cell 2>&1) ||
   fail "run.sh cell resuming (cpu): $out"
