@@ -61,6 +61,7 @@ items:
     claims:
       - {text: "the baseline is below 2", model: baseline, segments: [1, 3], max: 2}
       - {text: "RMT is at 1.5 or more", model: rmt, segments: [3], min: 1.5}
+      - {text: "the baseline is at 1.5 or more", model: baseline, segments: [1], min: 1.5}
   maps:
     kind: attention
     title: "attention"
@@ -175,22 +176,28 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   // The claims: the first holds on any accuracy, the second can not (accuracies are <= 1).
   CHECK(report.find("holds: the baseline is below 2") != std::string::npos);
   CHECK(report.find("FAILS: RMT is at 1.5 or more") != std::string::npos);
-  CHECK(report.find("1 of 2 checks hold") != std::string::npos);
+  CHECK(report.find("FAILS: the baseline is at 1.5 or more") != std::string::npos);
+  CHECK(report.find("1 of 3 checks hold") != std::string::npos);
   CHECK(report.find("paper: baseline") != std::string::npos);
   CHECK(report.find("![tiny](tiny/tiny.png)") != std::string::npos);
   // Runs that stop when solved: the cells count the seeds that met the target (the 1-segment
   // baseline at its first evaluation; the 3-segment runs master their first stage at step 15, the
-  // second stage's share ends at step 20, the last stage is met at step 30), and the hardest
-  // cell's learning curves are drawn.
+  // second stage's share ends at step 20, the last stage is met at step 30), and the learning
+  // curves of the hardest cell and of the 1-segment cell, where a check fails, are drawn.
   CHECK(report.find("seeds whose validation accuracy met the target / seeds") != std::string::npos);
   CHECK(report.find("(1/1 solved, median step 15)") != std::string::npos);
   CHECK(report.find("(2/2 solved, median step 30)") != std::string::npos);
-  CHECK(report.find("![tiny learning curves](tiny/tiny_curves.png)") != std::string::npos);
+  CHECK(report.find("Learning curves of the hardest cell (3 segments; 5 runs,") != std::string::npos);
+  CHECK(report.find("![tiny learning curves at 3 segments](tiny/tiny_curves.png)") != std::string::npos);
   CHECK(fs::exists(out / "tiny/tiny_curves.png"));
+  CHECK(report.find("Learning curves at 1 segment, where the check \"the baseline is at 1.5 or more\" fails "
+                    "(1 run,") != std::string::npos);
+  CHECK(report.find("![tiny learning curves at 1 segments](tiny/tiny_curves_1seg.png)") != std::string::npos);
+  CHECK(fs::exists(out / "tiny/tiny_curves_1seg.png"));
   const std::string curves = read_file(out / "tiny/learning_curves.csv");
   CHECK(curves.rfind("kind,seed,segments,run_id,step,val_acc,val_segments\n", 0) == 0);
   CHECK(curves.find("rmt,2,3,") != std::string::npos);
-  CHECK(curves.find("baseline,1,1,") == std::string::npos);  // not the hardest cell
+  CHECK(curves.find("baseline,1,1,") != std::string::npos);  // every run's curve is kept
   const std::string results = read_file(out / "tiny/results.csv");
   CHECK(results.find("train.target") != std::string::npos);
   CHECK(results.find(",solved,15,") != std::string::npos);
@@ -257,7 +264,13 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(read_file(out / "REPORT.md").find("(1/1 solved, median step 15)") != std::string::npos);
   CHECK(read_file(out / "REPORT.md").find("*In progress: 5 of 6 runs done;") != std::string::npos);  // as kept
+  fs::remove(out / "tiny/tiny_curves_1seg.png");
+  write(out / "tiny/tiny_curves_7seg.png", "a failing cell's plot of an earlier report");
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(fs::exists(out / "tiny/tiny_curves.png"));  // redrawn from learning_curves.csv
+  CHECK(fs::exists(out / "tiny/tiny_curves_1seg.png"));
+  CHECK_FALSE(fs::exists(out / "tiny/tiny_curves_7seg.png"));  // no check fails at 7 segments
   std::string sweep = read_file(dir / "tiny.yaml");
   sweep.replace(sweep.find("max_steps: 30"), 13, "max_steps: 31");
   write(dir / "tiny.yaml", sweep);
@@ -265,6 +278,8 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("holds the results of an earlier config") != std::string::npos);
   CHECK(read_file(out / "REPORT.md").find("*Not run yet: `rmt reproduce tiny`.*") != std::string::npos);
+  // ... nor the earlier config's wall time.
+  CHECK(read_file(out / "REPORT.md").find("| [tiny](#tiny) | a tiny copy | not run | - |") != std::string::npos);
   expect_error(base + " tiny --report-only", "--report-only rewrites the whole report");
   write(dir / "tiny.yaml", kReproSweep);
 

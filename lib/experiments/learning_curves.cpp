@@ -38,13 +38,11 @@ std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, i
   return points;
 }
 
-std::vector<LearningCurve> hardest_cell_curves(const SweepPlan& plan) {
-  int hardest = 0;
-  for (const auto& run : plan.runs) hardest = std::max(hardest, run.config.segments);
+std::vector<LearningCurve> run_curves(const SweepPlan& plan) {
   std::vector<LearningCurve> curves;
   for (const auto& run : plan.runs) {
     const fs::path metrics = run.dir / "metrics.jsonl";
-    if (run.config.segments != hardest || !fs::exists(metrics)) continue;
+    if (!fs::exists(metrics)) continue;
     LearningCurve c;
     c.kind = run.config.model.kind;
     c.seed = run.config.train.seed;
@@ -54,6 +52,19 @@ std::vector<LearningCurve> hardest_cell_curves(const SweepPlan& plan) {
     if (!c.points.empty()) curves.push_back(std::move(c));
   }
   return curves;
+}
+
+int hardest_segments(const std::vector<LearningCurve>& curves) {
+  int hardest = 0;
+  for (const auto& c : curves) hardest = std::max(hardest, c.segments);
+  return hardest;
+}
+
+std::vector<LearningCurve> curves_at(const std::vector<LearningCurve>& curves, int segments) {
+  std::vector<LearningCurve> at;
+  for (const auto& c : curves)
+    if (c.segments == segments) at.push_back(c);
+  return at;
 }
 
 std::string curves_csv(const std::vector<LearningCurve>& curves) {

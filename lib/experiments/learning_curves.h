@@ -2,7 +2,8 @@
 // Learning curves of a sweep's runs: the validation accuracy at every evaluation, from each run's
 // metrics.jsonl, kept in a CSV beside the results (so a report can be redrawn without the runs)
 // and drawn with gnuplot, one line per run. The reproduction draws the hardest cell of each
-// figure (the most segments), every model and seed of it (docs/paper.md §6).
+// figure (the most segments) and every cell where one of its checks fails, every model and seed
+// of it (docs/paper.md §6).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,8 +30,11 @@ struct LearningCurve {
 // run in progress may end mid-line). val_segments defaults to `segments` where not recorded.
 std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments);
 
-// The curves of the plan's runs with the most segments that have a metrics.jsonl.
-std::vector<LearningCurve> hardest_cell_curves(const SweepPlan& plan);
+// The curves of the plan's runs that have a metrics.jsonl, in the plan's order.
+std::vector<LearningCurve> run_curves(const SweepPlan& plan);
+// The most segments of any curve (0 for none), and the curves of the runs at `segments`.
+int hardest_segments(const std::vector<LearningCurve>& curves);
+std::vector<LearningCurve> curves_at(const std::vector<LearningCurve>& curves, int segments);
 
 // kind,seed,segments,run_id,step,val_acc,val_segments: one line per evaluation.
 std::string curves_csv(const std::vector<LearningCurve>& curves);

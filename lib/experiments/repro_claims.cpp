@@ -150,6 +150,7 @@ ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
       return res;
     }
     all = all && ok;
+    if (!ok) res.failing_segments.push_back(seg);
     parts.push_back(part);
   }
   std::string bound;

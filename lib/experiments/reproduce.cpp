@@ -74,8 +74,14 @@ struct SweepOutcome {
   std::vector<ClaimResult> claims;
   int failed = 0;
   std::string markdown;  // lm items: the table of runs (sweep items format their pivots)
-  int curves = 0;        // learning curves drawn (the hardest cell's runs), 0: none
-  int curve_segments = 0;
+  // Learning curves drawn: the hardest cell first, then each other cell where a check fails.
+  struct CurveCell {
+    int segments = 0;
+    int runs = 0;
+    std::string png;                  // the plot's file name in the item's folder
+    std::vector<std::string> checks;  // the checks failing at this cell (beyond the hardest)
+  };
+  std::vector<CurveCell> curve_cells;
 };
 
 std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.csv").string(); }
@@ -261,19 +267,43 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
     out.tables.emplace_back(metric, std::move(pivot));
     out.has_results = true;
   }
-  // The hardest cell's learning curves: from the runs where they exist, else from the CSV kept
-  // beside the results (a report redrawn without the run directories).
+  // Learning curves: of every run, from the runs where they exist, else from the CSV kept beside
+  // the results (a report redrawn without the run directories). Drawn: the hardest cell, and each
+  // cell where a check fails, so that a failing check's runs can be seen at their ceiling.
   const fs::path curves_file = dir / "learning_curves.csv";
-  std::vector<LearningCurve> curves = hardest_cell_curves(plan_of(it));
+  std::vector<LearningCurve> curves = run_curves(plan_of(it));
   if (!curves.empty()) write_file_atomic(curves_file, curves_csv(curves));
   else if (fs::exists(curves_file)) curves = parse_curves_csv(read_file(curves_file), curves_file.string());
-  if (!curves.empty()) {
-    const fs::path png = dir / (it.name + "_curves.png");
-    draw_plot(curves_gnuplot_script(curves, png.string(),
-                                    fmt::format("{}: learning curves at {} segments", it.title, curves.front().segments)),
+  const int hardest = hardest_segments(curves);
+  if (hardest > 0) out.curve_cells.push_back({hardest, 0, it.name + "_curves.png", {}});
+  for (size_t c = 0; c < it.claims.size(); ++c)
+    for (int seg : claim_results[c].failing_segments) {
+      if (seg == hardest) continue;
+      auto cell = std::find_if(out.curve_cells.begin(), out.curve_cells.end(),
+                               [&](const SweepOutcome::CurveCell& x) { return x.segments == seg; });
+      if (cell == out.curve_cells.end())
+        cell = out.curve_cells.insert(out.curve_cells.end(),
+                                      {seg, 0, fmt::format("{}_curves_{}seg.png", it.name, seg), {}});
+      cell->checks.push_back(it.claims[c].text);
+    }
+  // A failing cell's plot from an earlier report whose check now holds is not kept.
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const std::string prefix = it.name + "_curves_", suffix = "seg.png";
+    const bool cell_plot = name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+                           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (cell_plot && std::none_of(out.curve_cells.begin(), out.curve_cells.end(),
+                                  [&](const SweepOutcome::CurveCell& c) { return c.png == name; }))
+      fs::remove(e.path());
+  }
+  for (auto& cell : out.curve_cells) {
+    const std::vector<LearningCurve> at = curves_at(curves, cell.segments);
+    cell.runs = int(at.size());
+    if (at.empty()) continue;  // a failing cell without curves (kept results from before they were)
+    const fs::path png = dir / cell.png;
+    draw_plot(curves_gnuplot_script(at, png.string(),
+                                    fmt::format("{}: learning curves at {} segments", it.title, cell.segments)),
               png.string());
-    out.curves = int(curves.size());
-    out.curve_segments = curves.front().segments;
   }
   out.claims = claim_results;
   out.failed = 0;
@@ -515,12 +545,20 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
   for (const auto& [metric, pivot] : out.tables) s += format_pivot(pivot, "md") + "\n";
   s += out.markdown.empty() ? "" : out.markdown + "\n";
   s += fmt::format("![{}]({}/{}.png)\n\n", it.name, it.name, it.name);
-  if (out.curves > 0)
-    s += fmt::format("Learning curves of the hardest cell ({} segments; {} runs, every model and seed; "
-                     "validation accuracy at the segments of the run's curriculum stage, so a curve "
-                     "drops where a stage begins; data in [learning_curves.csv]({}/learning_curves.csv)):\n\n"
-                     "![{} learning curves]({}/{}_curves.png)\n\n",
-                     out.curve_segments, out.curves, it.name, it.name, it.name, it.name);
+  for (const auto& cell : out.curve_cells) {
+    if (cell.runs == 0) continue;
+    if (cell.checks.empty())
+      s += fmt::format("Learning curves of the hardest cell ({} segments; {} run{}, every model and seed; "
+                       "validation accuracy at the segments of the run's curriculum stage, so a curve "
+                       "drops where a stage begins; data in [learning_curves.csv]({}/learning_curves.csv)):\n\n",
+                       cell.segments, cell.runs, cell.runs == 1 ? "" : "s", it.name);
+    else
+      s += fmt::format("Learning curves at {} segment{}, where {} \"{}\" fails ({} run{}, every model and seed):\n\n",
+                       cell.segments, cell.segments == 1 ? "" : "s",
+                       cell.checks.size() == 1 ? "the check" : "each of the checks",
+                       fmt::join(cell.checks, "\", \""), cell.runs, cell.runs == 1 ? "" : "s");
+    s += fmt::format("![{} learning curves at {} segments]({}/{})\n\n", it.name, cell.segments, it.name, cell.png);
+  }
   if (!out.claims.empty()) {
     s += claims_markdown(it, out.claims);
     s += "\n";
@@ -545,7 +583,10 @@ void Reproduction::write_report() const {
   std::string rows;
   std::map<std::string, ItemTiming> timing;
   for (const auto& it : m_.items) {
-    const ItemTiming& t = timing[it.name] = read_timing(out_dir(it) / "timing.json");
+    // A sweep item without results of its config (not run, or only an earlier config's) has no
+    // time of its own yet.
+    const bool unrun = (it.kind == "sweep" || it.kind == "lm") && !sweeps_.at(it.name).has_results;
+    const ItemTiming& t = timing[it.name] = unrun ? ItemTiming() : read_timing(out_dir(it) / "timing.json");
     total += t.wall_s;
     std::string pattern = "-";
     if (it.kind == "sweep" || it.kind == "lm") {

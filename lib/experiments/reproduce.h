@@ -102,6 +102,7 @@ int reproduce(const ReproManifest& manifest, const std::vector<std::string>& nam
 struct ClaimResult {
   enum State { holds, fails, no_data } state = no_data;
   std::string detail;
+  std::vector<int> failing_segments;  // the claim's segment counts where it fails
 };
 struct Pivot;
 ClaimResult check_claim(const Claim& claim, const Pivot& pivot);
