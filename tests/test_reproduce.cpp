@@ -173,7 +173,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
                         "longer/longer.png"})
     CHECK_MESSAGE(fs::exists(out / f), f);
   const std::string report = read_file(out / "REPORT.md");
-  // The claims: the first holds on any accuracy, the second can not (accuracies are <= 1).
+  // The claims: the first holds on any accuracy, the other two can not (accuracies are <= 1).
   CHECK(report.find("holds: the baseline is below 2") != std::string::npos);
   CHECK(report.find("FAILS: RMT is at 1.5 or more") != std::string::npos);
   CHECK(report.find("FAILS: the baseline is at 1.5 or more") != std::string::npos);
@@ -192,7 +192,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(fs::exists(out / "tiny/tiny_curves.png"));
   CHECK(report.find("Learning curves at 1 segment, where the check \"the baseline is at 1.5 or more\" fails "
                     "(1 run,") != std::string::npos);
-  CHECK(report.find("![tiny learning curves at 1 segments](tiny/tiny_curves_1seg.png)") != std::string::npos);
+  CHECK(report.find("![tiny learning curves at 1 segment](tiny/tiny_curves_1seg.png)") != std::string::npos);
   CHECK(fs::exists(out / "tiny/tiny_curves_1seg.png"));
   const std::string curves = read_file(out / "tiny/learning_curves.csv");
   CHECK(curves.rfind("kind,seed,segments,run_id,step,val_acc,val_segments\n", 0) == 0);

@@ -557,7 +557,8 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
                        cell.segments, cell.segments == 1 ? "" : "s",
                        cell.checks.size() == 1 ? "the check" : "each of the checks",
                        fmt::join(cell.checks, "\", \""), cell.runs, cell.runs == 1 ? "" : "s");
-    s += fmt::format("![{} learning curves at {} segments]({}/{})\n\n", it.name, cell.segments, it.name, cell.png);
+    s += fmt::format("![{} learning curves at {} segment{}]({}/{})\n\n", it.name, cell.segments,
+                     cell.segments == 1 ? "" : "s", it.name, cell.png);
   }
   if (!out.claims.empty()) {
     s += claims_markdown(it, out.claims);
