@@ -382,3 +382,29 @@ items:
   CHECK(report.find("no data: a run that does not exist (test bpc; no finished run of rmt memory 3)") != std::string::npos);
   CHECK(report.find("1 of 4 checks hold") != std::string::npos);
 }
+
+TEST_CASE("reproduce: a call stopped after some runs keeps their time, and the next adds to it") {
+  fs::path dir = tiny_project("stopped", manifest_text());
+  const std::string base = "reproduce tiny --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                           (dir / "runs").string() + " --out " + (dir / "out").string() + " -j 1";
+  const fs::path timing_file = dir / "out/tiny/timing.json";
+  // Killed inside its second write of timing.json (a write has 3 kill points), after its second
+  // run: the first write, after the first run, stands.
+  setenv(kKillAtWriteEnv, "4:timing.json", 1);
+  Run r = rmt_run(base);
+  unsetenv(kKillAtWriteEnv);
+  CAPTURE(r.output);
+  CHECK(r.status != 0);
+  REQUIRE(fs::exists(timing_file));
+  const nlohmann::json first = nlohmann::json::parse(read_file(timing_file));
+  CAPTURE(first.dump());
+  CHECK(first["wall_s"].get<double>() > 0);
+  CHECK(first["runs"].get<int>() == 6);
+  // The next call trains the rest and adds its own time.
+  r = rmt_run(base);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const nlohmann::json second = nlohmann::json::parse(read_file(timing_file));
+  CAPTURE(second.dump());
+  CHECK(second["wall_s"].get<double>() > first["wall_s"].get<double>());
+  CHECK(second["train_s"].get<double>() >= first["train_s"].get<double>());  // 0.1 s rounding
+}

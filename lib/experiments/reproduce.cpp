@@ -161,6 +161,19 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
   const bool fresh = std::none_of(plan.runs.begin(), plan.runs.end(),
                                   [](const SweepRun& run) { return fs::exists(run.dir); });
   if (fresh) timing = ItemTiming();
+  // Training time from the runs themselves: right however often the item was interrupted.
+  auto count_training_time = [&] {
+    CsvTable csv = parse_csv(read_file(csv_of(plan)), csv_of(plan));
+    timing.train_s = 0;
+    const int c_wall = csv.column("wall_time_s");
+    for (const auto& row : csv.rows) {
+      if (c_wall < 0 || row[size_t(c_wall)].empty()) continue;
+      char* end = nullptr;
+      const double v = std::strtod(row[size_t(c_wall)].c_str(), &end);
+      if (*end == '\0' && std::isfinite(v) && v >= 0) timing.train_s += v;  // else: not counted
+    }
+    timing.runs = int(plan.runs.size());
+  };
   int failed = 0;
   if (pending > 0) {
     log(fmt::format("{}: {} of {} runs to do, {} at a time", it.name, pending, plan.runs.size(), o_.jobs));
@@ -168,28 +181,26 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
     so.rmt_binary = o_.rmt_binary;
     so.jobs = o_.jobs;
     so.quiet = o_.quiet;
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
+    const double wall_before = timing.wall_s;
+    // The time so far is written after every run, so that a call stopped before its end (a
+    // session's end, a kill) keeps the time up to its last finished run.
+    auto record_time = [&] {
+      timing.wall_s = wall_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      timing.jobs = o_.jobs;
+      count_training_time();
+      create_directories_or_fail(out_dir(it));
+      write_timing(timing_file, timing);
+    };
+    so.on_run_end = record_time;
     prepare_sweep_files(plan, so);
     failed = rmt::run_sweep(plan, so);
-    timing.wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    timing.jobs = o_.jobs;
+    record_time();
   } else {
     log(fmt::format("{}: all {} runs done", it.name, plan.runs.size()));
     write_results_csv(plan);
+    create_directories_or_fail(out_dir(it));
   }
-  create_directories_or_fail(out_dir(it));
-  timing.runs = int(plan.runs.size());
-  // Training time from the runs themselves: right however often the item was interrupted.
-  CsvTable csv = parse_csv(read_file(csv_of(plan)), csv_of(plan));
-  timing.train_s = 0;
-  const int c_wall = csv.column("wall_time_s");
-  for (const auto& row : csv.rows) {
-    if (c_wall < 0 || row[size_t(c_wall)].empty()) continue;
-    char* end = nullptr;
-    const double v = std::strtod(row[size_t(c_wall)].c_str(), &end);
-    if (*end == '\0' && std::isfinite(v) && v >= 0) timing.train_s += v;  // else: not counted
-  }
-  if (pending > 0) write_timing(timing_file, timing);
   return failed;
 }
 

@@ -16,6 +16,7 @@
 // runs (results.json), resumes interrupted ones (state.safetensors) and never duplicates one.
 // RUNS/NAME/results.csv is rebuilt from the run directories after every finished run.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -79,6 +80,7 @@ struct SweepOptions {
   std::string rmt_binary;  // the rmt executable to run (the CLI passes /proc/self/exe)
   int jobs = 1;
   bool quiet = false;      // no progress lines (tests)
+  std::function<void()> on_run_end;  // after each run ends and results.csv is rebuilt, if set
 };
 
 // Generates each dataset whose directory has no meta.yaml; writes each run's config file.

@@ -306,6 +306,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
         write_file_atomic(run.dir / "sweep_error.txt", why + "\n");
       }
       write_results_csv(plan);
+      if (options.on_run_end) options.on_run_end();
       if (!options.quiet)
         fmt::print(stderr, "{}sweep: {} {}{}\n", tty ? "\r\033[K" : "", run.run_id,
                    ok ? "done" : "FAILED: ", why);
