@@ -202,6 +202,8 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(results.find("train.target") != std::string::npos);
   CHECK(results.find(",solved,15,") != std::string::npos);
   CHECK(report.find("rmt_3seg_seed1.png") != std::string::npos);
+  // Its runs' checkpoints are read by the attention and length items: no records (run_records.h).
+  CHECK_FALSE(fs::exists(out / "tiny/runs"));
   // Length generalisation: each run at 4 and 8 symbols (12 and 24 positions, 3 and 6 segments of 4).
   const std::string longer = read_file(out / "longer/results.csv");
   CHECK(longer.find("rmt,3,4,0,1,4,4,3,") != std::string::npos);
@@ -407,4 +409,50 @@ TEST_CASE("reproduce: a call stopped after some runs keeps their time, and the n
   CAPTURE(second.dump());
   CHECK(second["wall_s"].get<double>() > first["wall_s"].get<double>());
   CHECK(second["train_s"].get<double>() >= first["train_s"].get<double>());  // 0.1 s rounding
+}
+
+TEST_CASE("reproduce: finished runs' records let another machine continue an item without training them again") {
+  // Only the sweep item: no attention or length item reads its runs' checkpoints.
+  const std::string text = manifest_text();
+  fs::path dir = tiny_project("records", text.substr(0, text.find("  maps:")));
+  const std::string base = "reproduce tiny --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                           (dir / "runs").string() + " --out " + (dir / "out").string() + " -j 2";
+  Run r = rmt_run(base);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const fs::path records = dir / "out/tiny/runs";
+  std::vector<fs::path> kept;
+  for (const auto& e : fs::directory_iterator(records)) kept.push_back(e.path());
+  REQUIRE(kept.size() == 6);
+  for (const auto& record : kept) {
+    for (const char* f : {"config.yaml", "metrics.jsonl", "results.json"}) CHECK_MESSAGE(fs::exists(record / f), f);
+    CHECK_FALSE(fs::exists(record / "best.safetensors"));  // no checkpoints
+    CHECK(read_file(record / "results.json") == read_file(dir / "runs/tiny" / record.filename() / "results.json"));
+  }
+  const std::string csv = read_file(dir / "out/tiny/results.csv");
+  const std::string report = read_file(dir / "out/REPORT.md");
+
+  // Another machine (no runs directory): every run is restored, none trained; the same results.
+  fs::remove_all(dir / "runs");
+  r = rmt_run(base);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("tiny: 6 finished runs restored from their records") != std::string::npos);
+  CHECK(r.output.find("all 6 runs done") != std::string::npos);
+  CHECK(read_file(dir / "out/tiny/results.csv") == csv);
+  CHECK(read_file(dir / "out/REPORT.md").find("(2/2 solved, median step 30)") != std::string::npos);
+  CHECK(report.find("(2/2 solved, median step 30)") != std::string::npos);
+
+  // A record cut short (no results.json) is not a finished run: that run alone is trained again,
+  // and its record is written whole.
+  fs::remove_all(dir / "runs");
+  fs::remove(kept[0] / "results.json");
+  r = rmt_run(base);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("tiny: 5 finished runs restored") != std::string::npos);
+  CHECK(r.output.find("1 of 6 runs to do") != std::string::npos);
+  CHECK(fs::exists(kept[0] / "results.json"));
+  CHECK(read_file(dir / "out/tiny/results.csv").size() == csv.size());
+  // A run directory already here is left as it is (in progress, failed or finished).
+  r = rmt_run(base);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("restored") == std::string::npos);
 }

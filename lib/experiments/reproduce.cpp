@@ -21,6 +21,7 @@
 #include "lib/experiments/repro_figures.h"
 #include "lib/experiments/repro_length.h"
 #include "lib/experiments/results_table.h"
+#include "lib/experiments/run_records.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 #include "lib/run/evaluate.h"
@@ -119,6 +120,10 @@ class Reproduction {
   mutable std::map<std::string, SweepPlan> plans_;  // of each sweep item, planned once
 
   fs::path out_dir(const ReproItem& it) const { return fs::path(o_.out_dir) / it.name; }
+  // Finished runs' records (run_records.h) are kept for an item that no attention or length item
+  // reads from: those need the runs' checkpoints, which a record does not hold.
+  bool keeps_run_records(const ReproItem& it) const;
+  fs::path records_dir(const ReproItem& it) const { return out_dir(it) / "runs"; }
   const SweepPlan& plan_of(const ReproItem& it) const;
   int run_sweep_item(const ReproItem& it);
   // The item's sweep results.csv copied into its output folder, parsed (nothing yet: nullopt).
@@ -147,8 +152,17 @@ const SweepPlan& Reproduction::plan_of(const ReproItem& it) const {
   return found->second;
 }
 
+bool Reproduction::keeps_run_records(const ReproItem& it) const {
+  return std::none_of(m_.items.begin(), m_.items.end(), [&](const ReproItem& other) { return other.from == it.name; });
+}
+
 int Reproduction::run_sweep_item(const ReproItem& it) {
   const SweepPlan& plan = plan_of(it);
+  const bool records = keeps_run_records(it);
+  if (records)
+    if (int restored = restore_run_records(plan, records_dir(it)); restored > 0)
+      log(fmt::format("{}: {} finished runs restored from their records in {}", it.name, restored,
+                      records_dir(it).string()));
   int pending = 0;
   for (const auto& run : plan.runs) pending += run_state(run) != RunState::done;
   const fs::path timing_file = out_dir(it) / "timing.json";
@@ -191,6 +205,7 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
       count_training_time();
       create_directories_or_fail(out_dir(it));
       write_timing(timing_file, timing);
+      if (records) save_run_records(plan, records_dir(it));
     };
     so.on_run_end = record_time;
     prepare_sweep_files(plan, so);
@@ -200,6 +215,7 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
     log(fmt::format("{}: all {} runs done", it.name, plan.runs.size()));
     write_results_csv(plan);
     create_directories_or_fail(out_dir(it));
+    if (records) save_run_records(plan, records_dir(it));
   }
   return failed;
 }

@@ -19,7 +19,9 @@
 //              SEL = {model, cache, memory, bptt} (cache, memory, bptt optional: any)
 // Everything is resumable: sweeps skip finished runs and resume interrupted ones; tables, plots,
 // maps and the report are rewritten (atomically) from what is on disk, so a killed reproduction
-// loses nothing and a re-run only does what is missing.
+// loses nothing and a re-run only does what is missing. Finished runs of an item that no attention
+// or length item reads from keep their records beside its results (run_records.h), so a re-run on
+// another machine restores them instead of training them again.
 #include <map>
 #include <optional>
 #include <string>
