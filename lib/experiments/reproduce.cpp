@@ -575,10 +575,10 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
   for (const auto& cell : out.curve_cells) {
     if (cell.runs == 0) continue;
     if (cell.checks.empty())
-      s += fmt::format("Learning curves of the hardest cell ({} segments; {} run{}, every model and seed; "
+      s += fmt::format("Learning curves of the hardest cell ({} segment{}; {} run{}, every model and seed; "
                        "validation accuracy at the segments of the run's curriculum stage, so a curve "
                        "drops where a stage begins; data in [learning_curves.csv]({}/learning_curves.csv)):\n\n",
-                       cell.segments, cell.runs, cell.runs == 1 ? "" : "s", it.name);
+                       cell.segments, cell.segments == 1 ? "" : "s", cell.runs, cell.runs == 1 ? "" : "s", it.name);
     else
       s += fmt::format("Learning curves at {} segment{}, where {} \"{}\" fails ({} run{}, every model and seed):\n\n",
                        cell.segments, cell.segments == 1 ? "" : "s",
