@@ -113,9 +113,10 @@ void add_train_command(CLI::App& app) {
       for (int s = 0; tc.curriculum > 1 && s < tc.curriculum; ++s)
         stages += fmt::format("{}{}", s ? ", " : "; curriculum: ", curriculum_stage_segments(run.config, s));
       if (!stages.empty())
-        stages += fmt::format(" segments ({})", tc.curriculum_advance == "mastery"
-                                                    ? "a stage ends once mastered or when its share of the steps runs out"
-                                                    : "equal shares of the steps");
+        stages += fmt::format(" segment{} ({})", curriculum_stage_segments(run.config, tc.curriculum - 1) == 1 ? "" : "s",
+                              tc.curriculum_advance == "mastery"
+                                  ? "a stage ends once mastered or when its share of the steps runs out"
+                                  : "equal shares of the steps");
       if (tc.target > 0)
         stages += fmt::format("; stops once validation accuracy >= {} at {} evaluations in a row",
                               tc.target, tc.target_evals);
@@ -131,10 +132,10 @@ void add_train_command(CLI::App& app) {
                      start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
         return;
       }
-      std::fprintf(stderr, "%s %s on %s: %d segments of %s%s, bptt %s, %lld parameters, device %s, %d threads, "
+      std::fprintf(stderr, "%s %s on %s: %d segment%s of %s%s, bptt %s, %lld parameters, device %s, %d threads, "
                    "about %s of memory%s\n",
                    start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
-                   run.meta.task.c_str(), run.config.segments,
+                   run.meta.task.c_str(), run.config.segments, run.config.segments == 1 ? "" : "s",
                    describe_segments(run.seg_len).c_str(), stages.c_str(), bptt_to_string(run.config.bptt).c_str(),
                    (long long)params, run.config.device.c_str(), num_threads(),
                    format_bytes(train_memory_estimate(run).total()).c_str(),
