@@ -261,6 +261,10 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("sweep:") == std::string::npos);
   CHECK(read_file(out / "REPORT.md").find("*In progress: 5 of 6 runs done;") != std::string::npos);
+  // ... and its curve is left out of the learning curves, as of the tables (5 runs before).
+  CHECK(read_file(out / "REPORT.md").find("Learning curves of the hardest cell (3 segments; 4 runs,") !=
+        std::string::npos);
+  CHECK(read_file(out / "tiny/learning_curves.csv").find("rmt,2,3,") == std::string::npos);
   fs::remove_all(dir / "runs");
   r = rmt_run(base + " --report-only");
   REQUIRE_MESSAGE(r.status == 0, r.output);

@@ -30,7 +30,8 @@ struct LearningCurve {
 // run in progress may end mid-line). val_segments defaults to `segments` where not recorded.
 std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments);
 
-// The curves of the plan's runs that have a metrics.jsonl, in the plan's order.
+// The curves of the plan's finished runs (done or failed: the runs its tables count) that have a
+// metrics.jsonl, in the plan's order.
 std::vector<LearningCurve> run_curves(const SweepPlan& plan);
 // The most segments of any curve (0 for none), and the curves of the runs at `segments`.
 int hardest_segments(const std::vector<LearningCurve>& curves);
