@@ -42,7 +42,8 @@ std::vector<LearningCurve> run_curves(const SweepPlan& plan) {
   std::vector<LearningCurve> curves;
   for (const auto& run : plan.runs) {
     // A run still training would be drawn beside finished ones as if it had stopped there.
-    if (run_state(run) != RunState::done && run_state(run) != RunState::failed) continue;
+    const RunState state = run_state(run);
+    if (state != RunState::done && state != RunState::failed) continue;
     const fs::path metrics = run.dir / "metrics.jsonl";
     if (!fs::exists(metrics)) continue;
     LearningCurve c;
