@@ -18,10 +18,13 @@ namespace {
 // Whether every run of a cell had a target: then the cell says how many met it.
 bool solve_counts(const Cell& c) { return c.n > 0 && c.targeted == c.n; }
 
+// One run has no spread: its cell shows no "± 0.000", which would read as seeds that agreed.
+std::string spread_text(const Cell& c) { return c.n > 1 ? fmt::format(" ± {:.3f}", c.std) : ""; }
+
 std::string cell_text(const Cell& c) {
   if (c.n == 0) return "";
-  if (!solve_counts(c)) return fmt::format("{:.3f} ± {:.3f} ({})", c.mean, c.std, c.n);
-  return fmt::format("{:.3f} ± {:.3f} ({}/{} solved{})", c.mean, c.std, c.solved, c.n,
+  if (!solve_counts(c)) return fmt::format("{:.3f}{} ({})", c.mean, spread_text(c), c.n);
+  return fmt::format("{:.3f}{} ({}/{} solved{})", c.mean, spread_text(c), c.solved, c.n,
                      c.median_solved_step ? fmt::format(", median step {:.0f}", *c.median_solved_step) : "");
 }
 
@@ -135,7 +138,8 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
     }
     if (!footnote.empty()) out += "\n" + footnote + "\n";
   } else if (format == "csv") {
-    // One line per cell; a paper cell has the paper's segment length and no std or n.
+    // One line per cell; a paper cell has the paper's segment length and no std or n, a cell of
+    // one run no std.
     out += std::string("model,source,segments,segment_length,mean,std,n") +
            (any_solve_counts ? ",solved,median_solved_step\n" : "\n");
     for (const auto& r : pivot.rows)
@@ -147,7 +151,8 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
         if (r.paper)
           out += fmt::format("{},paper,{},{},{:.6g},,", label, seg, len, c.mean);
         else
-          out += fmt::format("{},measured,{},{},{:.6g},{:.6g},{}", label, seg, len, c.mean, c.std, c.n);
+          out += fmt::format("{},measured,{},{},{:.6g},{},{}", label, seg, len, c.mean,
+                             c.n > 1 ? fmt::format("{:.6g}", c.std) : "", c.n);
         if (any_solve_counts)
           out += !solve_counts(c) ? std::string(",,")
                                   : fmt::format(",{},{}", c.solved, c.median_solved_step
