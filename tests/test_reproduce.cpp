@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
 #include "lib/experiments/reproduce.h"
 #include "lib/experiments/results_table.h"
@@ -187,7 +188,8 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(report.find("seeds whose validation accuracy met the target / seeds") != std::string::npos);
   CHECK(report.find("(1/1 solved, median step 15)") != std::string::npos);
   CHECK(report.find("(2/2 solved, median step 30)") != std::string::npos);
-  CHECK(report.find("Learning curves of the hardest cell (3 segments; 5 runs,") != std::string::npos);
+  CHECK(report.find("Learning curves of the hardest cell (3 segments; 5 runs, every model and seed; validation "
+                    "accuracy at the segments of the run's curriculum stage,") != std::string::npos);  // mastery
   CHECK(report.find("![tiny learning curves at 3 segments](tiny/tiny_curves.png)") != std::string::npos);
   CHECK(fs::exists(out / "tiny/tiny_curves.png"));
   CHECK(report.find("Learning curves at 1 segment, where the check \"the baseline is at 1.5 or more\" fails "
@@ -300,6 +302,18 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   const std::string timing = read_file(out / "tiny/timing.json");
   CAPTURE(timing);
   CHECK(nlohmann::json::parse(timing)["wall_s"].get<double>() < 1000);
+}
+
+TEST_CASE("reproduce: learning curves say what segments their accuracy was measured at") {
+  // A scheduled curriculum (or none) validates at all the run's segments; a mastery one at its stage's.
+  LearningCurve scheduled{"rmt", 1, 6, "rmt-seg6-seed1", {{2000, 0.70, 6}, {4000, 0.98, 6}}};
+  LearningCurve mastery{"rmt", 1, 6, "rmt-seg6-seed1", {{2000, 0.99, 2}, {4000, 0.50, 4}}};
+  CHECK_FALSE(measured_at_stage_segments({scheduled}));
+  CHECK(measured_at_stage_segments({scheduled, mastery}));
+  CHECK(curves_gnuplot_script({scheduled}, "c.png", "t").find(
+            "set ylabel \"validation accuracy (teacher-forced, at all the run's segments)\"") != std::string::npos);
+  CHECK(curves_gnuplot_script({mastery}, "c.png", "t").find(
+            "set ylabel \"validation accuracy (teacher-forced, at the stage's segments)\"") != std::string::npos);
 }
 
 TEST_CASE("reproduce: a language-model setting's seeds are one row (mean, std, range); claims say the spread") {

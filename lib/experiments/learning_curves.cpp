@@ -70,6 +70,17 @@ std::vector<LearningCurve> curves_at(const std::vector<LearningCurve>& curves, i
   return at;
 }
 
+bool measured_at_stage_segments(const std::vector<LearningCurve>& curves) {
+  for (const auto& c : curves)
+    for (const auto& p : c.points)
+      if (p.val_segments != c.segments) return true;
+  return false;
+}
+
+std::string measured_at_text(const std::vector<LearningCurve>& curves) {
+  return measured_at_stage_segments(curves) ? "at the stage's segments" : "at all the run's segments";
+}
+
 std::string curves_csv(const std::vector<LearningCurve>& curves) {
   std::string out = "kind,seed,segments,run_id,step,val_acc,val_segments\n";
   for (const auto& c : curves)
@@ -118,7 +129,8 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
   s += "set output " + gnuplot_string(out) + "\n";
   s += "set title " + gnuplot_string(title) + " noenhanced\n";
   s += "set xlabel 'training step'\n";
-  s += "set ylabel 'validation accuracy (teacher-forced, at the stage''s segments)' noenhanced\n";
+  s += "set ylabel " + gnuplot_string("validation accuracy (teacher-forced, " + measured_at_text(curves) + ")") +
+       " noenhanced\n";
   s += "set yrange [0:1.05]\nset grid\nset key outside right top noenhanced\nset format x '%.0s%c'\n";
   std::map<std::string, int> color;  // one per kind, in the paper's order
   for (const auto& name : model_kind_names()) color.emplace(name, int(color.size()) + 1);

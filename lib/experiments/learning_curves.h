@@ -37,6 +37,13 @@ std::vector<LearningCurve> run_curves(const SweepPlan& plan);
 int hardest_segments(const std::vector<LearningCurve>& curves);
 std::vector<LearningCurve> curves_at(const std::vector<LearningCurve>& curves, int segments);
 
+// Whether some evaluation was measured at fewer segments than its run's task: a mastery
+// curriculum validates at its stage's segments, a scheduled one (and a run without one) at all of
+// them. What the curves' accuracy is measured at, for the plot's axis and the report:
+// "at the stage's segments" or "at all the run's segments".
+bool measured_at_stage_segments(const std::vector<LearningCurve>& curves);
+std::string measured_at_text(const std::vector<LearningCurve>& curves);
+
 // kind,seed,segments,run_id,step,val_acc,val_segments: one line per evaluation.
 std::string curves_csv(const std::vector<LearningCurve>& curves);
 // Reads curves_csv's output back; errors name the file and line.

@@ -81,6 +81,7 @@ struct SweepOutcome {
     int runs = 0;
     std::string png;                  // the plot's file name in the item's folder
     std::vector<std::string> checks;  // the checks failing at this cell (beyond the hardest)
+    bool at_stage_segments = false;   // its curves measured at a mastery curriculum's stages
   };
   std::vector<CurveCell> curve_cells;
 };
@@ -327,6 +328,7 @@ void Reproduction::summarise_sweep(const ReproItem& it) {
     const std::vector<LearningCurve> at = curves_at(curves, cell.segments);
     cell.runs = int(at.size());
     if (at.empty()) continue;  // a failing cell without curves (kept results from before they were)
+    cell.at_stage_segments = measured_at_stage_segments(at);
     const fs::path png = dir / cell.png;
     draw_plot(curves_gnuplot_script(at, png.string(),
                                     fmt::format("{}: learning curves at {} segments", it.title, cell.segments)),
@@ -576,9 +578,12 @@ std::string Reproduction::sweep_section(const ReproItem& it) const {
     if (cell.runs == 0) continue;
     if (cell.checks.empty())
       s += fmt::format("Learning curves of the hardest cell ({} segment{}; {} run{}, every model and seed; "
-                       "validation accuracy at the segments of the run's curriculum stage, so a curve "
-                       "drops where a stage begins; data in [learning_curves.csv]({}/learning_curves.csv)):\n\n",
-                       cell.segments, cell.segments == 1 ? "" : "s", cell.runs, cell.runs == 1 ? "" : "s", it.name);
+                       "validation accuracy {}; data in [learning_curves.csv]({}/learning_curves.csv)):\n\n",
+                       cell.segments, cell.segments == 1 ? "" : "s", cell.runs, cell.runs == 1 ? "" : "s",
+                       cell.at_stage_segments
+                           ? "at the segments of the run's curriculum stage, so a curve drops where a stage begins"
+                           : "at all the run's segments, whichever its curriculum stage trains on",
+                       it.name);
     else
       s += fmt::format("Learning curves at {} segment{}, where {} \"{}\" fails ({} run{}, every model and seed):\n\n",
                        cell.segments, cell.segments == 1 ? "" : "s",
