@@ -132,6 +132,15 @@ std::vector<pid_t> processes_with(const std::vector<std::string>& words) {
   return out;
 }
 
+// A process's state letter from /proc/<pid>/stat ('R' running, 'T' stopped, 'Z' exited...), or
+// 0 once it is gone.
+char process_state(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t paren = stat.rfind(") ");  // the command name in parentheses may hold spaces
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
 // A fixed-seed generator for choosing kill points (the same choice every time).
 struct Lcg {
   uint64_t state;
@@ -582,18 +591,27 @@ TEST_CASE("kill: a run killed inside a running sweep is recorded as failed, then
   const TinySweep& t = tiny_sweep();
   t.clear();
   pid_t pid = start_rmt(t.args(), t.root / "log");
-  // Kill one `rmt train` of the sweep (as the OOM killer would) once it has logged a step.
+  // Kill one `rmt train` of the sweep (as the OOM killer would) once it has logged a step and
+  // before it has written results.json (after that the run is whole, and counts as done). It is
+  // stopped first, so that it cannot write the file between the check and the kill.
   std::string victim;
   bool killed = wait_for([&] {
     if (runs_with(t.sweep_dir, "metrics.jsonl") == 0) return false;
     for (pid_t p : processes_with({"train", t.sweep_dir.string()})) {
       std::ifstream in(fmt::format("/proc/{}/cmdline", p), std::ios::binary);
       std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (kill(p, SIGKILL) == 0) {
-        size_t out = cmdline.find(std::string("--out") + '\0');
-        if (out != std::string::npos) victim = fs::path(cmdline.c_str() + out + 6).filename().string();
-        return true;
+      size_t out = cmdline.find(std::string("--out") + '\0');
+      if (out == std::string::npos || kill(p, SIGSTOP) != 0) continue;
+      wait_for([&] { char c = process_state(p); return c != 'R' && c != 'S' && c != 'D'; });
+      if (process_state(p) != 'T') continue;  // it ended before the stop reached it
+      const fs::path dir = cmdline.c_str() + out + 6;
+      if (fs::exists(dir / "results.json")) {
+        kill(p, SIGCONT);
+        continue;
       }
+      kill(p, SIGKILL);
+      victim = dir.filename().string();
+      return true;
     }
     return false;
   });
@@ -616,4 +634,27 @@ TEST_CASE("kill: a run killed inside a running sweep is recorded as failed, then
   CHECK(failed == 1);
   // The next sweep resumes it: every run once, as if never killed.
   t.rerun_and_check("a run killed inside the sweep");
+}
+
+TEST_CASE("kill: a run killed after it wrote results.json is done, in the sweep's count and in results.csv") {
+  // train writes results.json last; a process killed after that (a SIGKILL racing its exit)
+  // left a whole run. A wrapper kills each `rmt train` with SIGKILL once it has finished.
+  const TinySweep& t = tiny_sweep();
+  const fs::path dir = kill_tmp("killed-after-results");
+  const fs::path wrapper = dir / "rmt-killed-at-exit";
+  rmt::write_file_atomic(wrapper, fmt::format("#!/bin/sh\n\"{}\" \"$@\"\nstatus=$?\n"
+                                              "if [ \"$1\" = train ]; then kill -9 $$; fi\nexit $status\n",
+                                              RMT_BINARY));
+  fs::permissions(wrapper, fs::perms::owner_all);
+  rmt::SweepPlan plan = rmt::plan_sweep(rmt::parse_sweep(rmt::read_file(t.file), t.file.string()),
+                                        (dir / "runs").string(), 0);
+  rmt::SweepOptions opt;
+  opt.rmt_binary = wrapper.string();
+  opt.jobs = 2;
+  opt.quiet = true;
+  CHECK(rmt::run_sweep(plan, opt) == 0);
+  rmt::CsvTable csv = rmt::parse_csv(rmt::read_file(plan.sweep_dir / "results.csv"), "results.csv");
+  REQUIRE(csv.rows.size() == 4);
+  for (const auto& row : csv.rows) CHECK(row[size_t(csv.column("status"))] == "done");
+  for (const auto& run : plan.runs) CHECK_FALSE(fs::exists(run.dir / "sweep_error.txt"));
 }

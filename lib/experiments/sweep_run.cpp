@@ -286,7 +286,10 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
       const SweepRun& run = plan.runs[running[pid]];
       running.erase(pid);
       const int code = exit_code(status);
-      const bool ok = code == 0 && fs::exists(run.dir / "results.json");
+      // train writes results.json last, so a run that has it is whole however its process
+      // ended (killed just after the write, it would otherwise count failed here and done in
+      // results.csv).
+      const bool ok = fs::exists(run.dir / "results.json");
       std::string why;
       if (ok) {
         ++done;
