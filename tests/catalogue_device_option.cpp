@@ -82,6 +82,14 @@ void lm_run(const std::string& dir, const std::string& device) {
   rmt::save_checkpoint(dir + "/run/best.safetensors", model, model.params);
 }
 
+// {dir}/m.yaml: a reproduction of one sweep item, the tiny sweep {dir}/s.yaml.
+void device_manifest(const std::string& dir) {
+  device_sweep(dir);
+  std::ofstream(dir + "/p.yaml") << "{}\n";
+  std::ofstream(dir + "/m.yaml") << "paper: p.yaml\nitems:\n  tiny:\n    kind: sweep\n    title: t\n    paper_says: p\n"
+                                 << "    sweep: s.yaml\n    metrics: [acc_teacher_forced]\n";
+}
+
 const std::string kNoCuda = kCudaUnavailable;  // GPUs hidden: the same error with or without CUDA built
 // What every command says to --device '' (not the default, not cpu).
 const char* kEmptyDevice = "--device must name a device (cpu";
@@ -139,6 +147,13 @@ RMT_CATALOGUE({
      },
      "sweep {dir}/s.yaml --runs-dir {dir}/runs --dry-run --device cpu", 1,
      "s.yaml: grid.device gives the runs their devices; --device cpu would give them all the same one"},
+    // ---- rmt reproduce: refused before any dataset is generated or run started ----------------
+    {"device", "reproduce --device cuda", device_manifest,
+     "reproduce --manifest {dir}/m.yaml --runs-dir {dir}/runs --out {dir}/out --device cuda", 1, kNoCuda},
+    {"device", "reproduce --device of an unknown name", device_manifest,
+     "reproduce --manifest {dir}/m.yaml --runs-dir {dir}/runs --out {dir}/out --device gpu0", 1, kUnknown},
+    {"device", "reproduce --device '' ", device_manifest,
+     "reproduce --manifest {dir}/m.yaml --runs-dir {dir}/runs --out {dir}/out --device ''", 1, kEmptyDevice},
     // ---- --device '': refused alike by every command (cli_checks.h device_name) --------------
     {"device", "train --device ''", device_config, "train --config {dir}/c.yaml --out {dir}/run --device ''", 1,
      kEmptyDevice},

@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -473,4 +475,39 @@ TEST_CASE("reproduce: finished runs' records let another machine continue an ite
   r = rmt_run(base);
   CHECK(r.status == 0);
   CHECK(r.output.find("restored") == std::string::npos);
+}
+
+TEST_CASE("reproduce --device: every run trains there, in directories of its own, and the report names the device") {
+  const std::string text = manifest_text();
+  fs::path dir = tiny_project("device", text.substr(0, text.find("  maps:")));
+  // On the CPU, as committed.
+  Run r = rmt_run("reproduce tiny --manifest " + (dir / "m.yaml").string() + " --runs-dir " + (dir / "runs").string() +
+                  " --out " + (dir / "out").string() + " -j 2");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  // On another device (the checked CPU backend stands in for a GPU), from the project's root:
+  // --runs-dir and --out default to the CPU's with the device's name added.
+  const std::string cmd = "cd " + dir.string() + " && " + RMT_BINARY +
+                          " reproduce tiny --manifest m.yaml -j 2 --device cpu-guarded > device.log 2>&1";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, read_file(dir / "device.log"));
+  const fs::path runs = dir / "runs/reproduce-cpu-guarded/tiny", out = dir / "experiments/results-cpu-guarded";
+  REQUIRE(fs::exists(out / "REPORT.md"));
+  CHECK_FALSE(fs::exists(dir / "experiments/results"));
+  const CsvTable cpu = parse_csv(read_file(dir / "out/tiny/results.csv"), "cpu");
+  const CsvTable other = parse_csv(read_file(out / "tiny/results.csv"), "device");
+  REQUIRE(cpu.rows.size() == 6);
+  REQUIRE(other.rows.size() == 6);
+  // Other runs (other RUN_IDs), each trained on the device, none of the CPU's.
+  std::set<std::string> cpu_ids;
+  for (const auto& row : cpu.rows) cpu_ids.insert(row[size_t(cpu.column("run_id"))]);
+  for (const auto& row : other.rows) {
+    const std::string id = row[size_t(other.column("run_id"))];
+    CHECK(cpu_ids.count(id) == 0);
+    const auto results = nlohmann::json::parse(read_file(runs / id / "results.json"));
+    CHECK(results["device"] == "cpu-guarded");
+  }
+  const std::string report = read_file(out / "REPORT.md");
+  CHECK(report.find("The runs trained on device `cpu-guarded` (the CPU backend with its checks)") != std::string::npos);
+  CHECK(read_file(dir / "out/REPORT.md").find("The runs trained on device") == std::string::npos);
+  CHECK(report.find("(2/2 solved") != std::string::npos);  // the same tables, from its own runs
+  CHECK(report.find("Command: `rmt reproduce tiny --device cpu-guarded` (= `rmt sweep") != std::string::npos);
 }

@@ -7,7 +7,8 @@
 #                                          suite (the GPU suite, rmt_cuda_tests), bench (rmt bench
 #                                          --device cuda: the copy models and the language model),
 #                                          train (a short RMT training on a generated copy dataset,
-#                                          on cuda, then the same on cpu to compare)
+#                                          on cuda, then the same on cpu to compare); named
+#                                          only: compare, cell, reproduce (below)
 #   bash gpu-bundle/run.sh --find-cublas-only    only say where cuBLAS 13 is
 #
 # Each step's output goes to its own log, STEP.log, in $OUT when it is set (the GPU runner's
@@ -23,7 +24,9 @@
 # (the folder of packed states to resume from, default cell-state/ beside the bundle),
 # RMT_CELL_SET (more `rmt train --set` options, space-separated); for the test on a machine
 # without a GPU: RMT_CELL_DEVICE (cuda), RMT_CELL_GENERATE (`rmt generate copy` options, "--val
-# 1000").
+# 1000"). reproduce: RMT_REPRO_ITEMS (the items, required), RMT_REPRO_JOBS (runs at a time, 4),
+# RMT_REPRO_TIMEOUT (540), RMT_REPRO_MANIFEST (experiments/reproduce/reproduce.yaml),
+# RMT_REPRO_DEVICE (cuda; another for the test on a machine without a GPU).
 set -u
 
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -93,7 +96,7 @@ if [ "${1:-}" = "--find-cublas-only" ]; then
   exit $?
 fi
 
-all_steps=(smi version suite bench train compare cell)
+all_steps=(smi version suite bench train compare cell reproduce)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(smi version suite bench train)
 for s in "${steps[@]}"; do
@@ -248,8 +251,32 @@ cell() {
   done
   return $rc
 }
+# Items of `rmt reproduce` trained on the GPU (docs/reproduction.md, "On a GPU"): the same
+# recipes with --device cuda, several runs at once, from the repository's root, into
+# runs/reproduce-cuda and experiments/results-cuda. Stopped 30 s before the step's limit; what it
+# finished (its runs' records, tables, REPORT.md) comes back packed as results-cuda.tar.gz in the
+# logs, to unpack in the repository and commit. A run stopped on the way resumes from its last
+# checkpoint at the next call while the machine is still warm (runs/ stays there); on a fresh
+# machine it starts again, and the finished ones are restored from their records.
+reproduce() {
+  local repo dev rc
+  repo=$(cd "$bundle/.." && pwd)
+  dev=${RMT_REPRO_DEVICE:-cuda}
+  [ -n "${RMT_REPRO_ITEMS:-}" ] || { echo "run.sh: reproduce: say which items in RMT_REPRO_ITEMS (rmt reproduce --list names them)"; return 1; }
+  cd "$repo" || return 1
+  # shellcheck disable=SC2086  # RMT_REPRO_ITEMS: names, split on spaces
+  timeout $(( ${RMT_REPRO_TIMEOUT:-540} - 30 )) env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" reproduce $RMT_REPRO_ITEMS \
+    --manifest "${RMT_REPRO_MANIFEST:-experiments/reproduce/reproduce.yaml}" --device "$dev" -j "${RMT_REPRO_JOBS:-4}"
+  rc=$?
+  [ $rc -ne 124 ] || echo "run.sh: reproduce: stopped at the time limit; a call on this machine while it is warm resumes it"
+  if [ -d "experiments/results-$dev" ]; then
+    tar -czf "$logs/results-$dev.tar.gz" "experiments/results-$dev" || return 1
+    echo "run.sh: reproduce: experiments/results-$dev packed into $logs/results-$dev.tar.gz (unpack it in the repository)"
+  fi
+  return $rc
+}
 export bundle logs rmt_path
-export -f say in_bundle train compare cell
+export -f say in_bundle train compare cell reproduce
 
 for s in "${steps[@]}"; do
   case $s in
@@ -264,6 +291,7 @@ for s in "${steps[@]}"; do
     train) tail_lines=30 run_step train "${RMT_TRAIN_TIMEOUT:-120}" train ;;
     compare) tail_lines=40 run_step compare "${RMT_COMPARE_TIMEOUT:-240}" compare ;;
     cell) tail_lines=20 run_step cell "${RMT_CELL_TIMEOUT:-150}" cell ;;
+    reproduce) tail_lines=20 run_step reproduce "${RMT_REPRO_TIMEOUT:-540}" reproduce ;;
   esac
 done
 

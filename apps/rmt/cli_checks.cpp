@@ -235,8 +235,9 @@ void check_device_name(const std::string& device) {
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text) {
   CLI::Option* option = cmd->add_option(
       "--device", device,
-      fmt::format("Backend that runs it: {} in this build, cuda in one built with CUDA (default: {})",
-                  known_devices(), default_text));
+      fmt::format("Backend that runs it: {} in this build{} (default: {})", known_devices(),
+                  known_devices().find("cuda") == std::string::npos ? ", cuda in one built with CUDA" : "",
+                  default_text));
   // CLI11 runs no validator on an empty value: checked once the command line is read.
   cmd->parse_complete_callback([option, &device] {
     if (option->count() > 0) check_device_name(device);

@@ -25,11 +25,14 @@ void add_reproduce_command(CLI::App& app) {
       "wall times and whether the paper's pattern holds. Resumable: finished runs are skipped,\n"
       "interrupted ones resumed. With NAMEs, runs only those (and the sweeps they read from);\n"
       "the report always covers every item that has results.\n"
-      "Example: rmt reproduce -j 2          rmt reproduce fig4_reverse --list");
+      "With --device cuda the same recipes train on a GPU, into their own directories\n"
+      "(runs/reproduce-cuda, experiments/results-cuda unless --runs-dir / --out say otherwise).\n"
+      "Example: rmt reproduce -j 2          rmt reproduce fig4_reverse --list\n"
+      "         rmt reproduce table1_sqeq --device cuda -j 3");
   struct Args {
     std::vector<std::string> names;
     std::string manifest = "experiments/reproduce/reproduce.yaml", runs_dir = "runs/reproduce",
-                out_dir = "experiments/results";
+                out_dir = "experiments/results", device;
     int jobs = 1;
     bool list = false, report_only = false;
   };
@@ -38,13 +41,15 @@ void add_reproduce_command(CLI::App& app) {
   cmd->add_option("-j,--jobs", args->jobs, "Runs at a time; the cores are split between them")
       ->capture_default_str()->transform(int_range(1, kMaxThreads));
   cmd->add_option("--manifest", args->manifest, "The list of reproductions")->capture_default_str();
-  cmd->add_option("--runs-dir", args->runs_dir, "Where the runs go")->capture_default_str();
-  cmd->add_option("--out", args->out_dir, "Where REPORT.md, tables and plots go")->capture_default_str();
+  auto* runs_dir = cmd->add_option("--runs-dir", args->runs_dir, "Where the runs go")->capture_default_str();
+  auto* out_dir = cmd->add_option("--out", args->out_dir, "Where REPORT.md, tables and plots go")->capture_default_str();
+  add_device_option(cmd, args->device, "the configs' own, cpu; another device's runs are other runs, and "
+                    "--runs-dir and --out default to their names with -DEVICE added");
   cmd->add_flag("--list", args->list, "List the items and what each reproduces; run nothing");
   cmd->add_flag("--report-only", args->report_only,
                 "Train nothing: rewrite REPORT.md, tables and plots from the runs finished so far (and, for "
                 "items without runs here, from the committed results of the same config)");
-  cmd->callback([args] {
+  cmd->callback([args, runs_dir, out_dir] {
     if (!fs::is_regular_file(args->manifest)) fail("--manifest {}: no such file", args->manifest);
     ReproManifest manifest = load_manifest(args->manifest);
     for (const auto& name : args->names)  // --list NAME lists that item; an unknown one is refused
@@ -59,6 +64,13 @@ void add_reproduce_command(CLI::App& app) {
           fmt::print("{:<22} {:<9} {}\n", it.name, it.kind, it.title);
       return;
     }
+    // Another device's runs are other runs (other RUN_IDs): their own sweeps, results and report,
+    // beside the CPU's rather than over them.
+    if (args->device == "cpu") args->device.clear();
+    if (!args->device.empty()) {
+      if (runs_dir->count() == 0) args->runs_dir += "-" + args->device;
+      if (out_dir->count() == 0) args->out_dir += "-" + args->device;
+    }
     check_output_dir("--runs-dir", args->runs_dir);
     check_output_dir("--out", args->out_dir);
     ReproOptions opt;
@@ -67,6 +79,7 @@ void add_reproduce_command(CLI::App& app) {
     opt.out_dir = args->out_dir;
     opt.jobs = args->jobs;
     opt.report_only = args->report_only;
+    opt.device = args->device;
     if (opt.report_only && !args->names.empty())
       fail("--report-only rewrites the whole report; leave out the item names ({})", fmt::join(args->names, " "));
     const int failed = reproduce(manifest, args->names, opt);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
 #include "lib/experiments/attention_map.h"
@@ -139,6 +140,11 @@ class Reproduction {
   const SweepRun* pick_run(const ReproItem& from, const RunPick& p, const std::string& where) const;
   void write_report() const;
   std::string sweep_section(const ReproItem& it) const;
+  // The command that runs an item, with the device when it is not the CPU.
+  std::string command_of(const ReproItem& it) const {
+    return fmt::format("rmt reproduce {}{}", it.name, device_option());
+  }
+  std::string device_option() const { return o_.device.empty() ? "" : " --device " + o_.device; }
   void log(const std::string& line) const {
     if (!o_.quiet) fmt::print(stderr, "reproduce: {}\n", line);
   }
@@ -148,7 +154,8 @@ const SweepPlan& Reproduction::plan_of(const ReproItem& it) const {
   auto found = plans_.find(it.name);
   if (found == plans_.end()) {
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    found = plans_.emplace(it.name, plan_sweep(load_sweep(it.sweep), o_.runs_dir, std::max(1, cores / o_.jobs))).first;
+    found = plans_.emplace(it.name, plan_sweep(load_sweep(it.sweep), o_.runs_dir, std::max(1, cores / o_.jobs),
+                                               o_.device)).first;
   }
   return found->second;
 }
@@ -428,8 +435,8 @@ void Reproduction::run_attention(const ReproItem& it) {
     const RunPick& p = it.runs[i];
     const SweepRun* run = pick_run(from, p, fmt::format("items.{}.runs[{}]", it.name, i));
     if (run_state(*run) != RunState::done) {
-      md += fmt::format("- {} at {} segments (seed {}): not trained yet (`rmt reproduce {}`)\n", p.model, p.segments,
-                        p.seed, from.name);
+      md += fmt::format("- {} at {} segments (seed {}): not trained yet (`{}`)\n", p.model, p.segments,
+                        p.seed, command_of(from));
       continue;
     }
     TrainedRun trained = load_trained_run(run->dir.string(), "best");
@@ -529,6 +536,14 @@ int Reproduction::run(const std::vector<std::string>& names) {
   std::set<std::string> wanted(names.begin(), names.end());
   for (const auto& it : m_.items)
     if (wanted.count(it.name) && !it.from.empty()) wanted.insert(it.from);
+  // A device this build or machine lacks: refused before any data is generated or run started.
+  if (!o_.device.empty() && !o_.report_only) {
+    try {
+      backend_by_name(o_.device);
+    } catch (const Error& e) {
+      fail("{} (rmt reproduce --device {})", e.what(), o_.device);
+    }
+  }
   int failed = 0;
   for (const auto& it : m_.items) {
     if (o_.report_only) {  // the finished runs on disk so far, for the tables
@@ -561,11 +576,11 @@ int Reproduction::run(const std::vector<std::string>& names) {
 std::string Reproduction::sweep_section(const ReproItem& it) const {
   const SweepOutcome& out = sweeps_.at(it.name);
   std::string s;
-  const std::string cmd = fmt::format("rmt reproduce {}", it.name);
+  const std::string cmd = command_of(it);
   s += fmt::format("Config: [`{}`]({}) (the sweep file: data, recipe, grid). ", it.sweep,
                    fs::relative(it.sweep, o_.out_dir).string());
   s += fmt::format("Command: `{}` (= `rmt sweep {} -j {} --runs-dir {}`, then `rmt table` and `rmt plot` of its "
-                   "results.csv).\n\n", cmd, it.sweep, o_.jobs, o_.runs_dir);
+                   "results.csv).\n\n", cmd, it.sweep, o_.jobs, o_.runs_dir + device_option());
   s += "The config's comment says which of the paper's ratios the scaled-down setting keeps.\n\n";
   if (!out.has_results) return s + fmt::format("*Not run yet: `{}`.*\n\n", cmd);
   if (auto p = progress_.find(it.name); p != progress_.end() && p->second.first < p->second.second)
@@ -611,6 +626,11 @@ void Reproduction::write_report() const {
       "on a CPU until solved or up to their figure's step ceiling, with the same recipe, stopping rule "
       "and ceiling for every model of a figure.\n\n",
       m_.path, machine_text());
+  if (!o_.device.empty() && o_.device != "cpu")
+    s += fmt::format("The runs trained on device `{}` ({}), with this machine's cores for their data; a "
+                     "device rounds differently from the CPU, so its numbers are its own, not the CPU "
+                     "report's.\n\n",
+                     o_.device, o_.device == "cuda" ? cuda_description() : "the CPU backend with its checks");
   // Summary table.
   double total = 0;
   std::string rows;
@@ -660,8 +680,8 @@ void Reproduction::write_report() const {
     }
     const fs::path md = out_dir(it) / (it.kind == "attention" ? "maps.md" : "table.md");
     s += fmt::format("From the runs of [{}](#{}). ", it.from, it.from);
-    s += fmt::format("Command: `rmt reproduce {}`.\n\n", it.name);
-    s += fs::exists(md) ? read_file(md) + "\n" : fmt::format("*Not run yet: `rmt reproduce {}`.*\n\n", it.name);
+    s += fmt::format("Command: `{}`.\n\n", command_of(it));
+    s += fs::exists(md) ? read_file(md) + "\n" : fmt::format("*Not run yet: `{}`.*\n\n", command_of(it));
     s += notes;
     if (t.wall_s > 0) s += fmt::format("Wall time: {}.\n\n", seconds_text(t.wall_s));
   }

@@ -90,6 +90,10 @@ struct ReproOptions {
   std::string out_dir = "experiments/results";
   int jobs = 1;
   bool quiet = false;
+  // Every run's device ("" = each config's own, the CPU). A run on another device is another run
+  // (its RUN_ID differs, sweep.h), so its records never mix with the CPU's; the CLI gives such a
+  // reproduction its own runs and output directories, and the report names the device.
+  std::string device;
   // Train nothing: rewrite the tables, plots and REPORT.md from the runs on disk (finished runs
   // of items in progress too) and, where an item has no runs here, from its committed results.
   bool report_only = false;

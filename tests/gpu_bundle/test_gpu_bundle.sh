@@ -12,7 +12,8 @@
 #      it must here, that there is no GPU;
 #   3. run.sh: its cuBLAS search says in one line where it looked when cuBLAS is not there, and
 #      finds it where it is; its steps run on, and the exit status is 1, when one fails; the
-#      paper-scale cell (on the cpu) packs its state and a later "lease" resumes it;
+#      paper-scale cell (on the cpu) packs its state and a later "lease" resumes it; an item of
+#      `rmt reproduce` runs on another device and its results come back packed;
 #   4. staging refuses a bundle over the size limit.
 # What this does not prove: `env -i` clears the environment, but the loader still searches the
 # programs' RUNPATH (this build's: the CUDA toolkit's folder) and the system's default folders
@@ -135,6 +136,31 @@ out=$("${cell_env[@]}" OUT="$tmp/lease2" RMT_CELL_STATE="$tmp/lease1/cell-state"
 grep -q '^run.sh: cell: seed 1 resumes from .*cell-seed1.tar (step 4)$' <<< "$out" || fail "run.sh cell did not resume: $out"
 grep -q '^resuming rmt on copy' "$tmp/lease2/cell/seed1.log" || fail "rmt train did not resume: $(head -n 5 "$tmp/lease2/cell/seed1.log")"
 rm -rf /tmp/rmt-cell
+
+# An item of `rmt reproduce` on another device (the checked CPU backend here), from the
+# repository's root, its results packed into the logs.
+mkdir -p "$tmp/experiments/reproduce"
+cat > "$tmp/experiments/reproduce/tiny.yaml" <<'EOF'
+data: {task: copy, length: 4, symbols: 4, train: 64, val: 8, test: 8, seed: 0}
+base:
+  model: {kind: baseline, n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, dropout: 0.0}
+  train: {batch_size: 4, max_steps: 4, eval_every: 2, log_every: 2}
+grid: {segments: [1]}
+EOF
+printf 'paper: p.yaml\nitems:\n  tiny:\n    kind: sweep\n    title: t\n    paper_says: p\n    sweep: tiny.yaml\n    metrics: [acc_teacher_forced]\n' \
+  > "$tmp/experiments/reproduce/m.yaml"
+echo '{}' > "$tmp/experiments/reproduce/p.yaml"
+out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/repro-logs" RMT_REPRO_ITEMS=tiny \
+      RMT_REPRO_DEVICE=cpu-guarded RMT_REPRO_JOBS=1 RMT_REPRO_MANIFEST=experiments/reproduce/m.yaml \
+      bash "$bundle/run.sh" reproduce 2>&1) || fail "run.sh reproduce (cpu-guarded): $out"
+tar -tzf "$tmp/repro-logs/results-cpu-guarded.tar.gz" | grep -q '^experiments/results-cpu-guarded/REPORT.md$' ||
+  fail "run.sh reproduce packed no report: $(tar -tzf "$tmp/repro-logs/results-cpu-guarded.tar.gz" 2>&1)"
+# shellcheck disable=SC2016  # the backquotes are the report's markdown
+grep -qF 'The runs trained on device `cpu-guarded`' "$tmp/experiments/results-cpu-guarded/REPORT.md" ||
+  fail "the report does not name the device: $(head -n 5 "$tmp/experiments/results-cpu-guarded/REPORT.md")"
+out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/repro-logs" bash "$bundle/run.sh" reproduce 2>&1) &&
+  fail "run.sh reproduce passed without RMT_REPRO_ITEMS"
+grep -q 'say which items in RMT_REPRO_ITEMS' <<< "$out" || fail "run.sh reproduce without items: $out"
 
 # ---- 4. the size limit ------------------------------------------------------------------------
 out=$(BUNDLE_LIMIT_MIB=1 "$root/tools/gpu_bundle.sh" --stage-only "$build" "$tmp/too-big" 2>&1) &&
