@@ -16,6 +16,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
+#include "lib/core/provenance.h"
 #include "lib/experiments/attention_map.h"
 #include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
@@ -89,20 +90,14 @@ struct SweepOutcome {
 
 std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.csv").string(); }
 
-// The machine, for the report's header: CPU model and cores.
+// The machine, for the report's header: cores, CPU model and the vector extensions this rmt was
+// built for (what decides a run's last bits).
 std::string machine_text() {
-  std::string model;
-  try {
-    std::string info = read_file("/proc/cpuinfo");
-    auto at = info.find("model name");
-    if (at != std::string::npos) {
-      auto colon = info.find(':', at), end = info.find('\n', at);
-      model = info.substr(colon + 2, end - colon - 2);
-    }
-  } catch (const Error&) {
-  }
-  return fmt::format("{} cores{}", std::max(1u, std::thread::hardware_concurrency()),
-                     model.empty() ? "" : ", " + model);
+  std::string model = cpu_model_name(), extensions;
+  for (const auto& [key, value] : provenance())
+    if (key == "vector_extensions") extensions = value;
+  return fmt::format("{} cores{}, rmt built for {}", std::max(1u, std::thread::hardware_concurrency()),
+                     model == "unknown" ? "" : ", " + model, extensions);
 }
 
 }  // namespace
@@ -620,7 +615,10 @@ void Reproduction::write_report() const {
   s += "# The RMT paper's results, reproduced at CPU scale\n\n";
   s += fmt::format(
       "Written by `rmt reproduce` from `{}` (run it all with `make reproduce`; one item with "
-      "`rmt reproduce NAME`). Every number below was measured by rmt on this machine ({}). The "
+      "`rmt reproduce NAME`). Every number below was measured by rmt (this report was written on {}). "
+      "Items that took more than one session were trained on the machines of those sessions, whose vector "
+      "units can differ (each run's results.json names its CPU and build): a run's last bits differ between "
+      "them, and a run near a plateau's edge can end the other way. The "
       "paper's numbers (docs/paper.md §4, §7) are the rows marked `paper:` or quoted in each item; "
       "the paper trained 4-16 layer models for 100k+ steps on GPUs, these are 2-layer models trained "
       "on a CPU until solved or up to their figure's step ceiling, with the same recipe, stopping rule "
