@@ -93,9 +93,11 @@ std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.cs
 // The machine, for the report's header: cores, CPU model and the vector extensions this rmt was
 // built for (what decides a run's last bits).
 std::string machine_text() {
-  std::string model = cpu_model_name(), extensions;
-  for (const auto& [key, value] : provenance())
+  std::string model, extensions;
+  for (const auto& [key, value] : provenance()) {
+    if (key == "cpu_model") model = value;
     if (key == "vector_extensions") extensions = value;
+  }
   return fmt::format("{} cores{}, rmt built for {}", std::max(1u, std::thread::hardware_concurrency()),
                      model == "unknown" ? "" : ", " + model, extensions);
 }
@@ -139,7 +141,9 @@ class Reproduction {
   std::string command_of(const ReproItem& it) const {
     return fmt::format("rmt reproduce {}{}", it.name, device_option());
   }
-  std::string device_option() const { return o_.device.empty() ? "" : " --device " + o_.device; }
+  std::string device_option() const { return other_device() ? " --device " + o_.device : ""; }
+  // Whether the runs train elsewhere than on the configs' own device, the CPU.
+  bool other_device() const { return !o_.device.empty() && o_.device != "cpu"; }
   void log(const std::string& line) const {
     if (!o_.quiet) fmt::print(stderr, "reproduce: {}\n", line);
   }
@@ -532,7 +536,7 @@ int Reproduction::run(const std::vector<std::string>& names) {
   for (const auto& it : m_.items)
     if (wanted.count(it.name) && !it.from.empty()) wanted.insert(it.from);
   // A device this build or machine lacks: refused before any data is generated or run started.
-  if (!o_.device.empty() && !o_.report_only) {
+  if (other_device() && !o_.report_only) {
     try {
       backend_by_name(o_.device);
     } catch (const Error& e) {
@@ -624,7 +628,7 @@ void Reproduction::write_report() const {
       "on a CPU until solved or up to their figure's step ceiling, with the same recipe, stopping rule "
       "and ceiling for every model of a figure.\n\n",
       m_.path, machine_text());
-  if (!o_.device.empty() && o_.device != "cpu")
+  if (other_device())
     s += fmt::format("The runs trained on device `{}` ({}), with this machine's cores for their data; a "
                      "device rounds differently from the CPU, so its numbers are its own, not the CPU "
                      "report's.\n\n",
