@@ -24,7 +24,8 @@
 # (the folder of packed states to resume from, default cell-state/ beside the bundle),
 # RMT_CELL_SET (more `rmt train --set` options, space-separated); for the test on a machine
 # without a GPU: RMT_CELL_DEVICE (cuda), RMT_CELL_GENERATE (`rmt generate copy` options, "--val
-# 1000"). reproduce: RMT_REPRO_ITEMS (the items, required), RMT_REPRO_JOBS (runs at a time, 4),
+# 1000"). reproduce: RMT_REPRO_ITEMS (the items, required), RMT_REPRO_JOBS (runs at a time; rmt's
+# default on a GPU, one per core), RMT_REPRO_MPS (rmt's --mps: auto, which starts NVIDIA's MPS daemon),
 # RMT_REPRO_TIMEOUT (540), RMT_REPRO_MANIFEST (experiments/reproduce/reproduce.yaml),
 # RMT_REPRO_DEVICE (cuda; another for the test on a machine without a GPU).
 set -u
@@ -252,7 +253,7 @@ cell() {
   return $rc
 }
 # Items of `rmt reproduce` trained on the GPU (docs/reproduction.md, "On a GPU"): the same
-# recipes with --device cuda, several runs at once, from the repository's root, into
+# recipes with --device cuda, several runs at once side by side under MPS, from the repository's root, into
 # runs/reproduce-cuda and experiments/results-cuda. Stopped 30 s before the step's limit; what it
 # finished (its runs' records, tables, REPORT.md) comes back packed as results-cuda.tar.gz in the
 # logs, to unpack in the repository and commit. A run stopped on the way resumes from its last
@@ -266,7 +267,8 @@ reproduce() {
   cd "$repo" || return 1
   # shellcheck disable=SC2086  # RMT_REPRO_ITEMS: names, split on spaces
   timeout $(( ${RMT_REPRO_TIMEOUT:-540} - 30 )) env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" reproduce $RMT_REPRO_ITEMS \
-    --manifest "${RMT_REPRO_MANIFEST:-experiments/reproduce/reproduce.yaml}" --device "$dev" -j "${RMT_REPRO_JOBS:-4}"
+    --manifest "${RMT_REPRO_MANIFEST:-experiments/reproduce/reproduce.yaml}" --device "$dev" \
+    ${RMT_REPRO_JOBS:+-j "$RMT_REPRO_JOBS"} --mps "${RMT_REPRO_MPS:-auto}"
   rc=$?
   [ $rc -ne 124 ] || echo "run.sh: reproduce: stopped at the time limit; a call on this machine while it is warm resumes it"
   if [ -d "experiments/results-$dev" ]; then

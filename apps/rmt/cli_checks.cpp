@@ -14,6 +14,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
+#include "lib/core/model.h"
 
 namespace rmt::cli {
 
@@ -243,6 +244,21 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::st
     if (option->count() > 0) check_device_name(device);
   });
   return option;
+}
+
+CLI::Option* add_mps_option(CLI::App* cmd, std::string& mps) {
+  return cmd->add_option("--mps", mps,
+                         "How runs on a GPU share it: auto uses a running NVIDIA MPS daemon, or starts one for "
+                         "the sweep (stopped after) where no other process is on the GPU; on starts one "
+                         "regardless and fails if it cannot; off never uses MPS. Ignored by runs on the CPU")
+      ->capture_default_str()->check(one_of({"auto", "on", "off"}));
+}
+
+CLI::Option* add_jobs_option(CLI::App* cmd, int& jobs) {
+  return cmd->add_option("-j,--jobs", jobs,
+                         "Runs at a time (default: 1 on the CPU, the cores then split between the runs; one per "
+                         "core when the runs are on a GPU)")
+      ->transform(int_range(1, kMaxThreads));
 }
 
 CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow) {

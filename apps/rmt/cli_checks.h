@@ -31,6 +31,11 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::st
 // Every command's --device goes through it (add_device_option): an empty name is refused
 // alike everywhere (a CLI::ValidationError, exit 1).
 void check_device_name(const std::string& device);
+// `--mps auto|on|off` of the commands that run sweeps (rmt sweep, rmt reproduce): how runs on a
+// GPU share it (lib/experiments/mps.h).
+CLI::Option* add_mps_option(CLI::App* cmd, std::string& mps);
+// `-j/--jobs N` of those commands; 0 (absent) means sweep_default_jobs (lib/experiments/sweep.h).
+CLI::Option* add_jobs_option(CLI::App* cmd, int& jobs);
 // `--allow-changed-data`: read a run's own dataset even when it changed since the run was
 // trained (lib/run/run_data.h check_run_dataset_unchanged), with a warning.
 CLI::Option* add_allow_changed_data_flag(CLI::App* cmd, bool& allow);

@@ -10,6 +10,7 @@
 #include "lib/core/error.h"
 #include "lib/core/model.h"
 #include "lib/experiments/reproduce.h"
+#include "lib/experiments/sweep.h"
 
 namespace rmt::cli {
 
@@ -32,19 +33,19 @@ void add_reproduce_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> names;
     std::string manifest = "experiments/reproduce/reproduce.yaml", runs_dir = "runs/reproduce",
-                out_dir = "experiments/results", device;
-    int jobs = 1;
+                out_dir = "experiments/results", device, mps = "auto";
+    int jobs = 0;
     bool list = false, report_only = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("names", args->names, "Items to run (default: all)");
-  cmd->add_option("-j,--jobs", args->jobs, "Runs at a time; the cores are split between them")
-      ->capture_default_str()->transform(int_range(1, kMaxThreads));
+  add_jobs_option(cmd, args->jobs);
   cmd->add_option("--manifest", args->manifest, "The list of reproductions")->capture_default_str();
   auto* runs_dir = cmd->add_option("--runs-dir", args->runs_dir, "Where the runs go")->capture_default_str();
   auto* out_dir = cmd->add_option("--out", args->out_dir, "Where REPORT.md, tables and plots go")->capture_default_str();
   add_device_option(cmd, args->device, "the configs' own, cpu; another device's runs are other runs, and "
                     "--runs-dir and --out default to their names with -DEVICE added");
+  add_mps_option(cmd, args->mps);
   cmd->add_flag("--list", args->list, "List the items and what each reproduces; run nothing");
   cmd->add_flag("--report-only", args->report_only,
                 "Train nothing: rewrite REPORT.md, tables and plots from the runs finished so far (and, for "
@@ -77,7 +78,11 @@ void add_reproduce_command(CLI::App& app) {
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.runs_dir = args->runs_dir;
     opt.out_dir = args->out_dir;
-    opt.jobs = args->jobs;
+    opt.jobs = args->jobs > 0 ? args->jobs : sweep_default_jobs(device_is_gpu(args->device));
+    opt.mps = parse_mps_mode(args->mps);
+    if (opt.mps == MpsMode::on && !device_is_gpu(args->device) && !opt.report_only)
+      fail("--mps on: the runs are on {}; MPS shares a GPU between the runs of --device cuda",
+           args->device.empty() ? "the CPU" : args->device);
     opt.report_only = args->report_only;
     opt.device = args->device;
     if (opt.report_only && !args->names.empty())

@@ -56,15 +56,15 @@ void add_sweep_command(CLI::App& app) {
       "--time resumes from its last checkpoint).",
       kDefaultSlurmTime));
   struct Args {
-    std::string file, emit, runs_dir = "runs", device;
-    int jobs = 1, threads_per_run = 1;
+    std::string file, emit, runs_dir = "runs", device, mps = "auto";
+    int jobs = 0, threads_per_run = 1;
     bool dry_run = false, collect = false;
     SlurmOptions slurm;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("file", args->file, "Sweep file")->required()->check(existing_file());
-  cmd->add_option("-j,--jobs", args->jobs, "Runs at a time; the cores are split between them")
-      ->capture_default_str()->transform(int_range(1, kMaxThreads));
+  add_jobs_option(cmd, args->jobs);
+  add_mps_option(cmd, args->mps);
   auto* dry_run = cmd->add_flag("--dry-run", args->dry_run, "List the runs and their state; run nothing");
   auto* emit = cmd->add_option("--emit", args->emit, "Print one command per pending run (commands) or write a "
                   "SLURM job-array script (slurm) instead of running")->check(one_of({"commands", "slurm"}));
@@ -94,6 +94,11 @@ void add_sweep_command(CLI::App& app) {
                                                  ? " (--emit commands takes --threads-per-run; -j N splits this machine's cores)"
                                                  : ""),
                                  CLI::ExitCodes::RequiresError);
+    if (cmd->count("--mps") > 0 && (!args->emit.empty() || args->collect))
+      throw CLI::RequiresError(fmt::format("--mps is for the runs this command trains, not for {} (start an MPS "
+                                           "daemon where those runs go: nvidia-cuda-mps-control -d)",
+                                           args->collect ? "--collect" : "--emit"),
+                               CLI::ExitCodes::RequiresError);
     if (cmd->count("--threads-per-run") > 0 && args->emit != "commands")
       throw CLI::RequiresError(args->emit == "slurm"
                                    ? "--threads-per-run is for --emit commands only (under SLURM each run takes "
@@ -113,12 +118,15 @@ void add_sweep_command(CLI::App& app) {
     if (!args->dry_run) check_output_dir("--runs-dir", args->runs_dir);
     SweepSpec spec = load_sweep(args->file);
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    if (args->jobs == 0)
+      args->jobs = sweep_default_jobs(device_is_gpu(args->device.empty() ? spec.base.device : args->device));
     // -j N splits the cores; emitted commands set their thread count on their command line.
     int threads = args->emit.empty() ? std::max(1, cores / args->jobs) : 0;
     SweepPlan plan = plan_sweep(spec, args->runs_dir, threads, args->device);
     SweepOptions opt;
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.jobs = args->jobs;
+    opt.mps = parse_mps_mode(args->mps);
     if (args->dry_run) {
       check_sweep_runnable(plan, opt);
       fmt::print("sweep {}: {} runs in {}\n", spec.name, plan.runs.size(), plan.sweep_dir.string());

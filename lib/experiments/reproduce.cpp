@@ -201,6 +201,7 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
     SweepOptions so;
     so.rmt_binary = o_.rmt_binary;
     so.jobs = o_.jobs;
+    so.mps = o_.mps;
     so.quiet = o_.quiet;
     const auto t0 = std::chrono::steady_clock::now();
     const double wall_before = timing.wall_s;

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/experiments/mps.h"
+
 namespace rmt {
 
 struct Claim {
@@ -94,6 +96,7 @@ struct ReproOptions {
   // (its RUN_ID differs, sweep.h), so its records never mix with the CPU's; the CLI gives such a
   // reproduction its own runs and output directories, and the report names the device.
   std::string device;
+  MpsMode mps = MpsMode::automatic;  // how runs on a GPU share it (mps.h)
   // Train nothing: rewrite the tables, plots and REPORT.md from the runs on disk (finished runs
   // of items in progress too) and, where an item has no runs here, from its committed results.
   bool report_only = false;

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/experiments/mps.h"
 #include "lib/experiments/sweep_expr.h"  // derive: expressions
 #include "lib/run/config.h"
 
@@ -76,10 +77,19 @@ const char* run_state_name(RunState s);
 // The `rmt train` arguments of a run (with --resume when it has a checkpoint).
 std::vector<std::string> train_args(const SweepPlan& plan, const SweepRun& run);
 
+// Runs at a time when -j is not given: 1 on the CPU (the run takes every core), one per core when
+// the runs are on a GPU (each process mostly waits on it; the GPU runs them side by side under
+// MPS), at most kMpsMaxClients.
+int sweep_default_jobs(bool on_gpu);
+
 struct SweepOptions {
   std::string rmt_binary;  // the rmt executable to run (the CLI passes /proc/self/exe)
   int jobs = 1;
   bool quiet = false;      // no progress lines (tests)
+  // Runs on a GPU share it through MPS (mps.h) as this says; runs on the CPU ignore it, but
+  // `on` for a sweep with no run on a GPU is refused.
+  MpsMode mps = MpsMode::automatic;
+  MpsTools mps_tools;
   std::function<void()> on_run_end;  // after each run ends and results.csv is rebuilt, if set
 };
 

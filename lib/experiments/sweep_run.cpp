@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/experiments/generated_data.h"
+#include "lib/experiments/process.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -103,9 +105,6 @@ static void remove_stale_temps(const fs::path& dir, bool quiet) {
     if (!quiet) fmt::print(stderr, "sweep: removed {}, left by a write that was killed mid-way\n", p.string());
 }
 
-// Runs `binary args...` to completion with output into log; returns the exit status.
-static int run_and_wait(const std::string& binary, const std::vector<std::string>& args, const fs::path& log);
-
 void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
   for (const auto& d : plan.datasets) {
     if (fs::exists(fs::path(d.dir) / "meta.yaml")) {  // meta.yaml is written last
@@ -118,7 +117,7 @@ void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
     fs::create_directories(d.dir);
     remove_stale_temps(d.dir, options.quiet);
     fs::path log = fs::path(d.dir) / "generate.log";
-    if (run_and_wait(options.rmt_binary, args, log) != 0)
+    if (run_logged(options.rmt_binary, args, log) != 0)
       fail("generating {} failed: {}", d.dir, last_line(log));
   }
   fs::create_directories(plan.sweep_dir / "configs");
@@ -127,51 +126,6 @@ void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
     std::string text = to_yaml(run.config);
     if (!fs::exists(path) || read_file(path) != text) write_file_atomic(path, text);
   }
-}
-
-// ---- subprocesses -----------------------------------------------------------------------------
-
-static pid_t spawn(const std::string& binary, const std::vector<std::string>& args, const fs::path& log) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) fail("fork failed: {}", std::strerror(errno));
-  if (pid == 0) {
-    // A killed sweep takes its runs with it: otherwise an orphaned run would keep writing into
-    // a directory that the next sweep resumes.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    std::vector<char*> argv;
-    std::string b = binary;
-    argv.push_back(b.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    std::fprintf(stderr, "rmt sweep: cannot run %s: %s\n", binary.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  return pid;
-}
-
-static int exit_code(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
-static int run_and_wait(const std::string& binary, const std::vector<std::string>& args, const fs::path& log) {
-  pid_t pid = spawn(binary, args, log);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  return exit_code(status);
 }
 
 // "step 1200 val 0.873" from the tail of a run's metrics.jsonl.
@@ -213,6 +167,21 @@ void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options) {
       fail("{} (sweep {}, run {} and any other on that device)", e.what(), plan.spec.name, run.run_id);
     }
   }
+  // `--mps on` asks for runs on a GPU.
+  if (options.mps == MpsMode::on) {
+    const SweepRun* first = nullptr;
+    for (const auto& run : plan.runs) {
+      if (run_state(run) == RunState::done) continue;
+      if (device_is_gpu(run.config.device)) {
+        first = nullptr;
+        break;
+      }
+      if (!first) first = &run;
+    }
+    if (first)
+      fail("--mps on: no run of sweep {} to do is on a GPU (run {} is on {}); MPS shares a GPU between the "
+           "runs of --device cuda", plan.spec.name, first->run_id, first->config.device);
+  }
   // Data still to generate: `rmt generate --check` of each (sizes, memory, disk, the input).
   for (const auto& d : plan.datasets) {
     if (fs::exists(fs::path(d.dir) / "meta.yaml")) {
@@ -223,11 +192,16 @@ void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options) {
     args.insert(args.end(), {"--force", "--check"});
     const fs::path log = fs::temp_directory_path() / fmt::format("rmt-sweep-check.{}.log", getpid());
     fs::remove(log);
-    const int status = run_and_wait(options.rmt_binary, args, log);
+    const int status = run_logged(options.rmt_binary, args, log);
     const std::string why = last_line(log);
     fs::remove(log);
     if (status != 0) fail("generating {} would fail: {}", d.dir, why);
   }
+}
+
+int sweep_default_jobs(bool on_gpu) {
+  if (!on_gpu) return 1;
+  return std::clamp(int(std::thread::hardware_concurrency()), 1, kMpsMaxClients);
 }
 
 int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
@@ -260,9 +234,25 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     else queue.push_back(i);  // failed runs are retried
   }
   write_results_csv(plan);
+  // Runs on a GPU side by side: one MPS decision for the sweep, said in one line.
+  const bool on_gpu = std::any_of(queue.begin(), queue.end(),
+                                  [&](size_t i) { return device_is_gpu(plan.runs[i].config.device); });
+  std::optional<MpsSession> mps;
+  int jobs = options.jobs;
+  if (on_gpu) {
+    mps.emplace(options.mps, plan.sweep_dir.string(), options.mps_tools);
+    if (!options.quiet) fmt::print(stderr, "sweep {}: {}\n", plan.spec.name, mps->line());
+    if (mps->active() && jobs > kMpsMaxClients) {
+      if (!options.quiet)
+        fmt::print(stderr, "sweep {}: an MPS server serves at most {} processes: {} runs at a time, not {}\n",
+                   plan.spec.name, kMpsMaxClients, kMpsMaxClients, jobs);
+      jobs = kMpsMaxClients;
+    }
+  }
+  const EnvChanges child_env = mps ? mps->child_env() : EnvChanges();
   if (!options.quiet)
     fmt::print(stderr, "sweep {}: {} runs, {} done, {} to run, {} at a time, {} threads each\n",
-               plan.spec.name, plan.runs.size(), done, queue.size(), options.jobs,
+               plan.spec.name, plan.runs.size(), done, queue.size(), jobs,
                plan.runs.empty() ? 0 : plan.runs[0].config.train.threads);
 
   std::map<pid_t, size_t> running;
@@ -270,7 +260,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   auto last_report = std::chrono::steady_clock::now() - std::chrono::hours(1);
   const bool tty = isatty(2);
   while (next < queue.size() || !running.empty()) {
-    while (next < queue.size() && int(running.size()) < options.jobs) {
+    while (next < queue.size() && int(running.size()) < jobs) {
       const SweepRun& run = plan.runs[queue[next++]];
       fs::create_directories(run.dir);
       wait_for_run_directory(run.dir);
@@ -278,7 +268,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
       fs::remove(run.dir / "sweep_error.txt");
       auto args = train_args(plan, run);
       append_line(run.dir / "train.log", "$ " + command_line("rmt", args));
-      running[spawn(options.rmt_binary, args, run.dir / "train.log")] = size_t(&run - plan.runs.data());
+      running[spawn_logged(options.rmt_binary, args, run.dir / "train.log", child_env)] = size_t(&run - plan.runs.data());
     }
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
