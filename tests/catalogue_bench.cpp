@@ -10,4 +10,10 @@ RMT_CATALOGUE({
      "--peak-only excludes --list; see 'rmt bench --help'"},
     {"cli-usage", "bench: --list given a value", nullptr, "bench --list lm", 2,
      "unexpected argument lm; see 'rmt bench --help'"},
+    {"cli-value", "bench: --pack of a language model", nullptr, "bench --tiny --model lm_xl --pack 2", 1,
+     "--pack 2: lm_xl is a language model, whose runs train alone"},
+    {"cli-value", "bench: --pack 0", nullptr, "bench --tiny --model rmt --pack 0", 1,
+     "--pack must be from 1 to 4096 (got 0)"},
+    {"cli-usage", "bench: --pack with --peak-only", nullptr, "bench --peak-only --pack 2", 2,
+     "--pack excludes --peak-only"},
 });

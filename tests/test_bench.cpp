@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <cstdio>
 #include <sstream>
@@ -155,6 +156,25 @@ TEST_CASE("rmt bench --json emits one object per model with the report keys") {
     models.push_back(j["model"]);
   }
   CHECK(models == bench_selection("all"));
+}
+
+TEST_CASE("rmt bench --pack K times K packed runs: steps/s of all, each run its own") {
+  Run r = rmt_run("bench --tiny --json --model repro --reps 3 --warmup 1 --threads 2 --peak-gflops 50 --pack 3");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.output);
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    auto j = nlohmann::json::parse(line);
+    CHECK(j["pack"].get<int>() == 3);
+    CHECK(j["threads"].get<int>() == 2);  // runs at a time
+    // steps/s counts every run's step: 3 per packed step
+    CHECK(j["steps_per_s"].get<double>() == doctest::Approx(3000.0 / j["step_ms"].get<double>()));
+    const BenchWorkload w = bench_workload(j["model"], true);
+    CHECK(j["gflop_per_step"].get<double>() == doctest::Approx(3 * step_flops(w) * 1e-9));
+    CHECK(std::isfinite(j["loss"].get<double>()));
+  }
+  CHECK(n == 2);
 }
 
 TEST_CASE("rmt bench --model lm runs the language models from a full carried state") {

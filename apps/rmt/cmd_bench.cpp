@@ -26,7 +26,7 @@ void add_bench_command(CLI::App& app) {
                "FLOPs, MFU and peak memory");
   struct Args {
     std::string model = "all", device = kDefaultDevice;
-    int threads = 0, reps = 10, warmup = 3, gemm_size = 2048, batch = 0;
+    int threads = 0, reps = 10, warmup = 3, gemm_size = 2048, batch = 0, pack = 1;
     bool json = false, tiny = false, no_eval = false, no_capture = false, peak_only = false, list = false;
     double peak_gflops = 0;
   };
@@ -52,6 +52,12 @@ void add_bench_command(CLI::App& app) {
       "Samples per step (language model: streams); default the workload's: copy and copy120 "
       "32 (the paper's), lm 2, --tiny 4 (copy) / 2 (lm)")
       ->transform(int_range(1, 65536));
+  auto* pack = cmd->add_option("--pack", args->pack,
+                               "Runs of the model packed into one computation, each with its own weights and "
+                               "batches (rmt sweep --pack); the figures are of all of them together, steps_per_s "
+                               "counting each run's step; --threads runs that many at a time on the CPU. Not for "
+                               "the language models")
+                   ->transform(int_range(1, 4096))->capture_default_str();
   cmd->add_flag("--json", args->json, "One JSON object per model, one per line");
   cmd->add_option("--peak-gflops", args->peak_gflops,
                   "fp32 peak for the MFU (default: measure a GEMM through our matmul)")
@@ -59,7 +65,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--gemm-size", args->gemm_size, "Largest n of the n x n x n peak GEMM (n/2, n/4 also tried)")
       ->transform(int_range(16, 16384))->capture_default_str();  // 3 n^2 floats: 3.2 GB at most
   auto* peak_only = cmd->add_flag("--peak-only", args->peak_only, "Only measure the GEMM peak")
-                        ->excludes(batch);
+                        ->excludes(batch)->excludes(pack);
   cmd->add_flag("--no-eval", args->no_eval, "Skip timing the greedy free-running evaluation");
   cmd->add_flag("--no-capture", args->no_capture,
                 "On a device that can capture a step (cuda): time the copy steps uncaptured, one "
@@ -99,6 +105,8 @@ void add_bench_command(CLI::App& app) {
     opt.device = args->device;
     opt.eval = !args->no_eval;
     opt.capture = !args->no_capture;
+    opt.pack = args->pack;
+    if (opt.pack > 1) opt.eval = false;  // a packed run evaluates as it would alone
     std::vector<BenchResult> results;
     for (const auto& k : kinds) results.push_back(run_bench(k, opt));
     // The peak is measured after the models so that its buffers do not count in their RSS.
@@ -145,12 +153,15 @@ void add_bench_command(CLI::App& app) {
                         "carried; lm_rmt re-runs %d earlier segment(s) (BPTT); warm-up at least "
                         "until the carried state is full\n",
                         r.batch, r.seq_len, bench_workload("lm_rmt", args->tiny).lm_window);
-          std::printf("%-20s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
-                      "median", "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms",
+          if (r.pack > 1)
+            std::printf("%d runs packed into one computation (%d at a time): a step is one step of each, "
+                        "steps/s counts every run's\n", r.pack, r.threads);
+          std::printf("%-20s %10s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
+                      "median", "steps/s", "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms",
                       "re-run ms");
         }
-        std::printf("%-20s %10.2f %10.2f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
-                    r.model.c_str(), r.step_ms_min, r.step_ms_median, r.tokens_per_s,
+        std::printf("%-20s %10.2f %10.2f %10.1f %12.0f %10.3f %8.1f %6.1f%% %9.1f %12s %12s\n",
+                    r.model.c_str(), r.step_ms_min, r.step_ms_median, r.steps_per_s, r.tokens_per_s,
                     r.gflop_per_step, r.gflops, 100 * r.mfu, r.peak_rss_mb,
                     ms_or_dash(r.workload == "lm" ? r.sample_ms : r.eval_free_running_ms).c_str(),
                     ms_or_dash(r.eval_free_running_rerun_ms).c_str());

@@ -331,13 +331,13 @@ class CpuBackend final : public Backend {
   void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
                              const float* u, const float* v, const uint8_t* mask,
                              const AttentionShape& s, float scale) override {
-    cpu::rel_attention_forward(attention_, out, prob, qkv, r, u, v, mask, s, scale);
+    cpu::rel_attention_forward(attention_buffers(), out, prob, qkv, r, u, v, mask, s, scale);
   }
   void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv, const float* dout,
                               const float* prob, const float* qkv, const float* r,
                               const float* u, const float* v, const AttentionShape& s,
                               float scale) override {
-    cpu::rel_attention_backward(attention_, dqkv, dr, du, dv, dout, prob, qkv, r, u, v, s, scale);
+    cpu::rel_attention_backward(attention_buffers(), dqkv, dr, du, dv, dout, prob, qkv, r, u, v, s, scale);
   }
 
   // Row-wise stable log-softmax cross-entropy; targets < 0 ignored.
@@ -455,9 +455,12 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // The attention's scratch. It makes the attention non-reentrant: call the backend from one
-  // host thread at a time (kernels parallelise inside).
-  cpu::AttentionBuffers attention_;
+  // The attention's scratch, one per host thread: packed runs (packed_backend.h) call the
+  // backend from several threads at once, one run each.
+  static cpu::AttentionBuffers& attention_buffers() {
+    thread_local cpu::AttentionBuffers buffers;
+    return buffers;
+  }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <fmt/ranges.h>
@@ -15,6 +16,7 @@
 #include "lib/core/model.h"
 #include "lib/core/model_kind.h"
 #include "lib/core/optim.h"
+#include "lib/core/packed_backend.h"
 #include "lib/core/random.h"
 #include "lib/core/segment_plan.h"
 #include "lib/core/stats.h"
@@ -350,9 +352,41 @@ void fill_times(BenchResult& r, const BenchWorkload& w, const std::vector<double
   const double best = *std::min_element(times.begin(), times.end());
   r.step_ms_min = best * 1e3;
   r.step_ms_median = median(times) * 1e3;
-  r.tokens_per_s = double(w.batch) * w.seq_len() / best;
-  r.gflop_per_step = step_flops(w) * 1e-9;
+  r.steps_per_s = r.pack / best;
+  r.tokens_per_s = double(r.pack) * w.batch * w.seq_len() / best;
+  r.gflop_per_step = r.pack * step_flops(w) * 1e-9;
   r.gflops = r.gflop_per_step / best;
+}
+
+// The copy workload with opt.pack runs packed (lib/core/packed_backend.h): each step, every run
+// its own fresh batch and dropout seed, one packed_train_step for all of them.
+void bench_copy_packed(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engine, PackedBackend& pb,
+                       Adam& adam, const BenchOptions& opt) {
+  const int B = w.batch, T = w.seq_len(), A = w.answer_size(), K = pb.runs();
+  const std::vector<int> seg_len = segment_lengths(T, w.segments);
+  std::vector<TaskRng> rngs;
+  for (int k = 0; k < K; ++k) rngs.emplace_back(mix_seed(opt.seed, 0xBE7C, uint64_t(k)));
+  std::vector<std::vector<int32_t>> inputs(static_cast<size_t>(K)), targets(static_cast<size_t>(K));
+  std::vector<int64_t> adam_steps(static_cast<size_t>(K), 0);
+  std::vector<PackedRunStep> group(static_cast<size_t>(K));
+  auto prepare = [&](int step) {
+    for (int k = 0; k < K; ++k) {
+      task_batch(rngs[size_t(k)], w, inputs[size_t(k)], targets[size_t(k)]);
+      PackedRunStep& g = group[size_t(k)];
+      g.slot = k;
+      g.batch = {inputs[size_t(k)].data(), targets[size_t(k)].data(), B, T, &seg_len, A};
+      g.settings.bptt = w.bptt;
+      g.settings.clip = w.clip;
+      g.settings.lr = w.lr;
+      g.settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step), uint64_t(k));
+      g.adam_steps = &adam_steps[size_t(k)];
+    }
+  };
+  std::vector<double> times = time_steps(pb, opt.warmup, opt.reps, prepare, [&](int) {
+    r.loss = packed_train_step(engine, model, pb, adam, group).front().loss;
+  });
+  r.warmup = opt.warmup;
+  fill_times(r, w, times);
 }
 
 // The copy workload: fresh random batches (made outside the timed region), one train_step each.
@@ -467,25 +501,41 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   const BenchWorkload w = bench_workload(name, opt.tiny, opt.batch);
   ModelConfig mc = w.model;
   resolve_kind(mc);
+  if (opt.pack < 1) fail("--pack must be at least 1");
+  if (opt.pack > 1 && w.lm) fail("--pack {}: {} is a language model, whose runs train alone", opt.pack, name);
   {  // refuse, before allocating, what does not fit in this machine's memory
     Workload mw;
     mw.batch = w.batch, mw.training = true;
     mw.seg_len = w.lm ? std::vector<int>(size_t(w.lm_window) + 1, w.lm_segment)
                       : segment_lengths(w.seq_len(), w.segments);
-    check_memory_fits(estimate_memory(mc, mw), "rmt bench " + name);
+    MemoryEstimate e = estimate_memory(mc, mw);
+    e.weights *= opt.pack, e.optimizer *= opt.pack, e.activations *= opt.pack;  // every run its own
+    check_memory_fits(e, opt.pack > 1 ? fmt::format("rmt bench {} --pack {}", name, opt.pack) : "rmt bench " + name);
   }
-  Model model(mc, be);
-  model.init_weights(mix_seed(opt.seed, 0x1417));
-  Adam adam(be, model.num_params());
-  Engine engine(model, be);
+  // Packed runs: every buffer [pack, ...] on the device's backend; on the CPU `threads` runs at a
+  // time (a device's backend takes its calls from one host thread).
+  const int threads = num_threads();
+  std::unique_ptr<PackedBackend> packed;
+  if (opt.pack > 1) packed = std::make_unique<PackedBackend>(be, opt.pack, opt.device == "cpu" ? threads : 1);
+  Backend& mbe = packed ? static_cast<Backend&>(*packed) : be;
+  Model model(mc, mbe);
+  for (int k = 0; k < opt.pack; ++k) {  // each run its own weights (the lone run's are run 0's)
+    if (packed) packed->activate(k);
+    model.init_weights(mix_seed(opt.seed, 0x1417) + uint64_t(k));
+  }
+  if (packed) packed->activate_all();
+  Adam adam(mbe, model.num_params());
+  Engine engine(model, mbe);
 
   BenchResult r;
   r.model = name;
   r.workload = w.workload;
   r.device = opt.device;
+  r.pack = opt.pack;
   if (w.lm) bench_lm(r, w, model, engine, be, adam, opt);
+  else if (packed) bench_copy_packed(r, w, model, engine, *packed, adam, opt);
   else bench_copy(r, w, model, engine, be, adam, opt);
-  r.threads = num_threads();
+  r.threads = packed ? threads : num_threads();
   r.batch = w.batch, r.seq_len = w.seq_len(), r.segments = w.segments, r.reps = opt.reps;
   r.bptt_window = w.lm ? w.lm_window : 0;
   r.params = model.num_params();
@@ -543,6 +593,8 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source) {
   j["warmup"] = r.warmup;
   j["params"] = r.params;
   j["reps"] = r.reps;
+  j["pack"] = r.pack;
+  j["steps_per_s"] = r.steps_per_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["step_ms"] = r.step_ms_min;
   j["step_ms_median"] = r.step_ms_median;

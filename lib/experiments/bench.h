@@ -128,6 +128,10 @@ struct BenchOptions {
                                // (language model: greedy sampling of one segment)
   bool capture = true;         // copy steps captured on a device that can (StepCapture)
   uint64_t seed = 1;
+  // > 1: that many runs of the model packed into one computation (lib/core/packed_backend.h),
+  // each with its own weights, batches and dropout; `threads` then runs that many runs at a time,
+  // each run's kernels on one thread. Not for the language models (their runs train alone).
+  int pack = 1;
 };
 
 struct BenchResult {
@@ -138,9 +142,11 @@ struct BenchResult {
   int bptt_window = 0;         // language model: earlier segments re-run per step
   int warmup = 0;              // untimed steps run (language model: at least lm_fill_steps)
   int64_t params = 0;
-  double step_ms_min = 0, step_ms_median = 0;
-  double tokens_per_s = 0;     // B*T / min step time (language model: T = one new segment)
-  double gflop_per_step = 0, gflops = 0;  // gflops at the min step time
+  int pack = 1;                // runs per step (BenchOptions::pack); the figures below are of all of them
+  double step_ms_min = 0, step_ms_median = 0;  // one step of every packed run together
+  double steps_per_s = 0;      // training steps of single runs per second: pack / min step time
+  double tokens_per_s = 0;     // pack * B*T / min step time (language model: T = one new segment)
+  double gflop_per_step = 0, gflops = 0;  // of all packed runs; gflops at the min step time
   double peak_gflops = 0, mfu = 0;        // filled in by the caller once the peak is known
   double peak_rss_mb = 0;      // process high-water mark (getrusage ru_maxrss) after this model, MiB
   double loss = 0;             // last step's loss (a sanity check that training runs)

@@ -1,6 +1,7 @@
 #include "lib/run/train_step.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace rmt {
 
@@ -91,6 +92,48 @@ StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
   be.copy_device_to_host(words, results, sizeof words);
   return clip_and_update(model, be, adam, words[0] * engine.loss_scale(), std::sqrt(words[1]),
                          s.clip, s.lr);
+}
+
+std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBackend& be, Adam& adam,
+                                          const std::vector<PackedRunStep>& group) {
+  if (group.empty()) return {};
+  const PackedRunStep& first = group[0];
+  std::vector<int> slots;
+  for (const PackedRunStep& r : group) {
+    const StepBatch &a = r.batch, &b = first.batch;
+    if (a.B != b.B || a.T != b.T || *a.seg_len != *b.seg_len || a.answer_size != b.answer_size ||
+        r.settings.bptt != first.settings.bptt || r.settings.training != first.settings.training ||
+        a.carry.start || a.carry.pass_on || !r.adam_steps)
+      throw std::logic_error("packed_train_step: the runs of a group differ in shape or settings, or carry state");
+    slots.push_back(r.slot);
+  }
+  // ---- The host's part, run by run: plans, checks, each batch's tokens, targets and seeds.
+  for (const PackedRunStep& r : group) {
+    be.activate(r.slot);
+    engine.stage_forward(r.batch.input, r.batch.target, r.batch.B, r.batch.T, *r.batch.seg_len,
+                         r.batch.answer_size, r.settings.training, r.settings.dropout_seed, r.batch.carry);
+  }
+  // ---- The device's part, once for the group: forward, backward, each run's gradient norm.
+  be.activate(slots);
+  double* results = engine.result_words();  // per run: [loss sum, gradient sum of squares]
+  be.fill_bytes(results, 0, sizeof(double));
+  engine.run_forward(results);
+  engine.backward(first.settings.bptt);
+  be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
+
+  // ---- Run by run: one download of its loss and norm, its clip and Adam step.
+  std::vector<StepResult> out;
+  for (const PackedRunStep& r : group) {
+    be.activate(r.slot);
+    double words[Engine::kResultWords];
+    be.copy_device_to_host(words, results, sizeof words);
+    adam.t = *r.adam_steps;
+    out.push_back(clip_and_update(model, be, adam, words[0] * engine.loss_scale(), std::sqrt(words[1]),
+                                  r.settings.clip, r.settings.lr));
+    *r.adam_steps = adam.t;
+  }
+  be.activate(slots);
+  return out;
 }
 
 }  // namespace rmt

@@ -9,6 +9,7 @@
 #include "lib/core/engine.h"
 #include "lib/core/model.h"
 #include "lib/core/optim.h"
+#include "lib/core/packed_backend.h"
 
 namespace rmt {
 
@@ -77,5 +78,24 @@ struct StepCapture {
 StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
                       const StepBatch& batch, const StepSettings& settings,
                       StepCapture* capture = nullptr);
+
+// One run's part of a packed step (lib/core/packed_backend.h): its slot, batch and settings, and
+// its own Adam step count (Adam::t: runs of one pack start at different times).
+struct PackedRunStep {
+  int slot = 0;
+  StepBatch batch;
+  StepSettings settings;
+  int64_t* adam_steps = nullptr;
+};
+
+// train_step for a group of packed runs on a model built on `be`: each run's batch is staged with
+// that run alone active; the forward, the backward and the gradient norms run once for the group
+// (every kernel over the group's slices); then each run reads its loss and norm and takes its
+// own clip and Adam step (its learning rate, its step count). Each run's result has the bits
+// train_step gives that run alone. The group's batches must have one shape (B, T, segments,
+// answer size) and one bptt and training setting; no carried state (language models run alone).
+// Leaves the group active.
+std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBackend& be, Adam& adam,
+                                          const std::vector<PackedRunStep>& group);
 
 }  // namespace rmt

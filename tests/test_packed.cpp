@@ -1,0 +1,212 @@
+// Packed runs (lib/core/packed_backend.h, packed_train_step in lib/run/train_step.h): K runs of
+// one shape trained in one computation give each run the bits it gets trained alone with one
+// thread, for every model kind and BPTT setting, with dropout, groups that change from step to
+// step (a run sitting steps out, as one at another curriculum stage would), evaluations of one run
+// in between, and through the checked cpu-guarded backend.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/core/engine.h"
+#include "lib/core/model.h"
+#include "lib/core/optim.h"
+#include "lib/core/packed_backend.h"
+#include "lib/core/random.h"
+#include "lib/run/train_step.h"
+
+using namespace rmt;
+
+namespace {
+
+ModelConfig small_model(const std::string& kind) {
+  ModelConfig c;
+  c.kind = kind;
+  c.n_token = 12;
+  c.n_layer = 2, c.n_head = 2, c.d_head = 8, c.d_model = 16, c.d_inner = 32;
+  c.dropout = 0.1;
+  c.mem_len = (kind == "xl" || kind == "xl_rmt") ? 4 : 0;
+  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? 3 : 0;
+  return c;
+}
+
+constexpr int kRuns = 3, kSteps = 5, kB = 4, kT = 12, kAnswer = 4;
+const std::vector<int> kSegments = {4, 4, 4};
+
+// Run k's j-th batch (j = kSteps: the evaluation batch): its own random tokens.
+struct Batch {
+  std::vector<int32_t> input, target;
+  Batch(int run, int j) {
+    SplitMixRng rng(mix_seed(uint64_t(run) + 1, uint64_t(j)));
+    for (int i = 0; i < kB * kT; ++i) input.push_back(int32_t(2 + rng.below(10)));
+    for (int i = 0; i < kB * kT; ++i) target.push_back(int32_t(2 + rng.below(10)));
+  }
+  StepBatch view() const { return {input.data(), target.data(), kB, kT, &kSegments, kAnswer}; }
+};
+
+StepSettings settings_of(int run, int j, int bptt) {
+  StepSettings s;
+  s.bptt = bptt;
+  s.clip = run == 1 ? 0.05 : 1.0;  // run 1 clips, the others mostly not
+  s.lr = 1e-3 * (run + 1) / (j + 1);
+  s.dropout_seed = mix_seed(uint64_t(run) * 77, uint64_t(j));
+  return s;
+}
+
+uint64_t init_seed(int run) { return mix_seed(0x5EED, uint64_t(run)); }
+
+struct Trace {
+  std::vector<double> loss, norm;
+  double eval_loss = 0;
+  std::vector<float> params;
+};
+
+// Run k trained alone on `be` with one thread: kSteps steps, then an evaluation forward.
+Trace alone(const ModelConfig& c, int run, int bptt, bool recompute, Backend& be) {
+  set_num_threads(1);
+  Model model(c, be);
+  model.init_weights(init_seed(run));
+  Adam adam(be, model.num_params());
+  Engine engine(model, be);
+  engine.set_recompute(recompute);
+  Trace t;
+  for (int j = 0; j < kSteps; ++j) {
+    Batch b(run, j);
+    StepResult r = train_step(engine, model, be, adam, b.view(), settings_of(run, j, bptt));
+    t.loss.push_back(r.loss);
+    t.norm.push_back(r.grad_norm);
+  }
+  Batch e(run, kSteps);
+  t.eval_loss = engine.forward(e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
+  t.params = model.params.download();
+  return t;
+}
+
+// The kRuns runs packed on `inner`: the groups change from step to step (run 1 sits out the
+// second iteration and catches up alone in the third); run 0 is evaluated between steps.
+std::vector<Trace> packed(const ModelConfig& c, int bptt, bool recompute, Backend& inner, int threads) {
+  PackedBackend pb(inner, kRuns, threads);
+  Model model(c, pb);
+  for (int k = 0; k < kRuns; ++k) {
+    pb.activate(k);
+    model.init_weights(init_seed(k));
+  }
+  pb.activate_all();
+  Adam adam(pb, model.num_params());
+  Engine engine(model, pb);
+  engine.set_recompute(recompute);
+  std::vector<Trace> t(kRuns);
+  std::vector<int64_t> adam_steps(kRuns, 0);
+  std::vector<int> taken(kRuns, 0);  // steps each run has taken
+  const std::vector<std::vector<int>> groups = {{0, 1, 2}, {0, 2}, {1}, {0, 1, 2}, {0, 1, 2}, {0, 2}, {1}};
+  for (const auto& group : groups) {
+    std::vector<std::unique_ptr<Batch>> batches;
+    std::vector<PackedRunStep> steps;
+    for (int k : group) {
+      batches.push_back(std::make_unique<Batch>(k, taken[size_t(k)]));
+      steps.push_back({k, batches.back()->view(), settings_of(k, taken[size_t(k)], bptt), &adam_steps[size_t(k)]});
+    }
+    std::vector<StepResult> r = packed_train_step(engine, model, pb, adam, steps);
+    for (size_t i = 0; i < group.size(); ++i) {
+      const int k = group[i];
+      t[size_t(k)].loss.push_back(r[i].loss);
+      t[size_t(k)].norm.push_back(r[i].grad_norm);
+      taken[size_t(k)] += 1;
+    }
+    // An evaluation of run 0 between steps (as validation is) changes nothing of the runs.
+    pb.activate(0);
+    Batch e(0, kSteps + 1);
+    engine.forward(e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
+  }
+  for (int k = 0; k < kRuns; ++k) {
+    REQUIRE(taken[size_t(k)] == kSteps);
+    pb.activate(k);
+    Batch e(k, kSteps);
+    t[size_t(k)].eval_loss = engine.forward(e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
+    t[size_t(k)].params = model.params.download();
+  }
+  return t;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute, Backend& inner, int threads) {
+  CAPTURE(kind);
+  CAPTURE(bptt);
+  CAPTURE(recompute);
+  CAPTURE(threads);
+  const ModelConfig c = small_model(kind);
+  const std::vector<Trace> p = packed(c, bptt, recompute, inner, threads);
+  for (int k = 0; k < kRuns; ++k) {
+    CAPTURE(k);
+    const Trace a = alone(c, k, bptt, recompute, cpu_backend());
+    CHECK(p[size_t(k)].loss == a.loss);  // exactly: the same bits
+    CHECK(p[size_t(k)].norm == a.norm);
+    CHECK(p[size_t(k)].eval_loss == a.eval_loss);
+    CHECK(same_bits(p[size_t(k)].params, a.params));
+  }
+  CHECK(!same_bits(p[0].params, p[1].params));  // the runs are their own
+}
+
+}  // namespace
+
+TEST_CASE("packed runs: each run bit-identical to the run alone, every model kind and BPTT setting") {
+  const int threads_before = num_threads();
+  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt"}) {
+    const std::vector<int> bptts = (kind == "rmt" || kind == "xl_rmt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
+    for (int bptt : bptts) check_packed_equals_alone(kind, bptt, false, cpu_backend(), 2);
+  }
+  check_packed_equals_alone("rmt", -1, true, cpu_backend(), 2);  // bptt_recompute
+  check_packed_equals_alone("rmt", 1, false, cpu_backend(), 1);  // one run after another
+  set_num_threads(threads_before);
+}
+
+TEST_CASE("packed runs: through cpu-guarded (no host access, unwritten slices hold NaN)") {
+  const int threads_before = num_threads();
+  check_packed_equals_alone("rmt", -1, false, guarded_cpu_backend(), 1);
+  check_packed_equals_alone("xl_rmt", 1, false, guarded_cpu_backend(), 1);
+  check_packed_equals_alone("xl", -1, false, guarded_cpu_backend(), 1);
+  set_num_threads(threads_before);
+}
+
+TEST_CASE("packed runs: the backend's rules") {
+  const int threads_before = num_threads();
+  {
+    PackedBackend pb(cpu_backend(), 3);
+    float* x = static_cast<float*>(pb.allocate(5 * sizeof(float)));
+    // The first write of a buffer goes to every run's slice; later ones to the active runs.
+    const std::vector<float> ones(5, 1.f), twos(5, 2.f);
+    pb.activate(1);
+    pb.copy_host_to_device(x, ones.data(), 5 * sizeof(float));
+    pb.copy_host_to_device(x, twos.data(), 5 * sizeof(float));
+    std::vector<float> got(5);
+    for (int k = 0; k < 3; ++k) {
+      pb.activate(k);
+      pb.copy_device_to_host(got.data(), x, 5 * sizeof(float));
+      CHECK(got == (k == 1 ? twos : ones));
+    }
+    // A kernel runs on the active slices only.
+    pb.activate(std::vector<int>{0, 2});
+    pb.scale(x, 5, 3.f);
+    for (int k = 0; k < 3; ++k) {
+      pb.activate(k);
+      pb.copy_device_to_host(got.data(), x, 5 * sizeof(float));
+      CHECK(got[4] == (k == 1 ? 2.f : 3.f));
+    }
+    // Reading back needs one run; a pointer that is not the backend's is an internal error.
+    pb.activate_all();
+    CHECK_THROWS_AS(pb.copy_device_to_host(got.data(), x, sizeof(float)), std::logic_error);
+    CHECK_THROWS_AS(pb.sum_squares(x, 5), std::logic_error);
+    CHECK_THROWS_AS(pb.scale(got.data(), 5, 2.f), std::logic_error);
+    CHECK_THROWS_AS(pb.activate(std::vector<int>{2, 1}), std::logic_error);
+    CHECK_THROWS_AS(pb.activate(3), std::logic_error);
+    pb.deallocate(x, 5 * sizeof(float));
+    CHECK(num_threads() == 1);  // a packed run's kernels compute as a lone run's of one thread
+  }
+  CHECK(num_threads() == threads_before);
+}
