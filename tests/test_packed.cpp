@@ -210,3 +210,108 @@ TEST_CASE("packed runs: the backend's rules") {
   }
   CHECK(num_threads() == threads_before);
 }
+
+// ---- Whole runs: train_packed against train() ------------------------------------------------
+
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/files/io.h"
+#include "lib/run/config.h"
+#include "lib/run/train.h"
+#include "tests/cli.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// metrics.jsonl without its timing (tokens/s).
+std::vector<json> metrics_of(const fs::path& dir) {
+  std::vector<json> lines;
+  std::istringstream in(read_file(dir / "metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line);
+    j.erase("tokens_per_s");
+    lines.push_back(j);
+  }
+  return lines;
+}
+
+// results.json without how long it took and how much memory the process had.
+json results_of(const fs::path& dir) {
+  json j = json::parse(read_file(dir / "results.json"));
+  j.erase("wall_time_s");
+  j.erase("peak_rss_mb");
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("packed runs: whole runs trained packed equal the runs trained alone, file for file") {
+  const fs::path root = fresh_dir("rmt_test_packed", "whole");
+  Run g = rmt_run("generate copy --length 5 --symbols 4 --train 300 --val 40 --test 40 --out " + (root / "data").string());
+  REQUIRE_MESSAGE(g.status == 0, g.output);
+  // Four runs of one model, three slots: run 1 ends first (fewer steps) and run 3 takes its slot,
+  // so the runs are at different curriculum stages (other batch shapes) and step in groups; run 2
+  // trains under the mastery curriculum with a stopping target.
+  std::vector<TrainJob> packed_jobs, alone_jobs;
+  for (int i = 0; i < 4; ++i) {
+    const std::string yaml = fmt::format(
+        "data: {}\nsegments: 3\nbptt: {}\n"
+        "model: {{kind: rmt, n_layer: 1, n_head: 2, d_head: 4, d_model: 8, d_inner: 16, num_mem_tokens: 2, dropout: 0.1}}\n"
+        "train: {{batch_size: 8, lr: 2.0e-3, max_steps: {}, eval_every: 10, log_every: 5, seed: {}, threads: 1, "
+        "curriculum: 3{}}}\n",
+        (root / "data").string(), i == 3 ? "1" : "all", i == 1 ? 30 : 60, i + 1,
+        i == 2 ? ", curriculum_advance: mastery, target: 0.5" : "");
+    const Config c = parse_config(yaml, fmt::format("job {}", i));
+    TrainOptions p, a;
+    p.run_dir = (root / "packed" / std::to_string(i)).string();
+    a.run_dir = (root / "alone" / std::to_string(i)).string();
+    packed_jobs.push_back({c, p});
+    alone_jobs.push_back({c, a});
+  }
+  const int threads_before = num_threads();
+  const std::vector<std::string> errors = train_packed(packed_jobs, 3, 2);
+  for (const std::string& e : errors) CHECK(e == "");
+  for (const TrainJob& job : alone_jobs) train(job.config, job.options);
+  set_num_threads(threads_before);
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const fs::path p = packed_jobs[size_t(i)].options.run_dir, a = alone_jobs[size_t(i)].options.run_dir;
+    CHECK(metrics_of(p) == metrics_of(a));
+    CHECK(results_of(p) == results_of(a));
+    CHECK(read_file(p / "best.safetensors") == read_file(a / "best.safetensors"));
+    CHECK(read_file(p / "last.safetensors") == read_file(a / "last.safetensors"));
+  }
+  CHECK(results_of(root / "packed" / "1")["steps"] == 30);
+  CHECK(metrics_of(root / "packed" / "0") != metrics_of(root / "packed" / "3"));  // runs of their own
+}
+
+TEST_CASE("packed runs: what cannot join a pack is refused for that run alone") {
+  const fs::path root = fresh_dir("rmt_test_packed", "refused");
+  Run g = rmt_run("generate copy --length 5 --symbols 4 --train 100 --val 20 --test 20 --out " + (root / "data").string());
+  REQUIRE_MESSAGE(g.status == 0, g.output);
+  auto job = [&](const std::string& name, const std::string& model, int threads) {
+    const std::string yaml = fmt::format(
+        "data: {}\nsegments: 2\nmodel: {{kind: rmt, n_layer: 1, n_head: 2, d_head: 4, d_model: {}, d_inner: 16, "
+        "num_mem_tokens: 2}}\ntrain: {{batch_size: 4, max_steps: 10, eval_every: 5, threads: {}}}\n",
+        (root / "data").string(), model, threads);
+    TrainOptions o;
+    o.run_dir = (root / name).string();
+    return TrainJob{parse_config(yaml, name), o};
+  };
+  const int threads_before = num_threads();
+  const std::vector<std::string> errors =
+      train_packed({job("a", "8", 1), job("b", "16", 1), job("c", "8", 2), job("d", "8", 1)}, 2, 1);
+  set_num_threads(threads_before);
+  CHECK(errors[0] == "");
+  CHECK(errors[1].find("cannot join a pack of rmt L1 H2x4 d8") != std::string::npos);
+  CHECK(errors[2].find("train.threads 2: a packed run computes with one thread") != std::string::npos);
+  CHECK(errors[3] == "");
+  CHECK(fs::exists(root / "a" / "results.json"));
+  CHECK(fs::exists(root / "d" / "results.json"));
+  CHECK(!fs::exists(root / "b" / "results.json"));
+}

@@ -42,4 +42,24 @@ struct TrainOptions {
 
 void train(const Config& config, const TrainOptions& options);
 
+// Packed runs (issue 40; lib/core/packed_backend.h): the runs of `jobs` trained `slots` at a time
+// in one process and one computation per step, `threads` runs' kernels at a time on the CPU. A
+// run that ends (its ceiling, solved, unmastered) writes its results and leaves its slot, and the
+// next job takes it; runs at different curriculum stages (other batch shapes) step in groups of
+// one shape. Each run keeps its own seed, data order, dropout, curriculum, evaluations, stopping
+// rule, checkpoints, metrics.jsonl and results.json in its own directory, bit-identical to the
+// run trained alone by train() (tests/test_packed.cpp), and resumes packed or alone.
+// Every job must have the same model, device, bptt_recompute and Adam beta2 (pack_shape), one
+// thread (train.threads 1: a packed run computes as a lone run of one thread), and samples of an
+// algorithmic task (a language model's runs train alone). Returns per job the error that ended
+// it ("" = finished); one run's failure does not stop the others.
+struct TrainJob {
+  Config config;
+  TrainOptions options;
+};
+std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slots, int threads);
+// What runs must share to be packed together, as text ("" for a run that cannot be packed: a
+// language model); runs of one sweep with equal texts go into one pack.
+std::string pack_shape(const Config& config);
+
 }  // namespace rmt

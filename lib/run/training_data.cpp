@@ -52,16 +52,19 @@ class SampleData : public TrainingData {
     val_opts_.free_running = false;  // validation is teacher-forced (cheap); test reports both
   }
 
-  StepResult train_step(Engine& engine, Model& model, Adam& adam, int64_t step, int segments,
-                        const StepSettings& settings) override {
+  StepBatch train_batch(int64_t step, int segments) override {
     if (int(step_seg_len_.size()) != segments) step_seg_len_ = segment_lengths(T_, segments);
     for (int b = 0; b < B_; ++b) {
       const int64_t row = order_.at(step * B_ + b);
       std::copy_n(train_.input.begin() + row * T_, T_, input_.begin() + int64_t(b) * T_);
       std::copy_n(train_.target.begin() + row * T_, T_, target_.begin() + int64_t(b) * T_);
     }
-    const StepBatch batch{input_.data(), target_.data(), B_, T_, &step_seg_len_, run_.meta.answer_size};
-    return rmt::train_step(engine, model, model.backend, adam, batch, settings, &capture_);
+    return StepBatch{input_.data(), target_.data(), B_, T_, &step_seg_len_, run_.meta.answer_size};
+  }
+
+  StepResult train_step(Engine& engine, Model& model, Adam& adam, int64_t step, int segments,
+                        const StepSettings& settings) override {
+    return rmt::train_step(engine, model, model.backend, adam, train_batch(step, segments), settings, &capture_);
   }
 
   EvalResult validate(Engine& engine, int segments) override {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ class TrainingData {
   // algorithmic tasks capture it on a device that can). settings.training is true.
   virtual StepResult train_step(Engine& engine, Model& model, Adam& adam, int64_t step,
                                 int segments, const StepSettings& settings) = 0;
+  // The batch of training step `step` alone (packed runs step several runs' batches at once,
+  // lib/run/train_step.h packed_train_step); valid until the next call. Algorithmic tasks only:
+  // a language model's step carries state, and its runs train alone.
+  virtual StepBatch train_batch(int64_t step, int segments) {
+    (void)step, (void)segments;
+    throw std::logic_error("train_batch: a language model's runs train alone, not packed");
+  }
   // Teacher-forced validation at `segments` segments per sample, on at most train.eval_samples.
   virtual EvalResult validate(Engine& engine, int segments) = 0;
   // The test split in full (free-running too, for algorithmic tasks). Training ends with it:
