@@ -87,8 +87,8 @@ Trace alone(const ModelConfig& c, int run, int bptt, bool recompute, Backend& be
 
 // The kRuns runs packed on `inner`: the groups change from step to step (run 1 sits out the
 // second iteration and catches up alone in the third); run 0 is evaluated between steps.
-std::vector<Trace> packed(const ModelConfig& c, int bptt, bool recompute, Backend& inner, int threads) {
-  PackedBackend pb(inner, kRuns, threads);
+std::vector<Trace> packed(const ModelConfig& c, int bptt, bool recompute, Backend& inner) {
+  PackedBackend pb(inner, kRuns);
   Model model(c, pb);
   for (int k = 0; k < kRuns; ++k) {
     pb.activate(k);
@@ -135,13 +135,12 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute, Backend& inner, int threads) {
+void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute, Backend& inner) {
   CAPTURE(kind);
   CAPTURE(bptt);
   CAPTURE(recompute);
-  CAPTURE(threads);
   const ModelConfig c = small_model(kind);
-  const std::vector<Trace> p = packed(c, bptt, recompute, inner, threads);
+  const std::vector<Trace> p = packed(c, bptt, recompute, inner);
   for (int k = 0; k < kRuns; ++k) {
     CAPTURE(k);
     const Trace a = alone(c, k, bptt, recompute, cpu_backend());
@@ -159,18 +158,17 @@ TEST_CASE("packed runs: each run bit-identical to the run alone, every model kin
   const int threads_before = num_threads();
   for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt"}) {
     const std::vector<int> bptts = (kind == "rmt" || kind == "xl_rmt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
-    for (int bptt : bptts) check_packed_equals_alone(kind, bptt, false, cpu_backend(), 2);
+    for (int bptt : bptts) check_packed_equals_alone(kind, bptt, false, cpu_backend());
   }
-  check_packed_equals_alone("rmt", -1, true, cpu_backend(), 2);  // bptt_recompute
-  check_packed_equals_alone("rmt", 1, false, cpu_backend(), 1);  // one run after another
+  check_packed_equals_alone("rmt", -1, true, cpu_backend());  // bptt_recompute
   set_num_threads(threads_before);
 }
 
 TEST_CASE("packed runs: through cpu-guarded (no host access, unwritten slices hold NaN)") {
   const int threads_before = num_threads();
-  check_packed_equals_alone("rmt", -1, false, guarded_cpu_backend(), 1);
-  check_packed_equals_alone("xl_rmt", 1, false, guarded_cpu_backend(), 1);
-  check_packed_equals_alone("xl", -1, false, guarded_cpu_backend(), 1);
+  check_packed_equals_alone("rmt", -1, false, guarded_cpu_backend());
+  check_packed_equals_alone("xl_rmt", 1, false, guarded_cpu_backend());
+  check_packed_equals_alone("xl", -1, false, guarded_cpu_backend());
   set_num_threads(threads_before);
 }
 
@@ -254,9 +252,9 @@ TEST_CASE("packed runs: whole runs trained packed equal the runs trained alone, 
   const fs::path root = fresh_dir("rmt_test_packed", "whole");
   Run g = rmt_run("generate copy --length 5 --symbols 4 --train 300 --val 40 --test 40 --out " + (root / "data").string());
   REQUIRE_MESSAGE(g.status == 0, g.output);
-  // Four runs of one model, three slots: run 1 ends first (fewer steps) and run 3 takes its slot,
-  // so the runs are at different curriculum stages (other batch shapes) and step in groups; run 2
-  // trains under the mastery curriculum with a stopping target.
+  // Four runs of one model, three slots in two packs (two threads): run 1 ends first (fewer
+  // steps) and run 3 takes a slot, so the runs are at different curriculum stages (other batch
+  // shapes) and step in groups; run 2 trains under the mastery curriculum with a stopping target.
   std::vector<TrainJob> packed_jobs, alone_jobs;
   for (int i = 0; i < 4; ++i) {
     const std::string yaml = fmt::format(

@@ -254,6 +254,15 @@ CLI::Option* add_mps_option(CLI::App* cmd, std::string& mps) {
       ->capture_default_str()->check(one_of({"auto", "on", "off"}));
 }
 
+CLI::Option* add_pack_option(CLI::App* cmd, int& pack) {
+  return cmd->add_option("--pack", pack,
+                         "Train the runs that share a model shape together, this many at a time in one process and "
+                         "one computation per step (each run still its own: seed, data order, curriculum, "
+                         "checkpoints, results, bit-identical to the run alone with one thread; a run that ends "
+                         "leaves its slot to the next). -j then counts processes; language models train alone")
+      ->capture_default_str()->transform(int_range(1, 4096));
+}
+
 CLI::Option* add_jobs_option(CLI::App* cmd, int& jobs) {
   return cmd->add_option("-j,--jobs", jobs,
                          "Runs at a time (default: 1 on the CPU, the cores then split between the runs; one per "

@@ -34,6 +34,8 @@ void check_device_name(const std::string& device);
 // `--mps auto|on|off` of the commands that run sweeps (rmt sweep, rmt reproduce): how runs on a
 // GPU share it (lib/experiments/mps.h).
 CLI::Option* add_mps_option(CLI::App* cmd, std::string& mps);
+// `--pack K` of those commands: runs of one model shape trained K at a time in one process.
+CLI::Option* add_pack_option(CLI::App* cmd, int& pack);
 // `-j/--jobs N` of those commands; 0 (absent) means sweep_default_jobs (lib/experiments/sweep.h).
 CLI::Option* add_jobs_option(CLI::App* cmd, int& jobs);
 // `--allow-changed-data`: read a run's own dataset even when it changed since the run was

@@ -34,7 +34,7 @@ void add_reproduce_command(CLI::App& app) {
     std::vector<std::string> names;
     std::string manifest = "experiments/reproduce/reproduce.yaml", runs_dir = "runs/reproduce",
                 out_dir = "experiments/results", device, mps = "auto";
-    int jobs = 0;
+    int jobs = 0, pack = 1;
     bool list = false, report_only = false;
   };
   auto args = std::make_shared<Args>();
@@ -46,6 +46,7 @@ void add_reproduce_command(CLI::App& app) {
   add_device_option(cmd, args->device, "the configs' own, cpu; another device's runs are other runs, and "
                     "--runs-dir and --out default to their names with -DEVICE added");
   add_mps_option(cmd, args->mps);
+  add_pack_option(cmd, args->pack);
   cmd->add_flag("--list", args->list, "List the items and what each reproduces; run nothing");
   cmd->add_flag("--report-only", args->report_only,
                 "Train nothing: rewrite REPORT.md, tables and plots from the runs finished so far (and, for "
@@ -80,6 +81,7 @@ void add_reproduce_command(CLI::App& app) {
     opt.out_dir = args->out_dir;
     opt.jobs = args->jobs > 0 ? args->jobs : sweep_default_jobs(device_is_gpu(args->device));
     opt.mps = parse_mps_mode(args->mps);
+    opt.pack = args->pack;
     if (opt.mps == MpsMode::on && !device_is_gpu(args->device) && !opt.report_only)
       fail("--mps on: the runs are on {}; MPS shares a GPU between the runs of --device cuda",
            args->device.empty() ? "the CPU" : args->device);

@@ -57,7 +57,7 @@ void add_sweep_command(CLI::App& app) {
       kDefaultSlurmTime));
   struct Args {
     std::string file, emit, runs_dir = "runs", device, mps = "auto";
-    int jobs = 0, threads_per_run = 1;
+    int jobs = 0, threads_per_run = 1, pack = 1;
     bool dry_run = false, collect = false;
     SlurmOptions slurm;
   };
@@ -65,6 +65,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("file", args->file, "Sweep file")->required()->check(existing_file());
   add_jobs_option(cmd, args->jobs);
   add_mps_option(cmd, args->mps);
+  add_pack_option(cmd, args->pack);
   auto* dry_run = cmd->add_flag("--dry-run", args->dry_run, "List the runs and their state; run nothing");
   auto* emit = cmd->add_option("--emit", args->emit, "Print one command per pending run (commands) or write a "
                   "SLURM job-array script (slurm) instead of running")->check(one_of({"commands", "slurm"}));
@@ -94,6 +95,10 @@ void add_sweep_command(CLI::App& app) {
                                                  ? " (--emit commands takes --threads-per-run; -j N splits this machine's cores)"
                                                  : ""),
                                  CLI::ExitCodes::RequiresError);
+    if (cmd->count("--pack") > 0 && (!args->emit.empty() || args->collect))
+      throw CLI::RequiresError(fmt::format("--pack is for the runs this command trains, not for {}",
+                                           args->collect ? "--collect" : "--emit"),
+                               CLI::ExitCodes::RequiresError);
     if (cmd->count("--mps") > 0 && (!args->emit.empty() || args->collect))
       throw CLI::RequiresError(fmt::format("--mps is for the runs this command trains, not for {} (start an MPS "
                                            "daemon where those runs go: nvidia-cuda-mps-control -d)",
@@ -121,12 +126,14 @@ void add_sweep_command(CLI::App& app) {
     if (args->jobs == 0)
       args->jobs = sweep_default_jobs(device_is_gpu(args->device.empty() ? spec.base.device : args->device));
     // -j N splits the cores; emitted commands set their thread count on their command line.
-    int threads = args->emit.empty() ? std::max(1, cores / args->jobs) : 0;
+    // Packed runs compute with one thread each (the pack runs several at a time).
+    int threads = !args->emit.empty() ? 0 : args->pack > 1 ? 1 : std::max(1, cores / args->jobs);
     SweepPlan plan = plan_sweep(spec, args->runs_dir, threads, args->device);
     SweepOptions opt;
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.jobs = args->jobs;
     opt.mps = parse_mps_mode(args->mps);
+    opt.pack = args->pack;
     if (args->dry_run) {
       check_sweep_runnable(plan, opt);
       fmt::print("sweep {}: {} runs in {}\n", spec.name, plan.runs.size(), plan.sweep_dir.string());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +14,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
+#include "lib/core/model.h"
 #include "lib/files/io.h"
 #include "lib/run/run_data.h"
 #include "lib/run/curriculum.h"
@@ -32,10 +34,10 @@ static std::string duration_text(double s) {
   return fmt::format("{}s", t);
 }
 
-static void print_progress(const TrainProgress& p, bool tty) {
+static void print_progress(const TrainProgress& p, bool tty, FILE* out = stderr) {
   if (p.note) {  // an event: its own line
-    std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", p.note->c_str());
-    std::fflush(stderr);
+    std::fprintf(out, "%s%s\n", tty ? "\r\033[K" : "", p.note->c_str());
+    std::fflush(out);
     return;
   }
   double rate = p.step > 0 ? p.elapsed_s / double(p.step) : 0;
@@ -46,12 +48,12 @@ static void print_progress(const TrainProgress& p, bool tty) {
       p.step, p.max_steps, p.loss, p.lm ? "bpc" : "acc", val, p.lr, p.tokens_per_s, duration_text(p.elapsed_s),
       duration_text(rate * double(p.max_steps - p.step)));
   if (tty) {
-    std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    if (p.step == p.max_steps && p.is_eval) std::fprintf(stderr, "\n");
+    std::fprintf(out, "\r\033[K%s", line.c_str());
+    if (p.step == p.max_steps && p.is_eval) std::fprintf(out, "\n");
   } else {
-    std::fprintf(stderr, "%s%s\n", line.c_str(), p.is_eval ? " [eval]" : "");
+    std::fprintf(out, "%s%s\n", line.c_str(), p.is_eval ? " [eval]" : "");
   }
-  std::fflush(stderr);
+  std::fflush(out);
 }
 
 // The config of `train --out R`: --config's, else with --resume the run's own R/config.yaml (a
@@ -75,6 +77,41 @@ static void check_resume_config(const std::string& out, const Config& config) {
   const std::string where = first_config_difference(saved_text, now);
   fail("{}: the saved config differs from this one{}; resume with the same config and --set "
        "options, or train into a new directory", saved.string(), where.empty() ? "" : ": " + where);
+}
+
+static void print_start(const RunSetup& run, int64_t params, int64_t start, FILE* out = stderr) {
+  std::string stages;  // "; curriculum: 3, 6, 9 segments"
+  const TrainConfig& tc = run.config.train;
+  for (int s = 0; tc.curriculum > 1 && s < tc.curriculum; ++s)
+    stages += fmt::format("{}{}", s ? ", " : "; curriculum: ", curriculum_stage_segments(run.config, s));
+  if (!stages.empty())
+    stages += fmt::format(" segment{} ({})", curriculum_stage_segments(run.config, tc.curriculum - 1) == 1 ? "" : "s",
+                          tc.curriculum_advance == "mastery"
+                              ? "a stage ends once mastered or when its share of the steps runs out"
+                              : "equal shares of the steps");
+  if (tc.target > 0)
+    stages += fmt::format("; stops once validation accuracy >= {} at {} evaluations in a row",
+                          tc.target, tc.target_evals);
+  if (is_lm(run.config)) {
+    std::fprintf(out, "%s %s on text (%s): %d streams, segments of %d (%lld per pass), "
+                 "bptt %s (windows of %d segments), %lld parameters, %d threads, about %s of "
+                 "memory%s\n",
+                 start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
+                 run.config.data.c_str(), tc.batch_size, run.config.segment_length,
+                 (long long)lm_epoch_segments(run), bptt_to_string(run.config.bptt).c_str(),
+                 lm_window(run), (long long)params, num_threads(),
+                 format_bytes(train_memory_estimate(run).total()).c_str(),
+                 start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
+    return;
+  }
+  std::fprintf(out, "%s %s on %s: %d segment%s of %s%s, bptt %s, %lld parameters, device %s, %d threads, "
+               "about %s of memory%s\n",
+               start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
+               run.meta.task.c_str(), run.config.segments, run.config.segments == 1 ? "" : "s",
+               describe_segments(run.seg_len).c_str(), stages.c_str(), bptt_to_string(run.config.bptt).c_str(),
+               (long long)params, run.config.device.c_str(), num_threads(),
+               format_bytes(train_memory_estimate(run).total()).c_str(),
+               start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
 }
 
 void add_train_command(CLI::App& app) {
@@ -107,42 +144,74 @@ void add_train_command(CLI::App& app) {
     opt.abort_after_step = args->abort_after_step;
     const bool tty = ::isatty(2);
     opt.on_progress = [tty](const TrainProgress& p) { print_progress(p, tty); };
-    opt.on_start = [](const RunSetup& run, int64_t params, int64_t start) {
-      std::string stages;  // "; curriculum: 3, 6, 9 segments"
-      const TrainConfig& tc = run.config.train;
-      for (int s = 0; tc.curriculum > 1 && s < tc.curriculum; ++s)
-        stages += fmt::format("{}{}", s ? ", " : "; curriculum: ", curriculum_stage_segments(run.config, s));
-      if (!stages.empty())
-        stages += fmt::format(" segment{} ({})", curriculum_stage_segments(run.config, tc.curriculum - 1) == 1 ? "" : "s",
-                              tc.curriculum_advance == "mastery"
-                                  ? "a stage ends once mastered or when its share of the steps runs out"
-                                  : "equal shares of the steps");
-      if (tc.target > 0)
-        stages += fmt::format("; stops once validation accuracy >= {} at {} evaluations in a row",
-                              tc.target, tc.target_evals);
-      if (is_lm(run.config)) {
-        std::fprintf(stderr, "%s %s on text (%s): %d streams, segments of %d (%lld per pass), "
-                     "bptt %s (windows of %d segments), %lld parameters, %d threads, about %s of "
-                     "memory%s\n",
-                     start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
-                     run.config.data.c_str(), tc.batch_size, run.config.segment_length,
-                     (long long)lm_epoch_segments(run), bptt_to_string(run.config.bptt).c_str(),
-                     lm_window(run), (long long)params, num_threads(),
-                     format_bytes(train_memory_estimate(run).total()).c_str(),
-                     start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
-        return;
-      }
-      std::fprintf(stderr, "%s %s on %s: %d segment%s of %s%s, bptt %s, %lld parameters, device %s, %d threads, "
-                   "about %s of memory%s\n",
-                   start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
-                   run.meta.task.c_str(), run.config.segments, run.config.segments == 1 ? "" : "s",
-                   describe_segments(run.seg_len).c_str(), stages.c_str(), bptt_to_string(run.config.bptt).c_str(),
-                   (long long)params, run.config.device.c_str(), num_threads(),
-                   format_bytes(train_memory_estimate(run).total()).c_str(),
-                   start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
-    };
+    opt.on_start = [](const RunSetup& run, int64_t params, int64_t start) { print_start(run, params, start); };
     train(config, opt);
     std::printf("%s", read_file(fs::path(args->out) / "results.json").c_str());
+  });
+}
+
+// `rmt train-pack`: what `rmt sweep --pack K` runs, one process per pack (lib/run/train.h
+// train_packed). Hidden: a user trains packed runs through the sweep.
+void add_train_pack_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train-pack", "Train runs packed into one computation (what rmt sweep --pack runs)");
+  cmd->group("");  // not listed: rmt sweep --pack starts it
+  cmd->footer("LIST has one run a line: CONFIG<TAB>RUN_DIR<TAB>new|resume (resume: the run's own saved\n"
+              "config). Each run's progress goes to RUN_DIR/train.log, and the error that stopped it too.");
+  struct Args {
+    std::string list;
+    int slots = 2, threads = 1;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("list", args->list, "The runs")->required()->check(existing_file());
+  cmd->add_option("--pack", args->slots, "Runs trained at a time")->capture_default_str()->transform(int_range(1, 4096));
+  cmd->add_option("--threads", args->threads, "Runs whose kernels run at a time (CPU)")
+      ->capture_default_str()->transform(int_range(1, kMaxThreads));
+  cmd->callback([args] {
+    std::vector<TrainJob> jobs;
+    std::vector<std::string> errors;
+    std::istringstream in(read_file(args->list));
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      if (line.empty()) continue;
+      std::vector<std::string> f;
+      for (size_t start = 0;;) {
+        const size_t tab = line.find('\t', start);
+        f.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+        if (tab == std::string::npos) break;
+        start = tab + 1;
+      }
+      if (f.size() != 3 || (f[2] != "new" && f[2] != "resume"))
+        fail("{} line {}: expected CONFIG<TAB>RUN_DIR<TAB>new|resume", args->list, line_no);
+      TrainJob job;
+      job.options.run_dir = f[1];
+      job.options.resume = f[2] == "resume";
+      job.config = load_config(job.options.resume ? (fs::path(f[1]) / "config.yaml").string() : f[0]);
+      if (job.options.resume) check_resume_config(f[1], job.config);
+      const std::string log = (fs::path(f[1]) / "train.log").string();
+      job.options.on_progress = [log](const TrainProgress& p) {
+        if (FILE* out = std::fopen(log.c_str(), "a")) {
+          print_progress(p, false, out);
+          std::fclose(out);
+        }
+      };
+      job.options.on_start = [log](const RunSetup& run, int64_t params, int64_t start) {
+        if (FILE* out = std::fopen(log.c_str(), "a")) {
+          print_start(run, params, start, out);
+          std::fclose(out);
+        }
+      };
+      jobs.push_back(std::move(job));
+    }
+    const std::vector<std::string> outcome = train_packed(jobs, args->slots, args->threads);
+    int failed = 0;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (outcome[j].empty()) continue;
+      ++failed;
+      append_line(fs::path(jobs[j].options.run_dir) / "train.log", "rmt: error: " + outcome[j]);
+      fmt::print(stderr, "rmt: {}: {}\n", jobs[j].options.run_dir, outcome[j]);
+    }
+    if (failed > 0) fail("{} of {} packed runs failed", failed, jobs.size());
   });
 }
 

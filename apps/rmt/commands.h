@@ -9,6 +9,7 @@ namespace rmt::cli {
 void add_generate_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_train_pack_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_step_dump_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);

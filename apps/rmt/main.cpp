@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
   rmt::cli::add_generate_command(app);
   rmt::cli::add_data_command(app);
   rmt::cli::add_train_command(app);
+  rmt::cli::add_train_pack_command(app);
   rmt::cli::add_eval_command(app);
   rmt::cli::add_step_dump_command(app);
   rmt::cli::add_sweep_command(app);

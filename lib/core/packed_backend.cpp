@@ -2,10 +2,7 @@
 // active slices.
 #include "lib/core/packed_backend.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <exception>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,8 +16,8 @@ constexpr size_t kSliceAlign = 64;  // the alignment allocate() promises a lone 
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
-PackedBackend::PackedBackend(Backend& inner, int runs, int threads)
-    : inner_(inner), runs_(runs), threads_(std::max(1, threads)), threads_before_(num_threads()) {
+PackedBackend::PackedBackend(Backend& inner, int runs)
+    : inner_(inner), runs_(runs), threads_before_(num_threads()) {
   if (runs < 1) fail("packed runs: {} runs (at least 1)", runs);
   for (int k = 0; k < runs; ++k) all_.push_back(k);
   active_ = all_;
@@ -89,22 +86,7 @@ T* PackedBackend::at(T* p, int k) const {
 
 template <typename F>
 void PackedBackend::each_active(F&& f) {
-  const int n = int(active_.size());
-  if (threads_ <= 1 || n <= 1) {
-    for (int k : active_) f(k);
-    return;
-  }
-  std::exception_ptr error;
-#pragma omp parallel for num_threads(std::min(threads_, n)) schedule(static, 1)
-  for (int i = 0; i < n; ++i) {
-    try {
-      f(active_[size_t(i)]);
-    } catch (...) {
-#pragma omp critical(rmt_packed_error)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  for (int k : active_) f(k);
 }
 
 int PackedBackend::single_active(const char* what) const {

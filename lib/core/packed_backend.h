@@ -18,12 +18,13 @@
 //     slices only (a run's tokens, its parameters).
 //   * what is read back to the host (a copy to the host, sum_squares) needs exactly one active run.
 //
-// Every run's kernels are the inner backend's, called as for a run alone with one thread: on
-// the CPU a packed run is bit-identical to the same run trained alone with train.threads 1
-// (tests/test_packed.cpp). With `threads` > 1 the active runs' kernels run on that many threads,
-// one run per thread at a time (CPU backends only; the checked cpu-guarded serialises its calls).
-// A native device implementation (one launch over the runs, strided-batched cuBLAS) is the CUDA
-// backend's to add; through this wrapper a device runs each run's kernels in turn.
+// Every run's kernels are the inner backend's, called in turn as for a run alone with one thread:
+// on the CPU a packed run is bit-identical to the same run trained alone with train.threads 1
+// (tests/test_packed.cpp). Several cores train several packs, one per host thread (lib/run/train.h
+// train_packed; the CPU backend is reentrant): a pack never waits on another core inside a step,
+// which a fork and join per kernel did, badly so beside other processes. A native device
+// implementation (one launch over the runs, strided-batched cuBLAS) is the CUDA backend's to add;
+// through this wrapper a device runs each run's kernels in turn.
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -35,9 +36,9 @@ namespace rmt {
 
 class PackedBackend final : public Backend {
  public:
-  // `runs` slots on `inner`; `threads` > 1 runs the active runs' kernels in parallel (CPU).
-  // Sets the inner kernels' thread count to 1 (a packed run computes as a lone run of 1 thread).
-  PackedBackend(Backend& inner, int runs, int threads = 1);
+  // `runs` slots on `inner`. Sets this host thread's kernel thread count to 1 while it lives (a
+  // packed run computes as a lone run of one thread).
+  PackedBackend(Backend& inner, int runs);
   ~PackedBackend() override;
 
   int runs() const { return runs_; }
@@ -103,12 +104,12 @@ class PackedBackend final : public Backend {
   // pointer that is not this backend's.
   Allocation& allocation_of(const void* p);
   // Checks that each pointer is this backend's (null allowed) and marks its allocation written;
-  // called once per kernel, before the runs' calls (which may run on several threads).
+  // called once per kernel, before the runs' calls.
   void touch(std::initializer_list<const void*> pointers);
   // p moved to run slot k's slice (null stays null). Only reads the allocation table.
   template <typename T>
   T* at(T* p, int k) const;
-  // Runs f(slot) for each active slot: in turn, or `threads_` at a time.
+  // Runs f(slot) for each active slot, in turn.
   template <typename F>
   void each_active(F&& f);
   // The one active slot (reading back to the host needs one run); fails otherwise.
@@ -117,7 +118,7 @@ class PackedBackend final : public Backend {
   std::vector<int> write_slots(Allocation& a) const;
 
   Backend& inner_;
-  int runs_, threads_, threads_before_;
+  int runs_, threads_before_;
   std::vector<int> active_, all_;
   std::map<uintptr_t, Allocation> allocations_;  // by base address
 };

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <exception>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <fmt/ranges.h>
@@ -352,41 +354,10 @@ void fill_times(BenchResult& r, const BenchWorkload& w, const std::vector<double
   const double best = *std::min_element(times.begin(), times.end());
   r.step_ms_min = best * 1e3;
   r.step_ms_median = median(times) * 1e3;
-  r.steps_per_s = r.pack / best;
-  r.tokens_per_s = double(r.pack) * w.batch * w.seq_len() / best;
-  r.gflop_per_step = r.pack * step_flops(w) * 1e-9;
+  r.steps_per_s = 1 / best;
+  r.tokens_per_s = double(w.batch) * w.seq_len() / best;
+  r.gflop_per_step = step_flops(w) * 1e-9;
   r.gflops = r.gflop_per_step / best;
-}
-
-// The copy workload with opt.pack runs packed (lib/core/packed_backend.h): each step, every run
-// its own fresh batch and dropout seed, one packed_train_step for all of them.
-void bench_copy_packed(BenchResult& r, const BenchWorkload& w, Model& model, Engine& engine, PackedBackend& pb,
-                       Adam& adam, const BenchOptions& opt) {
-  const int B = w.batch, T = w.seq_len(), A = w.answer_size(), K = pb.runs();
-  const std::vector<int> seg_len = segment_lengths(T, w.segments);
-  std::vector<TaskRng> rngs;
-  for (int k = 0; k < K; ++k) rngs.emplace_back(mix_seed(opt.seed, 0xBE7C, uint64_t(k)));
-  std::vector<std::vector<int32_t>> inputs(static_cast<size_t>(K)), targets(static_cast<size_t>(K));
-  std::vector<int64_t> adam_steps(static_cast<size_t>(K), 0);
-  std::vector<PackedRunStep> group(static_cast<size_t>(K));
-  auto prepare = [&](int step) {
-    for (int k = 0; k < K; ++k) {
-      task_batch(rngs[size_t(k)], w, inputs[size_t(k)], targets[size_t(k)]);
-      PackedRunStep& g = group[size_t(k)];
-      g.slot = k;
-      g.batch = {inputs[size_t(k)].data(), targets[size_t(k)].data(), B, T, &seg_len, A};
-      g.settings.bptt = w.bptt;
-      g.settings.clip = w.clip;
-      g.settings.lr = w.lr;
-      g.settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step), uint64_t(k));
-      g.adam_steps = &adam_steps[size_t(k)];
-    }
-  };
-  std::vector<double> times = time_steps(pb, opt.warmup, opt.reps, prepare, [&](int) {
-    r.loss = packed_train_step(engine, model, pb, adam, group).front().loss;
-  });
-  r.warmup = opt.warmup;
-  fill_times(r, w, times);
 }
 
 // The copy workload: fresh random batches (made outside the timed region), one train_step each.
@@ -439,6 +410,88 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
     eo.kv_cache_decoding = false;
     r.eval_free_running_rerun_ms = timed_ms();
   }
+}
+
+// The copy workload with `pb.runs()` runs packed (lib/core/packed_backend.h), run `first_run`
+// of the bench onwards: each step, every run its own fresh batch and dropout seed, one
+// packed_train_step for all of them. Returns the step times; *loss is the first run's last loss.
+std::vector<double> bench_copy_packed(const BenchWorkload& w, Model& model, Engine& engine, PackedBackend& pb,
+                                      Adam& adam, const BenchOptions& opt, int first_run, double* loss) {
+  const int B = w.batch, T = w.seq_len(), A = w.answer_size(), K = pb.runs();
+  const std::vector<int> seg_len = segment_lengths(T, w.segments);
+  std::vector<TaskRng> rngs;
+  for (int k = 0; k < K; ++k) rngs.emplace_back(mix_seed(opt.seed, 0xBE7C, uint64_t(first_run + k)));
+  std::vector<std::vector<int32_t>> inputs(static_cast<size_t>(K)), targets(static_cast<size_t>(K));
+  std::vector<int64_t> adam_steps(static_cast<size_t>(K), 0);
+  std::vector<PackedRunStep> group(static_cast<size_t>(K));
+  auto prepare = [&](int step) {
+    for (int k = 0; k < K; ++k) {
+      task_batch(rngs[size_t(k)], w, inputs[size_t(k)], targets[size_t(k)]);
+      PackedRunStep& g = group[size_t(k)];
+      g.slot = k;
+      g.batch = {inputs[size_t(k)].data(), targets[size_t(k)].data(), B, T, &seg_len, A};
+      g.settings.bptt = w.bptt;
+      g.settings.clip = w.clip;
+      g.settings.lr = w.lr;
+      g.settings.dropout_seed = mix_seed(opt.seed, 0xD80, uint64_t(step), uint64_t(first_run + k));
+      g.adam_steps = &adam_steps[size_t(k)];
+    }
+  };
+  return time_steps(pb, opt.warmup, opt.reps, prepare, [&](int) {
+    *loss = packed_train_step(engine, model, pb, adam, group).front().loss;
+  });
+}
+
+// opt.pack runs of the copy workload packed: on the CPU one pack per thread (the runs split
+// between them, each pack on its own host thread, as rmt train-pack trains them), on a device one.
+// The figures are of all runs together: steps/s adds up each pack's runs / its step time.
+void bench_packed(BenchResult& r, const BenchWorkload& w, const ModelConfig& mc, Backend& be,
+                  const BenchOptions& opt) {
+  const int packs = opt.device == "cpu" ? std::clamp(num_threads(), 1, opt.pack) : 1;
+  std::vector<std::vector<double>> times(static_cast<size_t>(packs));
+  std::vector<int> runs(static_cast<size_t>(packs));
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(packs));
+  auto pack = [&](int p) {
+    try {
+      const int K = opt.pack / packs + (p < opt.pack % packs ? 1 : 0);
+      const int first_run = p * (opt.pack / packs) + std::min(p, opt.pack % packs);
+      PackedBackend pb(be, K);
+      Model model(mc, pb);
+      for (int k = 0; k < K; ++k) {  // each run its own weights (the lone run's are run 0's)
+        pb.activate(k);
+        model.init_weights(mix_seed(opt.seed, 0x1417) + uint64_t(first_run + k));
+      }
+      pb.activate_all();
+      Adam adam(pb, model.num_params());
+      Engine engine(model, pb);
+      double loss = 0;
+      times[size_t(p)] = bench_copy_packed(w, model, engine, pb, adam, opt, first_run, &loss);
+      runs[size_t(p)] = K;
+      if (p == 0) r.loss = loss;
+      if (p == 0) r.params = model.num_params();
+    } catch (...) {
+      failures[size_t(p)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int p = 1; p < packs; ++p) workers.emplace_back(pack, p);
+  pack(0);
+  for (auto& t : workers) t.join();
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
+  double best_rate = 0, median_rate = 0;  // steps of single runs per second
+  for (int p = 0; p < packs; ++p) {
+    best_rate += runs[size_t(p)] / *std::min_element(times[size_t(p)].begin(), times[size_t(p)].end());
+    median_rate += runs[size_t(p)] / median(times[size_t(p)]);
+  }
+  r.threads = packs;
+  r.warmup = opt.warmup;
+  r.steps_per_s = best_rate;
+  r.step_ms_min = opt.pack / best_rate * 1e3;  // the time a step of every run takes, all packs together
+  r.step_ms_median = opt.pack / median_rate * 1e3;
+  r.tokens_per_s = best_rate * w.batch * w.seq_len();
+  r.gflop_per_step = opt.pack * step_flops(w) * 1e-9;
+  r.gflops = best_rate * step_flops(w) * 1e-9;
 }
 
 // The language model: B streams of random bytes; step s trains on segment s of every stream
@@ -512,33 +565,25 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
     e.weights *= opt.pack, e.optimizer *= opt.pack, e.activations *= opt.pack;  // every run its own
     check_memory_fits(e, opt.pack > 1 ? fmt::format("rmt bench {} --pack {}", name, opt.pack) : "rmt bench " + name);
   }
-  // Packed runs: every buffer [pack, ...] on the device's backend; on the CPU `threads` runs at a
-  // time (a device's backend takes its calls from one host thread).
-  const int threads = num_threads();
-  std::unique_ptr<PackedBackend> packed;
-  if (opt.pack > 1) packed = std::make_unique<PackedBackend>(be, opt.pack, opt.device == "cpu" ? threads : 1);
-  Backend& mbe = packed ? static_cast<Backend&>(*packed) : be;
-  Model model(mc, mbe);
-  for (int k = 0; k < opt.pack; ++k) {  // each run its own weights (the lone run's are run 0's)
-    if (packed) packed->activate(k);
-    model.init_weights(mix_seed(opt.seed, 0x1417) + uint64_t(k));
-  }
-  if (packed) packed->activate_all();
-  Adam adam(mbe, model.num_params());
-  Engine engine(model, mbe);
-
   BenchResult r;
   r.model = name;
   r.workload = w.workload;
   r.device = opt.device;
   r.pack = opt.pack;
-  if (w.lm) bench_lm(r, w, model, engine, be, adam, opt);
-  else if (packed) bench_copy_packed(r, w, model, engine, *packed, adam, opt);
-  else bench_copy(r, w, model, engine, be, adam, opt);
-  r.threads = packed ? threads : num_threads();
+  if (opt.pack > 1) {
+    bench_packed(r, w, mc, be, opt);
+  } else {
+    Model model(mc, be);
+    model.init_weights(mix_seed(opt.seed, 0x1417));
+    Adam adam(be, model.num_params());
+    Engine engine(model, be);
+    if (w.lm) bench_lm(r, w, model, engine, be, adam, opt);
+    else bench_copy(r, w, model, engine, be, adam, opt);
+    r.threads = num_threads();
+    r.params = model.num_params();
+  }
   r.batch = w.batch, r.seq_len = w.seq_len(), r.segments = w.segments, r.reps = opt.reps;
   r.bptt_window = w.lm ? w.lm_window : 0;
-  r.params = model.num_params();
   r.peak_rss_mb = sys::peak_rss_bytes() / (1 << 20);  // MiB
   return r;
 }

@@ -153,8 +153,8 @@ const SweepPlan& Reproduction::plan_of(const ReproItem& it) const {
   auto found = plans_.find(it.name);
   if (found == plans_.end()) {
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    found = plans_.emplace(it.name, plan_sweep(load_sweep(it.sweep), o_.runs_dir, std::max(1, cores / o_.jobs),
-                                               o_.device)).first;
+    const int threads = o_.pack > 1 ? 1 : std::max(1, cores / o_.jobs);  // packed runs compute with one each
+    found = plans_.emplace(it.name, plan_sweep(load_sweep(it.sweep), o_.runs_dir, threads, o_.device)).first;
   }
   return found->second;
 }
@@ -202,6 +202,7 @@ int Reproduction::run_sweep_item(const ReproItem& it) {
     so.rmt_binary = o_.rmt_binary;
     so.jobs = o_.jobs;
     so.mps = o_.mps;
+    so.pack = o_.pack;
     so.quiet = o_.quiet;
     const auto t0 = std::chrono::steady_clock::now();
     const double wall_before = timing.wall_s;

@@ -97,6 +97,7 @@ struct ReproOptions {
   // reproduction its own runs and output directories, and the report names the device.
   std::string device;
   MpsMode mps = MpsMode::automatic;  // how runs on a GPU share it (mps.h)
+  int pack = 1;                      // runs packed per process (SweepOptions::pack)
   // Train nothing: rewrite the tables, plots and REPORT.md from the runs on disk (finished runs
   // of items in progress too) and, where an item has no runs here, from its committed results.
   bool report_only = false;

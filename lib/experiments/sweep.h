@@ -90,6 +90,11 @@ struct SweepOptions {
   // `on` for a sweep with no run on a GPU is refused.
   MpsMode mps = MpsMode::automatic;
   MpsTools mps_tools;
+  // > 1: runs of one model shape train together in one process, this many at a time, one
+  // computation per step (sweep_internal.h SweepTask; lib/core/packed_backend.h). Packing is how
+  // a run is trained, not what it is: it changes no RUN_ID, and a run resumes packed or alone.
+  // The plan's runs must have train.threads 1 (the CLI plans them so).
+  int pack = 1;
   std::function<void()> on_run_end;  // after each run ends and results.csv is rebuilt, if set
 };
 

@@ -2,9 +2,11 @@
 // What the sweep's files share and the public interface (sweep.h) does not offer: how a sweep
 // applies its values to a config and resolves its `data:` block (sweep_spec.cpp), and how it
 // reads a value back out of a config (sweep_plan.cpp).
+#include <filesystem>
 #include <map>
 #include <string>
 
+#include "lib/experiments/sweep.h"
 #include "lib/run/config.h"
 #include "tasks/tasks.h"
 
@@ -27,5 +29,21 @@ TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, co
 // The value of one dotted key in a config, as its YAML text (via to_yaml, the one place that
 // knows how each key prints).
 std::string config_value(const Config& config, const std::string& key);
+
+// What a sweep starts, one process each: a run alone (`rmt train`), or with --pack a group of
+// runs of one model shape (`rmt train-pack`, lib/run/train.h train_packed) trained K at a time.
+struct SweepTask {
+  std::vector<size_t> runs;  // indices into plan.runs, in grid order
+  bool packed = false;
+  std::string id;            // a packed task's name: its list and log files are RUNS/NAME/packs/ID.*
+};
+// The tasks of the runs in `queue`: each its own without packing (pack <= 1); else the runs that
+// can share a pack (the same pack_shape and dataset, and one thread: a run resumed with another
+// thread count trains alone) in groups, each group split into at most `jobs` tasks so that -j
+// processes can run one shape; a group of one run trains alone.
+std::vector<SweepTask> sweep_tasks(const SweepPlan& plan, const std::vector<size_t>& queue, int pack, int jobs);
+// The `rmt train-pack` arguments of a packed task (writes its list of runs first), and its log.
+std::vector<std::string> pack_args(const SweepPlan& plan, const SweepTask& task, int pack, int threads);
+std::filesystem::path pack_log(const SweepPlan& plan, const SweepTask& task);
 
 }  // namespace rmt::sweep_internal

@@ -25,12 +25,17 @@
 #include "lib/core/error.h"
 #include "lib/experiments/generated_data.h"
 #include "lib/experiments/process.h"
+#include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
 
 namespace rmt {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using sweep_internal::SweepTask;
+using sweep_internal::sweep_tasks;
+using sweep_internal::pack_args;
+using sweep_internal::pack_log;
 
 // Last non-empty line of a file (a failed run's error message).
 static std::string last_line(const fs::path& path) {
@@ -250,67 +255,110 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     }
   }
   const EnvChanges child_env = mps ? mps->child_env() : EnvChanges();
-  if (!options.quiet)
+
+  // ---- Tasks: one `rmt train` process per run, or with --pack one `rmt train-pack` per group
+  // of runs that share a model shape (sweep_tasks).
+  const std::vector<SweepTask> tasks = sweep_tasks(plan, queue, options.pack, jobs);
+  const int pack_threads = std::max(1, int(std::thread::hardware_concurrency()) / jobs);
+  if (!options.quiet && options.pack > 1)
+    fmt::print(stderr, "sweep {}: {} runs, {} done, {} to run in {} processes, {} at a time; a pack trains up to {} "
+               "runs of one model shape in one computation, {} at a time on the CPU\n", plan.spec.name,
+               plan.runs.size(), done, queue.size(), tasks.size(), jobs, options.pack, pack_threads);
+  else if (!options.quiet)
     fmt::print(stderr, "sweep {}: {} runs, {} done, {} to run, {} at a time, {} threads each\n",
                plan.spec.name, plan.runs.size(), done, queue.size(), jobs,
                plan.runs.empty() ? 0 : plan.runs[0].config.train.threads);
-
-  std::map<pid_t, size_t> running;
+  struct Running {
+    const SweepTask* task;
+    std::vector<bool> reported;  // per run of the task: its end counted and printed
+  };
+  std::map<pid_t, Running> running;
   size_t next = 0;
   auto last_report = std::chrono::steady_clock::now() - std::chrono::hours(1);
   const bool tty = isatty(2);
-  while (next < queue.size() || !running.empty()) {
-    while (next < queue.size() && int(running.size()) < jobs) {
-      const SweepRun& run = plan.runs[queue[next++]];
-      fs::create_directories(run.dir);
-      wait_for_run_directory(run.dir);
-      remove_stale_temps(run.dir, options.quiet);  // sweep_error.txt's (train cleans its own too)
-      fs::remove(run.dir / "sweep_error.txt");
-      auto args = train_args(plan, run);
-      append_line(run.dir / "train.log", "$ " + command_line("rmt", args));
-      running[spawn_logged(options.rmt_binary, args, run.dir / "train.log", child_env)] = size_t(&run - plan.runs.data());
+  // A run's end: counted, its error recorded, results.csv rebuilt, a line printed.
+  auto run_ended = [&](const SweepRun& run, const std::string& why) {
+    // train writes results.json last, so a run that has it is whole however its process ended
+    // (killed just after the write, it would otherwise count failed here and done in results.csv).
+    const bool ok = fs::exists(run.dir / "results.json");
+    if (ok) ++done;
+    else ++failed, write_file_atomic(run.dir / "sweep_error.txt", why + "\n");
+    write_results_csv(plan);
+    if (options.on_run_end) options.on_run_end();
+    if (!options.quiet)
+      fmt::print(stderr, "{}sweep: {} {}{}\n", tty ? "\r\033[K" : "", run.run_id, ok ? "done" : "FAILED: ",
+                 ok ? "" : why);
+  };
+  while (next < tasks.size() || !running.empty()) {
+    while (next < tasks.size() && int(running.size()) < jobs) {
+      const SweepTask& task = tasks[next++];
+      for (size_t i : task.runs) {
+        const SweepRun& run = plan.runs[i];
+        fs::create_directories(run.dir);
+        wait_for_run_directory(run.dir);
+        remove_stale_temps(run.dir, options.quiet);  // sweep_error.txt's (train cleans its own too)
+        fs::remove(run.dir / "sweep_error.txt");
+      }
+      pid_t pid;
+      if (!task.packed) {
+        const SweepRun& run = plan.runs[task.runs[0]];
+        auto args = train_args(plan, run);
+        append_line(run.dir / "train.log", "$ " + command_line("rmt", args));
+        pid = spawn_logged(options.rmt_binary, args, run.dir / "train.log", child_env);
+      } else {
+        const std::vector<std::string> args = pack_args(plan, task, options.pack, pack_threads);
+        for (size_t i : task.runs)
+          append_line(plan.runs[i].dir / "train.log",
+                      fmt::format("$ {} (packed: {} runs, {} at a time)", command_line("rmt", args), task.runs.size(),
+                                  std::min<size_t>(size_t(options.pack), task.runs.size())));
+        pid = spawn_logged(options.rmt_binary, args, pack_log(plan, task), child_env);
+      }
+      running[pid] = Running{&task, std::vector<bool>(task.runs.size(), false)};
     }
+    // Runs of a pack end one by one while the pack goes on.
+    for (auto& [p, r] : running)
+      for (size_t k = 0; k < r.task->runs.size(); ++k)
+        if (r.task->packed && !r.reported[k] && fs::exists(plan.runs[r.task->runs[k]].dir / "results.json")) {
+          r.reported[k] = true;
+          run_ended(plan.runs[r.task->runs[k]], "");
+        }
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0 && running.count(pid)) {
-      const SweepRun& run = plan.runs[running[pid]];
+      Running r = running[pid];
       running.erase(pid);
       const int code = exit_code(status);
-      // train writes results.json last, so a run that has it is whole however its process
-      // ended (killed just after the write, it would otherwise count failed here and done in
-      // results.csv).
-      const bool ok = fs::exists(run.dir / "results.json");
-      std::string why;
-      if (ok) {
-        ++done;
-      } else {
-        ++failed;
+      const char* program = r.task->packed ? "rmt train-pack" : "rmt train";
+      for (size_t k = 0; k < r.task->runs.size(); ++k) {
+        if (r.reported[k]) continue;
+        const SweepRun& run = plan.runs[r.task->runs[k]];
+        std::string why;
         if (WIFSIGNALED(status)) {
           // Killed from outside (OOM killer, kill -9): its log ends in a progress line, which
           // would read as the reason.
-          why = fmt::format("rmt train was killed by signal {} ({}) at {}; the next sweep resumes it",
+          why = fmt::format("{} was killed by signal {} ({}) at {}; the next sweep resumes it", program,
                             WTERMSIG(status), strsignal(WTERMSIG(status)), run_progress(run));
-        } else if (code == 0) {
-          why = "rmt train exited without writing results.json";
         } else {
-          why = last_line(run.dir / "train.log");
-          if (why.empty()) why = fmt::format("rmt train exited with status {}", code);
+          why = code == 0 ? "" : last_line(run.dir / "train.log");  // a pack writes each run's error there
+          if (code == 0) why = fmt::format("{} exited without writing results.json", program);
+          else if (why.empty()) why = fmt::format("{} exited with status {}", program, code);
         }
-        write_file_atomic(run.dir / "sweep_error.txt", why + "\n");
+        run_ended(run, why);
       }
-      write_results_csv(plan);
-      if (options.on_run_end) options.on_run_end();
-      if (!options.quiet)
-        fmt::print(stderr, "{}sweep: {} {}{}\n", tty ? "\r\033[K" : "", run.run_id,
-                   ok ? "done" : "FAILED: ", why);
       continue;
     }
     auto now = std::chrono::steady_clock::now();
     if (!options.quiet && now - last_report >= std::chrono::seconds(tty ? 1 : 30)) {
       last_report = now;
+      size_t pending = 0, in_progress = 0;
+      for (size_t t = next; t < tasks.size(); ++t) pending += tasks[t].runs.size();
+      for (const auto& [p, r] : running) in_progress += size_t(std::count(r.reported.begin(), r.reported.end(), false));
       std::string line = fmt::format("sweep: {} done, {} failed, {} running, {} pending", done, failed,
-                                     running.size(), queue.size() - next);
-      for (const auto& [p, i] : running) line += fmt::format(" | {}: {}", plan.runs[i].run_id, run_progress(plan.runs[i]));
+                                     in_progress, pending);
+      for (const auto& [p, r] : running)
+        for (size_t k = 0; k < r.task->runs.size(); ++k)
+          if (!r.reported[k] && fs::exists(plan.runs[r.task->runs[k]].dir / "metrics.jsonl"))
+            line += fmt::format(" | {}: {}", plan.runs[r.task->runs[k]].run_id, run_progress(plan.runs[r.task->runs[k]]));
       if (tty) fmt::print(stderr, "\r\033[K{}", line);
       else fmt::print(stderr, "{}\n", line);
     }

@@ -2,8 +2,14 @@
 // What each run does around its steps (its files, curriculum, evaluations) is TrainingRun's.
 #include "lib/run/train.h"
 
+#include <algorithm>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -53,27 +59,20 @@ std::string pack_shape(const Config& config) {
                      config.bptt_recompute, config.train.adam_beta2);
 }
 
-std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slots, int threads) {
-  std::vector<std::string> errors(jobs.size());
-  if (jobs.empty()) return errors;
-  // ---- The pack: one model, optimizer and engine with `slots` runs in every buffer, shaped by
-  // the first job (each run is checked against it as it joins).
-  const RunSetup first = prepare_run(jobs[0].config);
-  const std::string shape = pack_shape(first.config);
-  if (shape.empty()) fail("{}: a language model's runs train alone, not packed", jobs[0].options.run_dir);
-  {
-    MemoryEstimate e = train_memory_estimate(first);
-    e.weights *= slots, e.optimizer *= slots, e.activations *= slots, e.data *= slots;
-    check_memory_fits(e, fmt::format("{} packed runs ({})", slots, training_description(first)));
-  }
+namespace {
+
+// One host thread's pack: `slots` runs in one computation, taking jobs from the shared queue
+// (next_job) as slots free up, until no job is left.
+void run_pack(const std::vector<TrainJob>& jobs, std::vector<std::string>& errors, const RunSetup& first,
+              const std::string& shape, int slots, const std::function<std::optional<size_t>()>& next_job) {
+  // ---- The pack: one model, optimizer and engine with `slots` runs in every buffer.
   Backend& be = backend_by_name(first.config.device);
-  PackedBackend pb(be, slots, threads);
+  PackedBackend pb(be, slots);
   Model model(first.config.model, pb);
   Adam adam(pb, model.num_params());
   Engine engine(model, pb);
   std::vector<std::unique_ptr<TrainingRun>> runs(static_cast<size_t>(slots));  // by slot
   std::vector<size_t> job_of(static_cast<size_t>(slots));
-  size_t next = 0;
   // Ends the run in `slot`: its results when it is over, else the error that stopped it.
   auto leave = [&](int slot, const std::string& error) {
     std::unique_ptr<TrainingRun>& run = runs[size_t(slot)];
@@ -89,23 +88,24 @@ std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slo
   };
 
   while (true) {
-    // ---- Join: free slots take the next jobs.
+    // ---- Join: free slots take the next jobs (checked against the pack as they join).
     for (int k = 0; k < slots; ++k)
-      while (!runs[size_t(k)] && next < jobs.size()) {
-        const size_t j = next++;
+      while (!runs[size_t(k)]) {
+        const std::optional<size_t> j = next_job();
+        if (!j) break;
         try {
-          auto run = std::make_unique<TrainingRun>(jobs[j].config, jobs[j].options);
+          auto run = std::make_unique<TrainingRun>(jobs[*j].config, jobs[*j].options);
           if (pack_shape(run->config()) != shape)
-            fail("{} cannot join a pack of {}: its model or settings differ", jobs[j].options.run_dir, shape);
+            fail("{} cannot join a pack of {}: its model or settings differ", jobs[*j].options.run_dir, shape);
           if (run->config().train.threads != 1)
             fail("{}: train.threads {}: a packed run computes with one thread (train.threads 1)",
-                 jobs[j].options.run_dir, run->config().train.threads);
+                 jobs[*j].options.run_dir, run->config().train.threads);
           run->attach(model, adam, engine, &pb, k);
           runs[size_t(k)] = std::move(run);
-          job_of[size_t(k)] = j;
+          job_of[size_t(k)] = *j;
           if (runs[size_t(k)]->ended()) leave(k, "");  // resumed after its last step
         } catch (const Error& e) {
-          errors[j] = e.what();
+          errors[*j] = e.what();
         }
       }
     // ---- Schedule: each run's settings and batch, in groups of one batch shape.
@@ -126,7 +126,7 @@ std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slo
       g.steps.push_back({k, batch, settings, run->adam_steps()});
       g.stage_segments.push_back(stage_segments);
     }
-    if (groups.empty()) break;  // every job has ended
+    if (groups.empty()) return;  // every job has ended
     // ---- Step: forward and backward of each group once, each run's clip and Adam; then each
     // run's log, curriculum, evaluation and checkpoints; a run that is over leaves its slot.
     for (auto& [key, g] : groups) {
@@ -143,6 +143,47 @@ std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slo
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slots, int threads) {
+  std::vector<std::string> errors(jobs.size());
+  if (jobs.empty()) return errors;
+  // The packs' shape, from the first job; each run is checked against it as it joins.
+  const RunSetup first = prepare_run(jobs[0].config);
+  const std::string shape = pack_shape(first.config);
+  if (shape.empty()) fail("{}: a language model's runs train alone, not packed", jobs[0].options.run_dir);
+  {
+    MemoryEstimate e = train_memory_estimate(first);
+    e.weights *= slots, e.optimizer *= slots, e.activations *= slots, e.data *= slots;
+    check_memory_fits(e, fmt::format("{} packed runs ({})", slots, training_description(first)));
+  }
+  // ---- On the CPU one pack per thread, the slots split between them (a device's backend takes
+  // its calls from one host thread); no more slots than the jobs fill, so that every pack trains.
+  const int packs = first.config.device == "cpu" ? std::clamp(threads, 1, std::min<int>(slots, int(jobs.size()))) : 1;
+  const int slots_per_pack = std::min((slots + packs - 1) / packs, int((jobs.size() + size_t(packs) - 1) / size_t(packs)));
+  std::mutex queue_mutex;
+  size_t next = 0;
+  auto next_job = [&]() -> std::optional<size_t> {
+    std::lock_guard<std::mutex> lock(queue_mutex);
+    if (next >= jobs.size()) return std::nullopt;
+    return next++;
+  };
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(packs));
+  auto pack = [&](int p) {
+    try {
+      run_pack(jobs, errors, first, shape, slots_per_pack, next_job);
+    } catch (...) {  // not one run's failure (those are in errors): the pack's own
+      failures[size_t(p)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int p = 1; p < packs; ++p) workers.emplace_back(pack, p);
+  pack(0);
+  for (auto& w : workers) w.join();
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
   return errors;
 }
 

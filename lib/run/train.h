@@ -43,7 +43,8 @@ struct TrainOptions {
 void train(const Config& config, const TrainOptions& options);
 
 // Packed runs (issue 40; lib/core/packed_backend.h): the runs of `jobs` trained `slots` at a time
-// in one process and one computation per step, `threads` runs' kernels at a time on the CPU. A
+// in one process and one computation per step; on the CPU `threads` packs, one per host thread,
+// share the slots and the jobs (a device gets one pack). A
 // run that ends (its ceiling, solved, unmastered) writes its results and leaves its slot, and the
 // next job takes it; runs at different curriculum stages (other batch shapes) step in groups of
 // one shape. Each run keeps its own seed, data order, dropout, curriculum, evaluations, stopping
