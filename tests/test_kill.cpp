@@ -467,10 +467,15 @@ struct TinySweep {
     REQUIRE(rmt::parse_csv(rmt::read_file(reference / "results.csv"), "results.csv").rows.size() == 4);
   }
   ~TinySweep() { fs::remove_all(root.parent_path()); }
-  std::vector<std::string> args() const {
-    return {"sweep", file.string(), "-j", "2", "--runs-dir", runs.string()};
+  // extra: more `rmt sweep` options (--pack K)
+  std::vector<std::string> args(const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> a = {"sweep", file.string(), "-j", "2", "--runs-dir", runs.string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
   }
-  Outcome sweep(const std::string& kill_at = "") const { return run_rmt(args(), root / "log", kill_at); }
+  Outcome sweep(const std::string& kill_at = "", const std::vector<std::string>& extra = {}) const {
+    return run_rmt(args(extra), root / "log", kill_at);
+  }
   void clear() const {
     fs::remove_all(runs);
     fs::remove(root / "log");
@@ -478,11 +483,12 @@ struct TinySweep {
   // After a kill: a plain re-run completes the sweep as if nothing had happened. With
   // check_runs_died, first checks that the runs died with the sweep; without, the re-run starts
   // at once, while they may still be dying.
-  void rerun_and_check(const std::string& context, bool check_runs_died = true) const {
+  void rerun_and_check(const std::string& context, bool check_runs_died = true,
+                       const std::vector<std::string>& extra = {}) const {
     CAPTURE(context);
     if (check_runs_died) CHECK_MESSAGE(no_process_mentions(runs.string()), "a run outlived its killed sweep");
     fs::remove(root / "log");
-    Outcome o = sweep();
+    Outcome o = sweep("", extra);
     REQUIRE_MESSAGE(o.status == 0, "the re-run failed: " << text_of(root / "log"));
     CHECK_MESSAGE(temp_files(sweep_dir).empty(),
                   "temp files left: " << fmt::format("{}", fmt::join(temp_files(sweep_dir), " ")));
@@ -585,6 +591,35 @@ TEST_CASE("kill: rmt sweep -j 2 killed while runs train and between runs") {
     t.rerun_and_check(fmt::format("sweep killed after {} ms", ms), false);
   }
   MESSAGE("rmt sweep: 2 kills at chosen moments, 3 at random moments");
+}
+
+TEST_CASE("kill: a packed sweep killed while its runs train resumes, packed or alone, as the unpacked sweep") {
+  const TinySweep& t = tiny_sweep();
+  // The reference sweep trains every run alone with one thread (-j 2 on 2 cores); packed runs
+  // compute with one thread each, so on another core count only the RUN_IDs (not the bits)
+  // are the reference's: there the packed sweep is its own reference.
+  const bool two_cores = std::thread::hardware_concurrency() == 2;
+  const std::vector<std::string> packed = {"--pack", "3"};
+  t.clear();
+  Outcome whole = t.sweep("", packed);
+  REQUIRE_MESSAGE(whole.status == 0, text_of(t.root / "log"));
+  CHECK(text_of(t.root / "log").find("a pack trains up to 3 runs of one model shape") != std::string::npos);
+  CHECK(fs::exists(t.sweep_dir / "packs"));  // the baseline runs share a pack
+  if (two_cores) CHECK(csv_without_timing(t.sweep_dir / "results.csv") == csv_without_timing(t.reference / "results.csv"));
+  for (const bool rerun_packed : {true, false}) {
+    t.clear();
+    pid_t pid = start_rmt(t.args(packed), t.root / "log");
+    const bool reached = wait_for([&] { return runs_with(t.sweep_dir, "metrics.jsonl") > 0; });
+    kill(pid, SIGKILL);
+    wait_rmt(pid);
+    REQUIRE(reached);
+    CHECK(runs_with(t.sweep_dir, "results.json") < 4);
+    if (two_cores)
+      t.rerun_and_check(rerun_packed ? "packed sweep killed, resumed packed" : "packed sweep killed, resumed alone",
+                        true, rerun_packed ? packed : std::vector<std::string>{});
+    else
+      CHECK(t.sweep("", rerun_packed ? packed : std::vector<std::string>{}).status == 0);
+  }
 }
 
 TEST_CASE("kill: a run killed inside a running sweep is recorded as failed, then resumed") {
