@@ -26,6 +26,7 @@
 # without a GPU: RMT_CELL_DEVICE (cuda), RMT_CELL_GENERATE (`rmt generate copy` options, "--val
 # 1000"). reproduce: RMT_REPRO_ITEMS (the items, required), RMT_REPRO_JOBS (runs at a time; rmt's
 # default on a GPU, one per core), RMT_REPRO_MPS (rmt's --mps: auto, which starts NVIDIA's MPS daemon),
+# RMT_REPRO_PACK (rmt's --pack: runs of one shape per process; default 1, none, until measured there),
 # RMT_REPRO_TIMEOUT (540), RMT_REPRO_MANIFEST (experiments/reproduce/reproduce.yaml),
 # RMT_REPRO_DEVICE (cuda; another for the test on a machine without a GPU).
 set -u
@@ -268,7 +269,7 @@ reproduce() {
   # shellcheck disable=SC2086  # RMT_REPRO_ITEMS: names, split on spaces
   timeout $(( ${RMT_REPRO_TIMEOUT:-540} - 30 )) env LD_LIBRARY_PATH="$rmt_path" "$bundle/rmt" reproduce $RMT_REPRO_ITEMS \
     --manifest "${RMT_REPRO_MANIFEST:-experiments/reproduce/reproduce.yaml}" --device "$dev" \
-    ${RMT_REPRO_JOBS:+-j "$RMT_REPRO_JOBS"} --mps "${RMT_REPRO_MPS:-auto}"
+    ${RMT_REPRO_JOBS:+-j "$RMT_REPRO_JOBS"} --mps "${RMT_REPRO_MPS:-auto}" --pack "${RMT_REPRO_PACK:-1}"
   rc=$?
   [ $rc -ne 124 ] || echo "run.sh: reproduce: stopped at the time limit; a call on this machine while it is warm resumes it"
   if [ -d "experiments/results-$dev" ]; then

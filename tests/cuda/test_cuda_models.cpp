@@ -3,7 +3,8 @@
 // positions in 3 segments, memory and cache of one segment) for all five kinds, BPTT through all
 // segments / 0 / 1, recompute, uneven segments: loss, logits and every parameter gradient with
 // max |diff| / max |ref| <= 1e-4 per tensor (logits per segment: later segments are fed by the
-// memory or the cache); ten optimizer steps; greedy decoding; determinism; language-model steps.
+// memory or the cache); ten optimizer steps; packed runs; greedy decoding; determinism;
+// language-model steps.
 // The device models' buffers hold NaN until written, and the backend's scratch is refilled with
 // NaN before each device step (tests/cuda/nan_filled.h).
 #include <doctest/doctest.h>
@@ -21,6 +22,7 @@
 #include "lib/core/engine.h"
 #include "lib/core/model.h"
 #include "lib/core/optim.h"
+#include "lib/core/packed_backend.h"
 #include "lib/core/random.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/lm.h"
@@ -229,6 +231,57 @@ TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's paramete
     }
     compare_tensors(std::string(kind) + " after 10 steps: param", twin.ref, twin.ref.params.download(),
                     twin.dev.params.download());
+  }
+}
+
+TEST_CASE("cuda models: packed runs (lib/core/packed_backend.h) on the device give each run the cpu's alone") {
+  // Three runs of RMT packed on the device, each its own weights, batches and dropout, against
+  // each trained alone on the cpu: five clip + Adam steps, run 1 sitting one out.
+  constexpr int kRuns = 3;
+  const ModelConfig c = copy_model("rmt");
+  PackedBackend pb(nan_filled_gpu(), kRuns);
+  Model packed(c, pb);
+  std::vector<std::unique_ptr<Model>> alone;
+  std::vector<std::unique_ptr<Engine>> alone_engines;
+  std::vector<std::unique_ptr<Adam>> alone_adams;
+  for (int k = 0; k < kRuns; ++k) {
+    alone.push_back(std::make_unique<Model>(c, cpu()));
+    alone[size_t(k)]->init_weights(40 + uint64_t(k));
+    pb.activate(k);
+    packed.params.upload(pb, alone[size_t(k)]->params.download());
+    alone_engines.push_back(std::make_unique<Engine>(*alone[size_t(k)]));
+    alone_adams.push_back(std::make_unique<Adam>(cpu(), alone[size_t(k)]->num_params()));
+  }
+  pb.activate_all();
+  Adam adam(pb, packed.num_params());
+  Engine engine(packed, pb);
+  std::vector<int64_t> adam_steps(kRuns, 0);
+  std::vector<int> taken(kRuns, 0);
+  for (const std::vector<int>& group : std::vector<std::vector<int>>{{0, 1, 2}, {0, 2}, {1}, {0, 1, 2}}) {
+    std::vector<std::unique_ptr<Batch>> batches;
+    std::vector<PackedRunStep> steps;
+    for (int k : group) {
+      batches.push_back(std::make_unique<Batch>(8, std::vector<int>{24, 24, 24}, 12, 700 + 10 * uint64_t(k) + uint64_t(taken[size_t(k)])));
+      StepSettings s;
+      s.bptt = -1, s.clip = 0.25, s.lr = 1e-3;
+      s.dropout_seed = 900 + 10 * uint64_t(k) + uint64_t(taken[size_t(k)]);
+      steps.push_back({k, batches.back()->view(), s, &adam_steps[size_t(k)]});
+    }
+    const std::vector<StepResult> d = packed_train_step(engine, packed, pb, adam, steps);
+    for (size_t i = 0; i < group.size(); ++i) {
+      const int k = group[i];
+      const StepResult r = train_step(*alone_engines[size_t(k)], *alone[size_t(k)], cpu(), *alone_adams[size_t(k)],
+                                      steps[i].batch, steps[i].settings);
+      const std::string what = fmt::format("packed run {} step {}", k, taken[size_t(k)]);
+      CHECK(close_scalar(what + " loss", r.loss, d[i].loss, kModelLimit));
+      CHECK(close_scalar(what + " gradient norm", r.grad_norm, d[i].grad_norm, kModelLimit));
+      taken[size_t(k)] += 1;
+    }
+  }
+  for (int k = 0; k < kRuns; ++k) {
+    pb.activate(k);
+    compare_tensors(fmt::format("packed run {} after its steps: param", k), *alone[size_t(k)],
+                    alone[size_t(k)]->params.download(), packed.params.download());
   }
 }
 
