@@ -39,9 +39,11 @@ struct UsageError {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
+// The subcommands a user is offered (not the hidden ones, group "": what other commands start).
 std::vector<std::string> subcommand_names(CLI::App* app) {
   std::vector<std::string> names;
-  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; }))
+    if (!sub->get_group().empty()) names.push_back(sub->get_name());
   return names;
 }
 

@@ -3,6 +3,8 @@
 #include "lib/core/packed_backend.h"
 
 #include <algorithm>
+#include <exception>
+#include <thread>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -15,6 +17,23 @@ namespace {
 constexpr size_t kSliceAlign = 64;  // the alignment allocate() promises a lone run's buffer
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
+
+void run_packs_on_threads(int n, const std::function<void(int)>& pack) {
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(std::max(n, 1)));
+  auto guarded = [&](int p) {
+    try {
+      pack(p);
+    } catch (...) {
+      failures[size_t(p)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int p = 1; p < n; ++p) threads.emplace_back(guarded, p);
+  if (n > 0) guarded(0);
+  for (auto& t : threads) t.join();
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
+}
 
 PackedBackend::PackedBackend(Backend& inner, int runs)
     : inner_(inner), runs_(runs), threads_before_(num_threads()) {

@@ -26,6 +26,7 @@
 // implementation (one launch over the runs, strided-batched cuBLAS) is the CUDA backend's to add;
 // through this wrapper a device runs each run's kernels in turn.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <vector>
@@ -33,6 +34,11 @@
 #include "lib/core/backend.h"
 
 namespace rmt {
+
+// Runs pack(0), .., pack(n - 1) each on its own host thread (pack(0) on the caller's) and waits
+// for all; the first exception one threw is rethrown then. On the CPU several packs train side by
+// side this way, each computing its runs' kernels on its thread.
+void run_packs_on_threads(int n, const std::function<void(int)>& pack);
 
 class PackedBackend final : public Backend {
  public:

@@ -3,13 +3,11 @@
 #include "lib/run/train.h"
 
 #include <algorithm>
-#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -170,20 +168,8 @@ std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slo
     if (next >= jobs.size()) return std::nullopt;
     return next++;
   };
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(packs));
-  auto pack = [&](int p) {
-    try {
-      run_pack(jobs, errors, first, shape, slots_per_pack, next_job);
-    } catch (...) {  // not one run's failure (those are in errors): the pack's own
-      failures[size_t(p)] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> workers;
-  for (int p = 1; p < packs; ++p) workers.emplace_back(pack, p);
-  pack(0);
-  for (auto& w : workers) w.join();
-  for (const auto& f : failures)
-    if (f) std::rethrow_exception(f);
+  // A pack's own failure (not one run's: those are in errors) ends the call once all packs ended.
+  run_packs_on_threads(packs, [&](int) { run_pack(jobs, errors, first, shape, slots_per_pack, next_job); });
   return errors;
 }
 
