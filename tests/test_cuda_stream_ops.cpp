@@ -24,6 +24,7 @@
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/cuda/host_backend.h"
+#include "lib/experiments/bench.h"
 #include "lib/run/lm.h"
 #include "lib/run/train_step.h"
 #include "tests/random_lm_stream.h"
@@ -140,6 +141,33 @@ void copy_steps(const std::string& kind, int segments, int B, bool compare, bool
   CHECK_MESSAGE(close(dev.params.download(), ref.params.download(), 1e-4, &ratio), "params ratio ", ratio);
 }
 
+// One training step of a bench workload's model (the reproduction's shapes, lib/experiments/
+// bench.h) counted as copy_steps counts: random tokens, batch 1, the second step.
+void workload_steps(const std::string& name) {
+  const BenchWorkload w = bench_workload(name, false, 1);
+  ModelConfig c = w.model;
+  resolve_kind(c);
+  cu::HostDriverBackend host;
+  Model dev(c, host);
+  dev.init_weights(5);
+  Engine engine(dev);
+  Adam adam(host, dev.num_params());
+  const int T = w.seq_len(), A = w.answer_size();
+  const std::vector<int> seg_len = segment_lengths(T, w.segments);
+  StepSettings s;
+  s.bptt = w.bptt, s.clip = w.clip, s.lr = w.lr;
+  for (int step = 0; step < 2; ++step) {
+    SplitMixRng rng(30 + uint64_t(step));
+    std::vector<int32_t> input, target;
+    for (int i = 0; i < T; ++i) input.push_back(int32_t(2 + rng.below(uint64_t(c.n_token - 2))));
+    for (int i = 0; i < T; ++i) target.push_back(int32_t(2 + rng.below(uint64_t(c.n_token - 2))));
+    host.reset_ops();
+    const StepResult r = train_step(engine, dev, host, adam, {input.data(), target.data(), 1, T, &seg_len, A}, s);
+    CHECK(r.applied);
+    if (step == 1) table().push_back({fmt::format("{} {}x{}", name, w.segments, T / w.segments), host.ops()});
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cuda host backend: the GEMM's column-major mapping gives the CPU's products") {
@@ -189,6 +217,8 @@ TEST_CASE("cuda host backend: stream operations per training step of the copy mo
   copy_steps("baseline", 1, 1, false);
   for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) copy_steps(kind, 3, 1, false);
   copy_steps("rmt", 9, 1, false);
+  // The reproduction's shapes (issue 40, "the sequential floor"): uncaptured, every kernel a launch.
+  for (const char* name : {"repro_copy_rmt", "repro_retrieval_rmt"}) workload_steps(name);
 }
 
 // Six steps captured and uncaptured on two host-run CUDA backends from the same parameters: the
