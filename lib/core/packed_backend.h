@@ -100,6 +100,12 @@ class PackedBackend final : public Backend {
   void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr, float beta1,
                    float beta2, float eps, int64_t t) override;
   int64_t memory_epoch() const override { return inner_.memory_epoch(); }
+  // Capture (a CUDA graph) is the inner backend's: what the runs' calls issue is recorded.
+  bool can_capture() const override { return inner_.can_capture(); }
+  void begin_capture() override { inner_.begin_capture(); }
+  int64_t end_capture() override { return inner_.end_capture(); }
+  void abort_capture() override { inner_.abort_capture(); }
+  void replay(int64_t id) override { inner_.replay(id); }
 
  private:
   struct Allocation {

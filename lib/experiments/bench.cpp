@@ -187,7 +187,8 @@ void bench_copy(BenchResult& r, const BenchWorkload& w, Model& model, Engine& en
 // of the bench onwards: each step, every run its own fresh batch and dropout seed, one
 // packed_train_step for all of them. Returns the step times; *loss is the first run's last loss.
 std::vector<double> bench_copy_packed(const BenchWorkload& w, Model& model, Engine& engine, PackedBackend& pb,
-                                      Adam& adam, const BenchOptions& opt, int first_run, double* loss) {
+                                      Adam& adam, const BenchOptions& opt, int first_run, double* loss,
+                                      int64_t* replayed) {
   const int B = w.batch, T = w.seq_len(), A = w.answer_size(), K = pb.runs();
   const std::vector<int> seg_len = segment_lengths(T, w.segments);
   std::vector<TaskRng> rngs;
@@ -208,9 +209,12 @@ std::vector<double> bench_copy_packed(const BenchWorkload& w, Model& model, Engi
       g.adam_steps = &adam_steps[size_t(k)];
     }
   };
-  return time_steps(pb, opt.warmup, opt.reps, prepare, [&](int) {
-    *loss = packed_train_step(engine, model, pb, adam, group).front().loss;
+  StepCapture capture;
+  std::vector<double> times = time_steps(pb, opt.warmup, opt.reps, prepare, [&](int) {
+    *loss = packed_train_step(engine, model, pb, adam, group, opt.capture ? &capture : nullptr).front().loss;
   });
+  *replayed = capture.replayed;
+  return times;
 }
 
 // opt.pack runs of the copy workload packed: on the CPU one pack per thread (the runs split
@@ -234,9 +238,10 @@ void bench_packed(BenchResult& r, const BenchWorkload& w, const ModelConfig& mc,
     Adam adam(pb, model.num_params());
     Engine engine(model, pb);
     double loss = 0;
-    times[size_t(p)] = bench_copy_packed(w, model, engine, pb, adam, opt, first_run, &loss);
+    int64_t replayed = 0;
+    times[size_t(p)] = bench_copy_packed(w, model, engine, pb, adam, opt, first_run, &loss, &replayed);
     runs[size_t(p)] = K;
-    if (p == 0) r.loss = loss, r.params = model.num_params();
+    if (p == 0) r.loss = loss, r.params = model.num_params(), r.replayed_steps = replayed;
   });
   double best_rate = 0, median_rate = 0;  // steps of single runs per second
   for (int p = 0; p < packs; ++p) {

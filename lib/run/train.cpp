@@ -71,6 +71,7 @@ void run_pack(const std::vector<TrainJob>& jobs, std::vector<std::string>& error
   Engine engine(model, pb);
   std::vector<std::unique_ptr<TrainingRun>> runs(static_cast<size_t>(slots));  // by slot
   std::vector<size_t> job_of(static_cast<size_t>(slots));
+  StepCapture capture;  // on a device: the pack's step as one graph while it steps as one group
   // Ends the run in `slot`: its results when it is over, else the error that stopped it.
   auto leave = [&](int slot, const std::string& error) {
     std::unique_ptr<TrainingRun>& run = runs[size_t(slot)];
@@ -128,7 +129,8 @@ void run_pack(const std::vector<TrainJob>& jobs, std::vector<std::string>& error
     // ---- Step: forward and backward of each group once, each run's clip and Adam; then each
     // run's log, curriculum, evaluation and checkpoints; a run that is over leaves its slot.
     for (auto& [key, g] : groups) {
-      const std::vector<StepResult> results = packed_train_step(engine, model, pb, adam, g.steps);
+      const std::vector<StepResult> results =
+          packed_train_step(engine, model, pb, adam, g.steps, groups.size() == 1 ? &capture : nullptr);
       for (size_t i = 0; i < g.steps.size(); ++i) {
         const int k = g.steps[i].slot;
         try {

@@ -1,6 +1,7 @@
 #include "lib/run/train_step.h"
 
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 namespace rmt {
@@ -35,6 +36,39 @@ std::vector<int64_t> capture_key(const Engine& engine, const StepBatch& b, const
   return key;
 }
 
+// Issues a step's device part: as it is, or (with `capture`, on a backend that can) a warm step,
+// then captured once and replayed while `key`, the engine and the backend's memory stay the same.
+void run_captured(Backend& be, Engine& engine, StepCapture* capture, const std::vector<int64_t>& key,
+                  const std::function<void()>& issue) {
+  if (!capture || !be.can_capture()) {
+    issue();
+    return;
+  }
+  StepCapture& c = *capture;
+  const bool same = key == c.key && be.memory_epoch() == c.memory_epoch;
+  if (same && c.id > 0 && engine.segment_runs() == c.segment_runs) {
+    be.replay(c.id);  // nothing has touched its buffers since it was captured
+    ++c.replayed;
+  } else if (same && c.id == 0) {  // warm: capture this step, then run it
+    be.begin_capture();
+    try {
+      issue();
+    } catch (...) {
+      be.abort_capture();
+      throw;
+    }
+    c.id = be.end_capture();
+    be.replay(c.id);
+    ++c.captured;
+  } else {  // a new shape, or the engine or memory changed: a warm step first
+    issue();
+    c.key = key;
+    c.id = 0;
+  }
+  c.segment_runs = engine.segment_runs();
+  c.memory_epoch = be.memory_epoch();
+}
+
 }  // namespace
 
 StepResult optimizer_step(Model& model, Backend& be, Adam& adam, double loss, double clip,
@@ -57,35 +91,7 @@ StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
     engine.backward(s.bptt);
     be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
   };
-  const bool capturable = capture && be.can_capture();
-  if (!capturable) {
-    issue();
-  } else {
-    StepCapture& c = *capture;
-    const std::vector<int64_t> key = capture_key(engine, batch, s);
-    const bool same = key == c.key && be.memory_epoch() == c.memory_epoch;
-    if (same && c.id > 0 && engine.segment_runs() == c.segment_runs) {
-      be.replay(c.id);  // nothing has touched its buffers since it was captured
-      ++c.replayed;
-    } else if (same && c.id == 0) {  // warm: capture this step, then run it
-      be.begin_capture();
-      try {
-        issue();
-      } catch (...) {
-        be.abort_capture();
-        throw;
-      }
-      c.id = be.end_capture();
-      be.replay(c.id);
-      ++c.captured;
-    } else {  // a new shape, or the engine or memory changed: a warm step first
-      issue();
-      c.key = key;
-      c.id = 0;
-    }
-    c.segment_runs = engine.segment_runs();
-    c.memory_epoch = be.memory_epoch();
-  }
+  run_captured(be, engine, capture, capture ? capture_key(engine, batch, s) : std::vector<int64_t>(), issue);
 
   // ---- One download: the loss and the norm; then clip and Adam.
   double words[Engine::kResultWords];
@@ -95,7 +101,7 @@ StepResult train_step(Engine& engine, Model& model, Backend& be, Adam& adam,
 }
 
 std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBackend& be, Adam& adam,
-                                          const std::vector<PackedRunStep>& group) {
+                                          const std::vector<PackedRunStep>& group, StepCapture* capture) {
   if (group.empty()) return {};
   const PackedRunStep& first = group[0];
   std::vector<int> slots;
@@ -116,10 +122,17 @@ std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBa
   // ---- The device's part, once for the group: forward, backward, each run's gradient norm.
   be.activate(slots);
   double* results = engine.result_words();  // per run: [loss sum, gradient sum of squares]
-  be.fill_bytes(results, 0, sizeof(double));
-  engine.run_forward(results);
-  engine.backward(first.settings.bptt);
-  be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
+  std::vector<int64_t> key;
+  if (capture) {  // the group's slots are part of what was captured
+    key = capture_key(engine, first.batch, first.settings);
+    key.insert(key.end(), slots.begin(), slots.end());
+  }
+  run_captured(be, engine, capture, key, [&] {
+    be.fill_bytes(results, 0, sizeof(double));
+    engine.run_forward(results);
+    engine.backward(first.settings.bptt);
+    be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
+  });
 
   // ---- Run by run: one download of its loss and norm, its clip and Adam step.
   std::vector<StepResult> out;

@@ -94,8 +94,10 @@ struct PackedRunStep {
 // own clip and Adam step (its learning rate, its step count). Each run's result has the bits
 // train_step gives that run alone. The group's batches must have one shape (B, T, segments,
 // answer size) and one bptt and training setting; no carried state (language models run alone).
-// Leaves the group active.
+// With `capture` (and an inner backend that can), the group's forward, backward and norms are one
+// captured launch once warm, as train_step's (captured again when the group changes). Leaves the
+// group active.
 std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBackend& be, Adam& adam,
-                                          const std::vector<PackedRunStep>& group);
+                                          const std::vector<PackedRunStep>& group, StepCapture* capture = nullptr);
 
 }  // namespace rmt
