@@ -8,7 +8,7 @@
 #                                          --device cuda: the copy models and the language model),
 #                                          train (a short RMT training on a generated copy dataset,
 #                                          on cuda, then the same on cpu to compare); named
-#                                          only: compare, cell, reproduce (below)
+#                                          only: compare, cell, reproduce, scaling (below)
 #   bash gpu-bundle/run.sh --find-cublas-only    only say where cuBLAS 13 is
 #
 # Each step's output goes to its own log, STEP.log, in $OUT when it is set (the GPU runner's
@@ -98,7 +98,7 @@ if [ "${1:-}" = "--find-cublas-only" ]; then
   exit $?
 fi
 
-all_steps=(smi version suite bench train compare cell reproduce)
+all_steps=(smi version suite bench train compare cell reproduce scaling)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(smi version suite bench train)
 for s in "${steps[@]}"; do
@@ -278,8 +278,26 @@ reproduce() {
   fi
   return $rc
 }
+# Issue 40's measurements: aggregate steps/s of N rmt bench processes with and without MPS
+# (bench/gpu/mps_scaling.sh, N from RMT_SCALING_N, default "1 4 16 64") and of K packed runs in
+# one process (rmt bench --pack K, K from RMT_PACKS, default "1 4 16 64"), at the reproduce
+# shapes; JSON lines into scaling.jsonl beside the log. From the repository's root.
+scaling() {
+  local repo rc=0
+  repo=$(cd "$bundle/.." && pwd)
+  cd "$repo" || return 1
+  for k in ${RMT_PACKS:-1 4 16 64}; do
+    in_bundle "$bundle/rmt" bench --device "${RMT_SCALING_DEVICE:-cuda}" --model repro --pack "$k" \
+      --reps "${RMT_SCALING_REPS:-300}" --warmup "${RMT_SCALING_WARMUP:-50}" --no-eval --peak-gflops 1 --json \
+      >> "$logs/scaling.jsonl" || rc=1
+  done
+  RMT_SCALING_N=${RMT_SCALING_N:-1 4 16 64} LD_LIBRARY_PATH="$rmt_path" \
+    bash bench/gpu/mps_scaling.sh "$bundle/rmt" "$logs/scaling.jsonl" || rc=1
+  cat "$logs/scaling.jsonl"
+  return $rc
+}
 export bundle logs rmt_path
-export -f say in_bundle train compare cell reproduce
+export -f say in_bundle train compare cell reproduce scaling
 
 for s in "${steps[@]}"; do
   case $s in
@@ -295,6 +313,7 @@ for s in "${steps[@]}"; do
     compare) tail_lines=40 run_step compare "${RMT_COMPARE_TIMEOUT:-240}" compare ;;
     cell) tail_lines=20 run_step cell "${RMT_CELL_TIMEOUT:-150}" cell ;;
     reproduce) tail_lines=20 run_step reproduce "${RMT_REPRO_TIMEOUT:-540}" reproduce ;;
+    scaling) tail_lines=40 run_step scaling "${RMT_SCALING_TIMEOUT:-300}" scaling ;;
   esac
 done
 

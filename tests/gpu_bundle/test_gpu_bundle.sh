@@ -13,7 +13,8 @@
 #   3. run.sh: its cuBLAS search says in one line where it looked when cuBLAS is not there, and
 #      finds it where it is; its steps run on, and the exit status is 1, when one fails; the
 #      paper-scale cell (on the cpu) packs its state and a later "lease" resumes it; an item of
-#      `rmt reproduce` runs on another device and its results come back packed;
+#      `rmt reproduce` runs on another device and its results come back packed; the scaling
+#      step (packed runs, separate processes) writes its points;
 #   4. staging refuses a bundle over the size limit.
 # What this does not prove: `env -i` clears the environment, but the loader still searches the
 # programs' RUNPATH (this build's: the CUDA toolkit's folder) and the system's default folders
@@ -161,6 +162,18 @@ grep -qF 'The runs trained on device `cpu-guarded`' "$tmp/experiments/results-cp
 out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/repro-logs" bash "$bundle/run.sh" reproduce 2>&1) &&
   fail "run.sh reproduce passed without RMT_REPRO_ITEMS"
 grep -q 'say which items in RMT_REPRO_ITEMS' <<< "$out" || fail "run.sh reproduce without items: $out"
+
+# Issue 40's scaling step on the CPU: packed runs in one process and separate processes (MPS off),
+# one JSON line per point.
+mkdir -p "$tmp/bench/gpu"
+cp "$root/bench/gpu/mps_scaling.sh" "$tmp/bench/gpu/"
+out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/scaling-logs" RMT_SCALING_DEVICE=cpu \
+      RMT_PACKS="1 2" RMT_SCALING_N="1 2" RMT_SCALING_MPS=off RMT_SCALING_MODELS="repro_copy_rmt repro_retrieval_rmt" RMT_SCALING_REPS=3 RMT_SCALING_WARMUP=1 \
+      bash "$bundle/run.sh" scaling 2>&1) || fail "run.sh scaling (cpu): $out"
+lines=$(wc -l < "$tmp/scaling-logs/scaling.jsonl")
+[ "$lines" -eq 8 ] || fail "run.sh scaling wrote $lines lines, not 8 (2 models x 2 packs + 2 models x 2 process counts): $(cat "$tmp/scaling-logs/scaling.jsonl")"
+grep -q '"pack":2' "$tmp/scaling-logs/scaling.jsonl" || fail "run.sh scaling: no packed point"
+grep -q '"processes": 2' "$tmp/scaling-logs/scaling.jsonl" || fail "run.sh scaling: no point of 2 processes"
 
 # ---- 4. the size limit ------------------------------------------------------------------------
 out=$(BUNDLE_LIMIT_MIB=1 "$root/tools/gpu_bundle.sh" --stage-only "$build" "$tmp/too-big" 2>&1) &&
