@@ -78,7 +78,7 @@ RMT_CATALOGUE({
     {"cli-usage", "train: unknown option reported before the missing --out", nullptr, "train --outt {dir}/r", 2,
      "unknown option --outt (did you mean --out?); see 'rmt train --help'"},
     {"cli-usage", "train: --out without its value", nullptr, "train --out", 2, "--out needs a value; see 'rmt train --help'"},
-    {"cli-usage", "eval: --run missing", nullptr, "eval --split test", 2, "missing required option --run; see 'rmt eval --help'"},
+    {"cli-usage", "eval: --run missing", nullptr, "eval --split test", 2, "missing argument RUN (or --run); see 'rmt eval --help'"},
     {"cli-usage", "eval: --run twice", nullptr, "eval --run {dir} --run {dir}", 2,
      "--run given 2 times; give it once; see 'rmt eval --help'"},
     {"cli-usage", "step-dump: --checkpoint missing", nullptr, "step-dump --input a --target b --answer-size 1 --out o", 2,

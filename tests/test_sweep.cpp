@@ -41,6 +41,23 @@ int count_lines(const std::string& text) {
 
 }  // namespace
 
+TEST_CASE("sweep --set: every run's config gets the value, and the runs are other runs") {
+  const fs::path dir = sweep_tmp("set");
+  const std::string text = "data: {task: copy, length: 4, symbols: 4, train: 64, val: 16, test: 16, seed: 0}\n"
+                           "base: {train: {max_steps: 50}}\ngrid: {model.kind: [baseline, rmt], segments: [1, 2]}\n";
+  rmt::SweepSpec spec = rmt::parse_sweep(text, (dir / "s.yaml").string());
+  const rmt::SweepPlan before = rmt::plan_sweep(spec, (dir / "runs").string(), 1);
+  rmt::apply_sweep_override(spec, "train.max_steps=7");
+  rmt::apply_sweep_override(spec, "model.dropout = 0.2");
+  const rmt::SweepPlan after = rmt::plan_sweep(spec, (dir / "runs").string(), 1);
+  REQUIRE(after.runs.size() == before.runs.size());
+  for (size_t i = 0; i < after.runs.size(); ++i) {
+    CHECK(after.runs[i].config.train.max_steps == 7);
+    CHECK(after.runs[i].config.model.dropout == doctest::Approx(0.2));
+    CHECK(after.runs[i].run_id != before.runs[i].run_id);
+  }
+}
+
 TEST_CASE("sweep: derive expressions") {
   std::map<std::string, long long> vars = {{"segment_length", 24}, {"segments", 3}};
   CHECK(rmt::eval_expression("segment_length", vars, "x") == 24);

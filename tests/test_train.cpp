@@ -98,6 +98,26 @@ TEST_CASE("rmt train writes the run directory and rmt eval reproduces its test m
   CHECK(ev["loss"] == results["loss"]);
   CHECK(ev["acc_teacher_forced"] == results["acc_teacher_forced"]);
   CHECK(ev["samples"] == 40);
+  Run positional = rmt_run("eval " + t.root + "/full");  // the run as `rmt sample` takes it
+  REQUIRE_MESSAGE(positional.status == 0, positional.output);
+  CHECK(json::parse(positional.output) == ev);
+  // --threads N is --set train.threads=N; OMP_NUM_THREADS says what "all cores" is
+  Run threads = t.train("threads1", "--threads 1");
+  REQUIRE_MESSAGE(threads.status == 0, threads.output);
+  CHECK(json::parse(t.file("threads1", "results.json"))["threads"] == 1);
+  CHECK(threads.output.find(", 1 threads,") != std::string::npos);
+  auto with_env = [](const std::string& env, const std::string& args) {
+    FILE* p = popen((env + " " + std::string(RMT_BINARY) + " " + args + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[512];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    const int status = pclose(p);
+    return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  };
+  CHECK(with_env("OMP_NUM_THREADS=1", "--version").output.find("openmp threads: 1") != std::string::npos);
+  const Run bad = with_env("OMP_NUM_THREADS=two", "--version");
+  CHECK(bad.status == 1);
+  CHECK(bad.output.find("rmt: error: OMP_NUM_THREADS='two': expected a thread count from 1 to 1024") != std::string::npos);
   // length generalisation: evaluate on a different number of segments
   Run e5 = rmt_run("eval --run " + t.root + "/full --segments 5 --split val");
   REQUIRE_MESSAGE(e5.status == 0, e5.output);

@@ -57,7 +57,8 @@ void add_sweep_command(CLI::App& app) {
       kDefaultSlurmTime));
   struct Args {
     std::string file, emit, runs_dir = "runs", device, mps = "auto";
-    int jobs = 0, threads_per_run = 1, pack = 1;
+    std::vector<std::string> sets;
+    int jobs = 0, threads_per_run = 1, pack = 1, threads = -1;
     bool dry_run = false, collect = false;
     SlurmOptions slurm;
   };
@@ -66,6 +67,13 @@ void add_sweep_command(CLI::App& app) {
   add_jobs_option(cmd, args->jobs);
   add_mps_option(cmd, args->mps);
   add_pack_option(cmd, args->pack);
+  cmd->add_option("--set", args->sets,
+                  "Override a config key in every run: --set train.max_steps=100 (repeatable; not a key the "
+                  "grid or derive: sets; the runs are then other runs, with other RUN_IDs)");
+  cmd->add_option("--threads", args->threads,
+                  "Threads of each run (default: the cores split between the -j runs; 1 with --pack). Not part "
+                  "of a RUN_ID; a started run resumes with the thread count it started with")
+      ->transform(int_range(0, kMaxThreads));
   auto* dry_run = cmd->add_flag("--dry-run", args->dry_run, "List the runs and their state; run nothing");
   auto* emit = cmd->add_option("--emit", args->emit, "Print one command per pending run (commands) or write a "
                   "SLURM job-array script (slurm) instead of running")->check(one_of({"commands", "slurm"}));
@@ -122,12 +130,22 @@ void add_sweep_command(CLI::App& app) {
     }
     if (!args->dry_run) check_output_dir("--runs-dir", args->runs_dir);
     SweepSpec spec = load_sweep(args->file);
+    for (const std::string& assignment : args->sets) apply_sweep_override(spec, assignment);
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     if (args->jobs == 0)
       args->jobs = sweep_default_jobs(device_is_gpu(args->device.empty() ? spec.base.device : args->device));
     // -j N splits the cores; emitted commands set their thread count on their command line.
     // Packed runs compute with one thread each (the pack runs several at a time).
     int threads = !args->emit.empty() ? 0 : args->pack > 1 ? 1 : std::max(1, cores / args->jobs);
+    if (args->threads >= 0) {
+      if (!args->emit.empty())
+        throw CLI::RequiresError("--threads is for the runs this command trains (--emit commands takes "
+                                 "--threads-per-run, --emit slurm --cpus-per-task)", CLI::ExitCodes::RequiresError);
+      if (args->pack > 1 && args->threads != 1)
+        fail("--threads {} with --pack {}: a packed run computes with one thread", args->threads, args->pack);
+      check_threads(args->threads, "--threads");
+      threads = args->threads;
+    }
     SweepPlan plan = plan_sweep(spec, args->runs_dir, threads, args->device);
     SweepOptions opt;
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();

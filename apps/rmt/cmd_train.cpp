@@ -117,12 +117,15 @@ static void print_start(const RunSetup& run, int64_t params, int64_t start, FILE
 void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model from a YAML config");
   cmd->footer("Config keys (defaults = the paper's recipe): " + fmt::format("{}", fmt::join(config_keys(), ", ")) +
-              "\nExample: rmt train --config experiments/quick_copy.yaml --set model.kind=xl --out runs/x");
+              "\nExample: rmt train --config experiments/train_rmt_copy6.yaml --set model.kind=xl --out runs/x\n"
+              "(the data the config names first: rmt generate copy --length 6 --train 20000 --val 500 --test 1000 "
+              "--out runs/data/copy6; experiments/*.yaml with a grid: are sweep files, for rmt sweep)");
   struct Args {
     std::string config, out, device;
     std::vector<std::string> sets;
     bool resume = false;
     int64_t abort_after_step = 0;
+    int threads = -1;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("--abort-after-step", args->abort_after_step, "tests: die after this step")->group("")
@@ -131,12 +134,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", args->sets, "Override a config key: --set model.kind=xl (repeatable)");
   cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
   cmd->add_flag("--resume", args->resume, "Continue the run in --out from its last checkpoint");
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores, or OMP_NUM_THREADS where set); "
+                  "--threads N is --set train.threads=N")->transform(int_range(0, kMaxThreads));
   add_device_option(cmd, args->device, "the config's device; --device X is --set device=X");
   cmd->callback([args] {
     check_output_dir("--out", args->out);
     Config config = train_config(args->config, args->out, args->resume);
     for (const auto& s : args->sets) apply_override(config, s);
     if (!args->device.empty()) config.device = args->device;  // checked as the config's device
+    if (args->threads >= 0) config.train.threads = args->threads;
     if (args->resume) check_resume_config(args->out, config);
     TrainOptions opt;
     opt.run_dir = args->out;
@@ -221,10 +227,13 @@ void add_eval_command(CLI::App& app) {
               "(same task kind and symbols, e.g. longer sequences); without --segments its "
               "samples are split into ceil(seq_len / the trained longest segment length) "
               "segments, so the segments keep the trained length.\n"
-              "Example: rmt eval --run runs/copy6 --data runs/data/copy24");
+              "Example: rmt eval runs/copy6 --data runs/data/copy24   (or --run runs/copy6)");
   auto req = std::make_shared<EvalRunRequest>();
   const int int_max = std::numeric_limits<int>::max();
-  cmd->add_option("--run", req->run_dir, "Run directory written by rmt train")->required()->check(existing_dir());
+  auto* run_opt = cmd->add_option("--run", req->run_dir, "Run directory written by rmt train")->check(existing_dir());
+  auto run_positional = std::make_shared<std::string>();
+  auto* run_arg = cmd->add_option("run", *run_positional, "Run directory written by rmt train (or --run)")
+                      ->check(existing_dir())->excludes(run_opt);
   cmd->add_option("--split", req->split, "train | val | test")->capture_default_str()
       ->check(one_of({"train", "val", "test"}));
   cmd->add_option("--data", req->data_dir,
@@ -243,7 +252,9 @@ void add_eval_command(CLI::App& app) {
   add_device_option(cmd, req->device, "the device the run was trained on");
   auto allow_changed = std::make_shared<bool>(false);
   add_allow_changed_data_flag(cmd, *allow_changed);
-  cmd->callback([req, allow_changed] {
+  cmd->callback([req, allow_changed, run_opt, run_arg, run_positional] {
+    if (run_arg->count() > 0) req->run_dir = *run_positional;
+    if (run_opt->count() == 0 && run_arg->count() == 0) throw CLI::RequiredError("RUN (or --run)");
     if (req->data_dir.empty()) check_run_dataset_unchanged(req->run_dir, *allow_changed);
     std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str());
   });
@@ -264,6 +275,7 @@ void add_step_dump_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("step-dump",
       "Run one forward/backward on a given batch and write logits, loss and gradients "
       "(for golden tests against the PyTorch reference)");
+  cmd->group("For tests");
   auto args = std::make_shared<StepDumpArgs>();
   const int int_max = std::numeric_limits<int>::max();
   cmd->add_option("--checkpoint", args->checkpoint, "Model checkpoint (.safetensors)")->required()->check(existing_file());

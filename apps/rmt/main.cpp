@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <new>
 #include <string>
@@ -18,6 +19,7 @@
 #include "lib/core/provenance.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
+#include "lib/core/model.h"
 #include "lib/core/system.h"
 
 // Built only when --version is asked for (CLI11 calls it then): loading the CUDA backend and
@@ -198,6 +200,17 @@ int main(int argc, char** argv) {
   rmt::cli::add_attn_command(app);
   rmt::cli::add_sample_command(app);
   rmt::cli::add_reproduce_command(app);
+  // OMP_NUM_THREADS sets what "all cores" means (train.threads 0); a value that is no count is
+  // refused rather than ignored.
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const std::string v = env;
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 4 || std::stoi(v) < 1 ||
+        std::stoi(v) > rmt::kMaxThreads) {
+      std::fprintf(stderr, "rmt: error: OMP_NUM_THREADS='%s': expected a thread count from 1 to %d (or unset it)\n",
+                   env, rmt::kMaxThreads);
+      return 1;
+    }
+  }
   try {
     check_command_line(app, argc, argv);
     app.parse(argc, argv);

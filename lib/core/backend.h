@@ -216,8 +216,11 @@ Backend& cpu_backend();
 Backend& guarded_cpu_backend();
 // How many buffers it has allocated so far (tests: a warm training step allocates none).
 int64_t guarded_cpu_allocations();
+// The CPU kernels' thread count; 0 = default_num_threads().
 void set_num_threads(int threads);
 int num_threads();
+// What "all cores" (train.threads 0) means: OMP_NUM_THREADS where it is set, else every core.
+int default_num_threads();
 // The CPU backend's GEMM, with its version: "oneDNN 2.6.3" or "Eigen 3.4.0".
 std::string cpu_gemm_library();
 

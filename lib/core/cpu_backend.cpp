@@ -17,6 +17,7 @@
 #include "lib/core/cpu_kernels.h"
 #include "lib/core/cpu_simd.h"
 #include "lib/core/error.h"
+#include "lib/core/model.h"
 #include "lib/core/positional.h"
 #include "lib/core/random.h"
 
@@ -472,8 +473,18 @@ Backend& cpu_backend() {
   return backend;
 }
 
+int default_num_threads() {
+  // OMP_NUM_THREADS, where set to a positive count (main refuses any other value), else every core.
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return int(n);
+  }
+  return omp_get_num_procs();
+}
+
 void set_num_threads(int threads) {
-  if (threads <= 0) threads = omp_get_num_procs();
+  if (threads <= 0) threads = default_num_threads();
   omp_set_num_threads(threads);
   Eigen::setNbThreads(threads);
 }

@@ -41,6 +41,9 @@ struct SweepSpec {
 // range and malformed expressions are errors naming the file, the key and the reason.
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);
 SweepSpec load_sweep(const std::string& path);
+// `rmt sweep --set KEY=VALUE`: the value in every run's config (the base config's), refused for a
+// key the grid or derive: sets (which would override it run by run) and for the dataset's keys.
+void apply_sweep_override(SweepSpec& spec, const std::string& assignment);
 
 struct SweepRun {
   std::string run_id;

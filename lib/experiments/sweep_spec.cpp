@@ -272,4 +272,19 @@ SweepSpec load_sweep(const std::string& path) {
   return parse_sweep(read_file(path), path);
 }
 
+void apply_sweep_override(SweepSpec& spec, const std::string& assignment) {
+  const size_t equals = assignment.find('=');
+  std::string key = assignment.substr(0, equals);
+  key.erase(key.find_last_not_of(" \t") + 1);
+  key.erase(0, key.find_first_not_of(" \t"));
+  if (key == "data" || sweep_internal::is_data_key(key))
+    fail("--set {}: the sweep's dataset is its data: block (edit the sweep file, or grid it as data.KEY)", assignment);
+  for (const auto& grid : spec.grids)
+    for (const auto& [grid_key, values] : grid)
+      if (grid_key == key) fail("--set {}: {}'s grid sets {} run by run", assignment, spec.path, key);
+  for (const auto& [derive_key, expr] : spec.derive)
+    if (derive_key == key) fail("--set {}: {}'s derive: sets {} ({})", assignment, spec.path, key, expr);
+  apply_override(spec.base, assignment);  // the config's own checks: unknown keys, values
+}
+
 }  // namespace rmt
