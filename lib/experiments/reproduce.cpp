@@ -244,7 +244,17 @@ std::optional<CsvTable> Reproduction::copy_results(const ReproItem& it) {
   const std::string runs_csv = csv_of(plan);
   const fs::path kept = out_dir(it) / "results.csv";
   std::string text, origin;
-  if (fs::exists(runs_csv)) {
+  // --report-only trains nothing and writes nothing under --runs-dir (which may be an earlier
+  // --out, the committed results or another device's runs): the runs finished so far are read
+  // from their directories; without any, the sweep's results.csv as it is.
+  const bool runs_finished = std::any_of(plan.runs.begin(), plan.runs.end(),
+                                         [](const SweepRun& run) {
+                                           const RunState state = run_state(run);
+                                           return state == RunState::done || state == RunState::failed;
+                                         });
+  if (o_.report_only && runs_finished) {
+    text = results_csv_text(plan), origin = runs_csv;
+  } else if (fs::exists(runs_csv)) {
     text = read_file(runs_csv), origin = runs_csv;
   } else if (fs::exists(kept)) {
     // No runs here (another machine, or runs/ removed): the committed results, if they are this
@@ -545,10 +555,7 @@ int Reproduction::run(const std::vector<std::string>& names) {
   }
   int failed = 0;
   for (const auto& it : m_.items) {
-    if (o_.report_only) {  // the finished runs on disk so far, for the tables
-      if ((it.kind == "sweep" || it.kind == "lm") && fs::exists(plan_of(it).sweep_dir)) write_results_csv(plan_of(it));
-      continue;
-    }
+    if (o_.report_only) continue;  // copy_results reads the runs finished so far
     if (!names.empty() && !wanted.count(it.name)) continue;
     if (it.kind == "sweep" || it.kind == "lm") {
       failed += run_sweep_item(it);
