@@ -269,6 +269,14 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(read_file(out / "REPORT.md").find("Learning curves of the hardest cell (3 segments; 4 runs,") !=
         std::string::npos);
   CHECK(read_file(out / "tiny/learning_curves.csv").find("rmt,2,3,") == std::string::npos);
+  // ... and writes nothing under --runs-dir: given the earlier --out as its runs directory (no
+  // runs there; the item's results.csv as kept), it leaves that file whole and reports it.
+  const std::string kept_csv = read_file(out / "tiny/results.csv");
+  r = rmt_run("reproduce --manifest " + (dir / "m.yaml").string() + " --runs-dir " + out.string() + " --out " +
+              (dir / "out2").string() + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "tiny/results.csv") == kept_csv);
+  CHECK(read_file(dir / "out2/REPORT.md").find("*In progress: 5 of 6 runs done;") != std::string::npos);
   fs::remove_all(dir / "runs");
   r = rmt_run(base + " --report-only");
   REQUIRE_MESSAGE(r.status == 0, r.output);
