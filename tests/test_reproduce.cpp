@@ -518,4 +518,12 @@ TEST_CASE("reproduce --device: every run trains there, in directories of its own
   CHECK(read_file(dir / "out/REPORT.md").find("The runs trained on device") == std::string::npos);
   CHECK(report.find("(2/2 solved") != std::string::npos);  // the same tables, from its own runs
   CHECK(report.find("Command: `rmt reproduce tiny --device cpu-guarded` (= `rmt sweep") != std::string::npos);
+  // --report-only trains nothing, and may run where the device is absent: it does not describe
+  // this machine's device as the one the runs trained on (it said "no CUDA device").
+  const std::string report_only = "cd " + dir.string() + " && " + RMT_BINARY +
+                                  " reproduce --manifest m.yaml --report-only --device cuda > cuda.log 2>&1";
+  REQUIRE_MESSAGE(std::system(report_only.c_str()) == 0, read_file(dir / "cuda.log"));
+  const std::string cuda_report = read_file(dir / "experiments/results-cuda/REPORT.md");
+  CHECK(cuda_report.find("The runs trained on device `cuda`, with this machine's cores") != std::string::npos);
+  CHECK(cuda_report.find(rmt::cuda_description()) == std::string::npos);
 }

@@ -635,11 +635,16 @@ void Reproduction::write_report() const {
       "on a CPU until solved or up to their figure's step ceiling, with the same recipe, stopping rule "
       "and ceiling for every model of a figure.\n\n",
       m_.path, machine_text());
+  // This machine's device is described only when this call trained on it: --report-only trains
+  // nothing, and may run where the device is absent ("no CUDA device" is not where runs trained).
+  const std::string device_text = o_.device != "cuda" ? " (the CPU backend with its checks)"
+                                  : o_.report_only    ? ""
+                                                      : fmt::format(" ({})", cuda_description());
   if (other_device())
-    s += fmt::format("The runs trained on device `{}` ({}), with this machine's cores for their data; a "
+    s += fmt::format("The runs trained on device `{}`{}, with this machine's cores for their data; a "
                      "device rounds differently from the CPU, so its numbers are its own, not the CPU "
                      "report's.\n\n",
-                     o_.device, o_.device == "cuda" ? cuda_description() : "the CPU backend with its checks");
+                     o_.device, device_text);
   // Summary table.
   double total = 0;
   std::string rows;
