@@ -111,6 +111,20 @@ RMT_CATALOGUE({
     {"results.csv", "solved_step beyond the run's steps",
      results_csv("rmt,1,1,0,0.9,1.0,r1,done,10,solved,4\nrmt,1,1,0,0.9,1.0,r2,done,10,solved,4000\n"),
      "table {dir}/r.csv", 1, "r.csv: line 3: solved_step 4000 is beyond the run's 10 steps"},
+    {"results.csv", "a language-model row among algorithmic ones (was only a field count)",
+     [](const std::string& dir) {
+       rmt::write_file_atomic(dir + "/r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,loss,status\n"
+                                              "rmt,1,1,0,0.5,done\nxl,1,0,8,0.9,1.3,done\n");
+     },
+     "table {dir}/r.csv --metric loss", 1,
+     "r.csv: line 3 has 7 fields, the header has 6 (a language-model run's row, with bpc, among algorithmic runs?"},
+    {"results.csv", "an algorithmic row among language-model ones",
+     [](const std::string& dir) {
+       rmt::write_file_atomic(dir + "/r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,loss,bpc,status\n"
+                                              "xl,1,0,8,0.9,1.3,done\nrmt,1,1,0,0.5,done\n");
+     },
+     "table {dir}/r.csv --metric bpc", 1,
+     "r.csv: line 3 has 6 fields, the header has 7 (an algorithmic run's row, without bpc, among language-model runs?"},
     // ---- reproduce: one runs directory per item ----------------------------------------------
     {"reproduce", "two items' sweep files share a file name (and so a runs directory)", same_named_sweeps,
      "reproduce --manifest {dir}/m.yaml --list", 1,

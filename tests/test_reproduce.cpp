@@ -314,6 +314,19 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(nlohmann::json::parse(timing)["wall_s"].get<double>() < 1000);
 }
 
+TEST_CASE("reproduce: learning_curves.csv read back names the value out of range") {
+  const std::string header = "kind,seed,segments,run_id,step,val_acc,val_segments\n";
+  CHECK(parse_curves_csv(header + "rmt,1,6,r1,2000,0.7,6\n", "c.csv").at(0).points.at(0).val_acc == 0.7);
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,6,r1,2000,1.5,6\n", "c.csv"); }) ==
+        "c.csv: line 2: val_acc 1.5 is out of range (0 to 1)");
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,6,r1,-5,0.5,6\n", "c.csv"); }) ==
+        "c.csv: line 2: step -5 is out of range (>= 0)");
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,0,r1,5,0.5,6\n", "c.csv"); }) ==
+        "c.csv: line 2: segments 0 is out of range (>= 1)");
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,6,r1,5,0.5,0\n", "c.csv"); }) ==
+        "c.csv: line 2: val_segments 0 is out of range (>= 1)");
+}
+
 TEST_CASE("reproduce: learning curves say what segments their accuracy was measured at") {
   // A scheduled curriculum (or none) validates at all the run's segments; a mastery one at its stage's.
   LearningCurve scheduled{"rmt", 1, 6, "rmt-seg6-seed1", {{2000, 0.70, 6}, {4000, 0.98, 6}}};

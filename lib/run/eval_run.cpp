@@ -103,15 +103,13 @@ Backend& run_backend(const std::string& device, const Config& run_config, const 
 EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const fs::path run_dir(req.run_dir);
   if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
-  if (!fs::exists(run_dir / "config.yaml"))
-    fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
   if (req.split != "train" && req.split != "val" && req.split != "test")
     fail("split '{}' is not one of train, val, test", req.split);
   if (req.segments < 0 || req.batch_size < 0 || req.samples < 0)
     fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
          req.segments, req.batch_size, req.samples);
   const std::string config_path = (run_dir / "config.yaml").string();
-  const Config config = load_config(config_path);
+  const Config config = load_run_config(req.run_dir);
   const bool config_sets_n_token = config.model.n_token != 0;
   const RunSetup run = eval_setup(req, config, config_path);
 
