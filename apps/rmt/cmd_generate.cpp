@@ -110,7 +110,8 @@ void add_generate_command(CLI::App& app) {
       ->transform(int_range(1));
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
   cmd->add_flag("--check", args->check, "Check that the dataset can be generated (options, input, sizes, memory, "
-                                         "disk) and write nothing (what `rmt sweep --dry-run` runs)");
+                                         "disk, --out and the files already there, the BABILong-style tasks' draw) "
+                                         "and write nothing (what `rmt sweep --dry-run` runs)");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
     // What the writes need, checked before any work so that --check says no where they would fail.
