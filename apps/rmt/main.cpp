@@ -7,9 +7,9 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <system_error>
 #include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -186,7 +186,9 @@ int finish_stdout(int status) {
   std::cout.flush();  // synchronised with stdio: flushes stdout, and may be where a write fails
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout.good();
   const int flush_errno = errno;
-  if (!failed && std::fclose(stdout) == 0) return status;
+  // The close can report what the writes did not (a network file system); a stdout closed by
+  // the caller (>&-) that nothing was written to has lost nothing.
+  if (!failed && (std::fclose(stdout) == 0 || errno == EBADF)) return status;
   const int err = failed ? flush_errno : errno;
   std::fprintf(stderr, "rmt: error: cannot write to standard output: %s\n",
                err ? std::strerror(err) : "write error");

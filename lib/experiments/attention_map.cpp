@@ -18,6 +18,7 @@
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/run_directory.h"
 
 namespace rmt {
 

@@ -1,7 +1,6 @@
 #include "lib/run/config.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -464,22 +463,6 @@ Config parse_config(const std::string& yaml_text, const std::string& origin) {
 }
 
 Config load_config(const std::string& path) { return parse_config(read_file(path), path); }
-
-Config load_run_config(const std::string& run_dir) {
-  const std::string path = run_dir + "/config.yaml";
-  if (!std::filesystem::exists(path)) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir);
-  const std::string text = read_file(path);
-  bool no_keys = false;
-  try {
-    const YAML::Node root = YAML::Load(text);
-    no_keys = root.IsNull() || (root.IsMap() && root.size() == 0);
-  } catch (const YAML::Exception&) {  // parse_config names the line
-  }
-  if (no_keys)
-    fail("{}: holds no config keys; rmt train writes every key of the run there, and without them "
-         "what the run was trained with is unknown (the defaults are not it)", path);
-  return parse_config(text, path);
-}
 
 void apply_override(Config& config, const std::string& assignment) {
   const std::string origin = "--set " + assignment;

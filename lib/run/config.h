@@ -70,9 +70,6 @@ struct Config {
 // the key and the closest valid one; values are type- and range-checked.
 Config parse_config(const std::string& yaml_text, const std::string& origin);
 Config load_config(const std::string& path);
-// RUN_DIR/config.yaml of a trained run (rmt train writes every key): fails when it is missing or
-// holds no keys, since the defaults would then be described as what the run was trained with.
-Config load_run_config(const std::string& run_dir);
 // Applies one "dotted.key=value" override (value parsed as YAML scalar).
 void apply_override(Config& config, const std::string& assignment);
 // Range checks that need no dataset (sizes > 0, kind known, kind-specific requirements).

@@ -9,6 +9,7 @@
 #include "lib/run/checkpoint.h"
 #include "lib/run/run_data.h"
 #include "lib/run/training_data.h"
+#include "lib/run/run_directory.h"
 #include "tasks/family.h"
 #include "tasks/babilong.h"
 #include "tasks/tasks.h"

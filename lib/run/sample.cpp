@@ -12,6 +12,7 @@
 #include "lib/run/checkpoint.h"
 #include "lib/run/config.h"
 #include "lib/run/train.h"
+#include "lib/run/run_directory.h"
 #include "tasks/text.h"
 
 namespace fs = std::filesystem;
