@@ -211,12 +211,16 @@ CheckResult check_task_dataset(const std::string& dir, int max_violations) {
       const int64_t* x = xs.data() + r * meta.len_x;
       const int64_t* y = ys.data() + r * meta.len_y;
       std::string why;
+      const std::string* file = &x_path;  // the file at fault: y's for an id of y, else X's
       for (int i = 0; i < meta.len_x && why.empty(); i++)
         if (x[i] < 0 || x[i] >= vocab) why = fmt::format("X[{}] = {} outside the vocabulary [0, {})", i, x[i], vocab);
       for (int i = 0; i < meta.len_y && why.empty(); i++)
-        if (y[i] < 0 || y[i] >= vocab) why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
+        if (y[i] < 0 || y[i] >= vocab) {
+          why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
+          file = &y_path;
+        }
       if (why.empty()) why = check_row(ck, x, y, want);
-      if (!why.empty()) v.add(fmt::format("{} row {}: {}", fs::path(x_path).filename().string(), r, why));
+      if (!why.empty()) v.add(fmt::format("{} row {}: {}", fs::path(*file).filename().string(), r, why));
     }
     all_x[k] = std::move(xs);
     for (int64_t r = 0; r < n; r++) {

@@ -78,6 +78,9 @@ std::vector<std::pair<std::string, std::string>> meta_sha256_map(const YAML::Nod
 
 // An output directory that exists (or is created) and is writable; fails naming it otherwise.
 void prepare_out_dir(const std::string& dir);
+// Without --force, a dataset file already in `out_dir` (one of `targets`) is refused; called
+// before anything is written and by --check, which must say no where the real command would.
+void refuse_existing_outputs(const std::vector<std::string>& targets, const std::string& out_dir, bool force);
 // Space left on the file system that will hold `dir` (its nearest existing ancestor).
 std::optional<uint64_t> free_disk_bytes(const std::string& dir);
 

@@ -84,6 +84,14 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
   return std::string(out.c_str()) + "\n";
 }
 
+void refuse_existing_outputs(const std::vector<std::string>& targets, const std::string& out_dir, bool force) {
+  if (force) return;
+  std::error_code ec;
+  for (const std::string& f : targets)
+    if (fs::exists(fs::symlink_status(f, ec)))
+      fail("{} already exists; pass --force to overwrite the dataset in {}", f, out_dir);
+}
+
 // Space left on the file system that will hold `dir` (its nearest existing ancestor).
 std::optional<uint64_t> free_disk_bytes(const std::string& dir) {
   std::error_code ec;
@@ -133,21 +141,22 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
   const TaskOptions& t = r.task;
   const SplitSizes& s = r.sizes;
   check_generate_sizes(r);
-  if (r.check_only) return GenerateResult();
-  prepare_out_dir(r.out_dir);
   const std::string meta_path = (fs::path(r.out_dir) / "meta.yaml").string();
   std::vector<std::string> targets = {meta_path};
   for (const char* split : kSplits)
     for (const char* which : {"X", "y"}) targets.push_back(dataset_file(r.out_dir, t.name, split, which));
-  if (!r.force)
-    for (const std::string& f : targets)
-      if (fs::exists(f)) fail("{} already exists; pass --force to overwrite the dataset in {}", f, r.out_dir);
+  refuse_existing_outputs(targets, r.out_dir, r.force);
+  // A BABILong-style task's count of distinct samples is an estimate (text noise repeats its
+  // words): only the draw shows that there are enough, so --check draws them too.
+  std::vector<int64_t> X;
+  if (!r.check_only || is_babilong_kind(t.kind)) X = generate_unique_x(t, s.total(), r.seed);
+  if (r.check_only) return GenerateResult();
+  prepare_out_dir(r.out_dir);
   // Remove the old meta first: until the new one is written last, the directory is visibly incomplete.
   std::error_code ec;
   fs::remove(meta_path, ec);
 
   const int len_x = task_len_x(t), len_y = task_len_y(t);
-  std::vector<int64_t> X = generate_unique_x(t, s.total(), r.seed);
   GenerateResult result;
   if (t.kind == "sqeq") {
     // De-duplication keeps the paper's 20% of samples without real roots only while the rooted

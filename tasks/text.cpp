@@ -237,15 +237,13 @@ TextGenerateResult generate_text_dataset(const TextGenerateRequest& r) {
   if (free_bytes && double(used) + 3 * 256.0 > double(*free_bytes))
     fail("the dataset needs about {} of disk, but {} has {} free", format_bytes(double(used)), r.out_dir,
          format_bytes(double(*free_bytes)));
-  if (r.check_only) return TextGenerateResult{m, {}, 0};
-
-  prepare_out_dir(r.out_dir);
   const std::string meta_path = (fs::path(r.out_dir) / "meta.yaml").string();
   std::vector<std::string> targets = {meta_path};
   for (const char* split : kTextSplits) targets.push_back(text_split_file(r.out_dir, split));
-  if (!r.force)
-    for (const std::string& f : targets)
-      if (fs::exists(f)) fail("{} already exists; pass --force to overwrite the dataset in {}", f, r.out_dir);
+  refuse_existing_outputs(targets, r.out_dir, r.force);
+  if (r.check_only) return TextGenerateResult{m, {}, 0};
+
+  prepare_out_dir(r.out_dir);
   // The old meta goes first: until the new one is written last, the directory is visibly incomplete.
   fs::remove(meta_path, ec);
 

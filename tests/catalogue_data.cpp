@@ -347,6 +347,12 @@ RMT_CATALOGUE({
        edit_ids(file_of(d, "train", "X"), [](std::vector<int64_t>& ids, int64_t&, int64_t&) { ids[3] = 99; });
      },
      "data check {dir}/d", 1, "copy_train_X.npy row 0: X[3] = 99 outside the vocabulary [0, 12)"},
+    {"data check", "answer id outside the vocabulary: y's file named, not X's",
+     [](const std::string& d) {
+       tiny_copy_authors(d);
+       edit_ids(file_of(d, "train", "y"), [](std::vector<int64_t>& ids, int64_t&, int64_t&) { ids[2] = 99; });
+     },
+     "data check {dir}/d", 1, "copy_train_y.npy row 0: y[2] = 99 outside the vocabulary [0, 12)"},
     {"data check", "y that is not the task's answer",
      [](const std::string& d) {
        tiny_copy_authors(d);
@@ -513,7 +519,7 @@ RMT_CATALOGUE({
        fs::remove(data_dir(d) + "/meta.yaml");
        edit_ids(file_of(d, "val", "y"), [](std::vector<int64_t>& ids, int64_t&, int64_t&) { ids[0] = 12; });
      },
-     "train --config {dir}/c.yaml --out {dir}/run", 1, "copy_val_X.npy row 0: y[0] = 12 outside the vocabulary [0, 12)"},
+     "train --config {dir}/c.yaml --out {dir}/run", 1, "copy_val_y.npy row 0: y[0] = 12 outside the vocabulary [0, 12)"},
     {"train-data", "eval after the dataset's meta.yaml was edited",
      [](const std::string& d) {
        trained_run(d);

@@ -48,6 +48,14 @@ void copy_data_and_config(const std::string& dir) {
                                           "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
 }
 
+// {dir}/d/meta.yaml: a text of 10 distinct words (300 in all), given as the noise text.
+void noise_text_in_out(const std::string& dir) {
+  fs::create_directories(dir + "/d");
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += "apple banana cherry grape lemon mango melon peach pear plum ";
+  rmt::write_file_atomic(dir + "/d/meta.yaml", text);
+}
+
 void fifo(const std::string& path) { REQUIRE(::mkfifo(path.c_str(), 0644) == 0); }
 
 // {dir}/s/results.csv of one finished run.
@@ -83,13 +91,32 @@ RMT_CATALOGUE({
      },
      "generate text --input {dir}/src.txt --out {dir}/t --force", 1,
      "/t/text_val.npy: is a link to a character device"},
-    {"outputs", "generate copy: a dataset file of --out is a FIFO (the atomic writer refuses it)",
+    {"outputs", "generate copy: a dataset file of --out is a FIFO",
      [](const std::string& dir) {
        fs::create_directories(dir + "/d");
        fifo(dir + "/d/copy_train_X.npy");
      },
      "generate copy --length 4 --symbols 4 --train 10 --val 2 --test 2 --out {dir}/d --force", 1,
-     "/d/copy_train_X.npy: it is a FIFO, not a regular file"},
+     "/d/copy_train_X.npy: is a FIFO; rmt writes its outputs as regular files"},
+    {"outputs", "generate copy --force: meta.yaml of --out is a FIFO (it was removed before any write)",
+     [](const std::string& dir) {
+       fs::create_directories(dir + "/d");
+       fifo(dir + "/d/meta.yaml");
+     },
+     "generate copy --length 4 --symbols 4 --train 10 --val 2 --test 2 --out {dir}/d --force", 1,
+     "/d/meta.yaml: is a FIFO; rmt writes its outputs as regular files"},
+    {"outputs", "generate memorize: --noise-text is meta.yaml of --out", noise_text_in_out,
+     "generate memorize --noise text --noise-text {dir}/d/meta.yaml --noise-words 9 --train 100 --val 1 --test 1 "
+     "--out {dir}/d --force", 1,
+     "--out {dir}/d/meta.yaml: is also the input --noise-text {dir}/d/meta.yaml; writing it would destroy the input"},
+    {"outputs", "generate memorize: --noise-text is meta.yaml of a symlinked --out",
+     [](const std::string& dir) {
+       noise_text_in_out(dir);
+       fs::create_directory_symlink(dir + "/d", dir + "/link");
+     },
+     "generate memorize --noise text --noise-text {dir}/d/meta.yaml --noise-words 9 --train 100 --val 1 --test 1 "
+     "--out {dir}/link --force", 1,
+     "--out {dir}/link/meta.yaml: is also the input --noise-text {dir}/d/meta.yaml"},
 
     // ---- plot: the figure written over its input, or onto a device ----------------------
     {"outputs", "plot: --out is the results.csv it reads", results_csv,

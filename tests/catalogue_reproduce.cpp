@@ -1,5 +1,6 @@
 // Catalogue of bad inputs (tests/catalogue.h) for `rmt reproduce`: the manifest and the options.
 // Nothing trains: every case fails while the manifest is read or the options are checked.
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -53,6 +54,18 @@ RMT_CATALOGUE({
      "--report-only rewrites the whole report; leave out the item names (a)"},
     {"reproduce", "manifest missing", nullptr, "reproduce --manifest {dir}/none.yaml --list", 1,
      "none.yaml: no such file"},
+    {"reproduce", "manifest a directory (was \"no such file\")", nullptr, "reproduce --manifest {dir} --list", 1,
+     "--manifest {dir}: is a directory, expected a file"},
+    {"reproduce", "manifest is the REPORT.md the command writes",
+     [](const std::string& d) {
+       manifest(d, kSweepItem);
+       std::filesystem::create_directories(d + "/o");
+       std::filesystem::copy_file(d + "/m.yaml", d + "/o/REPORT.md");
+       std::filesystem::copy_file(d + "/paper.yaml", d + "/o/paper.yaml");
+       std::filesystem::copy_file(d + "/s.yaml", d + "/o/s.yaml");
+     },
+     "reproduce --manifest {dir}/o/REPORT.md --runs-dir {dir}/r --out {dir}/o --report-only", 1,
+     "--out {dir}/o/REPORT.md: is also the input --manifest {dir}/o/REPORT.md"},
     {"reproduce", "unknown item", [](const std::string& d) { manifest(d, kSweepItem); },
      "reproduce --manifest {dir}/m.yaml --runs-dir {dir}/r --out {dir}/o b", 1,
      "unknown reproduction 'b' (in "},

@@ -132,6 +132,9 @@ RMT_CATALOGUE({
     {"train", "batch of 10^8", tiny_config,
      "train --config {dir}/c.yaml --set train.batch_size=100000000 --out {dir}/run", 1,
      "reduce the model sizes, the batch size or the segment length"},
+    {"eval", "a batch of 10^8: what to reduce is the evaluation's (bptt_recompute was advised)", tiny_run,
+     "eval --run {dir}/run --batch-size 100000000", 1,
+     "evaluate a smaller batch (rmt eval --batch-size) or on a machine with more memory"},
     {"train", "threads 100000", tiny_config,
      "train --config {dir}/c.yaml --set train.threads=100000 --out {dir}/run", 1,
      "train.threads 100000 is outside 0..1024"},
@@ -342,6 +345,28 @@ RMT_CATALOGUE({
      },
      "eval --run {dir}/run --data {dir}/d8", 1,
      "/d8 has a vocabulary of 10 ids, but run "},
+    {"eval-data", "another vocabulary of a BABILong-style task: --noise-words advised, not --symbols",
+     [](const std::string& dir) {
+       for (const char* words : {"32", "8"}) {
+         Run g = rmt_run(fmt::format("generate memorize --length 16 --noise-words {} --train 20 --val 5 --test 5 "
+                                     "--out {}/m{}", words, dir, words));
+         REQUIRE_MESSAGE(g.status == 0, g.output);
+       }
+       rmt::write_file_atomic(dir + "/c.yaml", "data: " + dir + "/m32\nsegments: 2\n" + kModel +
+                                                   "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
+       Run r = rmt_run(train_args(dir));
+       REQUIRE_MESSAGE(r.status == 0, r.output);
+     },
+     "eval --run {dir}/run --data {dir}/m8", 1,
+     "it was generated with other options (--noise-words, --noise-text?); evaluate on data of the same vocabulary"},
+    {"eval-data", "the run's own dataset regenerated with other symbols: it is named, not the evaluated one",
+     [](const std::string& dir) {
+       tiny_run(dir);
+       tiny_data(dir + "/d", 8);  // after training: the run's ids now mean other symbols
+       tiny_data(dir + "/d10", 4, 1, "copy", 10);
+     },
+     "eval --run {dir}/run --data {dir}/d10", 1,
+     "dataset {dir}/d changed since run {dir}/run was trained (the fingerprint the run recorded is "},
     {"eval-data", "the directory does not exist", tiny_run, "eval --run {dir}/run --data {dir}/nope", 1,
      "/nope: no such directory"},
     {"eval-data", "a file, not a directory",

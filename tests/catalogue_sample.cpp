@@ -84,6 +84,19 @@ RMT_CATALOGUE({
     {"sample", "run directory missing", nullptr, "sample {dir}/nowhere --prompt ab", 1, "/nowhere: no such directory"},
     {"sample", "directory that is not a run", [](const std::string& d) { fs::create_directories(d + "/run"); },
      "sample {dir}/run --prompt ab", 1, "/run: no config.yaml (is this an rmt run directory?)"},
+    {"sample", "run whose config.yaml is empty (the defaults were described as the run)",
+     [](const std::string& d) {
+       tiny_lm_run(d);
+       rmt::write_file_atomic(d + "/run/config.yaml", "");
+     },
+     "sample {dir}/run --prompt ab", 1,
+     "/run/config.yaml: holds no config keys; rmt train writes every key of the run there"},
+    {"eval", "run whose config.yaml is an empty mapping",
+     [](const std::string& d) {
+       copy_run(d);
+       rmt::write_file_atomic(d + "/run/config.yaml", "{}\n");
+     },
+     "eval --run {dir}/run", 1, "/run/config.yaml: holds no config keys"},
     {"sample", "run without a checkpoint", [](const std::string& d) { tiny_lm_run(d, false); },
      "sample {dir}/run --prompt ab", 1,
      "/run/best.safetensors does not exist: the run has no checkpoint yet (rmt train writes one at "

@@ -114,7 +114,7 @@ RMT_CATALOGUE({
      "--split is an option of task text only"},
     {"generate text", "dataset already there", text_dataset, kGen, 1, "already exists; pass --force"},
     {"generate text", "--out is a file", text_file, "generate text --input {dir}/in.txt --out {dir}/in.txt", 1,
-     "in.txt exists and is not a directory"},
+     "--out {dir}/in.txt: exists and is not a directory"},
 
     // ---- rmt data check / data show on a text dataset ------------------------------------------
     {"text dataset", "a flipped byte in a split", [](const std::string& d) {

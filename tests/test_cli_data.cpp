@@ -57,7 +57,7 @@ TEST_CASE("rmt generate rejects bad options before writing anything") {
   std::string file = cli_tmp("plainfile");
   fs::create_directories(fs::path(file).parent_path());
   rmt::write_file_atomic(file, "x");
-  expect_error("generate copy --train 5 --val 1 --test 1 --out " + file + "/sub", "cannot create output directory");
+  expect_error("generate copy --train 5 --val 1 --test 1 --out " + file + "/sub", file + " is not a directory");
   expect_error("generate copy --train 5 --val 1 --test 1 --out " + file, "is not a directory");
   expect_error("data check " + cli_tmp("missing"), "does not exist");
   Run help = rmt_run("generate --help");

@@ -269,6 +269,14 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(read_file(out / "REPORT.md").find("Learning curves of the hardest cell (3 segments; 4 runs,") !=
         std::string::npos);
   CHECK(read_file(out / "tiny/learning_curves.csv").find("rmt,2,3,") == std::string::npos);
+  // ... and writes nothing under --runs-dir: given the earlier --out as its runs directory (no
+  // runs there; the item's results.csv as kept), it leaves that file whole and reports it.
+  const std::string kept_csv = read_file(out / "tiny/results.csv");
+  r = rmt_run("reproduce --manifest " + (dir / "m.yaml").string() + " --runs-dir " + out.string() + " --out " +
+              (dir / "out2").string() + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "tiny/results.csv") == kept_csv);
+  CHECK(read_file(dir / "out2/REPORT.md").find("*In progress: 5 of 6 runs done;") != std::string::npos);
   fs::remove_all(dir / "runs");
   r = rmt_run(base + " --report-only");
   REQUIRE_MESSAGE(r.status == 0, r.output);
@@ -304,6 +312,19 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   const std::string timing = read_file(out / "tiny/timing.json");
   CAPTURE(timing);
   CHECK(nlohmann::json::parse(timing)["wall_s"].get<double>() < 1000);
+}
+
+TEST_CASE("reproduce: learning_curves.csv read back names the value out of range") {
+  const std::string header = "kind,seed,segments,run_id,step,val_acc,val_segments\n";
+  CHECK(parse_curves_csv(header + "rmt,1,6,r1,2000,0.7,6\n", "c.csv").at(0).points.at(0).val_acc == 0.7);
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,6,r1,2000,1.5,6\n", "c.csv"); }) ==
+        "c.csv: line 2: val_acc 1.5 is out of range (0 to 1)");
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,6,r1,-5,0.5,6\n", "c.csv"); }) ==
+        "c.csv: line 2: step -5 is out of range (>= 0)");
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,0,r1,5,0.5,6\n", "c.csv"); }) ==
+        "c.csv: line 2: segments 0 is out of range (>= 1)");
+  CHECK(error_of([&] { parse_curves_csv(header + "rmt,1,6,r1,5,0.5,0\n", "c.csv"); }) ==
+        "c.csv: line 2: val_segments 0 is out of range (>= 1)");
 }
 
 TEST_CASE("reproduce: learning curves say what segments their accuracy was measured at") {
@@ -510,4 +531,12 @@ TEST_CASE("reproduce --device: every run trains there, in directories of its own
   CHECK(read_file(dir / "out/REPORT.md").find("The runs trained on device") == std::string::npos);
   CHECK(report.find("(2/2 solved") != std::string::npos);  // the same tables, from its own runs
   CHECK(report.find("Command: `rmt reproduce tiny --device cpu-guarded` (= `rmt sweep") != std::string::npos);
+  // --report-only trains nothing, and may run where the device is absent: it does not describe
+  // this machine's device as the one the runs trained on (it said "no CUDA device").
+  const std::string report_only = "cd " + dir.string() + " && " + RMT_BINARY +
+                                  " reproduce --manifest m.yaml --report-only --device cuda > cuda.log 2>&1";
+  REQUIRE_MESSAGE(std::system(report_only.c_str()) == 0, read_file(dir / "cuda.log"));
+  const std::string cuda_report = read_file(dir / "experiments/results-cuda/REPORT.md");
+  CHECK(cuda_report.find("The runs trained on device `cuda`, with this machine's cores") != std::string::npos);
+  CHECK(cuda_report.find(rmt::cuda_description()) == std::string::npos);
 }

@@ -239,6 +239,11 @@ TEST_CASE("rmt sample continues a prompt from a trained run: the CLI prints what
     REQUIRE(t1.status == 0);
     CHECK(t1.output == t2.output);
     CHECK(t1.output != t3.output);
+    // A subnormal temperature is a valid number (it was refused as not finite): its draws are
+    // the greedy bytes, the softmax being all on the most probable one.
+    Run tiny_t = rmt_run("sample " + dir + "/run --prompt 'the c' --bytes 30 --raw --temperature 1e-320", true);
+    CHECK(tiny_t.status == 0);
+    CHECK(tiny_t.output == raw.output);
     // --checkpoint last reads the other file (the same parameters here: both at step 4).
     CHECK(rmt_run("sample " + dir + "/run --prompt 'the c' --bytes 30 --raw --checkpoint last", true).output ==
           raw.output);

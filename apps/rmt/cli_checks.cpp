@@ -101,9 +101,10 @@ CLI::Validator number_range(double lo, double hi, bool lo_open) {
   return CLI::Validator(
       [=](std::string& s) -> std::string {
         char* end = nullptr;
-        errno = 0;
+        // An overflow is infinite; an underflow (1e-320, a subnormal, or 1e-400, 0) is a number,
+        // checked against the bounds like any other (strtod's ERANGE says both).
         double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || errno == ERANGE)
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v))
           return fmt::format("must be a finite number {} (got {})", bounds, in_quotes(s));
         if (v < lo || (lo_open && v == lo) || v > hi) return fmt::format("must be {} (got {})", bounds, s);
         return "";

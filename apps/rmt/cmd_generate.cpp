@@ -110,10 +110,12 @@ void add_generate_command(CLI::App& app) {
       ->transform(int_range(1));
   cmd->add_flag("--force", args->force, "Overwrite dataset files already in --out");
   cmd->add_flag("--check", args->check, "Check that the dataset can be generated (options, input, sizes, memory, "
-                                         "disk) and write nothing (what `rmt sweep --dry-run` runs)");
+                                         "disk, --out and the files already there, the BABILong-style tasks' draw) "
+                                         "and write nothing (what `rmt sweep --dry-run` runs)");
   cmd->callback([=] {
     auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
-    if (args->out.empty()) fail("--out is empty; give a directory");
+    // What the writes need, checked before any work so that --check says no where they would fail.
+    check_output_dir("--out", args->out);
     const std::vector<std::pair<const char*, CLI::Option*>> task_options = {
         {"--train", train},     {"--val", val},           {"--test", test},          {"--length", length},
         {"--symbols", symbols}, {"--pairs", pairs},       {"--max-root", max_root},  {"--max-alpha", max_alpha},
@@ -173,6 +175,12 @@ void add_generate_command(CLI::App& app) {
     r.out_dir = args->out;
     r.force = args->force;
     r.check_only = args->check;
+    std::vector<NamedPath> outputs{{"--out", (fs::path(args->out) / "meta.yaml").string()}};
+    for (const char* split : kSplits)
+      for (const char* which : {"X", "y"}) outputs.push_back({"--out", dataset_file(args->out, r.task.name, split, which)});
+    std::vector<NamedPath> inputs;
+    if (noise_text->count()) inputs.push_back({"--noise-text", args->noise_text});
+    check_outputs_safe(outputs, inputs);
     GenerateResult res = generate_dataset(r);
     if (args->check) return fmt::print("{} can be generated into {}\n", r.task.name, args->out);
     std::string range =

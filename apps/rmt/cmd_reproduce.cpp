@@ -52,7 +52,7 @@ void add_reproduce_command(CLI::App& app) {
                 "Train nothing: rewrite REPORT.md, tables and plots from the runs finished so far (and, for "
                 "items without runs here, from the committed results of the same config)");
   cmd->callback([args, runs_dir, out_dir] {
-    if (!fs::is_regular_file(args->manifest)) fail("--manifest {}: no such file", args->manifest);
+    if (std::string why = existing_file()(args->manifest); !why.empty()) fail("--manifest {}", why);
     ReproManifest manifest = load_manifest(args->manifest);
     for (const auto& name : args->names)  // --list NAME lists that item; an unknown one is refused
       if (!manifest.find(name)) {
@@ -75,6 +75,8 @@ void add_reproduce_command(CLI::App& app) {
     }
     check_output_dir("--runs-dir", args->runs_dir);
     check_output_dir("--out", args->out_dir);
+    check_outputs_safe({{"--out", (fs::path(args->out_dir) / "REPORT.md").string()}},
+                       {{"--manifest", args->manifest}});
     ReproOptions opt;
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.runs_dir = args->runs_dir;

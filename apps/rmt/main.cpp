@@ -2,11 +2,15 @@
 // subcommands in cmd_*.cpp and turns errors into a message and a non-zero exit status.
 #include <omp.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -178,6 +182,23 @@ std::string parse_error_message(const CLI::ParseError& e, CLI::App& app, bool& v
   return m;
 }
 
+// stdout written in full, or status 1 with a message: a full disk or a closed reader shows at a
+// write (which fmt::print turns into an exception) or only at the last flush of a buffered
+// stream, and a command whose output is lost must not report success.
+int finish_stdout(int status) {
+  errno = 0;
+  std::cout.flush();  // synchronised with stdio: flushes stdout, and may be where a write fails
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout.good();
+  const int flush_errno = errno;
+  // The close can report what the writes did not (a network file system); a stdout closed by
+  // the caller (>&-) that nothing was written to has lost nothing.
+  if (!failed && (std::fclose(stdout) == 0 || errno == EBADF)) return status;
+  const int err = failed ? flush_errno : errno;
+  std::fprintf(stderr, "rmt: error: cannot write to standard output: %s\n",
+               err ? std::strerror(err) : "write error");
+  return status == 0 ? 1 : status;
+}
+
 }  // namespace
 
 // Exit status: 0 success (and --help, --version); 1 a wrong value or input (a file, a config,
@@ -215,7 +236,7 @@ int main(int argc, char** argv) {
     check_command_line(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version
+    return finish_stdout(app.exit(e));  // --help, --version
   } catch (const UsageError& e) {
     std::fprintf(stderr, "rmt: error: %s; see '%s --help'\n", e.message.c_str(), e.command.c_str());
     return 2;
@@ -260,6 +281,14 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "rmt: error: %s\n", what.c_str());
     return 1;
+  } catch (const std::system_error& e) {
+    // fmt::print's failed write ("cannot write to file: No space left on device"); on stdout,
+    // said as such.
+    if (std::ferror(stdout))
+      std::fprintf(stderr, "rmt: error: cannot write to standard output: %s\n", e.code().message().c_str());
+    else
+      std::fprintf(stderr, "rmt: error: %s\n", e.what());
+    return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "rmt: error: out of memory; a size in the options or the config is too large for "
                          "this machine (physical memory %s)\n",
@@ -269,5 +298,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rmt: internal error: %s\n", e.what());
     return 3;
   }
-  return 0;
+  return finish_stdout(0);
 }

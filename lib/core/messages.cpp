@@ -46,4 +46,9 @@ std::string did_you_mean(const std::string& suggestion) {
   return suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion);
 }
 
+std::string with_article(const std::string& noun) {
+  if (noun.empty() || noun == "null") return noun;
+  return (std::string("aeiou").find(noun[0]) != std::string::npos ? "an " : "a ") + noun;
+}
+
 }  // namespace rmt

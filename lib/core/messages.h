@@ -1,5 +1,6 @@
 #pragma once
-// Pieces of the messages rmt prints: sizes in bytes, and "did you mean" for a mistyped name.
+// Pieces of the messages rmt prints: sizes in bytes, "did you mean" for a mistyped name, a noun
+// with its article.
 #include <string>
 #include <vector>
 
@@ -14,5 +15,8 @@ std::string format_bytes(double bytes);
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 // " (did you mean 'NAME'?)" for a closest_match, "" for none.
 std::string did_you_mean(const std::string& suggestion);
+
+// "a string", "an object", "an array": what a value is, as a message says it ("null" stays).
+std::string with_article(const std::string& noun);
 
 }  // namespace rmt

@@ -149,6 +149,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
   const double f = 4;  // bytes per float; masks are bytes, ids int32
 
   MemoryEstimate e;
+  e.training = w.training;
   const double P = model_param_count(c);
   e.weights = 2 * P * f;
   e.optimizer = w.training ? 2 * P * f : 0;
@@ -243,9 +244,10 @@ void check_memory_fits(const MemoryEstimate& estimate, const std::string& what) 
   std::string source;
   const double avail = available_memory_bytes(&source);
   if (estimate.total() <= avail) return;
-  fail("{} needs about {} of memory but {} is available ({}); reduce the model sizes, the batch "
-       "size or the segment length, or set bptt_recompute: true", what, estimate.describe(),
-       format_bytes(avail), source);
+  fail("{} needs about {} of memory but {} is available ({}); {}", what, estimate.describe(), format_bytes(avail),
+       source,
+       estimate.training ? "reduce the model sizes, the batch size or the segment length, or set bptt_recompute: true"
+                         : "evaluate a smaller batch (rmt eval --batch-size) or on a machine with more memory");
 }
 
 void check_threads(int threads, const std::string& key) {

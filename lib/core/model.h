@@ -95,6 +95,7 @@ struct MemoryEstimate {
   double activations = 0;  // saved activations, states, logits and backward scratch
   double data = 0;         // the dataset
   double runtime = 0;      // the program, its libraries and thread stacks
+  bool training = false;   // of a training step (Workload::training): what may be reduced differs
   double total() const { return weights + optimizer + activations + data + runtime; }
   std::string describe() const;  // "1.2 GB (weights 10 MB, Adam 20 MB, activations ...)"
 };
@@ -104,7 +105,7 @@ MemoryEstimate estimate_memory(const ModelConfig& config, const Workload& worklo
 // which bound it is.
 double available_memory_bytes(std::string* source = nullptr);
 // Fails, naming `what`, the estimate by part and what is available, when the estimate does
-// not fit; the hint says what to reduce.
+// not fit; the hint says what to reduce (bptt_recompute only for a training step).
 void check_memory_fits(const MemoryEstimate& estimate, const std::string& what);
 
 // Thread counts: 0 = all cores, else 1..kMaxThreads; fails naming `key` otherwise, and notes

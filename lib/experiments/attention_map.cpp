@@ -18,6 +18,7 @@
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/run_directory.h"
 
 namespace rmt {
 
@@ -31,9 +32,7 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& check
   const fs::path dir(run_dir);
   if (!fs::is_directory(dir)) fail("--run {}: no such directory", run_dir);
   const fs::path config_path = dir / "config.yaml";
-  if (!fs::exists(config_path))
-    fail("{}: no config.yaml (is this an rmt run directory?)", run_dir);
-  Config config = load_config(config_path.string());
+  Config config = load_run_config(run_dir);
   if (is_lm(config))
     fail("run {} is a language model (segment_length {}, text {}): rmt attn draws one sample of an "
          "algorithmic task across its segments; a language model's attention over its streams is "

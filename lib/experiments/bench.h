@@ -64,8 +64,9 @@ std::vector<std::string> bench_selection(const std::string& model_or_group);
 // "copy-360 config", in 3 segments of 120 with the copy model above; xl caches 60 rows and rmt
 // has 60 memory tokens (half the segment: the paper's Figure 5b "cache 60" / "mem 60" rows and
 // experiments/fig5a_copy360_segments.yaml's choice at 3 segments). batch 32.
-// repro_copy_rmt | repro_retrieval_rmt: the shapes `rmt reproduce` trains most (its recipe,
-// docs/paper.md §6: 2 layers, dropout 0, clip 1.0, batch 32, bptt all): RMT on copy of 6
+// repro_copy_rmt | repro_retrieval_rmt: small shapes of the reproduction's recipe (docs/paper.md
+// §6: 2 layers, dropout 0, clip 1.0, batch 32, bptt all); only the copy one is a shape `rmt
+// reproduce` trains (fig4_retrieval.yaml trains a smaller model at batch 128): RMT on copy of 6
 // symbols (vocab 12, 18 positions) in 9 segments of 2 with 2 memory tokens, d_model 32, 2 heads
 // x 16, d_inner 64, lr 2e-3 (experiments/reproduce/fig4_copy.yaml's hardest cell); RMT on
 // associative retrieval with 4 pairs (vocab 37, 10 positions) in 5 segments of 2 with 2 memory

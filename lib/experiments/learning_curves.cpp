@@ -114,9 +114,13 @@ std::vector<LearningCurve> parse_curves_csv(const std::string& text, const std::
     number(4, p.step, "step");
     number(5, p.val_acc, "val_acc");
     number(6, p.val_segments, "val_segments");
-    if (!(p.val_acc >= 0 && p.val_acc <= 1) || p.step < 0 || key.segments < 1 || p.val_segments < 1)
-      fail("{}: line {}: a value out of range (step >= 0, val_acc in [0, 1], segments >= 1)", origin,
-           csv.row_lines[r]);
+    auto out_of_range = [&](const char* what, const std::string& value, const char* range) {
+      fail("{}: line {}: {} {} is out of range ({})", origin, csv.row_lines[r], what, value, range);
+    };
+    if (!(p.val_acc >= 0 && p.val_acc <= 1)) out_of_range("val_acc", row[5], "0 to 1");
+    if (p.step < 0) out_of_range("step", row[4], ">= 0");
+    if (key.segments < 1) out_of_range("segments", row[2], ">= 1");
+    if (p.val_segments < 1) out_of_range("val_segments", row[6], ">= 1");
     if (curves.empty() || curves.back().run_id != key.run_id) curves.push_back(key);
     curves.back().points.push_back(p);
   }

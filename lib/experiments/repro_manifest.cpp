@@ -242,6 +242,14 @@ static ReproManifest read_manifest(const std::string& path) {
     } else {
       r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm)", it.kind));
     }
+    // A sweep's runs go to a directory named after its file (sweep_plan.cpp): two items whose
+    // sweeps share a file name would train into, and report, each other's runs.
+    for (const ReproItem& other : m.items)
+      if (!it.sweep.empty() && !other.sweep.empty() &&
+          fs::path(it.sweep).stem() == fs::path(other.sweep).stem())
+        r.bad(w + ".sweep", fmt::format("{} has the file name of items.{}.sweep ({}); their runs would share one "
+                                        "directory, {}/ under --runs-dir: rename one",
+                                        it.sweep, other.name, other.sweep, fs::path(it.sweep).stem().string()));
     m.items.push_back(std::move(it));
   }
   return m;

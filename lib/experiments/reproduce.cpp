@@ -246,7 +246,17 @@ std::optional<CsvTable> Reproduction::copy_results(const ReproItem& it) {
   const std::string runs_csv = csv_of(plan);
   const fs::path kept = out_dir(it) / "results.csv";
   std::string text, origin;
-  if (fs::exists(runs_csv)) {
+  // --report-only trains nothing and writes nothing under --runs-dir (which may be an earlier
+  // --out, the committed results or another device's runs): the runs finished so far are read
+  // from their directories; without any, the sweep's results.csv as it is.
+  const bool runs_finished = std::any_of(plan.runs.begin(), plan.runs.end(),
+                                         [](const SweepRun& run) {
+                                           const RunState state = run_state(run);
+                                           return state == RunState::done || state == RunState::failed;
+                                         });
+  if (o_.report_only && runs_finished) {
+    text = results_csv_text(plan), origin = runs_csv;
+  } else if (fs::exists(runs_csv)) {
     text = read_file(runs_csv), origin = runs_csv;
   } else if (fs::exists(kept)) {
     // No runs here (another machine, or runs/ removed): the committed results, if they are this
@@ -547,10 +557,7 @@ int Reproduction::run(const std::vector<std::string>& names) {
   }
   int failed = 0;
   for (const auto& it : m_.items) {
-    if (o_.report_only) {  // the finished runs on disk so far, for the tables
-      if ((it.kind == "sweep" || it.kind == "lm") && fs::exists(plan_of(it).sweep_dir)) write_results_csv(plan_of(it));
-      continue;
-    }
+    if (o_.report_only) continue;  // copy_results reads the runs finished so far
     if (!names.empty() && !wanted.count(it.name)) continue;
     if (it.kind == "sweep" || it.kind == "lm") {
       failed += run_sweep_item(it);
@@ -630,11 +637,16 @@ void Reproduction::write_report() const {
       "on a CPU until solved or up to their figure's step ceiling, with the same recipe, stopping rule "
       "and ceiling for every model of a figure.\n\n",
       m_.path, machine_text());
+  // This machine's device is described only when this call trained on it: --report-only trains
+  // nothing, and may run where the device is absent ("no CUDA device" is not where runs trained).
+  const std::string device_text = o_.device != "cuda" ? " (the CPU backend with its checks)"
+                                  : o_.report_only    ? ""
+                                                      : fmt::format(" ({})", cuda_description());
   if (other_device())
-    s += fmt::format("The runs trained on device `{}` ({}), with this machine's cores for their data; a "
+    s += fmt::format("The runs trained on device `{}`{}, with this machine's cores for their data; a "
                      "device rounds differently from the CPU, so its numbers are its own, not the CPU "
                      "report's.\n\n",
-                     o_.device, o_.device == "cuda" ? cuda_description() : "the CPU backend with its checks");
+                     o_.device, device_text);
   // Summary table.
   double total = 0;
   std::string rows;

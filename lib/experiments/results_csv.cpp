@@ -62,10 +62,21 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
     for (size_t d = 0; d < c; ++d)
       if (csv.header[d] == csv.header[c]) fail("{}: line 1: column '{}' appears twice in the header", origin, csv.header[c]);
   }
+  // A language-model sweep's file has a bpc column that an algorithmic one lacks: a row one field
+  // apart that way is most likely one family's row in the other's file, and is named as such.
+  const bool lm_header = csv.column("bpc") >= 0;
   for (size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() != csv.header.size())
-      fail("{}: line {} has {} fields, the header has {}", origin, record_lines[r], records[r].size(),
-           csv.header.size());
+    if (records[r].size() != csv.header.size()) {
+      const bool other_family = lm_header ? records[r].size() + 1 == csv.header.size()
+                                          : records[r].size() == csv.header.size() + 1;
+      fail("{}: line {} has {} fields, the header has {}{}", origin, record_lines[r], records[r].size(),
+           csv.header.size(),
+           !other_family ? ""
+           : lm_header   ? " (an algorithmic run's row, without bpc, among language-model runs? a results.csv "
+                           "holds one family: table each from its own)"
+                         : " (a language-model run's row, with bpc, among algorithmic runs? a results.csv holds "
+                           "one family: table each from its own)");
+    }
     csv.rows.push_back(records[r]);
     csv.row_lines.push_back(record_lines[r]);
   }

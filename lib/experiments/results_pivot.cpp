@@ -82,7 +82,7 @@ std::string memory_text(const std::string& what, int value, int segment_length) 
 
 // A run's target and whether it met it, from the columns a stopping sweep writes (-1: absent).
 struct SolveColumns {
-  int target = -1, end_reason = -1, solved_step = -1;
+  int target = -1, end_reason = -1, solved_step = -1, steps = -1;  // steps: optional
   bool present() const { return target >= 0 && end_reason >= 0 && solved_step >= 0; }
 };
 
@@ -101,8 +101,14 @@ bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std
   if (!target.empty() && (ec != std::errc() || ptr != target.data() + target.size() || !(t >= 0 && t <= 1)))
     fail("{}: line {}: train.target '{}' is not a number in [0, 1]", source, csv.row_lines[r], target);
   solved = end == "solved";
-  if (solved) step = int_cell(csv, r, sc.solved_step, 0, source);
-  else if (!at.empty())
+  if (solved) {
+    step = int_cell(csv, r, sc.solved_step, 0, source);
+    // A run is solved at one of the steps it trained; a later step is a damaged row, which a
+    // median of solved steps would take in silently.
+    if (sc.steps >= 0 && !row[size_t(sc.steps)].empty() && step > int_cell(csv, r, sc.steps, 0, source))
+      fail("{}: line {}: solved_step {} is beyond the run's {} steps", source, csv.row_lines[r], at,
+           row[size_t(sc.steps)]);
+  } else if (!at.empty())
     fail("{}: line {}: solved_step {} of a run whose end_reason is {}", source, csv.row_lines[r], at, end);
   if (solved && t <= 0)
     fail("{}: line {}: end_reason solved of a run without a target (train.target 0)", source, csv.row_lines[r]);
@@ -130,14 +136,23 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   c_solve.target = csv.column("train.target");
   c_solve.end_reason = csv.column("end_reason");
   c_solve.solved_step = csv.column("solved_step");
+  c_solve.steps = csv.column("steps");
 
   // Is the memory (and cache) of each kind the same in every run? Then rows say "mem 9";
   // otherwise it follows the segment length and rows say "mem = seg len".
   // Every row's values are checked before any is used: a corrupt row is an error naming its line,
   // never a silently wrong cell.
   const auto& kinds = model_kinds();
+  const int c_run_id = csv.column("run_id");
+  std::map<std::string, int> line_of_run;  // a run listed twice would count twice
   for (size_t r = 0; r < csv.rows.size(); ++r) {
     const auto& row = csv.rows[r];
+    if (c_run_id >= 0 && !row[size_t(c_run_id)].empty()) {
+      auto [it, first] = line_of_run.emplace(row[size_t(c_run_id)], csv.row_lines[r]);
+      if (!first)
+        fail("{}: line {}: run {} is also on line {}; each run is listed once (a copied or merged file?)",
+             source, csv.row_lines[r], row[size_t(c_run_id)], it->second);
+    }
     if (row[c_status] != "done" && row[c_status] != "failed")
       fail("{}: line {}: status '{}' is neither done nor failed", source, csv.row_lines[r], row[c_status]);
     if (std::find(kinds.begin(), kinds.end(), row[c_kind]) == kinds.end())

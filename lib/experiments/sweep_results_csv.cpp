@@ -8,6 +8,8 @@
 
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep_internal.h"
+#include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -22,6 +24,22 @@ std::string json_number(const json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return "";
   if (j[key].is_number_float()) return fmt::format("{:.6g}", j[key].get<double>());
   return j[key].dump();
+}
+
+// A finished run's results.json, read strictly: a truncated file is no run that went to its
+// max_steps, and a value of the wrong type is named (file and key) rather than an internal error.
+json read_run_results(const fs::path& file) {
+  const json r = json::parse(read_file(file), nullptr, false);
+  if (r.is_discarded() || !r.is_object())
+    fail("{}: not a complete JSON object (truncated or damaged); remove it to train the run again", file.string());
+  for (const char* key : {"acc_teacher_forced", "acc_free_running", "solve_rate", "solve_rate_teacher_forced", "loss",
+                          "bpc", "steps", "solved_step", "wall_time_s", "threads"})
+    if (r.contains(key) && !r[key].is_null() && !r[key].is_number())
+      fail("{}: \"{}\" is {}, expected a number", file.string(), key, with_article(r[key].type_name()));
+  for (const char* key : {"end_reason", "git_commit"})
+    if (r.contains(key) && !r[key].is_string())
+      fail("{}: \"{}\" is {}, expected a string", file.string(), key, with_article(r[key].type_name()));
+  return r;
 }
 
 }  // namespace
@@ -64,8 +82,7 @@ std::string results_csv_text(const SweepPlan& plan) {
     json r;
     std::string error;
     if (state == RunState::done) {
-      r = json::parse(read_file(run.dir / "results.json"), nullptr, false);
-      if (r.is_discarded()) r = json::object();
+      r = read_run_results(run.dir / "results.json");
     } else {
       error = read_file(run.dir / "sweep_error.txt");
       while (!error.empty() && (error.back() == '\n' || error.back() == '\r')) error.pop_back();
@@ -77,10 +94,9 @@ std::string results_csv_text(const SweepPlan& plan) {
     row.push_back(json_number(r, "steps"));
     // results.json written before the stopping rule: a done run went to its max_steps
     row.push_back(state != RunState::done ? ""
-                  : r.contains("end_reason") && r["end_reason"].is_string() ? r["end_reason"].get<std::string>()
-                                                                             : "max_steps");
+                  : r.contains("end_reason") ? r["end_reason"].get<std::string>() : "max_steps");
     row.push_back(json_number(r, "solved_step"));
-    row.push_back(r.contains("wall_time_s") ? fmt::format("{:.1f}", r["wall_time_s"].get<double>()) : "");
+    row.push_back(r.contains("wall_time_s") && !r["wall_time_s"].is_null() ? fmt::format("{:.1f}", r["wall_time_s"].get<double>()) : "");
     row.push_back(r.contains("git_commit") ? r["git_commit"].get<std::string>() : "");
     row.push_back(json_number(r, "threads"));
     row.push_back(error);

@@ -143,9 +143,11 @@ static std::string run_progress(const SweepRun& run) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
-    step = std::max(step, j.value("step", int64_t(0)));
-    if (j.contains("val_acc_teacher_forced")) val = fmt::format("{:.3f}", j["val_acc_teacher_forced"].get<double>());
+    // A progress line only: a damaged line is skipped here and named by whoever reads the run.
+    if (j.is_discarded() || !j.is_object()) continue;
+    if (j.contains("step") && j["step"].is_number_integer()) step = std::max(step, j["step"].get<int64_t>());
+    if (j.contains("val_acc_teacher_forced") && j["val_acc_teacher_forced"].is_number())
+      val = fmt::format("{:.3f}", j["val_acc_teacher_forced"].get<double>());
   }
   return fmt::format("step {}/{} val {}", step, run.config.train.max_steps, val);
 }

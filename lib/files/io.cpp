@@ -84,10 +84,18 @@ static void check_replaceable(const fs::path& path) {
        "would remove it", path.string(), fs::is_symlink(fs::symlink_status(path, ec)) ? "a link to " : "", kind);
 }
 
+// The start of a temp file's name for `name`, before the writer's PID: NAME.tmp., or for a
+// name so long that the PID would take it past the file system's 255 bytes, its first bytes (a
+// valid 251-byte name must not fail as "File name too long"). Two such names that share their
+// first 241 bytes share the prefix: a process writes one file at a time, and renames it away.
+static std::string temp_prefix(const std::string& name) {
+  constexpr size_t kNameMax = 255, kSuffix = 5 + 9;  // ".tmp." and up to 9 digits of PID
+  return (name.size() + kSuffix <= kNameMax ? name : name.substr(0, kNameMax - kSuffix)) + ".tmp.";
+}
+
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
   check_replaceable(path);
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp.{}", ::getpid());
+  const fs::path tmp = path.parent_path() / fmt::format("{}{}", temp_prefix(path.filename().string()), ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) fail("cannot write {}: {}", path.string(), std::strerror(errno));
   const bool hooked = kill_hook_armed(path);
@@ -185,7 +193,7 @@ std::vector<fs::path> remove_stale_temp_files(const fs::path& dir,
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string file = it->path().filename().string();
     for (const std::string& name : names) {
-      const std::string prefix = name + ".tmp.";
+      const std::string prefix = temp_prefix(name);
       if (file.size() <= prefix.size() || file.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string digits = file.substr(prefix.size());
       if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;

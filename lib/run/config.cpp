@@ -75,20 +75,23 @@ bool at_least(T value, long long min) {
   else return min <= 0 || value >= static_cast<unsigned long long>(min);
 }
 
+// An integer key in min..max (max: the field type's largest value unless a key's meaning bounds
+// it lower).
 template <typename Access>
-KeyDescriptor integer_key(std::string path, Access field, long long min) {
+KeyDescriptor integer_key(std::string path, Access field, long long min,
+                          FieldType<Access> max = std::numeric_limits<FieldType<Access>>::max()) {
   using T = FieldType<Access>;
   KeyDescriptor key;
   key.path = std::move(path);
   key.allowed = fmt::format("{} (at most {})", min == 0 ? "a non-negative integer" : fmt::format("an integer >= {}", min),
-                            std::numeric_limits<T>::max());
-  key.parse = [field, min](Config& c, const YAML::Node& node) {
+                            max);
+  key.parse = [field, min, max](Config& c, const YAML::Node& node) {
     T value{};
-    if (!parse_integer(node, value) || !at_least(value, min)) return false;
+    if (!parse_integer(node, value) || !at_least(value, min) || value > max) return false;
     field(c) = value;
     return true;
   };
-  key.in_range = [field, min](const Config& c) { return at_least(field(c), min); };
+  key.in_range = [field, min, max](const Config& c) { return at_least(field(c), min) && field(c) <= max; };
   key.to_text = [field](const Config& c) { return fmt::format("{}", field(c)); };
   return key;
 }
@@ -307,7 +310,10 @@ const std::vector<KeyDescriptor>& key_table() {
       integer_key("train.eval_samples", FIELD(train.eval_samples), 0),
       integer_key("train.seed", FIELD(train.seed), 0),
       integer_key("train.threads", FIELD(train.threads), 0),
-      integer_key("train.curriculum", FIELD(train.curriculum), 1),
+      // Each stage is walked by the memory estimate and listed in results.json: a bound keeps a
+      // typo (2147483647) from hanging before training starts; no curriculum needs more stages
+      // than it has segments to grow (the paper's largest, copy360, has 18).
+      integer_key("train.curriculum", FIELD(train.curriculum), 1, kMaxCurriculumStages),
       // written only when used, so that the run ids of configs without them do not change
       written_when(choice_key("train.curriculum_advance", FIELD(train.curriculum_advance), {"fixed", "mastery"}),
                    [](const Config& c) { return c.train.curriculum_advance != "fixed"; }),

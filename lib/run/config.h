@@ -9,6 +9,8 @@
 
 namespace rmt {
 
+// The most stages train.curriculum may have (config.cpp says why a bound is needed).
+constexpr int kMaxCurriculumStages = 1024;
 
 inline constexpr const char* kDefaultDevice = "cpu";
 
@@ -34,7 +36,7 @@ struct TrainConfig {
   // of N (1-based) training on ceil(segments * i / N) segments of the same input, the last on
   // `segments`. 1 = no curriculum. curriculum_advance: fixed (each stage gets an equal share of
   // max_steps) or mastery (a stage also ends once validation at its own segments meets target).
-  int curriculum = 1;
+  int curriculum = 1;  // 1..kMaxCurriculumStages
   std::string curriculum_advance = "fixed";
   // Under mastery: a stage whose share of the steps runs out before it is mastered ends the run
   // (end_reason "unmastered") instead of going on to longer inputs it has not learned the

@@ -7,8 +7,11 @@
 
 #include "lib/core/error.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/run_data.h"
 #include "lib/run/training_data.h"
+#include "lib/run/run_directory.h"
 #include "tasks/family.h"
+#include "tasks/babilong.h"
 #include "tasks/tasks.h"
 
 namespace rmt {
@@ -30,15 +33,31 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
   };
   const std::string trained_on =
       fmt::format("run {} was trained on {} (dataset {})", run_dir, task(trained), trained_dir);
-  if (other.kind != trained.kind)
+  // The run's own dataset is the reference only while it is what the run trained on: one
+  // regenerated since (other symbols) is the one at fault, not the dataset being evaluated.
+  auto refuse_if_own_dataset_changed = [&] {
+    const std::string recorded = recorded_dataset_fingerprint(run_dir);
+    if (!recorded.empty() && recorded != dataset_fingerprint(trained_dir))
+      fail("dataset {} changed since run {} was trained (the fingerprint the run recorded is {}): it no "
+           "longer says what the run's ids mean, so dataset {} cannot be checked against it; regenerate it "
+           "with the run's options", trained_dir, run_dir, recorded, other_dir);
+  };
+  // The generate options that set a task's vocabulary, for the advice.
+  const std::string vocabulary_options = is_babilong_kind(trained.kind) ? "--noise-words, --noise-text"
+                                         : trained.kind == "copy" || trained.kind == "reverse" ? "--symbols"
+                                                                                              : "";
+  if (other.kind != trained.kind) {
+    refuse_if_own_dataset_changed();
     fail("dataset {} is task {}, but {}: evaluate on a dataset of the run's task", other_dir,
          task(other), trained_on);
+  }
   const auto& a = trained.vocab;
   const auto& b = other.vocab;
+  if (a != b) refuse_if_own_dataset_changed();
   if (a.size() != b.size())
     fail("dataset {} has a vocabulary of {} ids, but {} with {}: it was generated with other "
-         "options (--symbols?); evaluate on data of the same symbols", other_dir, b.size(),
-         trained_on, a.size());
+         "options{}; evaluate on data of the same vocabulary", other_dir, b.size(), trained_on, a.size(),
+         vocabulary_options.empty() ? "" : " (" + vocabulary_options + "?)");
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i])
       fail("dataset {}: id {} is '{}', but '{}' in dataset {} that run {} was trained on: "
@@ -78,9 +97,9 @@ RunSetup eval_setup(const EvalRunRequest& req, Config config, const std::string&
     fail("{} (the dataset of run {}, which evaluating on other data compares with): {}", config.data,
          req.run_dir, e.what());
   }
-  const RunSetup trained_run = prepare_run_with_meta(config, trained);
   DatasetMeta other = load_dataset_meta(req.data_dir);
   check_same_task(req.run_dir, config.data, trained, req.data_dir, other);
+  const RunSetup trained_run = prepare_run_with_meta(config, trained);
   const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
   const int seq_len = other.input_length;
   config.data = req.data_dir;
@@ -103,15 +122,13 @@ Backend& run_backend(const std::string& device, const Config& run_config, const 
 EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const fs::path run_dir(req.run_dir);
   if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
-  if (!fs::exists(run_dir / "config.yaml"))
-    fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
   if (req.split != "train" && req.split != "val" && req.split != "test")
     fail("split '{}' is not one of train, val, test", req.split);
   if (req.segments < 0 || req.batch_size < 0 || req.samples < 0)
     fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
          req.segments, req.batch_size, req.samples);
   const std::string config_path = (run_dir / "config.yaml").string();
-  const Config config = load_config(config_path);
+  const Config config = load_run_config(req.run_dir);
   const bool config_sets_n_token = config.model.n_token != 0;
   const RunSetup run = eval_setup(req, config, config_path);
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/files/io.h"
 #include "lib/run/config.h"
 #include "tasks/family.h"
@@ -32,7 +33,10 @@ std::string fingerprint_in_results(const fs::path& path) {
          path.string(), e.what());
   }
   const auto it = results.find("dataset_fingerprint");
-  return it != results.end() && it->is_string() ? it->get<std::string>() : "";
+  if (it == results.end()) return "";
+  if (!it->is_string())
+    fail("{}: \"dataset_fingerprint\" is {}, expected a string", path.string(), with_article(it->type_name()));
+  return it->get<std::string>();
 }
 
 // The "dataset_fingerprint" of a safetensors file's __metadata__, read from its header only

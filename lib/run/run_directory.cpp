@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/files/io.h"
 #include "lib/run/config.h"
 
 namespace rmt {
@@ -71,6 +73,22 @@ bool open_run_directory(const fs::path& dir, const std::string& config_text, boo
     write_file_atomic(config_path, config_text);
   }
   return resuming;
+}
+
+Config load_run_config(const std::string& run_dir) {
+  const std::string path = run_dir + "/config.yaml";
+  if (!fs::exists(path)) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir);
+  const std::string text = read_file(path);
+  bool no_keys = false;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    no_keys = root.IsNull() || (root.IsMap() && root.size() == 0);
+  } catch (const YAML::Exception&) {  // parse_config names the line
+  }
+  if (no_keys)
+    fail("{}: holds no config keys; rmt train writes every key of the run there, and without them "
+         "what the run was trained with is unknown (the defaults are not it)", path);
+  return parse_config(text, path);
 }
 
 }  // namespace rmt

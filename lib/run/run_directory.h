@@ -1,11 +1,12 @@
 #pragma once
 // The run directory of `rmt train` (its layout: lib/run/train.h): who may write in it, and what
-// --resume does with what it holds.
+// --resume does with what it holds, and the config it says the run was trained with.
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "lib/files/io.h"
+#include "lib/run/config.h"
 
 namespace rmt {
 
@@ -15,6 +16,10 @@ extern const std::vector<std::string> kRunFiles;
 // Refuses a run directory that is the dataset directory `data` or lies inside it: the run's
 // files would mix with the dataset's (and a later `rmt generate --force` there would meet them).
 void check_run_dir_outside_data(const std::filesystem::path& dir, const std::string& data);
+
+// RUN_DIR/config.yaml of a trained run (rmt train writes every key): fails when it is missing or
+// holds no keys, since the defaults would then be described as what the run was trained with.
+Config load_run_config(const std::string& run_dir);
 
 // Opens `dir` for training: creates it, takes its lock into `lock` (one rmt train at a time, for
 // as long as the lock lives), removes temp files a killed write left, and applies the resume

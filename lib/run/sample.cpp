@@ -12,6 +12,7 @@
 #include "lib/run/checkpoint.h"
 #include "lib/run/config.h"
 #include "lib/run/train.h"
+#include "lib/run/run_directory.h"
 #include "tasks/text.h"
 
 namespace fs = std::filesystem;
@@ -95,7 +96,6 @@ SampleRunResult sample_run(const SampleRunRequest& req) {
   const fs::path run_dir(req.run_dir);
   if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
   const std::string config_path = (run_dir / "config.yaml").string();
-  if (!fs::exists(config_path)) fail("{}: no config.yaml (is this an rmt run directory?)", run_dir.string());
   if (req.prompt.empty())
     fail("--prompt is empty: the model predicts each byte from the bytes before it and has no "
          "start-of-text symbol; give at least one byte (e.g. a newline)");
@@ -104,7 +104,7 @@ SampleRunResult sample_run(const SampleRunRequest& req) {
   if (!std::isfinite(req.settings.temperature) || req.settings.temperature < 0)
     fail("--temperature must be a finite number >= 0 (0: greedy), got {}", req.settings.temperature);
   check_threads(req.threads, "--threads");
-  Config config = load_config(config_path);
+  Config config = load_run_config(req.run_dir);
   validate(config);
   if (!is_lm(config))
     fail("run {} is not a language model: it was trained on {} in segments of a sample "
