@@ -131,6 +131,13 @@ bench: build
 	 python3 bench/compare.py --rmt $(RMT) --python $$py --threads $(BENCH_THREADS) --reps $(BENCH_REPS) \
 	   --rounds $(BENCH_ROUNDS) --out $(BUILD)/bench_results.jsonl
 
+# `make install` (PREFIX, default /usr/local; DESTDIR for staging): rmt into PREFIX/bin, with
+# the CUDA backend's library beside it in a build that has one. Without it, rmt is build/rmt.
+PREFIX  ?= /usr/local
+.PHONY: install
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
 clean:
 	rm -rf $(BUILD)
 
