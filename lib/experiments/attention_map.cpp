@@ -15,6 +15,7 @@
 
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
+#include "lib/experiments/process.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
@@ -305,7 +306,7 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
 }
 
 std::string run_gnuplot(const std::string& script) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+  if (find_program("gnuplot").empty())
     fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make "
          "deps`), or write the numbers with --dump FILE.json");
   // The script and gnuplot's messages go through temporary files; the image comes on stdout.
@@ -323,14 +324,9 @@ std::string run_gnuplot(const std::string& script) {
     }
   } cleanup{script_path, err_path};
   write_file_atomic(script_path, script);
-  const std::string cmd = "gnuplot '" + script_path + "' 2>'" + err_path + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) fail("cannot run gnuplot");
-  std::string image;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) image.append(buf, n);
-  const int status = pclose(p);
+  const ToolResult r = run_tool("gnuplot", {script_path}, "", {}, 600, err_path);
+  const std::string& image = r.output;
+  const int status = r.status;
   if (status != 0 || image.empty()) {
     std::string err;
     try {
@@ -340,8 +336,7 @@ std::string run_gnuplot(const std::string& script) {
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
     for (char& ch : err)
       if (ch == '\n') ch = ' ';
-    fail("gnuplot failed drawing the attention maps (exit status {}): {}",
-         WIFEXITED(status) ? WEXITSTATUS(status) : -1, err.empty() ? "no message" : err);
+    fail("gnuplot failed drawing the attention maps (exit status {}): {}", status, err.empty() ? "no message" : err);
   }
   return image;
 }

@@ -118,11 +118,12 @@ int run_logged(const std::string& binary, const std::vector<std::string>& args, 
 }
 
 ToolResult run_tool(const std::string& program, const std::vector<std::string>& args, const std::string& input,
-                    const EnvChanges& env, double timeout_s) {
+                    const EnvChanges& env, double timeout_s, const fs::path& stderr_file) {
   ToolResult result;
   const std::string path = find_program(program);
   if (path.empty()) return result;
   const ExecImage image(path, args, env);
+  const std::string err_path = stderr_file.string();
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0) fail("pipe failed: {}", std::strerror(errno));
   if (pipe2(out, O_CLOEXEC) != 0) {
@@ -135,7 +136,8 @@ ToolResult run_tool(const std::string& program, const std::vector<std::string>& 
   if (pid == 0) {
     dup2(in[0], 0);
     dup2(out[1], 1);
-    dup2(out[1], 2);
+    const int err = err_path.empty() ? -1 : open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    dup2(err >= 0 ? err : out[1], 2);
     exec_or_die(image);
   }
   close(in[0]);

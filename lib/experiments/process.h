@@ -1,6 +1,6 @@
 #pragma once
-// Child processes of the experiment layer: a sweep's `rmt train` runs, `rmt generate`, and the
-// tools rmt drives (nvidia-smi, nvidia-cuda-mps-control). Every fork/exec of lib/experiments is
+// Child processes of the experiment layer: a sweep's `rmt train` runs, `rmt generate` and `rmt
+// eval`, and the tools rmt drives (gnuplot, nvidia-smi, nvidia-cuda-mps-control). Every fork/exec of lib/experiments is
 // here, so how a child is started (its environment, its output, its death with the parent) is
 // decided once.
 #include <sys/types.h>
@@ -38,8 +38,11 @@ struct ToolResult {
 // Runs a tool found on PATH (`program` without a slash) or at a path, writes `input` to its
 // stdin, collects its output and waits for it; one that runs past timeout_s is killed (status
 // 128 + SIGKILL). Unlike spawn_logged, the tool may outlive rmt (a daemon it starts forks away).
+// With stderr_file, the tool's stderr goes there and output holds its stdout alone (gnuplot's
+// image on stdout, its messages apart).
 ToolResult run_tool(const std::string& program, const std::vector<std::string>& args,
-                    const std::string& input = "", const EnvChanges& env = {}, double timeout_s = 30);
+                    const std::string& input = "", const EnvChanges& env = {}, double timeout_s = 30,
+                    const std::filesystem::path& stderr_file = {});
 
 // The full path of `program` as a shell would find it on PATH ("" when it is not there); a
 // program named with a slash is returned as it is when it is executable.

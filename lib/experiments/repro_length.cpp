@@ -11,6 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/experiments/generated_data.h"
+#include "lib/experiments/process.h"
 #include "lib/files/io.h"
 #include "lib/run/eval_run.h"
 
@@ -33,11 +34,9 @@ fs::path length_dataset(const std::string& rmt_binary, const fs::path& data_root
     return dir;
   }
   create_directories_or_fail(dir);
-  std::string cmd = shell_quote(rmt_binary) + " ";
-  for (const auto& a : args) cmd += shell_quote(a) + " ";
   const fs::path log_file = dir / "generate.log";
-  cmd += ">" + shell_quote(log_file.string()) + " 2>&1";
-  if (std::system(cmd.c_str()) != 0) fail("generating {} failed: {}", dir.string(), read_file(log_file));
+  fs::remove(log_file);
+  if (run_logged(rmt_binary, args, log_file) != 0) fail("generating {} failed: {}", dir.string(), read_file(log_file));
   return dir;
 }
 
@@ -54,11 +53,10 @@ void write_kept(const fs::path& kept, const std::string& run_id, const fs::path&
 // `rmt eval` of one job in a process of its own; "" on success, else why it failed.
 std::string evaluate_in_subprocess(const std::string& rmt_binary, const LengthEvalJob& job) {
   const fs::path out = job.kept.string() + ".eval.out";
-  const std::string cmd = fmt::format("{} eval --run {} --data {} --split test --threads 1 >{} 2>&1",
-                                      shell_quote(rmt_binary), shell_quote(job.run->dir.string()),
-                                      shell_quote(job.data_dir.string()), shell_quote(out.string()));
   const auto t0 = std::chrono::steady_clock::now();
-  const int status = std::system(cmd.c_str());
+  fs::remove(out);
+  const int status = run_logged(rmt_binary, {"eval", "--run", job.run->dir.string(), "--data", job.data_dir.string(),
+                                             "--split", "test", "--threads", "1"}, out);
   LengthEval e;
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string text = fs::exists(out) ? read_file(out) : "";

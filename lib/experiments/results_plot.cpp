@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/error.h"
+#include "lib/experiments/process.h"
 #include "lib/experiments/results_table_internal.h"
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
@@ -80,7 +81,7 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
 }
 
 void draw_plot(const std::string& script, const std::string& out) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+  if (find_program("gnuplot").empty())
     fail("gnuplot is not installed; install it with `sudo apt-get install gnuplot-nox` (or `make deps`), "
          "or use `rmt table` for the numbers");
   const std::filesystem::path gp = std::filesystem::path(out).concat(".gp");
@@ -104,13 +105,9 @@ void draw_plot(const std::string& script, const std::string& out) {
   }
   if (!found) fail("the plot script does not write {} (no `set output` line naming it)", out);
   write_file_atomic(gp, text);
-  const std::string cmd = "gnuplot " + shell_quote(gp.string()) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  const int status = p ? pclose(p) : -1;
+  const ToolResult r = run_tool("gnuplot", {gp.string()}, "", {}, 600);
+  const std::string& output = r.output;
+  const int status = r.started ? r.status : -1;
   std::error_code ec;
   if (status != 0 || !std::filesystem::is_regular_file(tmp)) {
     std::filesystem::remove(tmp, ec);
