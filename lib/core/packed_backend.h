@@ -11,7 +11,7 @@
 //
 // The host side of a run (its batch, its learning rate, its clipping, reading its loss) happens
 // with that run alone active (activate(k)); the forward and backward of a packed step with all
-// the group active (lib/run/packed_step.h). Two rules keep each slice a whole run:
+// the group active (packed_train_step, lib/run/train_step.h). Two rules keep each slice a whole run:
 //   * a copy from the host, or a fill, into a buffer that no call has written yet goes to every
 //     slice: what the engine uploads once and keeps (attention masks, zeroed scratch) is then
 //     there for every run, whichever was active when it was made. Later ones go to the active
