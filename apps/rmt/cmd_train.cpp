@@ -43,9 +43,11 @@ static void print_progress(const TrainProgress& p, bool tty, FILE* out = stderr)
   double rate = p.step > 0 ? p.elapsed_s / double(p.step) : 0;
   std::string val = p.val_acc ? fmt::format("{:.4f}", *p.val_acc) : "-";
   if (p.val_bpc) val = fmt::format("{:.4f}", *p.val_bpc);  // a language model: bits per character
+  // A language model's training loss in bits per byte, as its validation (loss in nats / ln 2).
+  const std::string loss = p.lm ? fmt::format("train bpc {:.4f}", p.loss / std::log(2.0)) : fmt::format("loss {:.4f}", p.loss);
   std::string line = fmt::format(
-      "step {}/{} | loss {:.4f} | val {} {} | lr {:.2e} | {:.0f} tok/s | elapsed {} | ETA {}",
-      p.step, p.max_steps, p.loss, p.lm ? "bpc" : "acc", val, p.lr, p.tokens_per_s, duration_text(p.elapsed_s),
+      "step {}/{} | {} | val {} {} | lr {:.2e} | {:.0f} tok/s | elapsed {} | ETA {}",
+      p.step, p.max_steps, loss, p.lm ? "bpc" : "acc", val, p.lr, p.tokens_per_s, duration_text(p.elapsed_s),
       duration_text(rate * double(p.max_steps - p.step)));
   if (tty) {
     std::fprintf(out, "\r\033[K%s", line.c_str());

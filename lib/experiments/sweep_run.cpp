@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -152,6 +153,23 @@ static std::string run_progress(const SweepRun& run) {
   return fmt::format("step {}/{} val {}", step, run.config.train.max_steps, val);
 }
 
+// How a finished run ended, for its "done" line: " (solved at step 2500; test acc 0.998)", " (its
+// step ceiling, 40000 steps; test acc 0.523)", " (unmastered ...)"; language models their bpc.
+static std::string run_outcome(const SweepRun& run) {
+  const json j = json::parse(read_file(run.dir / "results.json"), nullptr, false);
+  if (!j.is_object()) return "";
+  auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN; };
+  const std::string reason = j.contains("end_reason") && j["end_reason"].is_string() ? j["end_reason"].get<std::string>() : "";
+  const double steps = number("steps"), solved = number("solved_step");
+  std::string how = reason == "solved" && std::isfinite(solved) ? fmt::format("solved at step {:.0f}", solved)
+                    : reason == "unmastered" ? fmt::format("a curriculum stage unmastered, at step {:.0f}", steps)
+                    : fmt::format("its step ceiling, {:.0f} steps", steps);
+  const double bpc = number("bpc"), acc = number("acc_teacher_forced");
+  const std::string score = std::isfinite(bpc) ? fmt::format("test bpc {:.4f}", bpc)
+                            : std::isfinite(acc) ? fmt::format("test acc {:.3f}", acc) : "";
+  return fmt::format(" ({}{}{})", how, score.empty() ? "" : "; ", score);
+}
+
 // `rmt train` holds its run directory's lock while it runs. A sweep killed a moment ago takes
 // its runs with it, but a run's SIGKILL may still be on its way: wait a few seconds for such a
 // run to die. A run that is still in use then (another train in that directory) fails with
@@ -289,7 +307,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     if (options.on_run_end) options.on_run_end();
     if (!options.quiet)
       fmt::print(stderr, "{}sweep: {} {}{}\n", tty ? "\r\033[K" : "", run.run_id, ok ? "done" : "FAILED: ",
-                 ok ? "" : why);
+                 ok ? run_outcome(run) : why);
   };
   while (next < tasks.size() || !running.empty()) {
     while (next < tasks.size() && int(running.size()) < jobs) {

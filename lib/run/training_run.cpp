@@ -46,18 +46,26 @@ class RunLog {
     interval_steps_ += 1;
     interval_loss_ += loss;
   }
-  void interval(int64_t step, double lr, double grad_norm, int64_t tokens_per_step, double elapsed_s) {
+  // The interval's line; reported unless an evaluation of this step reports it (one line, with
+  // the new validation value, not two with the old one first).
+  void interval(int64_t step, double lr, double grad_norm, int64_t tokens_per_step, double elapsed_s, bool report) {
+    so_far(step, lr, tokens_per_step, elapsed_s);
+    line(json{{"step", step}, {"loss", progress_.loss}, {"lr", lr}, {"grad_norm", grad_norm},
+              {"tokens_per_s", progress_.tokens_per_s}});
+    if (report && opt_.on_progress) opt_.on_progress(progress_);
+    restart_interval();
+  }
+  // The progress of the interval so far (its mean loss, speed and learning rate): what an
+  // evaluation between two log lines reports, rather than nothing yet.
+  void so_far(int64_t step, double lr, int64_t tokens_per_step, double elapsed_s) {
     progress_.step = step;
+    progress_.elapsed_s = elapsed_s;
+    progress_.is_eval = false;
+    if (interval_steps_ == 0) return;
     progress_.loss = interval_loss_ / double(interval_steps_);
     progress_.lr = lr;
     progress_.tokens_per_s = double(interval_steps_) * double(tokens_per_step) /
                              std::max(seconds_since(interval_start_), 1e-9);
-    progress_.elapsed_s = elapsed_s;
-    progress_.is_eval = false;
-    line(json{{"step", step}, {"loss", progress_.loss}, {"lr", lr}, {"grad_norm", grad_norm},
-              {"tokens_per_s", progress_.tokens_per_s}});
-    if (opt_.on_progress) opt_.on_progress(progress_);
-    restart_interval();
   }
   // An evaluation: its metrics line now, its progress report by evaluated() once checkpointed.
   void evaluation(int64_t step, const EvalResult& val, double elapsed_s, json metrics) {
@@ -260,12 +268,15 @@ void TrainingRun::after_step(const StepResult& step, int stage_segments, double 
                            stage_segments, st_.step));
 
   // ---- Log: the interval's mean loss and speed.
+  const bool evaluating = st_.step % tc.eval_every == 0 || st_.step == tc.max_steps || st_.progression.unmastered();
+  const int64_t tokens_per_step = int64_t(tc.batch_size) * run_.seq_len;
   if (st_.step % tc.log_every == 0 || st_.step == tc.max_steps)
-    log_->interval(st_.step, lr, step.grad_norm, int64_t(tc.batch_size) * run_.seq_len, elapsed());
+    log_->interval(st_.step, lr, step.grad_norm, tokens_per_step, elapsed(), !evaluating);
+  else if (evaluating)
+    log_->so_far(st_.step, lr, tokens_per_step, elapsed());
 
   // ---- Evaluate and checkpoint.
-  if (st_.step % tc.eval_every == 0 || st_.step == tc.max_steps || st_.progression.unmastered())
-    evaluate_and_checkpoint();
+  if (evaluating) evaluate_and_checkpoint();
   if (opt_.abort_after_step > 0 && st_.step == opt_.abort_after_step) std::_Exit(86);  // tests: a kill
 }
 
