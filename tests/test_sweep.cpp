@@ -323,6 +323,8 @@ TEST_CASE("sweep: a killed sweep resumes; every run finishes once, results.csv h
   Run again = rmt_run("sweep " + file + " --runs-dir " + runs);
   REQUIRE_MESSAGE(again.status == 0, again.output);
   CHECK(again.output.find(fmt::format("{} done, {} to run", done_before, 4 - done_before)) != std::string::npos);
+  CHECK(again.output.find(" done (its step ceiling, ") != std::string::npos);  // how each run ended
+  CHECK(again.output.find(" steps; test acc ") != std::string::npos);
   CHECK(finished() == 4);
   for (const auto& [path, stamp] : stamps) CHECK(fs::last_write_time(path / "results.json") == stamp);  // not rerun
 

@@ -106,6 +106,17 @@ TEST_CASE("rmt train writes the run directory and rmt eval reproduces its test m
   REQUIRE_MESSAGE(threads.status == 0, threads.output);
   CHECK(json::parse(t.file("threads1", "results.json"))["threads"] == 1);
   CHECK(threads.output.find(", 1 threads,") != std::string::npos);
+  // Progress off a terminal: one line per evaluation, with the new value and the loss so far
+  // (evaluations every 3 steps, log lines every 5).
+  Run progress = t.train("progress", "--set train.max_steps=12 --set train.eval_every=3 --set train.log_every=5");
+  REQUIRE_MESSAGE(progress.status == 0, progress.output);
+  CHECK(progress.output.find("step 3/12 | loss ") != std::string::npos);
+  CHECK(progress.output.find("loss 0.0000") == std::string::npos);
+  for (const char* step : {"step 6/12 ", "step 12/12 "}) {
+    const size_t first = progress.output.find(step);
+    REQUIRE(first != std::string::npos);
+    CHECK(progress.output.find(step, first + 1) == std::string::npos);  // once
+  }
   auto with_env = [](const std::string& env, const std::string& args) {
     FILE* p = popen((env + " " + std::string(RMT_BINARY) + " " + args + " 2>&1").c_str(), "r");
     std::string out;
