@@ -175,6 +175,9 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
                         "maps/maps.md", "maps/rmt_3seg_seed1.png", "longer/results.csv", "longer/table.md",
                         "longer/longer.png"})
     CHECK_MESSAGE(fs::exists(out / f), f);
+  // --list now says how long the item took (its timing.json)
+  Run listed = rmt_run(base + " --list");
+  CHECK(listed.output.find(" at -j 2 (6 runs)") != std::string::npos);
   const std::string report = read_file(out / "REPORT.md");
   // The claims: the first holds on any accuracy, the other two can not (accuracies are <= 1).
   CHECK(report.find("holds: the baseline is below 2") != std::string::npos);

@@ -47,7 +47,8 @@ void add_reproduce_command(CLI::App& app) {
                     "--runs-dir and --out default to their names with -DEVICE added");
   add_mps_option(cmd, args->mps);
   add_pack_option(cmd, args->pack);
-  cmd->add_flag("--list", args->list, "List the items and what each reproduces; run nothing");
+  cmd->add_flag("--list", args->list, "List the items, how long each took (as recorded under --out) and what "
+                "each reproduces; run nothing");
   cmd->add_flag("--report-only", args->report_only,
                 "Train nothing: rewrite REPORT.md, tables and plots from the runs finished so far (and, for "
                 "items without runs here, from the committed results of the same config)");
@@ -60,18 +61,20 @@ void add_reproduce_command(CLI::App& app) {
         for (const auto& it : manifest.items) all.push_back(it.name);
         fail("unknown reproduction '{}' (in {}: {})", name, manifest.path, fmt::join(all, ", "));
       }
-    if (args->list) {
-      for (const auto& it : manifest.items)
-        if (args->names.empty() || std::count(args->names.begin(), args->names.end(), it.name))
-          fmt::print("{:<22} {:<9} {}\n", it.name, it.kind, it.title);
-      return;
-    }
     // Another device's runs are other runs (other RUN_IDs): their own sweeps, results and report,
     // beside the CPU's rather than over them.
     if (args->device == "cpu") args->device.clear();
     if (!args->device.empty()) {
       if (runs_dir->count() == 0) args->runs_dir += "-" + args->device;
       if (out_dir->count() == 0) args->out_dir += "-" + args->device;
+    }
+    if (args->list) {  // each item, and how long it took where --out records it
+      for (const auto& it : manifest.items)
+        if (args->names.empty() || std::count(args->names.begin(), args->names.end(), it.name)) {
+          const std::string time = item_time(args->out_dir, it.name);
+          fmt::print("{:<22} {:<9} {:<34} {}\n", it.name, it.kind, time.empty() ? "-" : time, it.title);
+        }
+      return;
     }
     check_output_dir("--runs-dir", args->runs_dir);
     check_output_dir("--out", args->out_dir);

@@ -66,6 +66,21 @@ ItemTiming read_timing(const fs::path& file) {
   return t;
 }
 
+}  // namespace
+
+std::string item_time(const std::string& out_dir, const std::string& item) {
+  ItemTiming t;
+  try {
+    t = read_timing(fs::path(out_dir) / item / "timing.json");
+  } catch (const Error&) {
+    return "";  // a damaged record says nothing (the reproduction itself reports it)
+  }
+  if (t.wall_s <= 0) return "";
+  return fmt::format("{} at -j {} ({} runs)", seconds_text(t.wall_s), t.jobs, t.runs);
+}
+
+namespace {
+
 void write_timing(const fs::path& file, const ItemTiming& t) {
   json j = {{"wall_s", t.wall_s}, {"train_s", t.train_s}, {"runs", t.runs}, {"jobs", t.jobs}};
   write_file_atomic(file, j.dump(2) + "\n");

@@ -108,6 +108,11 @@ struct ReproOptions {
 int reproduce(const ReproManifest& manifest, const std::vector<std::string>& names,
               const ReproOptions& options);
 
+// How long item `item` took where its timing is recorded (OUT/ITEM/timing.json, written as it
+// trains): "12 min 37 s at -j 2 (39 runs)", or "" where it has none (not run, or an item that
+// reads another's runs). `rmt reproduce --list` shows it.
+std::string item_time(const std::string& out_dir, const std::string& item);
+
 // Claim check on a pivoted table: "holds" / "fails" / "no data" and the numbers it used.
 struct ClaimResult {
   enum State { holds, fails, no_data } state = no_data;
