@@ -42,3 +42,18 @@ RMT_CATALOGUE({
     {"cli-usage", "eval: the run given twice", nullptr, "eval {dir} --run {dir}", 2, "excludes"},
     {"cli-usage", "eval: no run", nullptr, "eval", 2, "missing argument RUN (or --run)"},
 });
+
+// `rmt plot --curves` (issue 44): what it draws, and what it is not given with.
+RMT_CATALOGUE({
+    {"cli-value", "plot --curves: a directory without runs", nullptr, "plot --curves {dir} --format csv", 1,
+     "--curves {dir}: no run here"},
+    {"cli-value", "plot --curves: not a directory", nullptr, "plot --curves {dir}/none --format csv", 1,
+     "--curves {dir}/none: not a directory"},
+    {"cli-usage", "plot: a results.csv and --curves", nullptr, "plot {dir}/r.csv --curves {dir} --out {dir}/x.png", 2,
+     "--curves draws run directories; give it or a results.csv, not both"},
+    {"cli-usage", "plot --curves with --metric", nullptr, "plot --curves {dir} --metric loss --out {dir}/x.png", 2,
+     "--metric is for a results.csv, not --curves"},
+    {"cli-usage", "plot --format without --curves", nullptr, "plot {dir}/r.csv --format csv", 2, "--format requires --curves"},
+    {"cli-usage", "plot with neither", nullptr, "plot --out {dir}/x.png", 2,
+     "missing argument results (a results.csv, or --curves DIR)"},
+});

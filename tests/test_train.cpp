@@ -135,6 +135,24 @@ TEST_CASE("rmt train writes the run directory and rmt eval reproduces its test m
   CHECK(json::parse(e5.output)["segments"] == 5);
 }
 
+TEST_CASE("rmt plot --curves: a run's learning curve as CSV and as a figure") {
+  const TinyRun& t = tiny();
+  Run r = t.train("curves");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  Run csv = rmt_run("plot --curves " + t.root + "/curves --format csv", true);
+  REQUIRE_MESSAGE(csv.status == 0, csv.output);
+  CHECK(csv.output.rfind("kind,seed,segments,run_id,step,val_acc,val_segments\n", 0) == 0);
+  CHECK(std::count(csv.output.begin(), csv.output.end(), '\n') == 1 + 3);  // an evaluation every 10 of 30 steps
+  CHECK(csv.output.find("\nrmt,") != std::string::npos);
+  CHECK(csv.output.find(",curves,30,") != std::string::npos);
+  Run fig = rmt_run("plot --curves " + t.root + "/curves --out " + t.root + "/curves.svg");
+  REQUIRE_MESSAGE(fig.status == 0, fig.output);
+  CHECK(fs::file_size(t.root + "/curves.svg") > 1000);
+  // A directory of runs is a sweep's: every run in it.
+  Run both = rmt_run("plot --curves " + t.root + " --format csv", true);
+  CHECK(both.output.find(",curves,") != std::string::npos);
+}
+
 TEST_CASE("same config, seed and threads give bit-identical runs") {
   const TinyRun& t = tiny();
   // Run directories of different name lengths move the heap, so buffers land at different

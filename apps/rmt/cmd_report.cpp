@@ -10,6 +10,7 @@
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
+#include "lib/experiments/learning_curves.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 
@@ -73,10 +74,41 @@ void add_report_commands(CLI::App& app) {
   table->callback([targs] { fmt::print("{}", format_pivot(load_pivot(*targs), targs->format)); });
 
   auto pargs = std::make_shared<ReportArgs>();
-  auto* plot = app.add_subcommand("plot", "Draw accuracy against segments, one line per model (needs gnuplot)");
+  auto curves = std::make_shared<std::vector<std::string>>();
+  auto curves_format = std::make_shared<std::string>("plot");
+  auto* plot = app.add_subcommand("plot", "Draw accuracy against segments, one line per model (needs gnuplot); "
+                                          "with --curves, validation accuracy against step of any runs");
   add_common(plot, *pargs);
-  plot->add_option("--out", pargs->out, "Figure file, .svg or .png")->required();
-  plot->callback([pargs] {
+  plot->get_option("results")->required(false);
+  plot->footer("Learning curves of your runs: rmt plot --curves runs/quick_copy --out curves.png (one line per run;\n"
+               "RUN_DIR or SWEEP_DIR, several allowed); --format csv prints the points instead, for pandas.");
+  auto* curves_opt = plot->add_option("--curves", *curves,
+                                      "Run or sweep directories: draw each run's validation accuracy against step "
+                                      "instead of a results.csv");
+  plot->add_option("--format", *curves_format, "With --curves: plot (the figure, --out) | csv (the points, to stdout)")
+      ->capture_default_str()->check(one_of({"plot", "csv"}))->needs(curves_opt);
+  plot->add_option("--out", pargs->out, "Figure file, .svg or .png");
+  plot->callback([pargs, curves, curves_format, plot] {
+    if (!curves->empty()) {
+      if (!pargs->csv.empty())
+        throw CLI::RequiresError("--curves draws run directories; give it or a results.csv, not both",
+                                 CLI::ExitCodes::RequiresError);
+      for (const char* o : {"--metric", "--paper", "--paper-section", "--by"})
+        if (plot->count(o) > 0)
+          throw CLI::RequiresError(fmt::format("{} is for a results.csv, not --curves", o), CLI::ExitCodes::RequiresError);
+      const std::vector<LearningCurve> c = curves_of_dirs(*curves);
+      if (*curves_format == "csv") {
+        fmt::print("{}", curves_csv(c));
+        return;
+      }
+      if (pargs->out.empty()) throw CLI::RequiredError("--out (or --format csv)");
+      check_output_file("--out", pargs->out);
+      draw_plot(curves_gnuplot_script(c, pargs->out, fmt::format("learning curves: {} run{}", c.size(), c.size() == 1 ? "" : "s")), pargs->out);
+      fmt::print("wrote {}\n", pargs->out);
+      return;
+    }
+    if (pargs->csv.empty()) throw CLI::RequiredError("results (a results.csv, or --curves DIR)");
+    if (pargs->out.empty()) throw CLI::RequiredError("--out");
     check_output_file("--out", pargs->out);
     std::vector<NamedPath> inputs{{"results", pargs->csv}};
     if (!pargs->paper.empty()) inputs.push_back({"--paper", pargs->paper});

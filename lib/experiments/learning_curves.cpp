@@ -14,6 +14,7 @@
 #include "lib/core/model_kind.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
+#include "lib/run/run_directory.h"
 
 namespace rmt {
 
@@ -53,6 +54,41 @@ std::vector<LearningCurve> run_curves(const SweepPlan& plan) {
     c.run_id = run.run_id;
     c.points = read_validation_curve(metrics.string(), c.segments);
     if (!c.points.empty()) curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+// The curve of one run directory; false for a directory without a run.
+static bool curve_of_run(const fs::path& dir, std::vector<LearningCurve>& out) {
+  if (!fs::is_regular_file(dir / "metrics.jsonl") || !fs::is_regular_file(dir / "config.yaml")) return false;
+  const Config config = load_run_config(dir.string());
+  if (is_lm(config))
+    fail("{}: a language model's run (its validation is bpc, which learning curves do not draw yet)", dir.string());
+  LearningCurve c;
+  c.kind = config.model.kind;
+  c.seed = config.train.seed;
+  c.segments = config.segments;
+  c.run_id = dir.filename().string();
+  c.points = read_validation_curve((dir / "metrics.jsonl").string(), c.segments);
+  if (!c.points.empty()) out.push_back(std::move(c));
+  return true;
+}
+
+std::vector<LearningCurve> curves_of_dirs(const std::vector<std::string>& dirs) {
+  std::vector<LearningCurve> curves;
+  for (const std::string& d : dirs) {
+    const fs::path dir = fs::path(d).lexically_normal();
+    if (!fs::is_directory(dir)) fail("--curves {}: not a directory", d);
+    if (curve_of_run(dir, curves)) continue;
+    std::vector<fs::path> runs;  // a sweep directory: its run directories, by name
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory()) runs.push_back(e.path());
+    std::sort(runs.begin(), runs.end());
+    int found = 0;
+    for (const fs::path& run : runs) found += curve_of_run(run, curves);
+    if (found == 0)
+      fail("--curves {}: no run here (a run directory has metrics.jsonl and config.yaml; a sweep directory holds "
+           "run directories)", d);
   }
   return curves;
 }

@@ -33,6 +33,12 @@ std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, i
 // The curves of the plan's finished runs (done or failed: the runs its tables count) that have a
 // metrics.jsonl, in the plan's order.
 std::vector<LearningCurve> run_curves(const SweepPlan& plan);
+// The curves of run directories (RUN_DIR/metrics.jsonl with its config.yaml) and of sweep
+// directories (every run directory in it, by name), in the order given: `rmt plot --curves`.
+// Runs in progress are drawn as far as they got. Fails naming a directory that holds no run, and
+// a language model's run (its validation is bpc, which these curves do not draw).
+std::vector<LearningCurve> curves_of_dirs(const std::vector<std::string>& dirs);
+
 // The most segments of any curve (0 for none), and the curves of the runs at `segments`.
 int hardest_segments(const std::vector<LearningCurve>& curves);
 std::vector<LearningCurve> curves_at(const std::vector<LearningCurve>& curves, int segments);
