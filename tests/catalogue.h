@@ -17,6 +17,10 @@ struct BadInput {
   std::string message;  // must appear in the output (stdout and stderr)
 };
 
+// Shared setup: {dir}/d, a tiny copy dataset, and {dir}/c.yaml, a 2-step run on it
+// (tests/catalogue_outputs.cpp).
+void copy_data_and_config(const std::string& dir);
+
 // Adds `cases` to the catalogue; returns how many (for static registration).
 int register_bad_inputs(std::vector<BadInput> cases);
 const std::vector<BadInput>& bad_input_catalogue();

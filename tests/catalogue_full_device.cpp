@@ -26,14 +26,7 @@ void results_csv(const std::string& dir) {
 
 // {dir}/run: a 2-step run of a tiny baseline on the copy dataset {dir}/d.
 void trained_run(const std::string& dir) {
-  rmt::GenerateRequest g;
-  g.task = rmt::resolve_task("copy", 4, 4);
-  g.sizes = {40, 8, 8};
-  g.out_dir = dir + "/d";
-  rmt::generate_dataset(g);
-  rmt::write_file_atomic(dir + "/c.yaml", "data: " + dir + "/d\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, "
-                                          "n_head: 1, d_head: 4, d_model: 4, d_inner: 8}\n"
-                                          "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
+  copy_data_and_config(dir);
   Run r = rmt_run("train --config " + dir + "/c.yaml --out " + dir + "/run");
   REQUIRE_MESSAGE(r.status == 0, r.output);
 }

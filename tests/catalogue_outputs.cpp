@@ -36,17 +36,6 @@ void text_dataset(const std::string& dir) {
   rmt::generate_text_dataset(r);
 }
 
-// {dir}/d: a tiny copy dataset; {dir}/c.yaml: a 2-step run on it.
-void copy_data_and_config(const std::string& dir) {
-  rmt::GenerateRequest g;
-  g.task = rmt::resolve_task("copy", 4, 4);
-  g.sizes = {40, 8, 8};
-  g.out_dir = dir + "/d";
-  rmt::generate_dataset(g);
-  rmt::write_file_atomic(dir + "/c.yaml", "data: " + dir + "/d\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, "
-                                          "n_head: 1, d_head: 4, d_model: 4, d_inner: 8}\n"
-                                          "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
-}
 
 // {dir}/d/meta.yaml: a text of 10 distinct words (300 in all), given as the noise text.
 void noise_text_in_out(const std::string& dir) {
@@ -66,6 +55,18 @@ void results_csv(const std::string& dir) {
 }
 
 }  // namespace
+
+// {dir}/d: a tiny copy dataset; {dir}/c.yaml: a 2-step run on it.
+void copy_data_and_config(const std::string& dir) {
+  rmt::GenerateRequest g;
+  g.task = rmt::resolve_task("copy", 4, 4);
+  g.sizes = {40, 8, 8};
+  g.out_dir = dir + "/d";
+  rmt::generate_dataset(g);
+  rmt::write_file_atomic(dir + "/c.yaml", "data: " + dir + "/d\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, "
+                                          "n_head: 1, d_head: 4, d_model: 4, d_inner: 8}\n"
+                                          "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
+}
 
 RMT_CATALOGUE({
     // ---- generate: the dataset written over its own source ------------------------------
