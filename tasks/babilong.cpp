@@ -7,7 +7,8 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
-#include "tasks/tasks.h"
+#include "tasks/dataset.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 
@@ -21,11 +22,11 @@ bool is_object(int64_t id) { return id >= kBabiFirstObject && id < kBabiFirstObj
 
 constexpr int64_t kCap = int64_t(1) << 62;
 
-int64_t sat_mul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  if (a > kCap / b) return kCap;
-  return std::min(kCap, a * b);
-}
+// The three kinds share these functions: reasoning moves an object, memorize puts its facts first.
+bool is_reasoning(const TaskOptions& t) { return t.kind == "reasoning"; }
+bool facts_first(const TaskOptions& t) { return t.kind == "memorize"; }
+
+int64_t sat_mul(int64_t a, int64_t b) { return saturating_mul(a, b); }
 
 int64_t sat_pow(int64_t base, int64_t exponent) {
   int64_t n = 1;
@@ -125,10 +126,6 @@ int64_t last_place(const std::vector<Fact>& facts, int64_t person) {
 
 }  // namespace
 
-bool is_babilong_kind(const std::string& kind) {
-  return kind == "memorize" || kind == "detect_memorize" || kind == "reasoning";
-}
-
 const std::vector<std::string>& babilong_task_words() {
   static const std::vector<std::string> words = {
       ".",         "?",       "where",    "is",                                                  // specials
@@ -156,7 +153,7 @@ void check_babilong_options(const TaskOptions& t, bool cli, const std::string& l
   auto key = [cli](const char* dashed, const char* underscored) {
     return cli ? fmt::format("--{}", dashed) : fmt::format("options.{}", underscored);
   };
-  if (t.kind == "reasoning") {
+  if (is_reasoning(t)) {
     if (t.facts != 2 && t.facts != 3)
       fail("{} must be 2 or 3 for reasoning (bAbI's two and three supporting facts: a take and one or two moves), "
            "got {}", key("facts", "facts"), t.facts);
@@ -188,7 +185,7 @@ void draw_babilong_sample(const TaskOptions& t, TaskRng& rng, int64_t* x) {
   const std::vector<int64_t> people = draw_distinct(rng, kBabiFirstPerson, kBabiPeople, 1 + t.distractors);
   std::vector<Fact> facts;
   int64_t subject = people[0];
-  if (t.kind == "reasoning") {
+  if (is_reasoning(t)) {
     // P takes O and moves facts-1 times, to different places; P's last place is O's.
     const std::vector<int64_t> objects = draw_distinct(rng, kBabiFirstObject, kBabiObjects, kBabiObjects);
     subject = objects[0];
@@ -226,7 +223,7 @@ void draw_babilong_sample(const TaskOptions& t, TaskRng& rng, int64_t* x) {
   // Where the facts go: memorize first; otherwise n of the noise + n units, a uniform random
   // subset (Floyd's algorithm), so facts never overlap and any gap is possible.
   std::vector<char> fact_here(static_cast<size_t>(noise + n), 0);
-  if (t.kind == "memorize") {
+  if (facts_first(t)) {
     std::fill(fact_here.begin(), fact_here.begin() + n, 1);
   } else {
     for (int j = noise; j < noise + n; j++) {
@@ -252,7 +249,7 @@ void babilong_target_from_x(const TaskOptions& t, const int64_t* x, int64_t* y) 
   read_facts(t, x, facts);  // an invalid row keeps the facts read before the problem
   const int64_t subject = x[t.length - 2];
   int64_t person = subject;
-  if (t.kind == "reasoning") {
+  if (is_reasoning(t)) {
     // The object is where the person who took it last was.
     person = -1;
     for (const Fact& f : facts)
@@ -266,7 +263,7 @@ std::string babilong_row_problem(const TaskOptions& t, const int64_t* x) {
   const std::string unread = read_facts(t, x, facts);
   if (!unread.empty()) return unread;
   const int q = t.length - kBabiQuestionTokens;
-  const bool reasoning = t.kind == "reasoning";
+  const bool reasoning = is_reasoning(t);
   if (x[q] != kBabiWhere || x[q + 1] != kBabiIs || x[q + 3] != kBabiQuestionMark ||
       !(reasoning ? is_object(x[q + 2]) : is_person(x[q + 2])))
     return fmt::format("the question X[{}..{}] is '{} {} {} {}', expected 'where is {} ?'", q, q + 3, word_of(t, x[q]),
@@ -277,7 +274,7 @@ std::string babilong_row_problem(const TaskOptions& t, const int64_t* x) {
   if (int(facts.size()) != want)
     return fmt::format("{} facts, but meta.yaml's options give {} ({} supporting + {} distractors)", facts.size(), want,
                        t.facts, t.distractors);
-  if (t.kind == "memorize")
+  if (facts_first(t))
     for (size_t k = 0; k < facts.size(); k++)
       if (facts[k].position != int(k) * kBabiFactTokens)
         return fmt::format("fact {} starts at X[{}]: memorize has its facts first, at X[0..{}]", k, facts[k].position,
@@ -325,7 +322,7 @@ int64_t babilong_max_unique_samples(const TaskOptions& t) {
   // The sets of facts (distractors counted as moves only: a lower bound for reasoning).
   const int64_t move_facts = kBabiMoveVerbs * kBabiPlaces;
   int64_t sets = sat_mul(sat_choose(kBabiPeople - 1, t.distractors), sat_pow(move_facts, t.distractors));
-  if (t.kind == "reasoning") {
+  if (is_reasoning(t)) {
     const int64_t moves = t.facts == 2 ? move_facts : move_facts * (move_facts - kBabiMoveVerbs) / 2;
     sets = sat_mul(sets, sat_mul(int64_t(kBabiPeople) * kBabiObjects * kBabiTakeVerbs, moves));
   } else {
@@ -333,7 +330,7 @@ int64_t babilong_max_unique_samples(const TaskOptions& t) {
   }
   int64_t orders = 1;
   for (int k = 2; k <= n; k++) orders = sat_mul(orders, k);
-  const int64_t placements = t.kind == "memorize" ? 1 : sat_choose(noise + n, n);
+  const int64_t placements = facts_first(t) ? 1 : sat_choose(noise + n, n);
   // Noise: any filler sequence; a text gives at most one run per word offset.
   int64_t runs = sat_pow(int64_t(t.noise_vocab.size()), noise);
   if (t.noise == "text" && t.noise_source && noise > 0) runs = std::min<int64_t>(runs, int64_t(t.noise_source->words.size()));
@@ -359,6 +356,106 @@ std::string babilong_show_x(const std::vector<std::string>& vocab, const int64_t
     i++;
   }
   return out;
+}
+
+// ---- the task table's functions ----------------------------------------------------------
+
+int babilong_len_x(const TaskOptions& t) { return t.length; }
+int babilong_len_y(const TaskOptions&) { return 1; }  // the answer, a place
+int babilong_answer_size(const TaskOptions&) { return 1; }
+
+std::vector<std::string> babilong_vocab(const TaskOptions& t) {
+  std::vector<std::string> v = babilong_task_words();
+  v.insert(v.end(), t.noise_vocab.begin(), t.noise_vocab.end());
+  return v;
+}
+
+void babilong_draw(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) {
+  draw_babilong_sample(t, rng, x);
+  babilong_target_from_x(t, x, y);
+}
+
+void babilong_resolve_options(TaskOptions& t, const TaskArgs& a) {
+  if (a.length && (a.segments || a.segment_length))
+    fail("--length and --segments/--segment-length both give the length (length = segments x segment length); "
+         "give one of them");
+  if (a.segments.has_value() != a.segment_length.has_value())
+    fail("--{} needs --{} too: the length is segments x segment length", a.segments ? "segments" : "segment-length",
+         a.segments ? "segment-length" : "segments");
+  if (a.segments) {
+    if (*a.segments < 1 || *a.segment_length < 1)
+      fail("--segments and --segment-length must be at least 1 (got {} and {})", *a.segments, *a.segment_length);
+    const int64_t length = int64_t(*a.segments) * *a.segment_length;
+    if (length > kBabiMaxLength)
+      fail("--segments {} x --segment-length {} = {} is longer than the most, {}", *a.segments, *a.segment_length,
+           length, kBabiMaxLength);
+    t.length = int(length);
+  }
+  if (a.length) t.length = *a.length;
+  const bool reasoning = is_reasoning(t);
+  t.facts = a.facts.value_or(reasoning ? 2 : 1);
+  t.distractors = a.distractors.value_or(reasoning ? 2 : 0);
+  t.noise = a.noise.value_or("filler");
+  if (t.noise != "filler" && t.noise != "text") fail("--noise must be filler or text (got '{}')", t.noise);
+  if (t.noise == "text" && !a.noise_text)
+    fail("--noise text needs --noise-text FILE: the text whose words are the noise");
+  if (t.noise == "filler" && a.noise_text)
+    fail("--noise-text is the file of --noise text; add --noise text (the default noise, filler, reads no file)");
+  t.noise_words = a.noise_words.value_or(t.noise == "text" ? kBabiDefaultTextWords : kBabiDefaultFillerWords);
+  // Everything but the file first: a bad option is named before a big file is read.
+  check_babilong_options(t, true,
+                         a.segments ? fmt::format("--segments {} x --segment-length {} = {}", *a.segments,
+                                                  *a.segment_length, t.length)
+                                    : fmt::format("--length {}", t.length));
+  if (t.noise == "filler") {
+    t.noise_vocab = babilong_filler_words(t.noise_words);
+  } else {
+    t.noise_source = load_babilong_noise_text(*a.noise_text, t.noise_words);
+    t.noise_vocab = t.noise_source->vocab;
+    t.noise_text = t.noise_source->name;
+    t.noise_text_sha256 = t.noise_source->sha256;
+  }
+}
+
+void babilong_check_meta_options(const TaskOptions& t) {
+  check_babilong_options(t, false, fmt::format("options.length {}", t.length));
+}
+
+void babilong_finish_from_meta(TaskOptions& t, const DatasetMeta& meta) {
+  t.noise_text = meta.noise_text;
+  t.noise_text_sha256 = meta.noise_text_sha256;
+  t.noise_vocab.clear();
+  if (t.noise == "text") {
+    // A text's words are what meta.yaml records (check_meta_values judges them); "<unk>" last.
+    for (int i = 0; i < std::max(0, t.noise_words); i++) {
+      const size_t id = size_t(kBabiFirstNoise + i);
+      t.noise_vocab.push_back(id < meta.vocab.size() ? meta.vocab[id] : "<missing>");
+    }
+    t.noise_vocab.push_back("<unk>");
+  } else {
+    t.noise_vocab = babilong_filler_words(std::max(0, t.noise_words));
+  }
+}
+
+std::string babilong_check_row(const TaskOptions& t, const DatasetMeta& meta, const int64_t* x, const int64_t* y) {
+  std::string why = babilong_row_problem(t, x);
+  if (!why.empty()) return why;
+  int64_t want = 0;
+  babilong_target_from_x(t, x, &want);
+  if (y[0] != want)
+    return fmt::format("y[0] = {} ('{}'), but the facts say {} ('{}')", y[0], meta.vocab[size_t(y[0])], want,
+                       meta.vocab[size_t(want)]);
+  return "";
+}
+
+std::string babilong_show_row(const DatasetMeta& meta, const int64_t* x, int cx, const int64_t* y, int cy) {
+  // Words; long runs of noise abbreviated, so that the facts and the question stand out.
+  return fmt::format("X: {}   y: {}", babilong_show_x(meta.vocab, x, cx), decode_ids(meta, y, cy));
+}
+
+std::string babilong_generated_summary(const TaskOptions& t) {
+  return fmt::format(", length {}, {} + {} distractor facts, {} noise of {} words{}", t.length, t.facts, t.distractors,
+                     t.noise, t.noise_words, t.noise == "text" ? fmt::format(" (+ <unk>) from {}", t.noise_text) : "");
 }
 
 }  // namespace rmt

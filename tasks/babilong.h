@@ -16,6 +16,8 @@
 
 namespace rmt {
 
+struct DatasetMeta;
+struct TaskArgs;
 struct TaskOptions;
 
 // The fixed task words, in vocabulary order: ids are positions in this list.
@@ -33,7 +35,6 @@ constexpr int kBabiQuestionTokens = 4;  // ["where", "is", subject, "?"]
 constexpr int kBabiDefaultFillerWords = 32, kBabiDefaultTextWords = 500, kBabiMaxNoiseWords = 65536;
 constexpr int kBabiDefaultLength = 64, kBabiMaxLength = 100000;
 
-bool is_babilong_kind(const std::string& kind);  // memorize | detect_memorize | reasoning
 // The fixed task words: ".", "?", "where", "is", the people, verbs, places and objects.
 const std::vector<std::string>& babilong_task_words();
 // "w0" .. "w{k-1}": the filler noise vocabulary.
@@ -72,5 +73,18 @@ std::string babilong_row_problem(const TaskOptions& t, const int64_t* x);
 int64_t babilong_max_unique_samples(const TaskOptions& t);
 // X as words, runs of more than `keep_noise` noise words abbreviated ("w3 w7 … 57 noise words …").
 std::string babilong_show_x(const std::vector<std::string>& vocab, const int64_t* x, int n, int keep_noise = 6);
+
+// The task table's functions (tasks/task_kind.h).
+int babilong_len_x(const TaskOptions& t);
+int babilong_len_y(const TaskOptions& t);
+int babilong_answer_size(const TaskOptions& t);
+std::vector<std::string> babilong_vocab(const TaskOptions& t);  // the task words, then the noise words
+void babilong_draw(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y);
+void babilong_resolve_options(TaskOptions& t, const TaskArgs& a);
+void babilong_check_meta_options(const TaskOptions& t);
+void babilong_finish_from_meta(TaskOptions& t, const DatasetMeta& meta);
+std::string babilong_check_row(const TaskOptions& t, const DatasetMeta& meta, const int64_t* x, const int64_t* y);
+std::string babilong_show_row(const DatasetMeta& meta, const int64_t* x, int cx, const int64_t* y, int cy);
+std::string babilong_generated_summary(const TaskOptions& t);
 
 }  // namespace rmt

@@ -20,7 +20,7 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 #include "tasks/text.h"
 
 namespace rmt {
@@ -242,27 +242,6 @@ std::string task_dataset_fingerprint(const std::string& dir) {
 
 // ---- display ------------------------------------------------------------------------------
 
-std::string decode_ids(const DatasetMeta& meta, const int64_t* ids, int n) {
-  std::vector<std::string> parts;
-  bool single = true;
-  for (int i = 0; i < n; i++) {
-    std::string s = ids[i] >= 0 && ids[i] < int64_t(meta.vocab.size()) ? meta.vocab[ids[i]]
-                                                                       : fmt::format("<{}?>", ids[i]);
-    single = single && s.size() == 1;
-    parts.push_back(s);
-  }
-  std::string out;
-  for (size_t i = 0; i < parts.size(); i++) out += (i && !single ? " " : "") + parts[i];
-  return out;
-}
-
-// Text of one sqeq block: the ids up to the first pad.
-static std::string sqeq_block(const DatasetMeta& meta, const int64_t* ids) {
-  int n = 0;
-  while (n < kSqeqBlock && ids[n] != 0) n++;
-  return decode_ids(meta, ids, n);
-}
-
 std::vector<std::string> show_samples(const std::string& dir, const std::string& split, int n) {
   if (split != "train" && split != "val" && split != "test") fail("unknown split '{}' (train, val, test)", split);
   // meta.yaml must agree with the task (the header line and the decoding rely on it); rows are
@@ -277,34 +256,11 @@ std::vector<std::string> show_samples(const std::string& dir, const std::string&
   read_split(dir, meta, split, X, Y, nx);
   const int64_t ny = nx, cx = meta.len_x, cy = meta.len_y;
   std::vector<std::string> lines;
-  const bool babilong = is_babilong_kind(meta.kind);
+  const TaskKindTraits& kind = task_kind(meta.kind);
   lines.push_back(fmt::format("{} {} split: {} samples, X [{}, {}], y [{}, {}]; answer = last {} target ids{}", meta.task,
-                              split, nx, nx, cx, ny, cy, meta.answer_size,
-                              meta.kind == "sqeq" ? " (blocks 2-6)" : babilong ? " (y)" : " (after '|')"));
-  for (int64_t i = 0; i < std::min<int64_t>(n, std::min(nx, ny)); i++) {
-    const int64_t* x = X.data() + i * cx;
-    const int64_t* y = Y.data() + i * cy;
-    if (meta.kind == "sqeq" && cx == kSqeqBlock * kSqeqBlocks) {
-      // Blocks joined by " / "; the answer (what the model predicts) starts after "|".
-      std::string text = sqeq_block(meta, x) + "  |  ";
-      for (int j = 1; j < kSqeqBlocks; j++) text += (j > 1 ? " / " : "") + sqeq_block(meta, x + j * kSqeqBlock);
-      lines.push_back(fmt::format("#{:<3} {}", i, text));
-    } else if (babilong) {
-      // Words; long runs of noise abbreviated, so that the facts and the question stand out.
-      lines.push_back(fmt::format("#{:<3} X: {}   y: {}", i, babilong_show_x(meta.vocab, x, int(cx)),
-                                  decode_ids(meta, y, int(cy))));
-    } else if (meta.kind == "retrieval" && cx % 2 == 1) {
-      // Key-value pairs, then the query key; y = "?" then the queried value.
-      std::string pairs;
-      for (int k = 0; k + 1 < cx; k += 2) pairs += decode_ids(meta, x + k, 2) + " ";
-      lines.push_back(fmt::format("#{:<3} X: {}query {}   y: {} | {}", i, pairs, decode_ids(meta, x + cx - 1, 1),
-                                  decode_ids(meta, y, 1), decode_ids(meta, y + 1, int(cy) - 1)));
-    } else {
-      // y[0] is the start token ("<go>" or "?"); the answer follows it.
-      lines.push_back(fmt::format("#{:<3} X: {}   y: {} | {}", i, decode_ids(meta, x, int(cx)),
-                                  decode_ids(meta, y, 1), decode_ids(meta, y + 1, int(cy) - 1)));
-    }
-  }
+                              split, nx, nx, cx, ny, cy, meta.answer_size, kind.answer_note));
+  for (int64_t i = 0; i < std::min<int64_t>(n, std::min(nx, ny)); i++)
+    lines.push_back(fmt::format("#{:<3} {}", i, kind.show_row(meta, X.data() + i * cx, int(cx), Y.data() + i * cy, int(cy))));
   return lines;
 }
 

@@ -35,7 +35,7 @@ struct DatasetMeta {
 // DIR/meta.yaml as written, read strictly: every key known, present once and of its type, a known
 // task with its options. Without meta.yaml, the meta is inferred from the file names and the
 // .npy headers (the authors' layout). The values may still contradict the task or the arrays:
-// only check_dataset (tasks/tasks.h) finds that. For inspection; whatever trains or scores uses
+// only check_task_dataset (tasks/check.h) finds that. For inspection; whatever trains or scores uses
 // load_dataset_meta. Fails for a byte-level text dataset (tasks/text.h), saying what it is.
 DatasetMeta read_dataset_meta(const std::string& dir);
 
@@ -95,5 +95,16 @@ class SampleSplitReader {
 // not part of it. Fails, naming the file, when one of the six is missing or unreadable.
 // dataset_fingerprint (tasks/family.h) gives the fingerprint of a dataset of any family.
 std::string task_dataset_fingerprint(const std::string& dir);
+
+// DIR/{prefix}_{split}_{X|y}.npy
+std::string dataset_file(const std::string& dir, const std::string& prefix, const std::string& split,
+                         const std::string& which /* X or y */);
+extern const std::array<const char*, 3> kSplits;  // train, val, test
+
+// Human-readable text of a row of ids under meta's vocabulary.
+std::string decode_ids(const DatasetMeta& meta, const int64_t* ids, int n);
+// Lines showing the first n samples of a split (`rmt data show`; show_dataset in tasks/family.h
+// for a dataset of any family).
+std::vector<std::string> show_samples(const std::string& dir, const std::string& split, int n);
 
 }  // namespace rmt

@@ -15,7 +15,8 @@
 #include "lib/core/error.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset.h"
-#include "tasks/tasks.h"
+#include "tasks/check.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 

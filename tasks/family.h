@@ -2,7 +2,7 @@
 // Dataset families (docs/datasets.md): what a dataset directory holds and what can be done with
 // it before anything trains. One interface, so that `rmt data`, training and evaluation never
 // ask which family they hold:
-//   algorithmic  copy, reverse, retrieval, sqeq (tasks/dataset.h, tasks/tasks.h): samples as X/y
+//   algorithmic  copy, reverse, retrieval, sqeq (tasks/dataset.h, tasks/task_kind.h): samples as X/y
 //                .npy arrays, trained in `segments` per sample, scored on the answer positions;
 //   text         bytes for language modelling (tasks/text.h): trained in streams of
 //                segment_length, every position scored.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/tasks.h"
+#include "tasks/check.h"
 
 namespace rmt {
 

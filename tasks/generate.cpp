@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -23,11 +24,65 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 
 namespace fs = std::filesystem;
+
+namespace {
+// Hash set of row indices into a growing row-major matrix.
+struct RowSet {
+  const std::vector<int64_t>* rows;
+  int len;
+  size_t operator()(int64_t r) const {
+    const int64_t* p = rows->data() + r * len;
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < len; i++) {
+      h ^= uint64_t(p[i]) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    }
+    return size_t(h);
+  }
+  bool operator()(int64_t a, int64_t b) const {
+    return std::memcmp(rows->data() + a * len, rows->data() + b * len, size_t(len) * 8) == 0;
+  }
+};
+}  // namespace
+
+std::vector<int64_t> generate_unique_x(const TaskOptions& t, int64_t count, uint64_t seed) {
+  const TaskKindTraits& kind = task_kind(t.kind);
+  const int len_x = kind.len_x(t), len_y = kind.len_y(t);
+  const int64_t possible = max_unique_samples(t);
+  if (count > possible)
+    fail("{} can produce only {} distinct samples, but {} were requested", t.name, possible, count);
+  std::vector<int64_t> X(size_t(count + 1) * len_x);  // +1: scratch row for the next candidate
+  std::vector<int64_t> y(len_y);
+  RowSet rs{&X, len_x};
+  std::unordered_set<int64_t, RowSet, RowSet> seen(size_t(count) * 2, rs, rs);
+  TaskRng rng(seed);
+  // Rejecting duplicates is the same as drawing i.i.d. and de-duplicating; near the limit it is a
+  // coupon-collector loop, so bound the draws to fail instead of spinning.
+  const int64_t max_draws = std::max<int64_t>(20'000'000, 50 * count);
+  int64_t n = 0, draws = 0;
+  while (n < count) {
+    if (++draws > max_draws)
+      fail("{}: found only {} distinct samples of {} requested after {} draws", t.name, n, count, max_draws);
+    kind.draw(t, rng, X.data() + n * len_x, y.data());
+    if (seen.insert(n).second) n++;
+  }
+  X.resize(size_t(count) * len_x);
+  // Shuffle the rows (Fisher-Yates) before the caller splits them.
+  std::vector<int64_t> tmp(len_x);
+  for (int64_t i = count - 1; i > 0; i--) {
+    int64_t j = int64_t(rng.below(uint64_t(i + 1)));
+    if (j == i) continue;
+    std::swap_ranges(X.begin() + i * len_x, X.begin() + (i + 1) * len_x, X.begin() + j * len_x);
+  }
+  return X;
+}
+
+
 
 void prepare_out_dir(const std::string& dir) {
   std::error_code ec;
@@ -46,21 +101,17 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
   out << YAML::Key << "kind" << YAML::Value << t.kind;
   out << YAML::Key << "file_prefix" << YAML::Value << t.name;
   out << YAML::Key << "options" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  if (t.kind == "copy" || t.kind == "reverse")
-    out << YAML::Key << "length" << YAML::Value << t.length << YAML::Key << "symbols" << YAML::Value << t.symbols;
-  if (t.kind == "retrieval") out << YAML::Key << "pairs" << YAML::Value << t.pairs;
-  if (t.kind == "sqeq")
-    out << YAML::Key << "max_root" << YAML::Value << t.max_root << YAML::Key << "max_alpha" << YAML::Value
-        << t.max_alpha;
-  if (is_babilong_kind(t.kind)) {
-    out << YAML::Key << "length" << YAML::Value << t.length << YAML::Key << "facts" << YAML::Value << t.facts
-        << YAML::Key << "distractors" << YAML::Value << t.distractors << YAML::Key << "noise" << YAML::Value << t.noise
-        << YAML::Key << "noise_words" << YAML::Value << t.noise_words;
-    // What made the noise, so that a user can see it (the text is not needed to read the dataset).
-    if (t.noise == "text")
-      out << YAML::Key << "noise_text" << YAML::Value << t.noise_text << YAML::Key << "noise_text_sha256"
-          << YAML::Value << t.noise_text_sha256;
+  const TaskKindTraits& kind = task_kind(t.kind);
+  for (const TaskOptionInfo& info : task_option_info()) {
+    if (!has_option(kind, info.bit)) continue;
+    out << YAML::Key << info.key << YAML::Value;
+    if (info.text) out << t.*info.text;
+    else out << t.*info.value;
   }
+  // What made the noise, so that a user can see it (the text is not needed to read the dataset).
+  if (t.noise == "text")
+    out << YAML::Key << "noise_text" << YAML::Value << t.noise_text << YAML::Key << "noise_text_sha256" << YAML::Value
+        << t.noise_text_sha256;
   out << YAML::EndMap;
   out << YAML::Key << "vocab" << YAML::Comment("id -> symbol") << YAML::Value << YAML::Flow << YAML::BeginMap;
   std::vector<std::string> vocab = task_vocab(t);
@@ -119,10 +170,15 @@ static void check_generate_sizes(const GenerateRequest& r) {
     fail("train {} + val {} + test {} samples of {} (X {} ids, y {} ids each) need about {} of memory to "
          "generate; this machine has {}", s.train, s.val, s.test, t.name, int(len_x), int(len_y), format_bytes(memory), format_bytes(double(ram)));
   const int64_t possible = max_unique_samples(t);  // <= 2^62: the sums below cannot overflow
-  // A sqeq range is part of what limits the count: name it.
-  const std::string what = t.kind == "sqeq" && (t.max_root != kSqeqDefaultMaxRoot || t.max_alpha != kSqeqDefaultMaxAlpha)
-                               ? fmt::format("{} --max-root {} --max-alpha {}", t.name, t.max_root, t.max_alpha)
-                               : t.name;
+  // Options with a default (sqeq's range) are part of what limits the count: name them when one differs.
+  std::string what = t.name, with_defaults;
+  bool differs = false;
+  for (const TaskOptionInfo& info : task_option_info())
+    if (has_option(task_kind(t.kind), info.bit) && info.fallback) {
+      with_defaults += fmt::format(" --{} {}", info.flag, t.*info.value);
+      differs = differs || t.*info.value != *info.fallback;
+    }
+  if (differs) what += with_defaults;
   for (auto [flag, n] : {std::pair{"--train", s.train}, std::pair{"--val", s.val}, std::pair{"--test", s.test}})
     if (n > possible)
       fail("{} {} is more than {} has: only {} distinct samples", flag, n, what, possible);
@@ -149,7 +205,7 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
   // A BABILong-style task's count of distinct samples is an estimate (text noise repeats its
   // words): only the draw shows that there are enough, so --check draws them too.
   std::vector<int64_t> X;
-  if (!r.check_only || is_babilong_kind(t.kind)) X = generate_unique_x(t, s.total(), r.seed);
+  if (!r.check_only || task_kind(t.kind).count_is_estimate) X = generate_unique_x(t, s.total(), r.seed);
   if (r.check_only) return GenerateResult();
   prepare_out_dir(r.out_dir);
   // Remove the old meta first: until the new one is written last, the directory is visibly incomplete.
@@ -158,19 +214,7 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
 
   const int len_x = task_len_x(t), len_y = task_len_y(t);
   GenerateResult result;
-  if (t.kind == "sqeq") {
-    // De-duplication keeps the paper's 20% of samples without real roots only while the rooted
-    // equations are plentiful; a small range runs out of them first. Say so.
-    int64_t none = 0;
-    for (int64_t i = 0; i < s.total(); i++) none += X[size_t(i * len_x + (kSqeqBlocks - 1) * kSqeqBlock)] == 0;
-    const double share = double(none) / double(s.total());
-    const int64_t values = 2 * int64_t(t.max_root) - 1;
-    if (std::abs(share - 0.2) > std::max(0.05, 4 * std::sqrt(0.16 / double(s.total()))))
-      result.notes.push_back(fmt::format(
-          "{:.1f}% of the {} samples have no real roots (the paper's mix: 20%): --max-root {} --max-alpha {} has "
-          "only {} distinct equations with real roots", 100 * share, s.total(), t.max_root, t.max_alpha,
-          values * (values + 1) / 2 * 2 * t.max_alpha));
-  }
+  if (const auto notes = task_kind(t.kind).generation_notes) result.notes = notes(t, X, s.total());
 
   std::vector<std::pair<std::string, std::string>> hashes;
   const int64_t counts[3] = {s.train, s.val, s.test};

@@ -17,8 +17,9 @@
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
+#include "tasks/babilong.h"
 #include "tasks/dataset_check.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 #include "tasks/text.h"
 
 namespace rmt {
@@ -135,8 +136,6 @@ bool is_plain_name(const std::string& s) {
   return true;
 }
 
-constexpr int kMaxLength = 100000;  // as resolve_task allows
-
 DatasetMeta meta_from_yaml(const std::string& path) {
   YAML::Node y;
   try {
@@ -164,16 +163,15 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   if (!is_plain_name(m.file_prefix))
     fail("{}: 'file_prefix' must be a plain file name part, got '{}'", path, m.file_prefix);
 
-  // options: those of the task's kind, all present (sqeq's range may be absent: meta.yaml written
-  // before it existed, the paper's range).
-  std::vector<std::string> option_keys, required_options;
-  if (preset.kind == "copy" || preset.kind == "reverse") option_keys = {"length", "symbols"};
-  if (preset.kind == "retrieval") option_keys = {"pairs"};
-  if (is_babilong_kind(preset.kind)) option_keys = {"length", "facts", "distractors", "noise", "noise_words"};
-  if (preset.kind != "sqeq") required_options = option_keys;
-  else option_keys = {"max_root", "max_alpha"};
+  // options: those of the task's kind (tasks/task_kind.h), all present unless the kind's may be
+  // absent (sqeq's range in a meta.yaml written before it existed: the paper's).
+  const TaskKindTraits& kind = task_kind(preset.kind);
+  std::vector<std::string> option_keys;
+  for (const TaskOptionInfo& info : task_option_info())
+    if (has_option(kind, info.bit)) option_keys.push_back(info.key);
+  std::vector<std::string> required_options = kind.options_required ? option_keys : std::vector<std::string>{};
   // Text noise names its file (the text itself is not needed to read or check the dataset).
-  const bool text_noise = is_babilong_kind(preset.kind) && e["options"].IsMap() && e["options"]["noise"].IsScalar() &&
+  const bool text_noise = has_option(kind, kOptNoise) && e["options"].IsMap() && e["options"]["noise"].IsScalar() &&
                           e["options"]["noise"].Scalar() == "text";
   if (text_noise)
     for (const char* k : {"noise_text", "noise_text_sha256"}) option_keys.push_back(k), required_options.push_back(k);
@@ -182,34 +180,26 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   m.symbols = preset.symbols;
   m.pairs = preset.pairs;
   // A base task's options define it and must be in range; a preset's are compared by the checker.
-  auto option = [&](const char* key, int lo, int hi) {
-    return int(meta_int(o[key], path, std::string("options.") + key, base ? lo : INT32_MIN, base ? hi : INT32_MAX));
-  };
-  if (o.count("length")) m.length = option("length", 1, kMaxLength);
-  if (is_babilong_kind(preset.kind)) {
-    m.facts = option("facts", INT32_MIN, INT32_MAX);
-    m.distractors = option("distractors", INT32_MIN, INT32_MAX);
-    m.noise_words = option("noise_words", INT32_MIN, INT32_MAX);
-    m.noise = meta_string(o["noise"], path, "options.noise");
-    if (text_noise) {
-      m.noise_text = meta_string(o["noise_text"], path, "options.noise_text");
-      m.noise_text_sha256 = meta_string(o["noise_text_sha256"], path, "options.noise_text_sha256");
-      if (!is_hex64(m.noise_text_sha256))
-        fail("{}: 'options.noise_text_sha256' must be 64 lowercase hex digits, got '{}'", path, m.noise_text_sha256);
-    }
-    try {
-      check_babilong_options(task_of_meta(m), false, fmt::format("options.length {}", m.length));
-    } catch (const Error& err) {
-      fail("{}: {}", path, err.what());
+  for (const TaskOptionInfo& info : task_option_info()) {
+    if (!has_option(kind, info.bit)) continue;
+    const std::string key = std::string("options.") + info.key;
+    if (info.meta_text) {
+      if (o.count(info.key)) m.*info.meta_text = meta_string(o[info.key], path, key);
+    } else if (o.count(info.key)) {
+      m.*info.meta_value = int(meta_int(o[info.key], path, key, base ? info.lo : INT32_MIN, base ? info.hi : INT32_MAX));
+    } else if (info.fallback) {
+      m.*info.meta_value = *info.fallback;
     }
   }
-  if (o.count("symbols")) m.symbols = option("symbols", 1, 36);
-  if (o.count("pairs")) m.pairs = option("pairs", 1, 10);
-  if (preset.kind == "sqeq") {
-    m.max_root = o.count("max_root") ? option("max_root", INT32_MIN, INT32_MAX) : kSqeqDefaultMaxRoot;
-    m.max_alpha = o.count("max_alpha") ? option("max_alpha", INT32_MIN, INT32_MAX) : kSqeqDefaultMaxAlpha;
+  if (text_noise) {
+    m.noise_text = meta_string(o["noise_text"], path, "options.noise_text");
+    m.noise_text_sha256 = meta_string(o["noise_text_sha256"], path, "options.noise_text_sha256");
+    if (!is_hex64(m.noise_text_sha256))
+      fail("{}: 'options.noise_text_sha256' must be 64 lowercase hex digits, got '{}'", path, m.noise_text_sha256);
+  }
+  if (kind.check_meta_options) {
     try {
-      check_sqeq_range(m.max_root, m.max_alpha, "options.max_root", "options.max_alpha");
+      kind.check_meta_options(task_of_meta(m));
     } catch (const Error& err) {
       fail("{}: {}", path, err.what());
     }
@@ -271,22 +261,25 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
   m.file_prefix = m.task = *prefixes.begin();
   const std::string& p = m.file_prefix;
   auto starts = [&](const char* s) { return p.rfind(s, 0) == 0; };
-  for (const char* kind : {"memorize", "detect_memorize", "reasoning"})
-    if (starts(kind))
-      fail("{}: no meta.yaml, but the files are of the BABILong-style task {}, whose options and noise words only "
-           "meta.yaml records", dir, kind);
-  m.kind = starts("copy") ? "copy" : starts("reverse") ? "reverse" : starts("retrieval") ? "retrieval"
-         : starts("sqeq") ? "sqeq" : "";
+  std::string expected;
+  for (const TaskKindTraits& k : task_kinds()) {
+    if (!starts(k.name)) continue;
+    if (!k.authors_layout)
+      fail("{}: no meta.yaml, but the files are of the task {}, whose options and vocabulary only meta.yaml "
+           "records", dir, k.name);
+    if (m.kind.empty()) m.kind = k.name;
+  }
+  for (const TaskKindTraits& k : task_kinds())
+    if (k.authors_layout) expected += fmt::format("{}{}*", expected.empty() ? "" : ", ", k.name);
   if (m.kind.empty())
-    fail("{}: cannot infer the task from file prefix '{}' (expected copy*, reverse*, retrieval*, sqeq*)", dir, p);
-  const std::vector<std::string> names = task_names();
-  const bool preset = std::find(names.begin(), names.end(), p) != names.end();
-  if (preset && p != m.kind) {
+    fail("{}: cannot infer the task from file prefix '{}' (expected {})", dir, p, expected);
+  const TaskKindTraits& kind = task_kind(m.kind);
+  if (is_task_name(p) && p != m.kind) {
     // copy120 ...: the preset fixes everything (docs/paper.md §1).
     const TaskOptions t = resolve_task(p);
     m.length = t.length;
     m.symbols = t.symbols;
-  } else if (m.kind != "sqeq") {
+  } else if (kind.options_from_columns) {
     std::string x_path;
     for (const char* split : kSplits)
       if (fs::exists(dataset_file(dir, p, split, "X"))) {
@@ -296,20 +289,10 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
     const NpyHeader hx = read_header_only(x_path);
     if (hx.shape.size() != 2)
       fail("{}: shape is {}, expected [N, columns] (2-D); the task's size is read from it", x_path, shape_text(hx.shape));
-    const int64_t cols = hx.shape[1];
-    if (m.kind == "retrieval") {
-      if (cols < 3 || cols > 21 || cols % 2 == 0)
-        fail("{}: {} columns, but retrieval X has 2 * pairs + 1 columns with 1..10 pairs (3, 5, ..., 21)", x_path, cols);
-      m.pairs = int(cols - 1) / 2;
-    } else {
-      if (cols < 1 || cols > kMaxLength)
-        fail("{}: {} columns, but {} X has 1..{} columns (one per symbol)", x_path, cols, m.kind, kMaxLength);
-      m.length = int(cols);
-      // docs/paper.md §1: the L=24 sets use 10 symbols (vocab 12), the long ones (copy120 ...) 8.
-      m.symbols = p == m.kind ? 10 : 8;
-    }
+    kind.options_from_columns(m, hx.shape[1], x_path);
   }
-  if (m.kind == "sqeq") m.max_root = kSqeqDefaultMaxRoot, m.max_alpha = kSqeqDefaultMaxAlpha;  // the paper's
+  for (const TaskOptionInfo& info : task_option_info())  // the paper's values of what it leaves open
+    if (has_option(kind, info.bit) && info.fallback) m.*info.meta_value = *info.fallback;
   m.from_meta_yaml = false;
   DatasetMeta implied = implied_meta(m);
   implied.from_meta_yaml = false;
@@ -319,37 +302,17 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
 }  // namespace
 
 TaskOptions task_of_meta(const DatasetMeta& meta) {
-  const std::vector<std::string> names = task_names();
-  if (std::find(names.begin(), names.end(), meta.task) == names.end())  // the authors' sqeq_cd ...
+  if (!is_task_name(meta.task))  // the authors' sqeq_cd ...
     return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs, meta.max_root, meta.max_alpha};
   TaskOptions t = resolve_task(meta.task);  // the kind is the task's, whatever meta.yaml says
   if (t.name != t.kind) return t;           // a preset (copy120 ...): its own values
-  if (t.kind == "copy" || t.kind == "reverse") {
-    t.length = meta.length;
-    t.symbols = meta.symbols;
+  const TaskKindTraits& kind = task_kind(t.kind);
+  for (const TaskOptionInfo& info : task_option_info()) {
+    if (!has_option(kind, info.bit)) continue;
+    if (info.text) t.*info.text = meta.*info.meta_text;
+    else t.*info.value = meta.*info.meta_value;
   }
-  if (t.kind == "retrieval") t.pairs = meta.pairs;
-  if (t.kind == "sqeq") t.max_root = meta.max_root, t.max_alpha = meta.max_alpha;
-  if (is_babilong_kind(t.kind)) {
-    t.length = meta.length;
-    t.facts = meta.facts;
-    t.distractors = meta.distractors;
-    t.noise = meta.noise;
-    t.noise_words = meta.noise_words;
-    t.noise_text = meta.noise_text;
-    t.noise_text_sha256 = meta.noise_text_sha256;
-    t.noise_vocab.clear();
-    if (t.noise == "text") {
-      // A text's words are what meta.yaml records (check_meta_values judges them); "<unk>" last.
-      for (int i = 0; i < std::max(0, t.noise_words); i++) {
-        const size_t id = size_t(kBabiFirstNoise + i);
-        t.noise_vocab.push_back(id < meta.vocab.size() ? meta.vocab[id] : "<missing>");
-      }
-      t.noise_vocab.push_back("<unk>");
-    } else {
-      t.noise_vocab = babilong_filler_words(std::max(0, t.noise_words));
-    }
-  }
+  if (kind.finish_from_meta) kind.finish_from_meta(t, meta);
   return t;
 }
 
@@ -387,11 +350,11 @@ void check_meta_values(const std::string& dir, const DatasetMeta& raw, const Dat
   auto str = [](const std::string& s) { return fmt::format("'{}'", s); };
   differs("kind", str(raw.kind), str(implied.kind));
   differs("file_prefix", str(raw.file_prefix), str(raw.task));
-  if (implied.kind == "copy" || implied.kind == "reverse") {
-    differs("options.length", num(raw.length), num(implied.length));
-    differs("options.symbols", num(raw.symbols), num(implied.symbols));
-  }
-  if (implied.kind == "retrieval") differs("options.pairs", num(raw.pairs), num(implied.pairs));
+  // A preset fixes its options (a base task's are what meta.yaml says, so they agree).
+  if (const TaskKindTraits* kind = find_task_kind(implied.kind))
+    for (const TaskOptionInfo& info : task_option_info())
+      if (has_option(*kind, info.bit) && info.value)
+        differs(std::string("options.") + info.key, num(raw.*info.meta_value), num(implied.*info.meta_value));
   if (implied.noise == "text" && raw.vocab.size() == implied.vocab.size()) {
     const std::vector<std::string> noise(raw.vocab.begin() + kBabiFirstNoise, raw.vocab.end());
     const std::string problem = babilong_noise_vocab_problem(noise);

@@ -1,4 +1,6 @@
 // Quadratic-equation samples: the six text blocks and their id encoding (docs/paper.md §1, sqeq).
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -6,7 +8,8 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
-#include "tasks/tasks.h"
+#include "tasks/dataset.h"
+#include "tasks/sqeq.h"
 
 namespace rmt {
 
@@ -112,6 +115,82 @@ void check_sqeq_range(int max_root, int max_alpha, const std::string& root_key, 
     fail("{} {} is too large for {} {}: the shown equation {} needs {} ids, a block holds {}; at most {}", alpha_key,
          max_alpha, root_key, max_root, sqeq_text_with_roots(-max_root, -max_root, -max_alpha)[0],
          sqeq_text_with_roots(-max_root, -max_root, -max_alpha)[0].size(), kSqeqBlock, limit);
+}
+
+// ---- the task table's functions ----------------------------------------------------------
+
+int sqeq_len(const TaskOptions&) { return kSqeqBlock * kSqeqBlocks; }
+int sqeq_answer_size(const TaskOptions&) { return kSqeqBlock * (kSqeqBlocks - 1); }
+std::vector<std::string> sqeq_task_vocab(const TaskOptions&) { return sqeq_vocab(); }
+
+int64_t sqeq_max_unique(const TaskOptions& t) {
+  // X is fixed by the shown equation. With roots: unordered root pairs from -(R-1)..R-1
+  // (-R itself has probability 2^-53), times 2A multipliers; without: every (b, c) of sqeq_draw,
+  // 0 <= b < 2R and b^2/4 < c < R^2, times 2A. The paper's R 100, A 10: 199*200/2*20 + ...
+  const int64_t R = t.max_root, multipliers = 2 * int64_t(t.max_alpha), values = 2 * R - 1;
+  int64_t n = saturating_mul(values * (values + 1) / 2, multipliers);
+  for (int64_t b = 0; b < 2 * R; b++) n = std::min(n + saturating_mul(R * R - 1 - b * b / 4, multipliers), int64_t(1) << 62);
+  return n;
+}
+
+void sqeq_target(const TaskOptions&, const int64_t* x, int64_t* y) {
+  const int n = kSqeqBlock * kSqeqBlocks;
+  for (int i = 0; i + 1 < n; i++) y[i] = x[i + 1];
+  y[n - 1] = 0;
+}
+
+// docs/paper.md §1 with R = max_root, A = max_alpha (the paper's 100 and 10 give the same draws,
+// byte for byte, as before these options existed). The no-root samples scale with R so that their
+// coefficients span the rooted ones' range (|b| <= 2R, |c| <= R^2): b in 0..2R-1 and c up to
+// R^2-1, the paper's 0..199 and 9999 at R = 100.
+void sqeq_draw(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) {
+  const int R = t.max_root;
+  const double alpha_span = double(t.max_alpha - 1);
+  SqeqText text;
+  if (rng.unit() < 0.2) {
+    // No real roots: x^2 + b*x + c with c > b^2/4, so D = b^2 - 4c < 0.
+    int b = int(rng.below(uint64_t(2 * R)));
+    int c = int(rng.between(b * b / 4 + 1, int64_t(R) * R - 1));
+    int sign = rng.below(2) ? 1 : -1;
+    int alpha = sign * int(std::floor(1.0 + alpha_span * rng.unit() + 0.5));
+    text = sqeq_text_no_roots(b, c, alpha);
+  } else {
+    // int(uniform(-R, R)) truncates toward zero, as the original does.
+    int x1 = int(-double(R) + 2.0 * double(R) * rng.unit());
+    int x2 = int(-double(R) + 2.0 * double(R) * rng.unit());
+    int sign = rng.below(2) ? 1 : -1;
+    int alpha = sign * int(std::floor(1.0 + alpha_span * rng.unit() + 0.5));
+    text = sqeq_text_with_roots(x1, x2, alpha);
+  }
+  sqeq_encode(text, x, y);
+}
+
+void sqeq_resolve_options(TaskOptions& t, const TaskArgs& a) {
+  t.max_root = a.max_root.value_or(kSqeqDefaultMaxRoot);
+  t.max_alpha = a.max_alpha.value_or(kSqeqDefaultMaxAlpha);
+  check_sqeq_range(t.max_root, t.max_alpha, "--max-root", "--max-alpha");
+}
+
+void sqeq_check_meta_options(const TaskOptions& t) {
+  check_sqeq_range(t.max_root, t.max_alpha, "options.max_root", "options.max_alpha");
+}
+
+std::string sqeq_generated_summary(const TaskOptions& t) {
+  return fmt::format(", roots -{}..{}, multiplier ±1..{}", t.max_root, t.max_root - 1, t.max_alpha);
+}
+
+std::vector<std::string> sqeq_generation_notes(const TaskOptions& t, const std::vector<int64_t>& X, int64_t total) {
+  // De-duplication keeps the paper's 20% of samples without real roots only while the rooted
+  // equations are plentiful; a small range runs out of them first. Say so.
+  const int len_x = kSqeqBlock * kSqeqBlocks;
+  int64_t none = 0;
+  for (int64_t i = 0; i < total; i++) none += X[size_t(i * len_x + (kSqeqBlocks - 1) * kSqeqBlock)] == 0;
+  const double share = double(none) / double(total);
+  const int64_t values = 2 * int64_t(t.max_root) - 1;
+  if (std::abs(share - 0.2) <= std::max(0.05, 4 * std::sqrt(0.16 / double(total)))) return {};
+  return {fmt::format("{:.1f}% of the {} samples have no real roots (the paper's mix: 20%): --max-root {} --max-alpha "
+                      "{} has only {} distinct equations with real roots", 100 * share, total, t.max_root, t.max_alpha,
+                      values * (values + 1) / 2 * 2 * t.max_alpha)};
 }
 
 }  // namespace rmt

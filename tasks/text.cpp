@@ -18,7 +18,7 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset_check.h"
-#include "tasks/tasks.h"
+#include "tasks/check.h"
 
 namespace rmt {
 

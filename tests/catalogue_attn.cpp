@@ -13,7 +13,8 @@
 #include "lib/run/checkpoint.h"
 #include "lib/run/config.h"
 #include "lib/run/train.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/catalogue.h"
 
 #include <doctest/doctest.h>

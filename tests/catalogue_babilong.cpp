@@ -5,7 +5,8 @@
 #include <string>
 
 #include "lib/files/io.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/catalogue.h"
 
 namespace fs = std::filesystem;
@@ -97,6 +98,6 @@ RMT_CATALOGUE({
        memorize_with_meta(dir, "seed: 1", "seed: 1");
        fs::remove(dir + "/d/meta.yaml");
      },
-     "data check {dir}/d", 1, "the files are of the BABILong-style task memorize, whose options and noise words only "
-                              "meta.yaml records"},
+     "data check {dir}/d", 1, "the files are of the task memorize, whose options and vocabulary only meta.yaml "
+                              "records"},
 });

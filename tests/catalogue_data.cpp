@@ -12,7 +12,9 @@
 
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
-#include "tasks/tasks.h"
+#include "tasks/dataset.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/catalogue.h"
 
 namespace fs = std::filesystem;

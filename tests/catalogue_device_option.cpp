@@ -11,7 +11,8 @@
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/config.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"
 

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "lib/files/io.h"
-#include "tasks/tasks.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"
 

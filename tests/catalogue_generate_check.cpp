@@ -6,7 +6,8 @@
 #include <string>
 
 #include "lib/files/io.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/catalogue.h"
 
 namespace fs = std::filesystem;

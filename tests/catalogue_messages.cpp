@@ -9,7 +9,8 @@
 #include <doctest/doctest.h>
 
 #include "lib/files/io.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tasks/text.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"

@@ -14,7 +14,8 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "lib/files/safetensors.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/catalogue.h"
 #include "tests/cli.h"
 

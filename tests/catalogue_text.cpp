@@ -10,7 +10,8 @@
 
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tasks/text.h"
 #include "tests/catalogue.h"
 

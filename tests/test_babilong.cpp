@@ -11,8 +11,12 @@
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
+#include "tasks/babilong.h"
 #include "tasks/family.h"
-#include "tasks/tasks.h"
+#include "tasks/check.h"
+#include "tasks/dataset.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -21,7 +21,8 @@
 #include "lib/run/eval_run.h"
 #include "lib/files/npy.h"
 #include "lib/run/train.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/cli.h"
 
 using namespace rmt;

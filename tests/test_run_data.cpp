@@ -16,7 +16,8 @@
 #include "lib/core/provenance.h"
 #include "lib/files/io.h"
 #include "lib/run/run_data.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;

@@ -10,7 +10,10 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset.h"
-#include "tasks/tasks.h"
+#include "tasks/check.h"
+#include "tasks/generate.h"
+#include "tasks/sqeq.h"
+#include "tasks/task_kind.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;
@@ -165,7 +168,7 @@ TEST_CASE("sqeq --max-root / --max-alpha: every sample in range, recorded in met
 
 TEST_CASE("sqeq range: the block limit (208) and the multiplier limit, computed and refused clearly") {
   // Every sample of R = 208 fits 30-id blocks (roots -208..207, no-root b < 416, c < 208^2);
-  // at R = 209 one does not. Enumerated here: the limit in tasks/tasks.h is not a guess.
+  // at R = 209 one does not. Enumerated here: the limit in tasks/sqeq.h is not a guess.
   auto longest = [](int R) {
     size_t worst = 0;
     for (int x1 = -R; x1 < R; ++x1)

@@ -9,7 +9,10 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset.h"
-#include "tasks/tasks.h"
+#include "tasks/check.h"
+#include "tasks/generate.h"
+#include "tasks/sqeq.h"
+#include "tasks/task_kind.h"
 #include "tests/cli.h"
 
 namespace fs = std::filesystem;
@@ -353,4 +356,48 @@ TEST_CASE("generate: every split needs rows; seeds up to 2^64-1 round-trip throu
   small_set("copy", dir, UINT64_MAX, {5, 2, 2});
   CHECK(rmt::load_dataset_meta(dir).seed == UINT64_MAX);
   fs::remove_all(dir);
+}
+
+TEST_CASE("task table: every kind's record is whole, and its draws pass its own checks") {
+  using namespace rmt;
+  for (const TaskKindTraits& k : task_kinds()) {
+    CAPTURE(k.name);
+    // The functions every kind must have; the hooks may be absent.
+    CHECK(bool(k.len_x));
+    CHECK(bool(k.len_y));
+    CHECK(bool(k.vocab));
+    CHECK(bool(k.max_unique));
+    CHECK(bool(k.draw));
+    CHECK(bool(k.target));
+    CHECK(bool(k.row_problem));
+    CHECK(bool(k.show_row));
+    CHECK(bool(k.resolve_options));
+    CHECK(find_task_kind(k.name) == &k);
+    CHECK(is_task_name(k.name));  // each kind is also a base task of its name
+  }
+  CHECK(find_task_kind("sort") == nullptr);
+  CHECK_THROWS_WITH_AS(task_kind("sort"), doctest::Contains("unknown task kind 'sort'"), Error);
+  for (const std::string& name : task_names()) {
+    CAPTURE(name);
+    const TaskOptions t = resolve_task(name);
+    const TaskKindTraits& k = task_kind(t.kind);
+    DatasetMeta meta;
+    meta.vocab = task_vocab(t);
+    meta.len_x = task_len_x(t);
+    meta.len_y = task_len_y(t);
+    meta.from_meta_yaml = true;
+    TaskRng rng(11);
+    std::vector<int64_t> x(size_t(meta.len_x)), y(size_t(meta.len_y)), want(size_t(meta.len_y));
+    for (int i = 0; i < 20; i++) {
+      draw_sample(t, rng, x.data(), y.data());
+      for (int64_t id : x) REQUIRE((id >= 0 && id < int64_t(meta.vocab.size())));
+      CHECK(k.row_problem(t, meta, x.data(), y.data()) == "");
+      target_from_x(t, x.data(), want.data());
+      CHECK(want == y);
+    }
+    // A row the kind must refuse: X starts with id 0 (a pad, a digit where a key belongs, "." before a fact).
+    // (Ids outside the vocabulary are refused before the kind's checks run.)
+    x[0] = 0;
+    CHECK(k.row_problem(t, meta, x.data(), y.data()) != "");
+  }
 }

@@ -13,7 +13,7 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset.h"
-#include "tasks/tasks.h"
+#include "tasks/check.h"
 #include "tasks/text.h"
 #include "tests/cli.h"
 

@@ -10,7 +10,9 @@
 #include "apps/rmt/cli_checks.h"
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
-#include "tasks/tasks.h"
+#include "tasks/dataset.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 #include "tasks/text.h"
 
 namespace rmt::cli {
@@ -183,14 +185,8 @@ void add_generate_command(CLI::App& app) {
     check_outputs_safe(outputs, inputs);
     GenerateResult res = generate_dataset(r);
     if (args->check) return fmt::print("{} can be generated into {}\n", r.task.name, args->out);
-    std::string range =
-        r.task.kind == "sqeq" ? fmt::format(", roots -{}..{}, multiplier ±1..{}", r.task.max_root, r.task.max_root - 1,
-                                            r.task.max_alpha)
-                              : "";
-    if (is_babilong_kind(r.task.kind))
-      range = fmt::format(", length {}, {} + {} distractor facts, {} noise of {} words{}", r.task.length, r.task.facts,
-                          r.task.distractors, r.task.noise, r.task.noise_words,
-                          r.task.noise == "text" ? fmt::format(" (+ <unk>) from {}", r.task.noise_text) : "");
+    const auto summary = task_kind(r.task.kind).generated_summary;
+    const std::string range = summary ? summary(r.task) : "";
     fmt::print("generated {} (seed {}{}): train {}, val {}, test {} samples in {:.2f} s\n", r.task.name, r.seed, range,
                r.sizes.train, r.sizes.val, r.sizes.test, res.seconds);
     for (const std::string& note : res.notes) fmt::print(stderr, "note: {}\n", note);

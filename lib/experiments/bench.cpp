@@ -27,7 +27,7 @@
 #include "lib/run/train_step.h"
 #include "tasks/dataset.h"
 #include "tasks/rng.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 

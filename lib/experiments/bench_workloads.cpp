@@ -12,7 +12,7 @@
 #include "lib/core/model_kind.h"
 #include "lib/core/segment_plan.h"
 #include "lib/experiments/bench.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 

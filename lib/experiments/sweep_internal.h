@@ -8,7 +8,7 @@
 
 #include "lib/experiments/sweep.h"
 #include "lib/run/config.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 
 namespace rmt::sweep_internal {
 

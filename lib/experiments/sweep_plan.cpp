@@ -12,7 +12,7 @@
 #include "lib/experiments/sweep_expr.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 

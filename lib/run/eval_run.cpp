@@ -12,7 +12,7 @@
 #include "lib/run/run_directory.h"
 #include "tasks/family.h"
 #include "tasks/babilong.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 
@@ -43,9 +43,8 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
            "with the run's options", trained_dir, run_dir, recorded, other_dir);
   };
   // The generate options that set a task's vocabulary, for the advice.
-  const std::string vocabulary_options = is_babilong_kind(trained.kind) ? "--noise-words, --noise-text"
-                                         : trained.kind == "copy" || trained.kind == "reverse" ? "--symbols"
-                                                                                              : "";
+  const TaskKindTraits* trained_kind = find_task_kind(trained.kind);
+  const std::string vocabulary_options = trained_kind ? trained_kind->vocabulary_options : "";
   if (other.kind != trained.kind) {
     refuse_if_own_dataset_changed();
     fail("dataset {} is task {}, but {}: evaluate on a dataset of the run's task", other_dir,

@@ -9,7 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/run/curriculum.h"
 #include "tasks/family.h"
-#include "tasks/tasks.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 

@@ -1,0 +1,169 @@
+#pragma once
+// The task kinds, stated once (docs/paper.md §1, docs/datasets.md). One record per kind: its
+// options, shapes, vocabulary, how a sample is drawn and its target computed, the row invariants
+// `rmt data check` enforces, how `rmt data show` prints a row. Everything that depends on the kind
+// (generation, meta.yaml, checking, showing, training, evaluation) asks this table instead of
+// comparing names; adding a task is one record (task_kind.cpp) and its own file of functions.
+//   copy, reverse      tasks/sequence_tasks.h
+//   retrieval          tasks/retrieval.h
+//   sqeq               tasks/sqeq.h
+//   memorize, detect_memorize, reasoning   tasks/babilong.h
+// The presets (copy120 ...) are named datasets of a kind with fixed options: task_presets().
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tasks/rng.h"
+
+namespace rmt {
+
+struct BabilongNoiseText;
+struct DatasetMeta;
+
+// A task with its options resolved. kind is a TaskKindTraits::name; name is what the user asked
+// for (copy120 ...) and becomes the file prefix.
+struct TaskOptions {
+  std::string name, kind;
+  int length = 0;   // copy/reverse: symbols per sample; BABILong-style: X's tokens (the input positions)
+  int symbols = 0;  // copy/reverse: alphabet size (ids 2 .. symbols+1)
+  int pairs = 0;    // retrieval: key-value pairs
+  // sqeq: roots int(uniform(-max_root, max_root)), multiplier ±round(uniform(1, max_alpha));
+  // the paper's 100 and 10 by default (docs/paper.md §1). 0 for the other tasks.
+  int max_root = 0, max_alpha = 0;
+  // BABILong-style tasks (tasks/babilong.h); 0 / empty for the others.
+  int facts = 0, distractors = 0;  // supporting facts (memorize: 1; reasoning: 2 or 3), distractor facts
+  std::string noise = "";          // filler | text
+  int noise_words = 0;             // K: filler words w0.., or the text's K most frequent words (+ <unk>)
+  std::vector<std::string> noise_vocab = {};  // the noise words, in vocabulary order after the task's words
+  std::string noise_text = "", noise_text_sha256 = "";  // text: the file's name and sha256, as meta.yaml records them
+  std::shared_ptr<const BabilongNoiseText> noise_source = nullptr;  // text: the file's words (generating only)
+};
+
+// The user's explicit options of `rmt generate` (unset: the task's default, or not given).
+struct TaskArgs {
+  std::optional<int> length, symbols, pairs, max_root, max_alpha;
+  // BABILong-style: --segments S --segment-length T is --length S*T.
+  std::optional<int> segments, segment_length, facts, distractors, noise_words;
+  std::optional<std::string> noise, noise_text;
+};
+
+struct SplitSizes {
+  int64_t train = 0, val = 0, test = 0;
+  int64_t total() const { return train + val + test; }
+};
+
+// The options a kind takes, as bits. Their order here is the order in meta.yaml's options and in
+// messages; each is one CLI flag (--max-root) and one meta.yaml key (max_root): task_option_info.
+enum TaskOption : unsigned {
+  kOptLength = 1u << 0,
+  kOptSymbols = 1u << 1,
+  kOptPairs = 1u << 2,
+  kOptMaxRoot = 1u << 3,
+  kOptMaxAlpha = 1u << 4,
+  kOptFacts = 1u << 5,
+  kOptDistractors = 1u << 6,
+  kOptNoise = 1u << 7,
+  kOptNoiseWords = 1u << 8,
+};
+
+struct TaskOptionInfo {
+  TaskOption bit;
+  const char* key;   // meta.yaml options.KEY
+  const char* flag;  // rmt generate --FLAG
+  int TaskOptions::*value;                // the integer options
+  std::string TaskOptions::*text;         // noise (the only text option)
+  int DatasetMeta::*meta_value;
+  std::string DatasetMeta::*meta_text;
+  int lo, hi;                    // the range meta.yaml may give a base task (a preset's are compared instead)
+  std::optional<int> fallback;   // the value of a meta.yaml written before the option existed
+};
+const std::vector<TaskOptionInfo>& task_option_info();  // every option, in TaskOption's order
+
+struct TaskKindTraits {
+  const char* name;        // meta.yaml kind, and the base task of that name
+  unsigned options;        // TaskOption bits
+  bool options_required;   // false: meta.yaml may omit them (sqeq's range: the paper's)
+  bool stacked;            // input = concat(X, y)[:-1], target = concat(X, y)[1:]; else input X, target y
+  // The target positions that decide whether a sample is solved (sqeq's solve rate); 0 = none.
+  int solve_positions;
+  // The authors' layout (no meta.yaml) names such a dataset by its file prefix (copy*, ...); a
+  // kind without it needs meta.yaml (its options and vocabulary are recorded only there).
+  bool authors_layout;
+  // The count of distinct samples (max_unique) is an estimate: only drawing them shows there are
+  // enough, so `generate --check` draws them too.
+  bool count_is_estimate;
+  const char* vocabulary_options;  // the generate options that set its vocabulary, for advice ("" none)
+  const char* answer_note;         // how `rmt data show` marks the answer ("after '|'")
+
+  int (*len_x)(const TaskOptions&);        // X's columns
+  int (*len_y)(const TaskOptions&);        // y's columns
+  int (*answer_size)(const TaskOptions&);  // scored positions at the end of the target
+  std::vector<std::string> (*vocab)(const TaskOptions&);
+  int64_t (*max_unique)(const TaskOptions&);  // distinct X rows it can produce (saturates at 2^62)
+  void (*draw)(const TaskOptions&, TaskRng&, int64_t* x, int64_t* y);  // one i.i.d. sample
+  void (*target)(const TaskOptions&, const int64_t* x, int64_t* y);    // y as a function of X
+  // What is wrong with a row beyond its target (ids, structure); empty when valid. The target
+  // itself is compared by the checker.
+  std::string (*row_problem)(const TaskOptions&, const DatasetMeta&, const int64_t* x, const int64_t* y);
+  // `rmt data show`'s line for a row (x: cx ids, y: cy ids), after "#i ".
+  std::string (*show_row)(const DatasetMeta&, const int64_t* x, int cx, const int64_t* y, int cy);
+  // The kind's explicit `rmt generate` options onto the preset's values, checked (the flags that
+  // are not the kind's are refused before).
+  void (*resolve_options)(TaskOptions&, const TaskArgs&);
+  // Optional hooks (nullptr: nothing to do):
+  // the options' joint constraints, named as meta.yaml spells them (from a meta.yaml);
+  void (*check_meta_options)(const TaskOptions&);
+  // the rest of the options from a meta (text noise's vocabulary);
+  void (*finish_from_meta)(TaskOptions&, const DatasetMeta&);
+  // the authors' layout: options from X's column count (copy: length; meta.file_prefix is set);
+  void (*options_from_columns)(DatasetMeta&, int64_t columns, const std::string& x_path);
+  // `rmt generate`'s summary of the options (", roots -100..99 ...");
+  std::string (*generated_summary)(const TaskOptions&);
+  // notes on generated data (X: every row, [total, len_x]).
+  std::vector<std::string> (*generation_notes)(const TaskOptions&, const std::vector<int64_t>& X, int64_t total);
+};
+
+const std::vector<TaskKindTraits>& task_kinds();
+// The record of `kind` (TaskOptions::kind, DatasetMeta::kind); fails naming the kinds otherwise.
+const TaskKindTraits& task_kind(const std::string& kind);
+const TaskKindTraits* find_task_kind(const std::string& kind);
+inline bool has_option(const TaskKindTraits& k, TaskOption o) { return (k.options & o) != 0; }
+
+// A named dataset of a kind: the base tasks (copy ...) and the paper's fixed sizes (copy120 ...).
+struct TaskPreset {
+  const char* name;
+  const char* kind;
+  int length, symbols, pairs;
+  SplitSizes sizes;  // `rmt generate`'s default split sizes
+};
+const std::vector<TaskPreset>& task_presets();
+std::vector<std::string> task_names();  // copy reverse retrieval sqeq copy120 ... memorize ...
+bool is_task_name(const std::string& name);
+
+// Resolves a task name and the user's explicit options; fails for unknown tasks, options that do
+// not belong to the task, and out-of-range values. --noise text reads its file here.
+TaskOptions resolve_task(const std::string& name, const TaskArgs& args);
+TaskOptions resolve_task(const std::string& name, std::optional<int> length = {},
+                         std::optional<int> symbols = {}, std::optional<int> pairs = {},
+                         std::optional<int> max_root = {}, std::optional<int> max_alpha = {});
+SplitSizes default_split_sizes(const TaskOptions& task);
+
+// The table's values for a task.
+int task_len_x(const TaskOptions& task);
+int task_len_y(const TaskOptions& task);
+int task_answer_size(const TaskOptions& task);
+bool task_stacked(const TaskOptions& task);
+int task_solve_positions(const std::string& kind);
+std::vector<std::string> task_vocab(const TaskOptions& task);
+int64_t max_unique_samples(const TaskOptions& task);
+// One i.i.d. sample; x has task_len_x ids, y has task_len_y ids.
+void draw_sample(const TaskOptions& task, TaskRng& rng, int64_t* x, int64_t* y);
+// y is a function of X for every task; this computes it.
+void target_from_x(const TaskOptions& task, const int64_t* x, int64_t* y);
+
+// Saturating multiply for counts of possible samples (at most 2^62).
+int64_t saturating_mul(int64_t a, int64_t b);
+
+}  // namespace rmt
