@@ -38,7 +38,17 @@ const std::vector<TaskOptionInfo>& task_option_info() {
 
 const std::vector<TaskKindTraits>& task_kinds() {
   constexpr unsigned kSequence = kOptLength | kOptSymbols;
-  constexpr unsigned kBabilong = kOptLength | kOptFacts | kOptDistractors | kOptNoise | kOptNoiseWords;
+  // The three BABILong-style kinds share their functions (tasks/babilong.h).
+  auto babilong_kind = [](const char* name) {
+    constexpr unsigned options = kOptLength | kOptFacts | kOptDistractors | kOptNoise | kOptNoiseWords;
+    return TaskKindTraits{name, options, true, true, 0, false, true, "--noise-words, --noise-text", " (y)",
+                          babilong_len_x, babilong_len_y, babilong_answer_size, babilong_vocab,
+                          babilong_max_unique_samples, babilong_draw, babilong_target_from_x, babilong_check_row,
+                          babilong_show_row, babilong_resolve_options, babilong_check_meta_options,
+                          babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr};
+  };
+  // Columns in TaskKindTraits' order: name, options, options_required, stacked, solve_positions,
+  // authors_layout, count_is_estimate, vocabulary_options, answer_note, then the functions.
   static const std::vector<TaskKindTraits> kinds = {
       {"copy", kSequence, true, true, 0, true, false, "--symbols", " (after '|')",
        sequence_len_x, copy_len_y, nullptr, sequence_vocab, sequence_max_unique, copy_draw, copy_target,
@@ -57,18 +67,9 @@ const std::vector<TaskKindTraits>& task_kinds() {
        sqeq_len, sqeq_len, sqeq_answer_size, sqeq_task_vocab, sqeq_max_unique, sqeq_draw, sqeq_target,
        sqeq_row_problem, sqeq_show_row, sqeq_resolve_options,
        sqeq_check_meta_options, nullptr, nullptr, sqeq_generated_summary, sqeq_generation_notes},
-      {"memorize", kBabilong, true, true, 0, false, true, "--noise-words, --noise-text", " (y)",
-       babilong_len_x, babilong_len_y, babilong_answer_size, babilong_vocab, babilong_max_unique_samples,
-       babilong_draw, babilong_target_from_x, babilong_check_row, babilong_show_row, babilong_resolve_options,
-       babilong_check_meta_options, babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr},
-      {"detect_memorize", kBabilong, true, true, 0, false, true, "--noise-words, --noise-text", " (y)",
-       babilong_len_x, babilong_len_y, babilong_answer_size, babilong_vocab, babilong_max_unique_samples,
-       babilong_draw, babilong_target_from_x, babilong_check_row, babilong_show_row, babilong_resolve_options,
-       babilong_check_meta_options, babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr},
-      {"reasoning", kBabilong, true, true, 0, false, true, "--noise-words, --noise-text", " (y)",
-       babilong_len_x, babilong_len_y, babilong_answer_size, babilong_vocab, babilong_max_unique_samples,
-       babilong_draw, babilong_target_from_x, babilong_check_row, babilong_show_row, babilong_resolve_options,
-       babilong_check_meta_options, babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr},
+      babilong_kind("memorize"),
+      babilong_kind("detect_memorize"),
+      babilong_kind("reasoning"),
   };
   return kinds;
 }

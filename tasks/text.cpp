@@ -545,4 +545,16 @@ TextSegment text_segment(const TextStreams& s, int seg_len, int64_t index) {
   return seg;
 }
 
+DatasetMeta text_dataset_meta() {
+  DatasetMeta meta;
+  meta.task = meta.kind = meta.file_prefix = "text";
+  meta.vocab.resize(size_t(kTextVocab));
+  for (int i = 0; i < kTextVocab; ++i) {
+    const uint8_t byte = uint8_t(i);
+    meta.vocab[size_t(i)] = escape_text_bytes(&byte, 1);
+  }
+  meta.from_meta_yaml = true;
+  return meta;
+}
+
 }  // namespace rmt

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "tasks/dataset.h"
+
 namespace rmt {
 
 constexpr int kTextVocab = 256;            // one token per byte value
@@ -100,6 +102,10 @@ std::vector<std::string> show_text(const std::string& dir, const std::vector<std
 // \xNN (controls, DEL, bytes of invalid or cut UTF-8, and UTF-8 that a terminal would not show
 // as a glyph: C1 controls, zero-width and direction marks, line separators, the BOM).
 std::string escape_text_bytes(const uint8_t* data, size_t n);
+// A text dataset as a run sees it: task and kind "text", the 256 byte values (escaped) as its
+// vocabulary. What a language model's checkpoint checks and messages name; its data is the
+// streams of the split files (load_text_meta), not samples.
+DatasetMeta text_dataset_meta();
 
 // ---- Transformer-XL's LM batching (its LMOrderedIterator) ----------------------------------
 // A split of n bytes becomes `batch` (B) parallel streams of length L = floor(n / B): stream b is

@@ -133,6 +133,8 @@ RMT_CATALOGUE({
     {"train", "batch of 10^8", tiny_config,
      "train --config {dir}/c.yaml --set train.batch_size=100000000 --out {dir}/run", 1,
      "reduce the model sizes, the batch size or the segment length"},
+    {"eval", "--predictions into a directory", tiny_run, "eval --run {dir}/run --predictions {dir}", 1,
+     "is a directory; give the file to write (JSON lines)"},
     {"eval", "a batch of 10^8: what to reduce is the evaluation's (bptt_recompute was advised)", tiny_run,
      "eval --run {dir}/run --batch-size 100000000", 1,
      "evaluate a smaller batch (rmt eval --batch-size) or on a machine with more memory"},

@@ -186,13 +186,13 @@ TEST_CASE("the memory estimate covers every curriculum stage, also when max_step
   const rmt::RunSetup run = rmt::prepare_run(c);
   double largest = 0;
   for (int stage = 0; stage < 3; ++stage) {
-    rmt::Workload w = rmt::train_workload(run);
+    rmt::Workload w = run.family->train_workload(run);
     w.seg_len = rmt::segment_lengths(run.seq_len, rmt::curriculum_stage_segments(c, stage));
     largest = std::max(largest, rmt::estimate_memory(run.config.model, w).total());
   }
-  CHECK(rmt::train_memory_estimate(run).total() == largest);
-  rmt::Workload last = rmt::train_workload(run);  // all 3 segments: the last stage
-  CHECK(rmt::train_memory_estimate(run).total() >= rmt::estimate_memory(run.config.model, last).total());
+  CHECK(run.family->train_memory_estimate(run).total() == largest);
+  rmt::Workload last = run.family->train_workload(run);  // all 3 segments: the last stage
+  CHECK(run.family->train_memory_estimate(run).total() >= rmt::estimate_memory(run.config.model, last).total());
 }
 
 TEST_CASE("rmt train stops when solved and records why, with the stages' first steps") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -98,7 +99,19 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
     opt.answer_size = A;
     opt.batch_size = 64;
     opt.solve_positions = A;  // solved = the whole answer right: from greedy decoding
+    // The predictions handed out are the ones scored: as many whole answers right as exact_match says.
+    int64_t listed = 0, listed_exact = 0;
+    opt.on_predictions = [&](int64_t start, int B, const int32_t*, const int32_t* target, const int32_t* pred) {
+      CHECK(start == listed);
+      for (int b = 0; b < B; ++b, ++listed)
+        listed_exact += std::equal(target + int64_t(b) * T + (T - A), target + int64_t(b + 1) * T,
+                                   pred + int64_t(b) * T + (T - A));
+    };
     EvalResult r = evaluate(engine, held_out, opt);
+    opt.on_predictions = nullptr;
+    CHECK(listed == held_out.n);
+    REQUIRE(r.exact_match.has_value());
+    CHECK(double(listed_exact) / double(listed) == *r.exact_match);
     opt.kv_cache_decoding = false;
     EvalResult rerun = evaluate(engine, held_out, opt);
     opt.free_running = false;
@@ -118,6 +131,11 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
     CHECK(tf_only.acc_teacher_forced == r.acc_teacher_forced);
     // teacher-forced, the solve rate asks for y0 right as well: chance
     CHECK(*tf_only.solve_rate < chance + 0.06);
+    // exact match: every answer position right, the solve rate's rule over the whole answer
+    CHECK(*r.exact_match == *r.solve_rate);
+    CHECK(*r.exact_match_teacher_forced == *r.solve_rate_teacher_forced);
+    CHECK(!tf_only.exact_match.has_value());
+    CHECK(*tf_only.exact_match_teacher_forced == *tf_only.solve_rate_teacher_forced);
   }
 }
 
@@ -252,10 +270,24 @@ TEST_CASE("evaluate_run: a run trained on copy 4 evaluates on copy 8 in segments
     CHECK(j["segment_lengths"] == nlohmann::json::array({4, 4, 4, 4, 4, 4}));
     CHECK(j["seq_len"] == 24);
     CHECK(j["data"] == root + "/copy8");
-    // `rmt eval --data` prints the same object
-    Run cli = rmt_run("eval --threads 1 --run " + run + " --data " + root + "/copy8", true);
+    // `rmt eval --data` prints the same object; --predictions lists every sample, as many right as
+    // exact_match says.
+    Run cli = rmt_run("eval --threads 1 --run " + run + " --data " + root + "/copy8 --predictions " + root + "/p.jsonl",
+                      true);
     REQUIRE_MESSAGE(cli.status == 0, cli.output);
     CHECK(nlohmann::json::parse(cli.output) == j);
+    std::istringstream lines(read_file(root + "/p.jsonl"));
+    int listed = 0, right = 0;
+    for (std::string line; std::getline(lines, line); ++listed) {
+      const nlohmann::json p = nlohmann::json::parse(line);
+      CHECK(p["sample"] == listed);
+      CHECK(p["input"].get<std::string>().size() == 8);    // the 8 symbols of X
+      CHECK(p["target"].get<std::string>().size() == 16);  // X twice
+      CHECK(p["correct"] == (p["target"] == p["prediction"]));
+      right += p["correct"].get<bool>();
+    }
+    CHECK(listed == 24);
+    CHECK(double(right) / listed == j["exact_match"].get<double>());
     // --segments as given, on the other data
     req.segments = 4;
     CHECK(evaluate_run(req).seg_len == std::vector<int>(4, 6));

@@ -287,9 +287,9 @@ TEST_CASE("segments of 1 and 2 bytes train, and the memory estimate is the windo
     c.model.num_mem_tokens = 2;
     c.train.batch_size = 4, c.train.max_steps = 4, c.train.eval_every = 2, c.train.threads = 1;
     const rmt::RunSetup run = rmt::prepare_run(c);
-    const rmt::Workload window = rmt::train_workload(run);
+    const rmt::Workload window = run.family->train_workload(run);
     CHECK(window.seg_len == std::vector<int>(size_t(rmt::lm_window(run)), T));
-    CHECK(rmt::train_memory_estimate(run).total() == rmt::estimate_memory(run.config.model, window).total());
+    CHECK(run.family->train_memory_estimate(run).total() == rmt::estimate_memory(run.config.model, window).total());
     const std::string out = (dir / ("run" + std::to_string(T))).string();
     Run r = rmt_run(fmt::format("train --out {} --set data={} --set segment_length={} --set bptt=1 "
                                 "--set model.kind=rmt --set model.n_layer=1 --set model.n_head=2 "

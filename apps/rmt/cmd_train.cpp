@@ -68,52 +68,8 @@ static Config train_config(const std::string& config_file, const std::string& ou
   return load_config(saved.string());
 }
 
-// --resume into a run whose saved config differs from this one: named by the first key that
-// differs (train() refuses it too, without saying where). The config is compared as train()
-// resolves it (prepare_run fills in what the dataset implies).
-static void check_resume_config(const std::string& out, const Config& config) {
-  const fs::path saved = fs::path(out) / "config.yaml";
-  if (!fs::is_regular_file(saved)) return;  // train() names what is missing
-  const std::string saved_text = read_file(saved), now = to_yaml(prepare_run(config).config);
-  if (same_config_text(saved_text, now)) return;
-  const std::string where = first_config_difference(saved_text, now);
-  fail("{}: the saved config differs from this one{}; resume with the same config and --set "
-       "options, or train into a new directory", saved.string(), where.empty() ? "" : ": " + where);
-}
-
 static void print_start(const RunSetup& run, int64_t params, int64_t start, FILE* out = stderr) {
-  std::string stages;  // "; curriculum: 3, 6, 9 segments"
-  const TrainConfig& tc = run.config.train;
-  for (int s = 0; tc.curriculum > 1 && s < tc.curriculum; ++s)
-    stages += fmt::format("{}{}", s ? ", " : "; curriculum: ", curriculum_stage_segments(run.config, s));
-  if (!stages.empty())
-    stages += fmt::format(" segment{} ({})", curriculum_stage_segments(run.config, tc.curriculum - 1) == 1 ? "" : "s",
-                          tc.curriculum_advance == "mastery"
-                              ? "a stage ends once mastered or when its share of the steps runs out"
-                              : "equal shares of the steps");
-  if (tc.target > 0)
-    stages += fmt::format("; stops once validation accuracy >= {} at {} evaluations in a row",
-                          tc.target, tc.target_evals);
-  if (is_lm(run.config)) {
-    std::fprintf(out, "%s %s on text (%s): %d streams, segments of %d (%lld per pass), "
-                 "bptt %s (windows of %d segments), %lld parameters, %d threads, about %s of "
-                 "memory%s\n",
-                 start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
-                 run.config.data.c_str(), tc.batch_size, run.config.segment_length,
-                 (long long)lm_epoch_segments(run), bptt_to_string(run.config.bptt).c_str(),
-                 lm_window(run), (long long)params, num_threads(),
-                 format_bytes(train_memory_estimate(run).total()).c_str(),
-                 start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
-    return;
-  }
-  std::fprintf(out, "%s %s on %s: %d segment%s of %s%s, bptt %s, %lld parameters, device %s, %d threads, "
-               "about %s of memory%s\n",
-               start > 0 ? "resuming" : "training", run.config.model.kind.c_str(),
-               run.meta.task.c_str(), run.config.segments, run.config.segments == 1 ? "" : "s",
-               describe_segments(run.seg_len).c_str(), stages.c_str(), bptt_to_string(run.config.bptt).c_str(),
-               (long long)params, run.config.device.c_str(), num_threads(),
-               format_bytes(train_memory_estimate(run).total()).c_str(),
-               start > 0 ? fmt::format(" (from step {})", start).c_str() : "");
+  fmt::print(out, "{}\n", run.family->start_line(run, params, start, num_threads()));
 }
 
 void add_train_command(CLI::App& app) {
@@ -145,7 +101,6 @@ void add_train_command(CLI::App& app) {
     for (const auto& s : args->sets) apply_override(config, s);
     if (!args->device.empty()) config.device = args->device;  // checked as the config's device
     if (args->threads >= 0) config.train.threads = args->threads;
-    if (args->resume) check_resume_config(args->out, config);
     TrainOptions opt;
     opt.run_dir = args->out;
     opt.resume = args->resume;
@@ -195,7 +150,6 @@ void add_train_pack_command(CLI::App& app) {
       job.options.run_dir = f[1];
       job.options.resume = f[2] == "resume";
       job.config = load_config(job.options.resume ? (fs::path(f[1]) / "config.yaml").string() : f[0]);
-      if (job.options.resume) check_resume_config(f[1], job.config);
       const std::string log = (fs::path(f[1]) / "train.log").string();
       job.options.on_progress = [log](const TrainProgress& p) {
         if (FILE* out = std::fopen(log.c_str(), "a")) {
@@ -251,6 +205,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--samples", req->samples, "Evaluate only the first N samples (default: all)")
       ->transform(int_range(1));
   cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(an_int());
+  cmd->add_option("--predictions", req->predictions,
+                  "Also write each sample's input, target and prediction (greedy decoding) to FILE, one JSON "
+                  "object a line");
   add_device_option(cmd, req->device, "the device the run was trained on");
   auto allow_changed = std::make_shared<bool>(false);
   add_allow_changed_data_flag(cmd, *allow_changed);

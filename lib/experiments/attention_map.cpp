@@ -20,6 +20,7 @@
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/run_directory.h"
+#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -34,10 +35,7 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& check
   if (!fs::is_directory(dir)) fail("--run {}: no such directory", run_dir);
   const fs::path config_path = dir / "config.yaml";
   Config config = load_run_config(run_dir);
-  if (is_lm(config))
-    fail("run {} is a language model (segment_length {}, text {}): rmt attn draws one sample of an "
-         "algorithmic task across its segments; a language model's attention over its streams is "
-         "not drawn", run_dir, config.segment_length, config.data);
+  family_of(config).check_command("rmt attn", run_dir, config);
   const bool config_sets_n_token = config.model.n_token != 0;
   TrainedRun t;
   t.run = prepare_run(config);

@@ -15,6 +15,7 @@
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/run_directory.h"
+#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -62,8 +63,7 @@ std::vector<LearningCurve> run_curves(const SweepPlan& plan) {
 static bool curve_of_run(const fs::path& dir, std::vector<LearningCurve>& out) {
   if (!fs::is_regular_file(dir / "metrics.jsonl") || !fs::is_regular_file(dir / "config.yaml")) return false;
   const Config config = load_run_config(dir.string());
-  if (is_lm(config))
-    fail("{}: a language model's run (its validation is bpc, which learning curves do not draw yet)", dir.string());
+  family_of(config).check_command("rmt plot --curves", dir.string(), config);
   LearningCurve c;
   c.kind = config.model.kind;
   c.seed = config.train.seed;

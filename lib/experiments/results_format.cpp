@@ -82,6 +82,7 @@ std::string lengths_note(const Pivot& pivot) {
 std::string metric_caption(const std::string& metric) {
   if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
   if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
+  if (metric == "exact_match") return "test exact match (every answer position right, greedy decoding)";
   if (metric == "solve_rate") return "test solve rate (whole answer right, greedy decoding)";
   if (metric == "solve_rate_teacher_forced") return "test solve rate, teacher-forced (answer right given the true text before it)";
   if (metric == "bpc") return "test bits per character (language model, every position scored)";

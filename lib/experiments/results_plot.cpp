@@ -45,7 +45,8 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   s += "set xlabel 'number of segments'\n";
   s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
   // Accuracies and rates lie in [0, 1]; a loss or bpc gets an axis from 0 that fits its values.
-  const bool fraction = pivot.metric.rfind("acc", 0) == 0 || pivot.metric.rfind("solve_rate", 0) == 0;
+  const bool fraction = pivot.metric.rfind("acc", 0) == 0 || pivot.metric.rfind("solve_rate", 0) == 0 ||
+                        pivot.metric.rfind("exact_match", 0) == 0;
   s += fraction ? "set yrange [0:1.05]\n" : "set yrange [0:*]\n";
   s += "set grid\nset key outside right top noenhanced\n";
   s += "set xtics (";

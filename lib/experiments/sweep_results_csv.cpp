@@ -11,6 +11,7 @@
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/files/io.h"
+#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -32,8 +33,8 @@ json read_run_results(const fs::path& file) {
   const json r = json::parse(read_file(file), nullptr, false);
   if (r.is_discarded() || !r.is_object())
     fail("{}: not a complete JSON object (truncated or damaged); remove it to train the run again", file.string());
-  for (const char* key : {"acc_teacher_forced", "acc_free_running", "solve_rate", "solve_rate_teacher_forced", "loss",
-                          "bpc", "steps", "solved_step", "wall_time_s", "threads"})
+  for (const char* key : {"acc_teacher_forced", "acc_free_running", "exact_match", "exact_match_teacher_forced",
+                          "solve_rate", "solve_rate_teacher_forced", "loss", "bpc", "steps", "solved_step", "wall_time_s", "threads"})
     if (r.contains(key) && !r[key].is_null() && !r[key].is_number())
       fail("{}: \"{}\" is {}, expected a number", file.string(), key, with_article(r[key].type_name()));
   for (const char* key : {"end_reason", "git_commit"})
@@ -57,8 +58,8 @@ std::string results_csv_text(const SweepPlan& plan) {
     config_cols.push_back("train.target");
   // Language models (a sweep over text) add bpc after loss; other sweeps' files stay as they were.
   bool any_lm = false;
-  for (const auto& run : plan.runs) any_lm = any_lm || is_lm(run.config);
-  std::vector<std::string> metrics = {"acc_teacher_forced", "acc_free_running", "solve_rate",
+  for (const auto& run : plan.runs) any_lm = any_lm || family_of(run.config).validates_bpc();
+  std::vector<std::string> metrics = {"acc_teacher_forced", "acc_free_running", "exact_match", "solve_rate",
                                       "solve_rate_teacher_forced", "loss"};
   if (any_lm) metrics.push_back("bpc");
   std::vector<std::string> tail = {"segment_length"};
@@ -75,7 +76,7 @@ std::string results_csv_text(const SweepPlan& plan) {
     if (state != RunState::done && state != RunState::failed) continue;
     std::vector<std::string> row;
     for (const auto& key : config_cols)
-      if (key == "segments" && is_lm(run.config)) row.push_back("1");  // one segment a step
+      if (key == "segments") row.push_back(fmt::format("{}", family_of(run.config).segments_per_sample(run.config)));
       else if (!is_data_key(key)) row.push_back(config_value(run.config, key));
       else if (auto it = run.data_options.find(key.substr(5)); it != run.data_options.end()) row.push_back(it->second);
       else row.push_back("");

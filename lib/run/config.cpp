@@ -19,6 +19,7 @@
 #include "lib/core/messages.h"
 #include "lib/core/model_kind.h"
 #include "lib/files/io.h"
+#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -482,8 +483,8 @@ void apply_override(Config& config, const std::string& assignment) {
   set_key(config, path, value, origin);
 }
 
-// The curriculum and stopping keys (lib/run/curriculum.h); after the language-model checks,
-// which name the keys a language model must leave out.
+// The curriculum and stopping keys (lib/run/curriculum.h); after the family's checks, which
+// name the keys a language model must leave out.
 static void validate_curriculum(const Config& config) {
   const TrainConfig& tc = config.train;
   if (tc.curriculum_advance == "mastery") {
@@ -515,24 +516,7 @@ void validate(const Config& config) {
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
-  if (is_lm(config)) {  // language modelling: segments of segment_length over B streams
-    if (config.segments != Config().segments)
-      fail("invalid config: segments {} and segment_length {} are both set: segments cuts an "
-           "algorithmic task's samples, segment_length a text's streams; give one",
-           config.segments, config.segment_length);
-    if (config.train.curriculum != 1)
-      fail("invalid config: train.curriculum {} applies to algorithmic tasks (it grows the number "
-           "of segments per sample); a language model (segment_length {}) has none to grow",
-           config.train.curriculum, config.segment_length);
-    if (config.train.target > 0)
-      fail("invalid config: train.target {} is a validation accuracy to stop at; a language model "
-           "(segment_length {}) reports bpc: leave train.target out", config.train.target,
-           config.segment_length);
-    if (config.bptt < 0 && kind.has_memory && model.num_mem_tokens > 0)
-      fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
-           "end to back-propagate to; give the number of earlier segments the memory's gradient "
-           "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
-  }
+  family_of(config).validate(config);  // the keys only one family has
   validate_curriculum(config);
 }
 
@@ -602,15 +586,5 @@ bool same_config_text(const std::string& a, const std::string& b) {
   }
 }
 
-void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task) {
-  if (text && !is_lm(config))
-    fail("{} is a byte-level text dataset (rmt generate text): set segment_length, the "
-         "positions per training segment of each of the train.batch_size streams, e.g. --set "
-         "segment_length=128 (`segments` applies to algorithmic tasks)", data);
-  if (!text && is_lm(config))
-    fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
-         "is task {}, whose samples are cut into `segments`: leave segment_length out",
-         config.segment_length, data, task);
-}
 
 }  // namespace rmt

@@ -6,12 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/run_data.h"
 #include "lib/run/training_data.h"
 #include "lib/run/run_directory.h"
+#include "tasks/dataset.h"
 #include "tasks/family.h"
-#include "tasks/babilong.h"
 #include "tasks/task_kind.h"
 
 namespace rmt {
@@ -63,25 +64,49 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
            "evaluate on data of the same symbols", other_dir, i, b[i], a[i], trained_dir, run_dir);
 }
 
-// The run as rmt eval reads it: a language model on its own text dataset or on another text
-// dataset (--data); an algorithmic run on its own dataset (in --segments, or as trained) or on
-// another dataset of its task (in segments of the trained length unless --segments).
-RunSetup eval_setup(const EvalRunRequest& req, Config config, const std::string& config_path) {
-  if (is_lm(config)) {
-    if (req.segments > 0)
-      fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
-           "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
-           config.segment_length);
-    if (!req.data_dir.empty()) {
-      if (!dataset_family(req.data_dir).language_model())
-        fail("dataset {} is not a text dataset, but run {} is a language model trained on text ({}): "
-             "evaluate it on a dataset written by rmt generate text", req.data_dir, req.run_dir, config.data);
-      config.data = req.data_dir;
+// Appends one JSON line per sample of a batch to `out`: the input before the answer, the target
+// answer, the predicted one, decoded with the dataset's vocabulary.
+PredictionCallback prediction_lister(const RunSetup& run, std::string& out) {
+  return [&run, &out](int64_t start, int B, const int32_t* input, const int32_t* target, const int32_t* pred) {
+    const int T = run.seq_len, A = run.meta.answer_size;
+    auto text = [&](const int32_t* ids, int n) {
+      const std::vector<int64_t> wide(ids, ids + n);
+      return decode_ids(run.meta, wide.data(), n);
+    };
+    for (int b = 0; b < B; ++b) {
+      const int32_t* in = input + int64_t(b) * T;
+      const int32_t* want = target + int64_t(b) * T + (T - A);
+      const int32_t* got = pred + int64_t(b) * T + (T - A);
+      nlohmann::ordered_json line;  // in the order a reader expects
+      line["sample"] = start + b;
+      line["input"] = text(in, T - A);
+      line["target"] = text(want, A);
+      line["prediction"] = text(got, A);
+      line["correct"] = std::equal(want, want + A, got);
+      out += line.dump() + "\n";
     }
-    validate(config);
-    if (config.data.empty()) fail("{}: 'data' is not set", config_path);
-    return prepare_lm_run(config, false);
+  };
+}
+
+}  // namespace
+
+RunSetup eval_setup_text(const EvalRunRequest& req, Config config, const std::string& config_path) {
+  if (req.segments > 0)
+    fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
+         "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
+         config.segment_length);
+  if (!req.data_dir.empty()) {
+    if (&family_of_data(req.data_dir) != &text_family())
+      fail("dataset {} is not a text dataset, but run {} is a language model trained on text ({}): "
+           "evaluate it on a dataset written by rmt generate text", req.data_dir, req.run_dir, config.data);
+    config.data = req.data_dir;
   }
+  validate(config);
+  if (config.data.empty()) fail("{}: 'data' is not set", config_path);
+  return text_family().prepare(config, false);
+}
+
+RunSetup eval_setup_samples(const EvalRunRequest& req, Config config, const std::string& config_path) {
   if (req.data_dir.empty()) {
     if (req.segments > 0) config.segments = req.segments;
     return prepare_run(config);
@@ -106,7 +131,6 @@ RunSetup eval_setup(const EvalRunRequest& req, Config config, const std::string&
   return prepare_run_with_meta(config, std::move(other));
 }
 
-}  // namespace
 
 Backend& run_backend(const std::string& device, const Config& run_config, const std::string& run_dir) {
   if (!device.empty()) return backend_by_name(device);
@@ -129,7 +153,13 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const std::string config_path = (run_dir / "config.yaml").string();
   const Config config = load_run_config(req.run_dir);
   const bool config_sets_n_token = config.model.n_token != 0;
-  const RunSetup run = eval_setup(req, config, config_path);
+  const RunSetup run = family_of(config).prepare_eval(req, config, config_path);
+  if (!req.predictions.empty()) {
+    run.family->check_command("rmt eval --predictions", req.run_dir, config);
+    std::error_code ec;
+    if (fs::is_directory(req.predictions, ec))
+      fail("--predictions {} is a directory; give the file to write (JSON lines)", req.predictions);
+  }
 
   // The checkpoint, on the backend, refused if it is not the run's model or would not fit.
   std::string ck = req.checkpoint;
@@ -140,19 +170,24 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
   auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
     check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
-    check_memory_fits(estimate_memory(c, eval_workload(run, batch, req.split)),
-                      fmt::format("evaluating {} ({})", ck, eval_batch_text(run, batch)));
+    check_memory_fits(estimate_memory(c, run.family->eval_workload(run, batch, req.split)),
+                      fmt::format("evaluating {} ({})", ck, run.family->batch_text(batch)));
   }, be);
   set_num_threads(req.threads);
 
-  // The split, evaluated.
+  // The split, evaluated (and each sample's prediction listed).
   Engine engine(*model);
   EvalRunResult out;
+  std::string predictions;
+  PredictionCallback list_predictions;
+  if (!req.predictions.empty()) list_predictions = prediction_lister(run, predictions);
   try {
-    out.result = evaluate_split(engine, run, req.split, batch, req.samples);
+    out.result = run.family->evaluate_split(engine, run, req.split, batch, req.samples, list_predictions);
   } catch (const Error& e) {
     fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
   }
+  if (!req.predictions.empty()) write_file_atomic(req.predictions, predictions);
+  out.family = run.family;
   out.data_dir = run.config.data;
   out.checkpoint = ck;
   out.split = req.split;
@@ -162,7 +197,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
 }
 
 std::string eval_run_json(const EvalRunResult& r) {
-  json j = json::parse(eval_result_json(r.result, r.seg_len));
+  json j = json::parse(r.family->result_json(r.result, r.seg_len));
   j["data"] = r.data_dir;
   if (!r.result.bpc) j["seq_len"] = r.seq_len;  // a language model has streams, not samples
   j["split"] = r.split;

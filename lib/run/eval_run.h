@@ -26,9 +26,14 @@ struct EvalRunRequest {
   int64_t samples = 0;  // 0: the whole split, else its first N samples
   int threads = 0;      // CPU threads for the process (0 = all cores), checked as --threads
   std::string device;   // the backend (backend_by_name); empty: the run's (its config's device)
+  // A JSONL file of what the model predicted for each sample evaluated (rmt eval --predictions):
+  // {"sample", "input" (what it reads before the answer), "target", "prediction", "correct"},
+  // decoded with the dataset's vocabulary; written once the evaluation is done. Empty: none.
+  std::string predictions;
 };
 struct EvalRunResult {
   EvalResult result;
+  const RunFamily* family = nullptr;  // the run's
   std::string data_dir;               // the dataset evaluated
   std::string checkpoint;             // the checkpoint file
   std::string split;
@@ -43,7 +48,14 @@ EvalRunResult evaluate_run(const EvalRunRequest& request);
 // The backend of a trained run: `device` when given, else the device in the run's config
 // (config.yaml); fails naming the run when this build lacks it.
 Backend& run_backend(const std::string& device, const Config& run_config, const std::string& run_dir);
-// `rmt eval`'s JSON object: eval_result_json's keys and data, seq_len, split, checkpoint.
+// `rmt eval`'s JSON object: the family's result_json keys and data, seq_len, split, checkpoint.
 std::string eval_run_json(const EvalRunResult& r);
+
+// The families' halves of `rmt eval`'s setup (RunFamily::prepare_eval): a language model on its
+// own text dataset or on another text dataset (data_dir); an algorithmic run on its own dataset
+// (in `segments`, or as trained) or on another dataset of its task (in segments of the trained
+// length unless `segments`).
+RunSetup eval_setup_text(const EvalRunRequest& req, Config config, const std::string& config_path);
+RunSetup eval_setup_samples(const EvalRunRequest& req, Config config, const std::string& config_path);
 
 }  // namespace rmt

@@ -146,7 +146,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   // teacher-forced prediction, so it is not run again.
   const bool decode = fr && A > 1;
   double loss_sum = 0;
-  int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, positions = 0;
+  int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, exact = 0, exact_tf = 0, positions = 0;
   std::vector<int32_t> pred, batch_input, batch_target;
   for (int64_t start = 0; start < n; start += opt.batch_size) {
     const int B = int(std::min<int64_t>(opt.batch_size, n - start));
@@ -154,37 +154,45 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
     const int32_t* input = batch_input.data();
     const int32_t* target = batch_target.data();
     // teacher-forced predictions of the segments holding answer positions
-    std::vector<uint8_t> sample_ok(size_t(B), 1);
+    std::vector<uint8_t> sample_ok(size_t(B), 1), sample_exact(size_t(B), 1);
     int64_t batch_correct = 0;
+    if (opt.on_predictions && !decode) pred.assign(size_t(B) * T, -1);
     auto score = [&](int t0, int Ts, const std::vector<float>& logits) {
       const int V = int(logits.size() / (size_t(B) * Ts));
       for (int b = 0; b < B; ++b)
         for (int j = 0; j < Ts; ++j) {
           int p = t0 + j;
           if (p < T - A) continue;
-          bool ok = argmax(logits.data() + (int64_t(b) * Ts + j) * V, V) == target[int64_t(b) * T + p];
+          const int y = argmax(logits.data() + (int64_t(b) * Ts + j) * V, V);
+          if (opt.on_predictions && !decode) pred[size_t(b) * T + p] = y;
+          bool ok = y == target[int64_t(b) * T + p];
           batch_correct += ok;
+          if (!ok) sample_exact[size_t(b)] = 0;
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
     };
     loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, score) * B;
     correct_tf += batch_correct;
     positions += int64_t(B) * A;
-    int64_t batch_solved_tf = 0;
-    for (uint8_t ok : sample_ok) batch_solved_tf += ok;
+    int64_t batch_solved_tf = 0, batch_exact_tf = 0;
+    for (int b = 0; b < B; ++b) batch_solved_tf += sample_ok[size_t(b)], batch_exact_tf += sample_exact[size_t(b)];
     solved_tf += batch_solved_tf;
-    if (!decode) correct_fr += batch_correct, solved += batch_solved_tf;
+    exact_tf += batch_exact_tf;
+    if (!decode) correct_fr += batch_correct, solved += batch_solved_tf, exact += batch_exact_tf;
     if (decode) {
       decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
       std::fill(sample_ok.begin(), sample_ok.end(), 1);
+      std::fill(sample_exact.begin(), sample_exact.end(), 1);
       for (int b = 0; b < B; ++b)
         for (int p = T - A; p < T; ++p) {
           bool ok = pred[size_t(b) * T + p] == target[int64_t(b) * T + p];
           correct_fr += ok;
+          if (!ok) sample_exact[size_t(b)] = 0;
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
-      for (uint8_t ok : sample_ok) solved += ok;
+      for (int b = 0; b < B; ++b) solved += sample_ok[size_t(b)], exact += sample_exact[size_t(b)];
     }
+    if (opt.on_predictions) opt.on_predictions(start, B, input, target, pred.data());
   }
   // The solve rate uses greedy decoding when it runs, teacher forcing otherwise.
   EvalResult r;
@@ -194,6 +202,8 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
     fail("the loss over {} samples is {}: the model's outputs are not finite numbers", n, r.loss);
   r.acc_teacher_forced = double(correct_tf) / double(positions);
   if (fr) r.acc_free_running = double(correct_fr) / double(positions);
+  if (fr) r.exact_match = double(exact) / double(n);
+  r.exact_match_teacher_forced = double(exact_tf) / double(n);
   if (opt.solve_positions > 0) {
     r.solve_rate = double(solved) / double(n);
     r.solve_rate_teacher_forced = double(solved_tf) / double(n);

@@ -10,6 +10,10 @@
 
 namespace rmt {
 
+// A batch's rows [start, start + B): input and target [B, T] and the predictions pred [B, T].
+using PredictionCallback =
+    std::function<void(int64_t start, int B, const int32_t* input, const int32_t* target, const int32_t* pred)>;
+
 struct EvalOptions {
   std::vector<int> seg_len;   // segment lengths (sum = the split's seq_len)
   int answer_size = 0;
@@ -20,6 +24,10 @@ struct EvalOptions {
   // sqeq: a sample is solved when its last solve_positions predictions are all right (the
   // answer block); 0 = no solve rate.
   int solve_positions = 0;
+  // Called with each batch's predictions: pred [B, T] holds the greedy decoding at the answer
+  // positions (teacher-forced argmax where the answer is one token), -1 elsewhere. For
+  // `rmt eval --predictions`.
+  PredictionCallback on_predictions;
 };
 
 struct EvalResult {
@@ -30,6 +38,9 @@ struct EvalResult {
   // The same with teacher forcing: the answer block right given the true text before it (for
   // sqeq: the roots carried from earlier segments, without the arithmetic that produces them).
   std::optional<double> solve_rate_teacher_forced;
+  // The share of samples whose whole answer (every answer position) is right, greedy decoding
+  // (teacher forcing where the answer is one token) and teacher-forced. Every algorithmic task.
+  std::optional<double> exact_match, exact_match_teacher_forced;
   int64_t samples = 0;
   // Language models (evaluate_lm, lib/run/lm.h): bits per character = loss / ln 2, the
   // positions scored and the number of streams.

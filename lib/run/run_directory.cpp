@@ -51,9 +51,11 @@ bool open_run_directory(const fs::path& dir, const std::string& config_text, boo
     if (!fs::exists(config_path)) {
       if (has_checkpoint)
         fail("{}: missing; cannot check that --resume uses the run's config", config_path.string());
-    } else if (!same_config_text(read_file(config_path), config_text)) {
-      fail("{}: the saved config differs from this one; resume with the same config and --set "
-           "options, or train into a new directory", config_path.string());
+    } else if (const std::string saved = read_file(config_path); !same_config_text(saved, config_text)) {
+      // Named by the first key that differs.
+      const std::string where = first_config_difference(saved, config_text);
+      fail("{}: the saved config differs from this one{}; resume with the same config and --set "
+           "options, or train into a new directory", config_path.string(), where.empty() ? "" : ": " + where);
     }
     if (!has_checkpoint) {
       // Whatever a run without a checkpoint left is redone from scratch.

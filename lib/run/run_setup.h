@@ -8,6 +8,7 @@
 #include "lib/core/model.h"
 #include "lib/run/config.h"
 #include "lib/run/evaluate.h"
+#include "lib/run/run_family.h"
 #include "tasks/dataset.h"
 #include "tasks/text.h"
 
@@ -19,22 +20,17 @@ struct RunSetup {
   DatasetMeta meta;          // a language model's: task and kind "text", the 256 byte values
   std::vector<int> seg_len;  // segment lengths of the model input (a language model: {T})
   int seq_len = 0;           // input positions of a sample (a language model: T, one segment)
-  TextMeta text;             // the text dataset of a language model (is_lm(config))
+  TextMeta text;             // the text dataset of a language model
+  const RunFamily* family = nullptr;  // samples or text: everything that differs between them
 };
 
-// The run a config describes on its dataset: checks the config against the dataset (one place
-// for both families) and resolves the model (n_token from the vocabulary, the kind's sizes).
+// The run a config describes on its dataset: the dataset's family (tasks/family.h) decides the
+// run's (lib/run/run_family.h), which checks the config against the dataset and resolves the
+// model (n_token from the vocabulary, the kind's sizes).
 RunSetup prepare_run(Config config);
-// prepare_run of an algorithmic task whose meta is already loaded (load_dataset_meta).
+// A run on samples of an algorithmic task whose meta is already loaded (load_dataset_meta).
 RunSetup prepare_run_with_meta(Config config, DatasetMeta meta);
-// prepare_run of a language model on a text dataset (docs/paper.md §7): the splits become
-// train.batch_size streams, cut into segments of segment_length. check_splits: that every split
-// gives each stream a target and the train split a whole segment (training; evaluation checks
-// the split it reads).
-RunSetup prepare_lm_run(Config config, bool check_splits = true);
 EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_samples);
-// `rmt eval`'s JSON object (shared with results.json).
-std::string eval_result_json(const EvalResult& r, const std::vector<int>& seg_len);
 
 // Refuses a checkpoint that cannot evaluate this run: a vocabulary smaller than the dataset's
 // (its ids would index past the embedding), or a model config other than the run's (kind,
@@ -48,18 +44,5 @@ int64_t lm_epoch_segments(const RunSetup& run);
 // The segments a language model's training step runs at most: the new one and, with memory
 // tokens, the bptt window of earlier ones (fewer when an epoch has fewer segments).
 int lm_window(const RunSetup& run);
-
-// Bytes of a split's X and y files (0 where missing); a text dataset: its split file.
-double split_file_bytes(const RunSetup& run, const std::string& split);
-// What `rmt train` of this run keeps in memory (for estimate_memory).
-Workload train_workload(const RunSetup& run);
-// "training (rmt model, batch 32, 9 segments)", for the memory check's message.
-std::string training_description(const RunSetup& run);
-// What `rmt eval` of the run keeps in memory, evaluating `split` in batches (streams) of `batch`;
-// "batch 32" or "32 streams" for the memory check's message.
-Workload eval_workload(const RunSetup& run, int batch, const std::string& split);
-std::string eval_batch_text(const RunSetup& run, int batch);
-// The largest estimate over the curriculum's stages (earlier stages have fewer, longer segments).
-MemoryEstimate train_memory_estimate(const RunSetup& run);
 
 }  // namespace rmt

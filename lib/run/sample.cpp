@@ -11,6 +11,7 @@
 #include "lib/core/model.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/config.h"
+#include "lib/run/run_family.h"
 #include "lib/run/train.h"
 #include "lib/run/run_directory.h"
 #include "tasks/text.h"
@@ -106,11 +107,7 @@ SampleRunResult sample_run(const SampleRunRequest& req) {
   check_threads(req.threads, "--threads");
   Config config = load_run_config(req.run_dir);
   validate(config);
-  if (!is_lm(config))
-    fail("run {} is not a language model: it was trained on {} in segments of a sample "
-         "(segments: {}); rmt sample needs a run trained on a text dataset (rmt generate text, "
-         "segment_length set)", req.run_dir, config.data.empty() ? "an algorithmic task" : config.data,
-         config.segments);
+  family_of(config).check_command("rmt sample", req.run_dir, config);
   // The run as a language model sees it; its dataset is not read (sampling needs only the
   // model), so a run whose data moved still samples.
   const bool config_sets_n_token = config.model.n_token != 0;
@@ -118,8 +115,8 @@ SampleRunResult sample_run(const SampleRunRequest& req) {
   resolve_kind(config.model);
   RunSetup run;
   run.config = config;
-  run.meta.task = run.meta.kind = "text";
-  run.meta.vocab.resize(size_t(kTextVocab));
+  run.meta = text_dataset_meta();
+  run.family = &text_family();
   run.seg_len = {config.segment_length};
   run.seq_len = config.segment_length;
   std::string ck = req.checkpoint;

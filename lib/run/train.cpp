@@ -16,6 +16,7 @@
 #include "lib/core/engine.h"
 #include "lib/core/model.h"
 #include "lib/core/optim.h"
+#include "lib/run/run_family.h"
 #include "lib/run/training_run.h"
 #include "tasks/family.h"
 
@@ -48,7 +49,7 @@ void train(const Config& config_in, const TrainOptions& opt) {
 }
 
 std::string pack_shape(const Config& config) {
-  if (is_lm(config)) return "";
+  if (!family_of(config).can_pack()) return "";  // a language model trains alone
   const ModelConfig& m = config.model;
   return fmt::format("{} L{} H{}x{} d{} ff{} dropout {} dropatt {} cache {} memory {} read_mem_from_cache {} "
                      "mem_init {} vocab {} | device {} | bptt_recompute {} | adam_beta2 {}",
@@ -155,9 +156,9 @@ std::vector<std::string> train_packed(const std::vector<TrainJob>& jobs, int slo
   const std::string shape = pack_shape(first.config);
   if (shape.empty()) fail("{}: a language model's runs train alone, not packed", jobs[0].options.run_dir);
   {
-    MemoryEstimate e = train_memory_estimate(first);
+    MemoryEstimate e = first.family->train_memory_estimate(first);
     e.weights *= slots, e.optimizer *= slots, e.activations *= slots, e.data *= slots;
-    check_memory_fits(e, fmt::format("{} packed runs ({})", slots, training_description(first)));
+    check_memory_fits(e, fmt::format("{} packed runs ({})", slots, first.family->training_description(first)));
   }
   // ---- On the CPU one pack per thread, the slots split between them (a device's backend takes
   // its calls from one host thread); no more slots than the jobs fill, so that every pack trains.

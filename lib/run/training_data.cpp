@@ -74,7 +74,7 @@ class SampleData : public TrainingData {
 
   EvalResult test(Engine& engine) override {
     train_ = SampleSplit();  // its memory makes room for the test split
-    return evaluate_split(engine, run_, "test", B_, 0);
+    return evaluate_sample_split(engine, run_, "test", B_, 0);
   }
 
  private:
@@ -120,7 +120,7 @@ class TextData : public TrainingData {
 
   EvalResult test(Engine& engine) override {
     train_ = TextStreams();  // its bytes make room for the test split's
-    return evaluate_split(engine, run_, "test", B_, 0);
+    return evaluate_text_split(engine, run_, "test", B_, 0);
   }
 
   void save_carry(const Model& model, std::vector<TensorRef>& refs, std::map<std::string, std::string>& metadata,
@@ -143,24 +143,28 @@ class TextData : public TrainingData {
 
 }  // namespace
 
-EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch, int64_t samples) {
+EvalResult evaluate_text_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
+                               int64_t samples) {
   const std::string& data = run.config.data;
-  if (is_lm(run.config))
-    return evaluate_lm(engine, make_text_streams(load_text_split(data, run.text, split), batch,
-                                                 fmt::format("the {} split of {}", split, data)),
-                       run.config.segment_length, samples);
+  return evaluate_lm(engine, make_text_streams(load_text_split(data, run.text, split), batch,
+                                               fmt::format("the {} split of {}", split, data)),
+                     run.config.segment_length, samples);
+}
+
+EvalResult evaluate_sample_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
+                                 int64_t samples, const PredictionCallback& on_predictions) {
   // A batch at a time from the files: evaluation far past the trained length (hundreds of MB of
   // test split) needs memory for one batch only.
-  SampleSplitReader reader(data, run.meta, split);
+  SampleSplitReader reader(run.config.data, run.meta, split);
   auto read = [&](int64_t start, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
     reader.read(start, B, input, target);
   };
-  return evaluate(engine, reader.n(), reader.seq_len(), read, eval_options(run, batch, samples));
+  EvalOptions options = eval_options(run, batch, samples);
+  options.on_predictions = on_predictions;
+  return evaluate(engine, reader.n(), reader.seq_len(), read, options);
 }
 
-std::unique_ptr<TrainingData> open_training_data(const RunSetup& run) {
-  if (is_lm(run.config)) return std::make_unique<TextData>(run);
-  return std::make_unique<SampleData>(run);
-}
+std::unique_ptr<TrainingData> open_sample_data(const RunSetup& run) { return std::make_unique<SampleData>(run); }
+std::unique_ptr<TrainingData> open_text_data(const RunSetup& run) { return std::make_unique<TextData>(run); }
 
 }  // namespace rmt

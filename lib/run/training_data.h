@@ -2,7 +2,7 @@
 // What a training run reads from its dataset, one interface for every dataset family: the batch
 // and the forward and backward of each training step, validation, and the test split. train()
 // and its state file use only this; which family a run has follows from its dataset
-// (prepare_run), and open_training_data is the one place that picks the implementation.
+// (prepare_run), and its RunFamily (lib/run/run_family.h) picks the implementation.
 //   algorithmic tasks (tasks/dataset.h): step s takes B samples in the order of a fresh
 //     permutation of the train split per epoch, each cut into the curriculum stage's segments;
 //     scored on the answer positions.
@@ -54,11 +54,15 @@ class TrainingData {
   virtual void restore_carry(const SafetensorsFile& file, const std::string& path, const Model& model) {}
 };
 
-// `split` of the run's dataset (train, val, test) in full, or its first `samples` samples (text:
-// positions), in batches (streams) of `batch`: what rmt eval reports and training's test.
-EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch, int64_t samples);
-
-// Loads the run's train and val splits (the test split is read at the end, by test()).
-std::unique_ptr<TrainingData> open_training_data(const RunSetup& run);
+// The families' halves (lib/run/run_family.h picks one): a task's train and val splits as
+// samples, a text's as streams (the test split is read at the end, by test()).
+std::unique_ptr<TrainingData> open_sample_data(const RunSetup& run);
+std::unique_ptr<TrainingData> open_text_data(const RunSetup& run);
+// `split` in full, or its first `samples` samples (text: positions), in batches (streams) of
+// `batch`: what rmt eval reports and training's test.
+EvalResult evaluate_sample_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
+                                 int64_t samples, const PredictionCallback& on_predictions = {});
+EvalResult evaluate_text_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
+                               int64_t samples);
 
 }  // namespace rmt

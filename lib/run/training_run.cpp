@@ -131,7 +131,7 @@ void resume_state(const Config& config, const fs::path& dir, Model& model, Adam&
 // results.json: the test metrics of the best checkpoint, how the run went, and what made it.
 json run_results(const RunSetup& run, const EvalResult& test, const TrainState& st, double wall_time_s) {
   const Config& config = run.config;
-  json results = json::parse(eval_result_json(test, run.seg_len));
+  json results = json::parse(run.family->result_json(test, run.seg_len));
   results["split"] = "test";
   results["checkpoint"] = "best";
   results["best_step"] = st.best_step;
@@ -158,7 +158,7 @@ json run_results(const RunSetup& run, const EvalResult& test, const TrainState& 
   }
   // The memory estimate the run was admitted with, beside what it used (tests keep them close);
   // both in MiB, as rmt bench's peak_rss_mb.
-  results["memory_estimate_mb"] = std::round(train_memory_estimate(run).total() / (1 << 20));
+  results["memory_estimate_mb"] = std::round(run.family->train_memory_estimate(run).total() / (1 << 20));
   results["peak_rss_mb"] = std::round(sys::peak_rss_bytes() / (1 << 20));
   return results;
 }
@@ -171,17 +171,17 @@ TrainingRun::TrainingRun(const Config& config_in, const TrainOptions& opt)
   const Config& config = run_.config;
   const TrainConfig& tc = config.train;
   check_threads(tc.threads, "train.threads");
-  check_memory_fits(train_memory_estimate(run_), training_description(run_));
+  check_memory_fits(run_.family->train_memory_estimate(run_), run_.family->training_description(run_));
   backend_by_name(config.device);  // a device this build or machine lacks: refused here
 
   // ---- The run directory and the data.
   check_run_dir_outside_data(dir_, config.data);
   resuming_ = open_run_directory(dir_, to_yaml(config), opt.resume, lock_);
   st_.dataset_fingerprint = dataset_fingerprint(config.data);  // --resume refuses other data
-  data_ = open_training_data(run_);
+  data_ = run_.family->open_training_data(run_);
   with_progression_ = tc.target > 0;  // the state files of other runs stay as they were
   mastery_ = tc.curriculum_advance == "mastery";
-  log_ = std::make_unique<RunLog>(dir_ / "metrics.jsonl", opt_, tc.max_steps, is_lm(config));
+  log_ = std::make_unique<RunLog>(dir_ / "metrics.jsonl", opt_, tc.max_steps, run_.family->validates_bpc());
 }
 
 TrainingRun::~TrainingRun() = default;

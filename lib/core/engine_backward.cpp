@@ -1,0 +1,211 @@
+// Backward of the models of docs/paper.md over the segments of a batch (the forward and the
+// shapes' names: lib/core/engine.cpp). Through the segments in reverse, the memory's gradient
+// handed from each segment to the one before it, as deep as bptt allows.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "lib/core/engine.h"
+#include "lib/core/error.h"
+
+namespace rmt {
+
+namespace {
+
+inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
+
+// Its gradient: d(memory in) [m, B, d] = d(read rows) + d(write rows) of d(h0).
+void read_memory_backward(Backend& be, float* dmem, const float* dh0, const SegmentPlan& plan,
+                          int64_t Bd) {
+  const int m = plan.m_read;
+  be.copy_device_to_device(dmem, dh0, fbytes(m * Bd));
+  if (plan.m_write) be.add_inplace(dmem, dh0 + (m + plan.T) * Bd, m * Bd);
+}
+
+}  // namespace
+
+SegmentActivations& Engine::activations_for_backward(int s) {
+  if (!recomputing_) return segs_[size_t(s)];
+  // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
+  run_segment(work_, plans_[size_t(s)], batch_ids_[size_t(s)].data(),
+              batch_targets_[size_t(s)].data(), batch_, states_[size_t(s)], work_next_, training_,
+              segment_seed(s), loss_scale_);
+  return work_;
+}
+
+void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
+                              float* dmem_in) {
+  Model& M = model_;
+  const Weights& W = M.W;
+  const Weights& G = M.G;
+  const SegmentPlan& plan = seg.plan;
+  const int B = seg.B, T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
+  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
+  const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
+  const float p = dropout_p(training_);
+  AttentionShape shape{B, M.H, M.Dh, q, klen};
+  const float scale = 1.f / std::sqrt(float(M.Dh));
+  const int64_t lo = int64_t(plan.live_begin) * B, hi = int64_t(plan.live_end) * B;
+
+  // d(out): from the logits of the token rows and from the memory passed on (live rows only).
+  float* dh = sized(dh_, rows * d);
+  be_.fill(dh, rows * d, 0.f);
+  if (with_loss) {
+    be_.matmul(dh + m * Bd, seg.dlogits.data(), W.emb, T * B, d, V, false, false);  // d(token rows)
+    be_.matmul(G.emb, seg.dlogits.data(), seg.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
+    be_.bias_backward(G.out_bias, seg.dlogits.data(), T * B, V);
+  }
+  if (dmem_out) be_.add_inplace(dh + plan.mem_out_row * Bd, dmem_out, m * Bd);
+  if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, seg.keep_out.data() + lo * d, (hi - lo) * d, p);
+
+  float* dx = sized(dx_, rows * d);
+  float* dtmp = sized(dtmp_, rows * d);
+  for (int l = M.L - 1; l >= 0; --l) {
+    const LayerWeights& w = W.layers[size_t(l)];
+    const LayerWeights& g = G.layers[size_t(l)];
+    LayerActivations& act = seg.layers[size_t(l)];
+    // Rows past attention: the live ones in the last layer (the others have zero gradient).
+    const int64_t o = l == M.L - 1 ? lo : 0, n64 = (l == M.L - 1 ? hi : rows) - o;
+    const int n = int(n64);
+    // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. ff_res)
+    be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, act.ff_res.data() + o * d,
+                           act.ln2_mean.data() + o, act.ln2_rstd.data() + o, w.ln2_w, n, d);
+    // feed-forward: ff_res = h1 + drop(W2 drop(relu(W1 h1 + b1)) + b2)
+    const float* dff2 = dx + o * d;  // d(ff output) = d(ff_res) through dropout
+    if (p > 0) {
+      be_.dropout_backward(dtmp + o * d, dx + o * d, act.keep_f2.data() + o * d, n64 * d, p);
+      dff2 = dtmp + o * d;
+    }
+    be_.bias_backward(g.ff2_b, dff2, n, d);
+    be_.matmul(g.ff2_w, dff2, (p > 0 ? act.f1_drop.data() : act.f1.data()) + o * di, d, di, n,
+               true, false, 1.f, 1.f);
+    float* dff = sized(dff_, rows * di) + o * di;
+    be_.matmul(dff, dff2, w.ff2_w, n, di, d, false, false);
+    if (p > 0) be_.dropout_backward(dff, dff, act.keep_f1.data() + o * di, n64 * di, p);
+    be_.relu_backward(dff, dff, act.f1.data() + o * di, n64 * di);
+    be_.bias_backward(g.ff1_b, dff, n, di);
+    be_.matmul(g.ff1_w, dff, act.h1.data() + o * d, di, d, n, true, false, 1.f, 1.f);
+    be_.matmul(dx + o * d, dff, w.ff1_w, n, d, di, false, false, 1.f, 1.f);  // dx = d(h1)
+    // LayerNorm 1: d(h1) -> d(attn_res), attn_res = x + drop(o_net(av))
+    be_.layernorm_backward(dh + o * d, g.ln1_w, g.ln1_b, dx + o * d, act.attn_res.data() + o * d,
+                           act.ln1_mean.data() + o, act.ln1_rstd.data() + o, w.ln1_w, n,
+                           d);  // dh = d(attn_res)
+    const float* dattn = dh + o * d;  // d(o_net output) through dropout
+    if (p > 0) {
+      be_.dropout_backward(dtmp + o * d, dh + o * d, act.keep_o.data() + o * d, n64 * d, p);
+      dattn = dtmp + o * d;
+    }
+    be_.matmul(g.o_w, dattn, act.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
+    float* dav = sized(dav_, rows * HD);  // rows past the live ones are not read
+    be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
+    // attention core
+    shape.q_begin = l == M.L - 1 ? plan.live_begin : 0;  // as in forward
+    shape.q_end = l == M.L - 1 ? plan.live_end : 0;
+    float* dr = sized(dr_, int64_t(klen) * HD);
+    be_.fill(dr, int64_t(klen) * HD, 0.f);
+    float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
+    be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, act.prob.data(), act.qkv.data(),
+                               act.r.data(), W.u, W.v, shape, scale);
+    be_.matmul(g.r_w, dr, seg.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
+    // qkv weights: the current rows (q, k, v) and the cache rows (k, v only)
+    const float* dqkv_cur = dqkv + int64_t(mlen) * B * 3 * HD;
+    const float* x = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
+    be_.matmul(g.qkv_w, dqkv_cur, x, 3 * HD, d, q * B, true, false, 1.f, 1.f);
+    if (mlen > 0)
+      be_.matmul_strided(g.qkv_w + int64_t(HD) * d, d, dqkv + HD, 3 * HD, act.cat.data(), d,
+                         2 * HD, d, mlen * B, true, false, 1.f, 1.f);
+    // d(x) = d(attn_res) (residual; zero past the live rows) + the current rows of d(qkv) W;
+    // the cache rows are detached.
+    if (n64 < rows) {
+      be_.fill(dh, o * d, 0.f);
+      be_.fill(dh + (o + n64) * d, (rows - o - n64) * d, 0.f);
+    }
+    be_.matmul(dh, dqkv_cur, w.qkv_w, q * B, d, 3 * HD, false, false, 1.f, 1.f);
+  }
+  // dh = d(h0): dropout, then the token embedding and the memory rows.
+  if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
+  be_.embedding_backward(G.emb, dh + m * Bd, seg.token_ids, T * B, d, std::sqrt(float(d)));
+  if (dmem_in && m > 0) read_memory_backward(be_, dmem_in, dh, plan, Bd);
+}
+
+void Engine::backward(int bptt) {
+  Model& M = model_;
+  const int N = num_segments();
+  if (N == 0) fail("backward() called before forward()");
+  be_.fill(M.grads.data(), M.grads.size(), 0.f);
+  const int B = batch_;
+  const int64_t mem_size = int64_t(B) * M.num_mem * M.d;
+  // The initial memory is the parameter broadcast over the batch: its gradient is the sum over
+  // samples of d(memory) [num_mem, B, d].
+  auto to_param = [&](const DeviceArray<float>& dmem) {
+    be_.broadcast_batch_backward(M.G.mem, dmem.data(), M.num_mem, B, M.d);
+  };
+
+  if (M.num_mem == 0) {  // no memory: segments are independent in backward (the cache is detached)
+    for (int s = N - 1; s >= 0; --s)
+      if (plans_[size_t(s)].backward) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
+  } else if (bptt < 0) {  // through every segment: one stream
+    sized(dmem_in_, mem_size);
+    sized(dmem_out_, mem_size);
+    for (int s = N - 1; s >= 0; --s) {
+      // A carried start state is detached: nothing flows out of the first segment.
+      const bool into_start = s > 0 || from_initial_;
+      backward_segment(activations_for_backward(s), plans_[size_t(s)].scored,
+                       s == N - 1 ? nullptr : dmem_out_.data(), into_start ? dmem_in_.data() : nullptr);
+      std::swap(dmem_out_, dmem_in_);
+    }
+    if (from_initial_) to_param(dmem_out_);
+  } else {
+    // Truncated BPTT: a gradient stream from the loss of segment t may cross at most k segment
+    // borders. Backward is linear, so streams of different ages go through a segment in
+    // separate passes (their outputs must stay apart); parameter gradients add up. At segment
+    // 0 every stream reaches the learned memory, so they merge into one pass.
+    const int k = bptt;
+    arriving_.resize(size_t(k) + 1);  // by age (1..k)
+    leaving_.resize(size_t(k) + 1);
+    arriving_set_.assign(size_t(k) + 1, 0);
+    DeviceArray<float>& out = tbptt_out_;
+    sized(out, mem_size);
+    // Hands one segment's memory gradient on as the stream of this age.
+    auto leave = [&](int age) {
+      be_.copy_device_to_device(sized(leaving_[size_t(age)], mem_size), out.data(),
+                                fbytes(mem_size));
+      leaving_set_[size_t(age)] = 1;
+    };
+    for (int s = N - 1; s >= 0; --s) {
+      leaving_set_.assign(size_t(k) + 1, 0);
+      SegmentActivations& seg = activations_for_backward(s);
+      if (s == 0) {
+        float* merged = sized(merged_, mem_size);
+        be_.fill(merged, mem_size, 0.f);
+        bool any = false;
+        for (int age = 1; age <= k; ++age)
+          if (arriving_set_[size_t(age)]) {
+            any = true;
+            be_.add_inplace(merged, arriving_[size_t(age)].data(), mem_size);
+          }
+        backward_segment(seg, plans_[0].scored, any ? merged : nullptr,
+                         from_initial_ ? out.data() : nullptr);
+        if (from_initial_) to_param(out);
+        break;
+      }
+      // age 0: this segment's own loss (none: the stream is zero, skip it)
+      if (plans_[size_t(s)].scored) {
+        backward_segment(seg, true, nullptr, k >= 1 ? out.data() : nullptr);
+        if (k >= 1) leave(1);
+      }
+      for (int age = 1; age <= k; ++age) {
+        if (!arriving_set_[size_t(age)]) continue;
+        bool continues = age + 1 <= k;
+        backward_segment(seg, false, arriving_[size_t(age)].data(),
+                         continues ? out.data() : nullptr);
+        if (continues) leave(age + 1);
+      }
+      arriving_.swap(leaving_);
+      arriving_set_.swap(leaving_set_);
+    }
+  }
+}
+
+}  // namespace rmt

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""The commands that README.md and docs/*.md show, checked against the rmt that is built.
+
+Usage: test_doc_commands.py RMT REPO_ROOT
+
+1. Every `rmt ...` line in a fenced code block names a subcommand that exists, and every --option
+   on it is one that subcommand's --help lists (docs drift as options are renamed).
+2. The example sessions (lines that start with `$ rmt`) of the files in RUN_FILES are run in
+   order, in an empty directory, as a reader would type them: each must succeed, unless the doc
+   shows it failing (`rmt: error: ...` below it), in which case it must fail with that message.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+# The sessions that are cheap enough to run (seconds: small datasets, one 2500-step training).
+RUN_FILES = ["README.md", "docs/datasets.md", "docs/training.md"]
+NESTED = {"data"}  # subcommands with subcommands of their own: rmt data check|show|import
+
+
+def code_blocks(path):
+    """The fenced code blocks of a markdown file, as lists of lines."""
+    blocks, block = [], None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("```"):
+                if block is None:
+                    block = []
+                else:
+                    blocks.append(block)
+                    block = None
+            elif block is not None:
+                block.append(line)
+    return blocks
+
+
+def commands(block):
+    """(command, session, expected_error) for each rmt line of a block; continuation lines joined."""
+    out, i = [], 0
+    shows_session = any(l.strip().startswith("$ ") for l in block)  # then other lines are output
+    while i < len(block):
+        line = block[i].strip()
+        session = line.startswith("$ ")
+        if session:
+            line = line[2:]
+        elif shows_session:
+            i += 1
+            continue
+        if not line.startswith("rmt ") and line != "rmt":
+            i += 1
+            continue
+        while line.endswith("\\") and i + 1 < len(block):
+            i += 1
+            line = line[:-1] + " " + block[i].strip()
+        line = re.sub(r"\s+#.*$", "", line)  # a trailing comment
+        expected = None
+        j = i + 1
+        while session and j < len(block) and not block[j].startswith("$ "):
+            if block[j].startswith("rmt: error:"):
+                expected = block[j]
+                break
+            j += 1
+        out.append((line, session, expected))
+        i += 1
+    return out
+
+
+def help_text(rmt, path, cache={}):
+    key = tuple(path)
+    if key not in cache:
+        r = subprocess.run([rmt, *path, "--help"], capture_output=True, text=True)
+        cache[key] = (r.returncode, r.stdout + r.stderr)
+    return cache[key]
+
+
+def check_options(rmt, source, line, failures):
+    tokens = line.split()
+    path = tokens[1:2]
+    if tokens[1:2] and tokens[1] in NESTED and len(tokens) > 2 and not tokens[2].startswith("-"):
+        path = tokens[1:3]
+    if not path or path[0].startswith("-"):
+        path = []
+    status, text = help_text(rmt, path)
+    if status != 0:
+        failures.append(f"{source}: `{line}`: `rmt {' '.join(path)} --help` fails: {text.strip()[:200]}")
+        return
+    for token in tokens:
+        token = token.strip("[]()|,`")
+        if not token.startswith("--") or token == "--":
+            continue
+        flag = token.split("=")[0].split("|")[0]
+        if not re.search(r"(^|[\s,\[])" + re.escape(flag) + r"([\s=,\]]|$)", text):
+            failures.append(f"{source}: `{line}`: {flag} is not an option of `rmt {' '.join(path)}`")
+
+
+def has_placeholder(line):
+    # FILE, RUN_DIR, N, ...: a synopsis, not a command to type
+    return any(re.fullmatch(r"[A-Z][A-Z_0-9.]*", t.strip("[]()|,")) for t in line.split()[1:]) or "..." in line
+
+
+def run_session(rmt, repo, source, cmds, failures):
+    with tempfile.TemporaryDirectory(prefix="rmt_doc_") as cwd:
+        os.symlink(os.path.join(repo, "experiments"), os.path.join(cwd, "experiments"))
+        for line, session, expected in cmds:
+            if not session or has_placeholder(line):
+                continue
+            args = shlex.split(line)
+            r = subprocess.run([rmt, *args[1:]], cwd=cwd, capture_output=True, text=True,
+                               env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")})
+            if expected is None and r.returncode != 0:
+                failures.append(f"{source}: `{line}` failed ({r.returncode}): {r.stderr.strip()[:300]}")
+            elif expected is not None:
+                first = next((l for l in r.stderr.splitlines() if l.startswith("rmt: error:")), "")
+                if r.returncode == 0 or first != expected:
+                    failures.append(f"{source}: `{line}`: the doc shows\n    {expected}\n  but rmt says "
+                                    f"(exit {r.returncode})\n    {first or r.stderr.strip()[:300]}")
+            print(f"ran {source}: {line} -> exit {r.returncode}")
+
+
+def main():
+    rmt, repo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    sources = ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(repo, "docs")) if f.endswith(".md"))
+    failures, checked = [], 0
+    for source in sources:
+        cmds = [c for block in code_blocks(os.path.join(repo, source)) for c in commands(block)]
+        for line, _, _ in cmds:
+            check_options(rmt, source, line, failures)
+            checked += 1
+        if source in RUN_FILES:
+            run_session(rmt, repo, source, cmds, failures)
+    print(f"{checked} documented rmt commands checked against --help")
+    if checked < 20:
+        failures.append(f"only {checked} documented commands found: is the extraction broken?")
+    for f in failures:
+        print("FAIL", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
