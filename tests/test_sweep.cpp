@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/core/error.h"
+#include "lib/core/provenance.h"
 #include "lib/experiments/generated_data.h"
 #include "lib/experiments/results_table.h"
 #include "lib/experiments/sweep.h"
@@ -335,11 +336,16 @@ TEST_CASE("sweep: a killed sweep resumes; every run finishes once, results.csv h
     ids.insert(row[size_t(csv.column("run_id"))]);
     CHECK(row[size_t(csv.column("status"))] == "done");
     CHECK(row[size_t(csv.column("steps"))] == "60");
+    // where the numbers came from: this machine and build
+    CHECK(row[size_t(csv.column("device"))] == "cpu");
+    CHECK(row[size_t(csv.column("cpu_model"))] == rmt::cpu_model_name());
+    CHECK(!row[size_t(csv.column("vector_extensions"))].empty());
+    CHECK(row[size_t(csv.column("build"))].find("; ") != std::string::npos);  // compiler flags; gemm
   }
   CHECK(ids.size() == 4);
   for (const char* col : {"model.kind", "segments", "model.num_mem_tokens", "model.mem_len", "bptt", "train.seed",
-                          "acc_teacher_forced", "acc_free_running", "solve_rate", "loss", "wall_time_s",
-                          "git_commit", "threads", "error"})
+                          "acc_teacher_forced", "acc_free_running", "exact_match", "solve_rate", "loss", "wall_time_s",
+                          "git_commit", "threads", "device", "cpu_model", "vector_extensions", "build", "error"})
     CHECK_MESSAGE(csv.column(col) >= 0, col);
 
   // Once more: nothing to run, the same csv.

@@ -29,6 +29,18 @@ std::string json_number(const json& j, const char* key) {
 
 // A finished run's results.json, read strictly: a truncated file is no run that went to its
 // max_steps, and a value of the wrong type is named (file and key) rather than an internal error.
+// Where a finished run's numbers came from (results.json): the device, the CPU, its vector
+// extensions and the build ("g++ 12.2.0 -O3 ... -march=native; oneDNN 2.6.3"); "unknown" for a
+// run recorded before results.json named them, empty for a failed run.
+std::vector<std::string> provenance_columns(const json& r, bool done) {
+  if (!done) return {"", "", "", ""};
+  auto text = [&](const char* key) { return r.contains(key) ? r[key].get<std::string>() : std::string("unknown"); };
+  std::string build = "unknown";
+  if (r.contains("compiler") && r.contains("build_flags") && r.contains("gemm"))
+    build = fmt::format("{} {}; {}", text("compiler"), text("build_flags"), text("gemm"));
+  return {text("device"), text("cpu_model"), text("vector_extensions"), build};
+}
+
 json read_run_results(const fs::path& file) {
   const json r = json::parse(read_file(file), nullptr, false);
   if (r.is_discarded() || !r.is_object())
@@ -37,7 +49,8 @@ json read_run_results(const fs::path& file) {
                           "solve_rate", "solve_rate_teacher_forced", "loss", "bpc", "steps", "solved_step", "wall_time_s", "threads"})
     if (r.contains(key) && !r[key].is_null() && !r[key].is_number())
       fail("{}: \"{}\" is {}, expected a number", file.string(), key, with_article(r[key].type_name()));
-  for (const char* key : {"end_reason", "git_commit"})
+  for (const char* key : {"end_reason", "git_commit", "device", "cpu_model", "vector_extensions", "compiler",
+                          "build_flags", "gemm"})
     if (r.contains(key) && !r[key].is_string())
       fail("{}: \"{}\" is {}, expected a string", file.string(), key, with_article(r[key].type_name()));
   return r;
@@ -64,7 +77,8 @@ std::string results_csv_text(const SweepPlan& plan) {
   if (any_lm) metrics.push_back("bpc");
   std::vector<std::string> tail = {"segment_length"};
   tail.insert(tail.end(), metrics.begin(), metrics.end());
-  for (const char* k : {"run_id", "status", "steps", "end_reason", "solved_step", "wall_time_s", "git_commit", "threads", "error"})
+  for (const char* k : {"run_id", "status", "steps", "end_reason", "solved_step", "wall_time_s", "git_commit", "threads",
+                        "device", "cpu_model", "vector_extensions", "build", "error"})
     tail.push_back(k);
   std::vector<std::string> header = config_cols;
   header.insert(header.end(), tail.begin(), tail.end());
@@ -100,6 +114,7 @@ std::string results_csv_text(const SweepPlan& plan) {
     row.push_back(r.contains("wall_time_s") && !r["wall_time_s"].is_null() ? fmt::format("{:.1f}", r["wall_time_s"].get<double>()) : "");
     row.push_back(r.contains("git_commit") ? r["git_commit"].get<std::string>() : "");
     row.push_back(json_number(r, "threads"));
+    for (const std::string& value : provenance_columns(r, state == RunState::done)) row.push_back(value);
     row.push_back(error);
     for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_field(row[i]);
     out += "\n";
