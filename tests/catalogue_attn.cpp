@@ -63,7 +63,7 @@ RMT_CATALOGUE({
      "has 5 samples (valid: 0..4)"},
     {"attn", "picture of an unknown format", [](const std::string& d) { tiny_run(d); },
      "attn --run {dir}/run --out {dir}/a.jpg", 1,
-     "/a.jpg: the picture file must end in .png or .svg"},
+     "/a.jpg: the figure file must end in .svg, .png, .pdf or .eps"},
     {"attn", "the run's dataset changed since training (results.json records another)",
      [](const std::string& d) {
        tiny_run(d);

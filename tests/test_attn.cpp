@@ -139,10 +139,17 @@ void check_picture(const std::string& run, const std::string& name, const std::s
   CHECK(text.find("layer 1, head 0, segment 2") != std::string::npos);
   CHECK(text.find("layer 0,") == std::string::npos);  // only the layer asked for
   CHECK(text.find(block_name) != std::string::npos);
-  // Written atomically: nothing but the two pictures is left in the directory.
+  // Crisp when scaled: every cell a rectangle of its own, no embedded bitmap to be smoothed.
+  CHECK(text.find("<image") == std::string::npos);
+  // For a paper: a PDF (gnuplot's pdfcairo) of one panel.
+  const std::string pdf = run + "/pics/" + name + ".pdf";
+  r = rmt_run("attn --run " + run + " --layer 1 --head 0 --segment 0 --out " + pdf);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(rmt::read_file(pdf).compare(0, 5, "%PDF-") == 0);
+  // Written atomically: nothing but the three pictures is left in the directory.
   int files = 0;
   for (const auto& e : fs::directory_iterator(run + "/pics")) files += e.is_regular_file();
-  CHECK(files == 2);
+  CHECK(files == 3);
 }
 
 }  // namespace

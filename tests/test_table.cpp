@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/experiments/results_heatmap.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "tests/cli.h"
@@ -325,7 +326,8 @@ TEST_CASE("plot: gnuplot script and rmt plot") {
   CHECK(gp.find("with yerrorlines") != std::string::npos);
   CHECK(gp.find("$row0 << EOD\n1 0.9 0.141421\n2 0.1 0\nEOD\n") != std::string::npos);
   CHECK(gp.find("title \"rmt (mem = seg len)\"") != std::string::npos);
-  CHECK_THROWS_AS(rmt::gnuplot_script(p, "fig.pdf", "tiny"), rmt::Error);
+  CHECK_THROWS_WITH_AS(rmt::gnuplot_script(p, "fig.xyz", "tiny"),
+                       "--out fig.xyz: the figure file must end in .svg, .png, .pdf or .eps", rmt::Error);
 
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;  // the CLI check needs gnuplot
   fs::path dir = fs::temp_directory_path() / "rmt_test_table";
@@ -433,12 +435,146 @@ TEST_CASE("table and plot drop no data silently: runs without the metric are nam
           std::string::npos);
   }
 
-  // Accuracies are drawn on [0, 1.05]; a loss or bpc on an axis from 0 that fits it.
+  // Accuracies are drawn on [0, 1.05], higher where an error bar reaches above it (0.9 + 0.141
+  // here); a loss or bpc on an axis from 0 that fits it.
   rmt::Pivot acc = rmt::pivot_results(rmt::parse_csv(header + rows, "m.csv"), "acc_teacher_forced", {}, "m.csv");
-  CHECK(rmt::gnuplot_script(acc, "f.svg", "t").find("set yrange [0:1.05]") != std::string::npos);
+  CHECK(rmt::gnuplot_script(acc, "f.svg", "t").find("set yrange [0:1.061]") != std::string::npos);
+  rmt::Pivot one_seed = rmt::pivot_results(rmt::parse_csv(header + rows.substr(0, rows.find('\n') + 1), "m.csv"),
+                                           "acc_teacher_forced", {}, "m.csv");
+  CHECK(rmt::gnuplot_script(one_seed, "f.svg", "t").find("set yrange [0:1.05]") != std::string::npos);
   rmt::Pivot loss = rmt::pivot_results(rmt::parse_csv(header + rows, "m.csv"), "loss", {}, "m.csv");
   CHECK(rmt::gnuplot_script(loss, "f.svg", "t").find("set yrange [0:*]") != std::string::npos);
   const std::string lm_rows = "baseline,1,0,0,all,1,128,0.4,,1.7,7.9,l1,done\n";
   rmt::Pivot bpc = rmt::pivot_results(rmt::parse_csv(header + lm_rows, "m.csv"), "bpc", {}, "m.csv");
   CHECK(rmt::gnuplot_script(bpc, "f.svg", "t").find("set yrange [0:*]") != std::string::npos);
+}
+
+TEST_CASE("plot: figures for a paper: PDF and EPS, the key under the plot, a log-2 axis, rows apart, bars unclipped") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  const std::string gp = rmt::gnuplot_script(p, "fig.pdf", "tiny");
+  // PDF through cairo, stopping with a message naming the terminal where gnuplot lacks it.
+  CHECK(gp.find("if (strstrt(GPVAL_TERMINALS, 'pdfcairo') == 0)") != std::string::npos);
+  CHECK(gp.find("this gnuplot has no pdfcairo terminal, which a .pdf figure needs") != std::string::npos);
+  CHECK(gp.find("set terminal pdfcairo size 10.000in,7.222in") != std::string::npos);
+  CHECK(rmt::gnuplot_script(p, "fig.eps", "tiny").find("set terminal epscairo") != std::string::npos);
+  // The key under the plot, not beside it; segments on a log-2 axis with ticks at the columns.
+  CHECK(gp.find("set key outside bottom center horizontal") != std::string::npos);
+  CHECK(gp.find("key outside right") == std::string::npos);
+  CHECK(gp.find("set logscale x 2\nset xtics (1, 2, 4)\n") != std::string::npos);
+  // Rows at the same count sit apart: each its own factor on x, the middle one unmoved.
+  CHECK(gp.find("$row0 using ($1*0.972655):2:3") != std::string::npos);
+  CHECK(gp.find("$row1 using ($1*1):2:3") != std::string::npos);
+  CHECK(gp.find("$row2 using ($1*1.02811):2:3") != std::string::npos);
+
+  // One column: its rows spread across the axis, and an error bar above 1 stays in the picture.
+  const std::string one_column =
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,acc_teacher_forced,status\n"
+      "baseline,4,0,0,1,9,0.9,done\nbaseline,4,0,0,2,9,1.0,done\n"
+      "xl,4,0,9,1,9,1.0,done\nxl,4,0,9,2,9,0.8,done\n";
+  rmt::Pivot one = rmt::pivot_results(rmt::parse_csv(one_column, "one.csv"), "acc_teacher_forced", {}, "one.csv");
+  const std::string gp1 = rmt::gnuplot_script(one, "one.svg", "one");
+  CHECK(gp1.find("set xrange [2:8]") != std::string::npos);
+  CHECK(gp1.find("$row0 using ($1*0.917004):2:3") != std::string::npos);  // -1/8 octave
+  CHECK(gp1.find("$row1 using ($1*1.09051):2:3") != std::string::npos);   // +1/8 octave
+  CHECK(gp1.find("set yrange [0:1.061]") != std::string::npos);           // 0.9 + 0.141 + 0.02
+
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;  // drawing needs gnuplot
+  fs::path dir = fs::temp_directory_path() / "rmt_test_paper_figs";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "tiny");
+  rmt::write_file_atomic(dir / "tiny" / "results.csv", kResults);
+  const std::string results = (dir / "tiny" / "results.csv").string();
+  Run r = rmt_run("plot " + results + " --out " + (dir / "fig.pdf").string());
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(rmt::read_file(dir / "fig.pdf").compare(0, 5, "%PDF-") == 0);
+  r = rmt_run("plot " + results + " --out " + (dir / "fig.eps").string());
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(rmt::read_file(dir / "fig.eps").compare(0, 15, "%!PS-Adobe-3.0 ") == 0);
+  r = rmt_run("plot " + results + " --out " + (dir / "fig.jpg").string());
+  CHECK(r.status == 1);
+  CHECK(r.output.find("fig.jpg: the figure file must end in .svg, .png, .pdf or .eps") != std::string::npos);
+  CHECK(!fs::exists(dir / "fig.jpg"));
+}
+
+TEST_CASE("plot --heatmap: a task x length heat map, crisp, the number in each cell") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  const std::string gp = rmt::heatmap_gnuplot_script({{"copy", p}, {"reverse", p}}, "map.svg", "t");
+  INFO(gp);
+  CHECK(gp.find("with image pixels") != std::string::npos);  // cells as rectangles, never a bitmap
+  CHECK(gp.find("\"copy: rmt (mem = seg len)\" 2") != std::string::npos);
+  CHECK(gp.find("\"reverse: baseline\" 3") != std::string::npos);
+  CHECK(gp.find("set arrow from graph 0, first 2.5 to graph 1, first 2.5") != std::string::npos);  // between blocks
+  CHECK(gp.find("$map << EOD\n0.9 0.1 NaN\nNaN 0.5 0.25\nNaN 0.8 1\n") != std::string::npos);  // blank: no runs
+  CHECK(gp.find("1 2 \"0.80\"\n") != std::string::npos);  // rmt at 2 segments
+  CHECK(gp.find("set cbrange [0:1]") != std::string::npos);
+
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;
+  fs::path dir = fs::temp_directory_path() / "rmt_test_heatmap";
+  fs::remove_all(dir);
+  for (const char* task : {"copy", "reverse"}) {
+    fs::create_directories(dir / task);
+    rmt::write_file_atomic(dir / task / "results.csv", kResults);
+  }
+  const std::string svg = (dir / "map.svg").string();
+  Run r = rmt_run("plot --heatmap " + (dir / "copy" / "results.csv").string() + " " +
+                  (dir / "reverse" / "results.csv").string() + " --out " + svg);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const std::string text = rmt::read_file(svg);
+  CHECK(text.find("<image") == std::string::npos);
+  CHECK(text.find("reverse: xl (cache 9)") != std::string::npos);
+  CHECK(text.find("0.80") != std::string::npos);
+  r = rmt_run("plot --heatmap " + (dir / "copy" / "results.csv").string() + " --curves " + dir.string() +
+              " --out " + svg);
+  CHECK(r.status != 0);
+}
+
+TEST_CASE("table --format latex: booktabs, a label, $\\pm$, --digits, n in the caption when every cell has it") {
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  const std::string tex = rmt::format_pivot(p, "latex", {3, "tab:tiny"});
+  CHECK(tex.find("% needs \\usepackage{booktabs}\n") == 0);
+  CHECK(tex.find("\\toprule\nmodel & 1 x 36 & 2 x 18 & 4 x 9 \\\\\n\\midrule\n") != std::string::npos);
+  CHECK(tex.find("\\bottomrule\n\\end{tabular}\n") != std::string::npos);
+  CHECK(tex.find("\\hline") == std::string::npos);
+  CHECK(tex.find("\\label{tab:tiny}\n\\end{table}\n") != std::string::npos);
+  CHECK(tex.find("±") == std::string::npos);  // caption included: $\pm$ only
+  CHECK(tex.find("mean $\\pm$ std over seeds (n)") != std::string::npos);  // n differs between cells: kept
+  CHECK(tex.find("baseline & 0.900 $\\pm$ 0.141 (2) & 0.100 (1) &  \\\\\n") != std::string::npos);
+  // --digits: fewer or more decimals, in md and latex alike.
+  CHECK(rmt::format_pivot(p, "latex", {1, ""}).find("baseline & 0.9 $\\pm$ 0.1 (2) & 0.1 (1)") != std::string::npos);
+  CHECK(rmt::format_pivot(p, "latex", {1, ""}).find("\\label") == std::string::npos);
+  CHECK(rmt::format_pivot(p, "md", {5, ""}).find("| baseline | 0.90000 ± 0.14142 (2) | 0.10000 (1) |") !=
+        std::string::npos);
+  CHECK(rmt::format_pivot(p, "md") == rmt::format_pivot(p, "md", {3, ""}));
+  CHECK_THROWS_WITH_AS(rmt::format_pivot(p, "md", {7, ""}), "--digits 7: expected 0 to 6 decimals", rmt::Error);
+
+  // Every cell of two seeds: "(2)" leaves the cells, the caption says it.
+  const std::string two_seeds =
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,acc_teacher_forced,status\n"
+      "baseline,1,0,0,1,9,0.9,done\nbaseline,1,0,0,2,9,1.0,done\n"
+      "rmt,1,4,0,1,9,1.0,done\nrmt,1,4,0,2,9,0.8,done\n";
+  rmt::Pivot same = rmt::pivot_results(rmt::parse_csv(two_seeds, "s.csv"), "acc_teacher_forced", {}, "s.csv");
+  const std::string tex2 = rmt::format_pivot(same, "latex");
+  CHECK(tex2.find("baseline & 0.950 $\\pm$ 0.071 \\\\\n") != std::string::npos);
+  CHECK(tex2.find("(2)") == std::string::npos);
+  CHECK(tex2.find("mean $\\pm$ std over 2 seeds;") != std::string::npos);
+  CHECK(rmt::format_pivot(same, "md").find("0.950 ± 0.071 (2)") != std::string::npos);  // markdown as before
+
+  // The CLI: the label from the sweep's name or --label; bad --digits and --label refused.
+  fs::path dir = fs::temp_directory_path() / "rmt_test_latex";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "my_sweep");
+  rmt::write_file_atomic(dir / "my_sweep" / "results.csv", kResults);
+  const std::string results = (dir / "my_sweep" / "results.csv").string();
+  Run r = rmt_run("table " + results + " --format latex --digits 2");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("\\label{tab:my_sweep}") != std::string::npos);
+  CHECK(r.output.find("0.90 $\\pm$ 0.14 (2)") != std::string::npos);
+  r = rmt_run("table " + results + " --format latex --label tab:copy-results");
+  CHECK(r.output.find("\\label{tab:copy-results}") != std::string::npos);
+  r = rmt_run("table " + results + " --digits -1");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("--digits -1: expected a number of decimals from 0 to 6") != std::string::npos);
+  r = rmt_run("table " + results + " --format latex --label 'a b'");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("--label 'a b': a LaTeX label holds no spaces") != std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include "lib/core/error.h"
 #include "lib/core/model.h"
 #include "lib/experiments/attention_map.h"
+#include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/config.h"
 #include "lib/run/run_data.h"
@@ -102,7 +103,7 @@ void add_attn_command(CLI::App& app) {
       ->transform(an_int());
   auto* layer = cmd->add_option("--layer", args->layer, "Only this layer (default: all, as rows)")->transform(an_int());
   auto* head = cmd->add_option("--head", args->head, "Only this head (default: all, as columns)")->transform(an_int());
-  cmd->add_option("--out", args->out, "Picture file, .png or .svg (needs gnuplot)");
+  cmd->add_option("--out", args->out, "Picture file, .png, .svg, .pdf or .eps (needs gnuplot; .pdf and .eps its cairo terminals)");
   cmd->add_option("--dump", args->dump,
                   "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
@@ -112,12 +113,7 @@ void add_attn_command(CLI::App& app) {
     if (args->out.empty() && args->dump.empty())
       throw CLI::RequiredError("--out FILE.png|FILE.svg or --dump FILE.json");
     std::string format;
-    if (!args->out.empty()) {
-      const std::string ext = fs::path(args->out).extension().string();
-      if (ext != ".png" && ext != ".svg")
-        fail("--out {}: the picture file must end in .png or .svg", args->out);
-      format = ext.substr(1);
-    }
+    if (!args->out.empty()) format = figure_format(args->out);  // svg, png, pdf or eps
     if (args->dump == "/dev/stdout") args->dump = "-";  // written as '-' is, not replaced
     std::vector<NamedPath> outputs;
     if (!args->dump.empty() && args->dump != "-") outputs.push_back({"--dump", args->dump});

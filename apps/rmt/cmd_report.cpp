@@ -11,6 +11,7 @@
 #include "apps/rmt/commands.h"
 #include "lib/core/error.h"
 #include "lib/experiments/learning_curves.h"
+#include "lib/experiments/results_heatmap.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 
@@ -22,6 +23,7 @@ namespace {
 struct ReportArgs {
   std::string csv, metric, format = "md", paper, paper_section, out;  // metric "": see add_common
   std::vector<std::string> by;
+  TableStyle style;  // rmt table: --digits, --label
 };
 
 // runs/NAME/results.csv -> NAME (the paper section and the plot title default to it)
@@ -71,24 +73,63 @@ void add_report_commands(CLI::App& app) {
   add_common(table, *targs);
   table->add_option("--format", targs->format, "md | csv | latex")->capture_default_str()
       ->check(one_of({"md", "csv", "latex"}));
-  table->callback([targs] { fmt::print("{}", format_pivot(load_pivot(*targs), targs->format)); });
+  table->add_option("--digits", targs->style.digits, "Decimals of means and stds in md and latex (0 to 6; csv keeps "
+                                                     "full precision)")
+      ->capture_default_str()->transform(an_int());
+  table->add_option("--label", targs->style.label, "LaTeX \\label of the table (default: tab:SWEEP, the sweep's name)");
+  table->footer("For a paper: rmt table runs/NAME/results.csv --format latex --digits 2 (booktabs rules: "
+                "\\usepackage{booktabs}; \"(n)\" leaves the cells for the caption when every cell has the same n).");
+  table->callback([targs] {
+    if (targs->style.digits < 0 || targs->style.digits > 6)
+      fail("--digits {}: expected a number of decimals from 0 to 6", targs->style.digits);
+    if (targs->style.label.find_first_of(" {}\\%#$") != std::string::npos)
+      fail("--label '{}': a LaTeX label holds no spaces, braces, backslashes, %, # or $", targs->style.label);
+    if (targs->style.label.empty()) targs->style.label = table_label(sweep_name(targs->csv));
+    fmt::print("{}", format_pivot(load_pivot(*targs), targs->format, targs->style));
+  });
 
   auto pargs = std::make_shared<ReportArgs>();
   auto curves = std::make_shared<std::vector<std::string>>();
   auto curves_format = std::make_shared<std::string>("plot");
+  auto heatmap = std::make_shared<std::vector<std::string>>();
   auto* plot = app.add_subcommand("plot", "Draw accuracy against segments, one line per model (needs gnuplot); "
                                           "with --curves, validation accuracy against step of any runs");
   add_common(plot, *pargs);
   plot->get_option("results")->required(false);
   plot->footer("Learning curves of your runs: rmt plot --curves runs/quick_copy --out curves.png (one line per run;\n"
-               "RUN_DIR or SWEEP_DIR, several allowed); --format csv prints the points instead, for pandas.");
+               "RUN_DIR or SWEEP_DIR, several allowed); --format csv prints the points instead, for pandas.\n"
+               "Task x length heat map: rmt plot --heatmap experiments/results/length_*/results.csv --out lengths.pdf\n"
+               "For a paper: --out FIG.pdf or FIG.eps (vector, needs gnuplot's cairo terminals).");
   auto* curves_opt = plot->add_option("--curves", *curves,
                                       "Run or sweep directories: draw each run's validation accuracy against step "
                                       "instead of a results.csv");
   plot->add_option("--format", *curves_format, "With --curves: plot (the figure, --out) | csv (the points, to stdout)")
       ->capture_default_str()->check(one_of({"plot", "csv"}))->needs(curves_opt);
-  plot->add_option("--out", pargs->out, "Figure file, .svg or .png");
-  plot->callback([pargs, curves, curves_format, plot] {
+  auto* heatmap_opt = plot->add_option("--heatmap", *heatmap,
+                                       "results.csv files: draw a heat map instead, rows each file's models (named "
+                                       "by its directory), columns segments, colour and number the mean of --metric");
+  heatmap_opt->excludes(curves_opt);
+  plot->add_option("--out", pargs->out, "Figure file: .svg, .png, .pdf or .eps");
+  plot->callback([pargs, curves, curves_format, heatmap, plot] {
+    if (!heatmap->empty()) {
+      if (!pargs->csv.empty())
+        throw CLI::RequiresError("--heatmap draws its own results.csv files; give them there, not also as results",
+                                 CLI::ExitCodes::RequiresError);
+      for (const char* o : {"--paper", "--paper-section", "--by"})
+        if (plot->count(o) > 0)
+          throw CLI::RequiresError(fmt::format("{} is not for --heatmap", o), CLI::ExitCodes::RequiresError);
+      if (pargs->out.empty()) throw CLI::RequiredError("--out");
+      check_output_file("--out", pargs->out);
+      std::vector<NamedPath> inputs;
+      for (const std::string& h : *heatmap) inputs.push_back({"--heatmap", h});
+      check_outputs_safe({{"--out", pargs->out}}, inputs);
+      figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
+      const std::string metric = pargs->metric.empty() ? "acc_teacher_forced" : pargs->metric;
+      draw_results_heatmap(*heatmap, metric, pargs->out,
+                           heatmap->size() == 1 ? sweep_name(heatmap->front()) : "accuracy by task and length");
+      fmt::print("wrote {}\n", pargs->out);
+      return;
+    }
     if (!curves->empty()) {
       if (!pargs->csv.empty())
         throw CLI::RequiresError("--curves draws run directories; give it or a results.csv, not both",
@@ -103,6 +144,7 @@ void add_report_commands(CLI::App& app) {
       }
       if (pargs->out.empty()) throw CLI::RequiredError("--out (or --format csv)");
       check_output_file("--out", pargs->out);
+      figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
       draw_plot(curves_gnuplot_script(c, pargs->out, fmt::format("learning curves: {} run{}", c.size(), c.size() == 1 ? "" : "s")), pargs->out);
       fmt::print("wrote {}\n", pargs->out);
       return;
@@ -113,6 +155,7 @@ void add_report_commands(CLI::App& app) {
     std::vector<NamedPath> inputs{{"results", pargs->csv}};
     if (!pargs->paper.empty()) inputs.push_back({"--paper", pargs->paper});
     check_outputs_safe({{"--out", pargs->out}}, inputs);
+    figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
     Pivot pivot = load_pivot(*pargs);
     draw_plot(gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv)), pargs->out);
     fmt::print("wrote {}\n", pargs->out);

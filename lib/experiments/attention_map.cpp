@@ -193,7 +193,8 @@ std::string tic_list(const std::vector<std::string>& labels, int step) {
 
 std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionSelection& sel,
                                      const std::string& format, const std::string& title) {
-  if (format != "png" && format != "svg") fail("unknown picture format '{}' (png or svg)", format);
+  if (format != "png" && format != "svg" && format != "pdf" && format != "eps")
+    fail("unknown picture format '{}' (png, svg, pdf or eps)", format);
   // One cell size for every panel, so that positions line up across the grid.
   int max_q = 1, max_k = 1;
   size_t max_qlabel = 1, max_klabel = 1;
@@ -209,13 +210,14 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
             top = 46, bottom = 16 + int(max_klabel) * 7;
   const int slot_w = left + cell * max_k + right, slot_h = top + cell * max_q + bottom;
   const int cols = int(sel.segments.size() * sel.heads.size()), rows = int(sel.layers.size());
-  const int title_h = 44;
-  const std::string legend =
-      "rows: queries, columns: keys; darkness: attention probability (white 0, black 1); "
-      "blue hatching: masked; red lines: block borders";
-  // Wide enough for the two title lines (about 7 px a character).
-  const int W = std::max(cols * slot_w, 7 * int(std::max(title.size(), legend.size())) + 40),
+  const int title_h = 62;
+  // The legend in two lines: as one it made a single panel's picture twice the panel's width.
+  const std::string legend[2] = {"rows: queries, columns: keys; darkness: attention probability (white 0, black 1)",
+                                 "blue hatching: masked; red lines: block borders"};
+  // Wide enough for the title and legend lines (about 7 px a character); the panels centred.
+  const int W = std::max(cols * slot_w, 7 * int(std::max(title.size(), legend[0].size())) + 40),
             Hpx = title_h + rows * slot_h;
+  const int grid_x = (W - cols * slot_w) / 2;
   if (W > 20000 || Hpx > 20000)
     fail("{} panels of {} x {} cells make a picture of {} x {} pixels; pick fewer with --layer, "
          "--head or --segment", rows * cols, max_q, max_k, W, Hpx);
@@ -228,20 +230,23 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
         "}} else {{\n  set terminal png size {0},{1} noenhanced background rgb 'white'\n}}\n",
         W, Hpx);
   else
-    g += fmt::format("set terminal svg size {},{} noenhanced font 'Sans,9' background rgb 'white'\n",
-                     W, Hpx);
+    g += gnuplot_terminal(format, W, Hpx, "noenhanced font 'Sans,9' background rgb 'white'");
   g += "set output\n";  // stdout: the caller writes the file atomically
   g += "set palette defined (0 'white', 1 'black')\nset cbrange [0:1]\nunset colorbox\nunset key\n";
   g += "set tics font ',8'\nset style line 1 lc rgb '#d62728' lw 1.5\n";
   g += "set multiplot\n";
   g += fmt::format("set label 1 {} at screen 0.5, screen {:.6f} center font ',11'\n", gnuplot_string(title),
                    1.0 - 16.0 / Hpx);
-  g += fmt::format("set label 2 {} at screen 0.5, screen {:.6f} center\n", gnuplot_string(legend),
-                   1.0 - 34.0 / Hpx);
+  for (int i = 0; i < 2; ++i)
+    g += fmt::format("set label {} {} at screen 0.5, screen {:.6f} center\n", 2 + i, gnuplot_string(legend[i]),
+                     1.0 - (34.0 + 15.0 * i) / Hpx);
   // Masked cells are not drawn (NaN): this hatching behind the map shows through, unlike any
   // grey level a probability can take.
   g += "set object 1 rectangle from graph 0,0 to graph 1,1 behind fillcolor rgb '#7f96bf' "
        "fillstyle pattern 5 noborder\n";
+  // A vector picture draws each cell as a rectangle: an embedded bitmap is smoothed (blurred)
+  // when the picture is scaled. A PNG is a bitmap anyway.
+  const std::string image = format == "png" ? "with image" : "with image pixels";
 
   int panel = 0;
   for (size_t li = 0; li < sel.layers.size(); ++li) {
@@ -263,7 +268,7 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
         }
         g += "EOD\n";
         // The panel's plot area in screen coordinates (y up), top-left in its slot.
-        const double x0 = double(col * slot_w + left), x1 = x0 + cell * a.klen;
+        const double x0 = double(grid_x + col * slot_w + left), x1 = x0 + cell * a.klen;
         const double y_top = double(title_h + int(li) * slot_h + top), y_bot = y_top + cell * a.q;
         g += fmt::format("set lmargin at screen {:.6f}\nset rmargin at screen {:.6f}\n", x0 / W, x1 / W);
         g += fmt::format("set tmargin at screen {:.6f}\nset bmargin at screen {:.6f}\n",
@@ -294,7 +299,7 @@ std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionS
                            a.query_blocks[k].begin - 0.5);
         g += fmt::format("set title {} offset 0,-0.3\n",
                          gnuplot_string(fmt::format("layer {}, head {}, segment {}", l, h, s)));
-        g += "plot " + name + " matrix with image\n";
+        g += "plot " + name + " matrix " + image + "\n";
         ++col;
       }
     }

@@ -72,7 +72,8 @@ std::string attention_maps_json(const AttentionMaps& maps, const AttentionSelect
 // A gnuplot script drawing the selected maps as a grid to stdout: layers as rows, segments then
 // heads as columns; darkness = probability (white 0, black 1), masked cells grey, block borders
 // as red lines, block names on the top and right axes, symbols on the bottom and left ones.
-// format: "png" or "svg".
+// format: "png", "svg", "pdf" or "eps"; vector formats draw each cell as a rectangle (crisp when
+// scaled), and a single panel is centred under the title.
 std::string attention_gnuplot_script(const AttentionMaps& maps, const AttentionSelection& selection,
                                      const std::string& format, const std::string& title);
 

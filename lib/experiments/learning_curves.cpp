@@ -171,7 +171,7 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
   s += "set xlabel 'training step'\n";
   s += "set ylabel " + gnuplot_string("validation accuracy (teacher-forced, " + measured_at_text(curves) + ")") +
        " noenhanced\n";
-  s += "set yrange [0:1.05]\nset grid\nset key outside right top noenhanced\nset format x '%.0s%c'\n";
+  s += "set yrange [0:1.05]\nset grid\n" + plot_key_line() + "set format x '%.0s%c'\n";
   std::map<std::string, int> color;  // one per kind, in the paper's order
   for (const auto& name : model_kind_names()) color.emplace(name, int(color.size()) + 1);
   std::vector<std::string> plots;

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/model_kind.h"
+#include "lib/experiments/results_table.h"
 
 namespace rmt {
 
@@ -26,7 +27,7 @@ std::string lm_plot_script(const std::vector<LmRow>& rows, const std::string& ou
   s += "set output '" + out + "'\n";
   s += "set title '" + title + "' noenhanced\n";
   s += "set xlabel 'cache rows (Tr-XL) or memory tokens (RMT) per segment'\nset ylabel 'test bits per character'\n";
-  s += "set logscale x 2\nset grid\nset key outside right top noenhanced\n";
+  s += "set logscale x 2\nset grid\n" + plot_key_line();
   std::vector<std::string> plots;
   int i = 0;
   for (auto& [name, points] : lines) {

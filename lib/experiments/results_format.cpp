@@ -2,6 +2,7 @@
 #include "lib/experiments/results_table.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,16 +20,49 @@ namespace {
 bool solve_counts(const Cell& c) { return c.n > 0 && c.targeted == c.n; }
 
 // One run has no spread: its cell shows no "± 0.000", which would read as seeds that agreed.
-std::string spread_text(const Cell& c) { return c.n > 1 ? fmt::format(" ± {:.3f}", c.std) : ""; }
+std::string spread_text(const Cell& c, int digits) { return c.n > 1 ? fmt::format(" ± {:.{}f}", c.std, digits) : ""; }
 
-std::string cell_text(const Cell& c) {
+// "0.950 ± 0.010 (3)"; without the "(3)" when show_n is false (the caption says n instead).
+std::string cell_text(const Cell& c, int digits, bool show_n) {
   if (c.n == 0) return "";
-  if (!solve_counts(c)) return fmt::format("{:.3f}{} ({})", c.mean, spread_text(c), c.n);
-  return fmt::format("{:.3f}{} ({}/{} solved{})", c.mean, spread_text(c), c.solved, c.n,
+  if (!solve_counts(c))
+    return fmt::format("{:.{}f}{}{}", c.mean, digits, spread_text(c, digits), show_n ? fmt::format(" ({})", c.n) : "");
+  return fmt::format("{:.{}f}{} ({}/{} solved{})", c.mean, digits, spread_text(c, digits), c.solved, c.n,
                      c.median_solved_step ? fmt::format(", median step {:.0f}", *c.median_solved_step) : "");
 }
 
-std::string paper_text(const Cell& c) { return fmt::format("{:.2f}", c.mean); }
+// The paper gives two decimals: more would be made up.
+std::string paper_text(const Cell& c, int digits) { return fmt::format("{:.{}f}", c.mean, std::min(digits, 2)); }
+
+// The number of seeds of every measured cell when it is one and the same (and no cell counts
+// solved seeds instead); 0 otherwise.
+int common_seed_count(const Pivot& pivot) {
+  int n = 0;
+  for (const auto& r : pivot.rows)
+    for (const auto& [seg, c] : r.cells) {
+      if (r.paper) continue;
+      if (solve_counts(c) || (n != 0 && c.n != n)) return 0;
+      n = c.n;
+    }
+  return n;
+}
+
+// Text as LaTeX reads it: its special characters escaped, ± in math mode.
+std::string latex_text(const std::string& s) {
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    if (s.compare(i, std::string("±").size(), "±") == 0) {
+      o += "$\\pm$";
+      i += std::string("±").size() - 1;
+    } else if (ch == '_' || ch == '%' || ch == '&' || ch == '#' || ch == '$') {
+      o += std::string("\\") + ch;
+    } else {
+      o += ch;
+    }
+  }
+  return o;
+}
 
 // "3 x 24, 6 x 12" for the segment counts in `segments` that `lengths` has.
 std::string lengths_text(const std::vector<int>& segments, const std::map<int, int>& lengths) {
@@ -79,6 +113,12 @@ std::string lengths_note(const Pivot& pivot) {
                      parts[1].second);
 }
 
+bool metric_is_fraction(const std::string& metric) {
+  for (const char* prefix : {"acc", "exact_match", "solve_rate"})
+    if (metric.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 std::string metric_caption(const std::string& metric) {
   if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
   if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
@@ -93,7 +133,8 @@ std::string metric_caption(const std::string& metric) {
 
 using namespace results_table_internal;
 
-std::string format_pivot(const Pivot& pivot, const std::string& format) {
+std::string format_pivot(const Pivot& pivot, const std::string& format, const TableStyle& style) {
+  if (style.digits < 0 || style.digits > 6) fail("--digits {}: expected 0 to 6 decimals", style.digits);
   std::string out;
   // The paper ran other segment lengths than the measured runs: name columns by segments only,
   // and say both in a note.
@@ -105,19 +146,26 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
   };
   bool any_paper = false;
   for (const auto& r : pivot.rows) any_paper = any_paper || r.paper;
+  // LaTeX, for a paper: where every cell has the same number of seeds, the caption says it once.
+  const int same_n = format == "latex" ? common_seed_count(pivot) : 0;
   auto label_of = [](const PivotRow& r) { return r.paper ? "paper: " + r.label : r.label; };
-  auto cell_of = [](const PivotRow& r, int seg) {
+  auto cell_of = [&](const PivotRow& r, int seg) {
     auto it = r.cells.find(seg);
     if (it == r.cells.end()) return std::string();
-    return r.paper ? paper_text(it->second) : cell_text(it->second);
+    return r.paper ? paper_text(it->second, style.digits) : cell_text(it->second, style.digits, same_n == 0);
   };
   bool any_solve_counts = false;
   for (const auto& r : pivot.rows)
     for (const auto& [seg, c] : r.cells) any_solve_counts = any_solve_counts || (!r.paper && solve_counts(c));
+  const std::string over_seeds =
+      same_n == 1   ? "one seed"
+      : same_n > 1  ? fmt::format("mean ± std over {} seeds", same_n)
+                    : fmt::format("mean ± std over seeds ({})",
+                                  any_solve_counts ? "seeds whose validation accuracy met the target / seeds, and the "
+                                                     "median step they met it at"
+                                                   : "n");
   const std::string caption = fmt::format(
-      "{}: mean ± std over seeds ({}){}; columns: {}", metric_caption(pivot.metric),
-      any_solve_counts ? "seeds whose validation accuracy met the target / seeds, and the median step they met it at"
-                       : "n",
+      "{}: {}{}; columns: {}", metric_caption(pivot.metric), over_seeds,
       any_paper ? ", paper rows: the paper's value" : "",
       note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
   std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
@@ -140,7 +188,7 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
     if (!footnote.empty()) out += "\n" + footnote + "\n";
   } else if (format == "csv") {
     // One line per cell; a paper cell has the paper's segment length and no std or n, a cell of
-    // one run no std.
+    // one run no std. Full precision whatever --digits says: CSV is for programs.
     out += std::string("model,source,segments,segment_length,mean,std,n") +
            (any_solve_counts ? ",solved,median_solved_step\n" : "\n");
     for (const auto& r : pivot.rows)
@@ -161,32 +209,32 @@ std::string format_pivot(const Pivot& pivot, const std::string& format) {
         out += "\n";
       }
   } else if (format == "latex") {
-    auto esc = [](std::string s) {
-      std::string o;
-      for (char ch : s) o += ch == '_' ? std::string("\\_") : ch == '%' ? std::string("\\%") : std::string(1, ch);
-      return o;
-    };
+    // booktabs rules (\toprule, \midrule, \bottomrule), the caption and label under the table.
+    out += "% needs \\usepackage{booktabs}\n";
     out += "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l";
     for (size_t i = 0; i < pivot.segments.size(); ++i) out += "c";
-    out += "}\n\\hline\nmodel";
-    for (int s : pivot.segments) out += " & " + esc(column_name(s));
-    out += " \\\\\n\\hline\n";
+    out += "}\n\\toprule\nmodel";
+    for (int s : pivot.segments) out += " & " + latex_text(column_name(s));
+    out += " \\\\\n\\midrule\n";
     for (const auto& r : pivot.rows) {
-      out += esc(label_of(r));
-      for (int s : pivot.segments) {
-        std::string c = cell_of(r, s);
-        size_t pm = c.find("±");
-        if (pm != std::string::npos) c.replace(pm, std::string("±").size(), "$\\pm$");
-        out += " & " + c;
-      }
+      out += latex_text(label_of(r));
+      for (int s : pivot.segments) out += " & " + latex_text(cell_of(r, s));
       out += " \\\\\n";
     }
-    out += "\\hline\n\\end{tabular}\n\\caption{" + esc(caption) + (footnote.empty() ? "" : ". " + esc(footnote)) +
-           "}\n\\end{table}\n";
+    out += "\\bottomrule\n\\end{tabular}\n\\caption{" + latex_text(caption) +
+           (footnote.empty() ? "" : ". " + latex_text(footnote)) + "}\n";
+    if (!style.label.empty()) out += "\\label{" + style.label + "}\n";
+    out += "\\end{table}\n";
   } else {
     fail("unknown table format '{}' (md, csv or latex)", format);
   }
   return out;
+}
+
+std::string table_label(const std::string& name) {
+  std::string label = "tab:";
+  for (char ch : name) label += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+  return label;
 }
 
 }  // namespace rmt

@@ -14,6 +14,7 @@
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
 #include "lib/core/stats.h"
+#include "lib/experiments/results_table_internal.h"
 
 namespace rmt {
 
@@ -39,8 +40,7 @@ double metric_cell(const CsvTable& csv, size_t r, int c, const std::string& sour
   auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
     fail("{}: line {}: {} '{}' is not a finite number", source, csv.row_lines[r], metric, s);
-  const bool fraction = metric.rfind("acc", 0) == 0 || metric.rfind("solve_rate", 0) == 0 ||
-                        metric.rfind("exact_match", 0) == 0;
+  const bool fraction = results_table_internal::metric_is_fraction(metric);
   if (fraction && (v < 0 || v > 1))
     fail("{}: line {}: {} {} is outside [0, 1]", source, csv.row_lines[r], metric, s);
   if ((metric == "loss" || metric == "bpc") && v < 0)

@@ -2,6 +2,7 @@
 #include "lib/experiments/results_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,12 +27,63 @@ std::string gnuplot_string(const std::string& s) {
   return o + "\"";
 }
 
-std::string plot_terminal(const std::string& out) {
-  std::string ext = out.size() >= 4 ? out.substr(out.size() - 4) : "";
-  if (ext == ".svg") return "set terminal svg size 720,480 dynamic enhanced font 'Helvetica,13'\n";
-  if (ext == ".png") return "set terminal pngcairo size 900,600 enhanced font 'Helvetica,12'\n";
-  fail("--out {}: the plot file must end in .svg or .png", out);
+std::string figure_format(const std::string& out) {
+  const std::string ext = std::filesystem::path(out).extension().string();
+  for (const char* format : {"svg", "png", "pdf", "eps"})
+    if (ext == std::string(".") + format) return format;
+  fail("--out {}: the figure file must end in .svg, .png, .pdf or .eps", out);
 }
+
+std::string plot_key_line() {
+  // Under the plot, entries side by side: a key at the right took about 40% of the width. One
+  // line of height more keeps the key clear of the x label.
+  return "set key outside bottom center horizontal noenhanced height 1\n";
+}
+
+std::string gnuplot_terminal(const std::string& format, int width_px, int height_px, const std::string& font) {
+  if (format == "svg") return fmt::format("set terminal svg size {},{} dynamic {}\n", width_px, height_px, font);
+  if (format == "png") return fmt::format("set terminal pngcairo size {},{} {}\n", width_px, height_px, font);
+  if (format != "pdf" && format != "eps") fail("unknown figure format '{}' (svg, png, pdf or eps)", format);
+  // PDF and EPS come from cairo's terminals, which a gnuplot built without cairo lacks: the script
+  // stops with a message naming the terminal rather than gnuplot's "unknown terminal type".
+  // Sizes in points, one per pixel of the SVG (72 points an inch).
+  const std::string terminal = format + "cairo";
+  return fmt::format(
+      "if (strstrt(GPVAL_TERMINALS, '{0}') == 0) {{\n"
+      "  print \"this gnuplot has no {0} terminal, which a .{1} figure needs: install a gnuplot built with cairo \""
+      " . \"(sudo apt-get install gnuplot-nox), or draw .svg or .png\"\n"
+      "  exit status 3\n}}\n"
+      "set terminal {0} size {2:.3f}in,{3:.3f}in {4}\n",
+      terminal, format, width_px / 72.0, height_px / 72.0, font);
+}
+
+std::string plot_terminal(const std::string& out) {
+  const std::string format = figure_format(out);
+  if (format == "png") return gnuplot_terminal(format, 900, 640, "enhanced font 'Helvetica,12'");
+  return gnuplot_terminal(format, 720, 520, "enhanced font 'Helvetica,13'");
+}
+
+namespace {
+
+// How far (in octaves of the log-2 axis) row i of n is moved beside the others at the same
+// segment count, so that their points and error bars do not hide each other. One column
+// spreads the rows across the axis: there is nothing to its sides.
+double dodge_octaves(size_t i, size_t n, bool one_column) {
+  const double step = one_column ? std::min(0.25, 1.2 / double(std::max<size_t>(n, 1))) : 0.04;
+  return (double(i) - (double(n) - 1) / 2) * step;
+}
+
+// The y axis: accuracies and rates from 0 to 1.05, or higher where a mean + std reaches above
+// it (an error bar is never clipped); a loss or bpc from 0 to what fits its values.
+std::string y_range(const Pivot& pivot) {
+  if (!metric_is_fraction(pivot.metric)) return "set yrange [0:*]\n";
+  double top = 1.05;
+  for (const auto& r : pivot.rows)
+    for (const auto& [seg, c] : r.cells) top = std::max(top, c.mean + c.std + 0.02);
+  return top == 1.05 ? "set yrange [0:1.05]\n" : fmt::format("set yrange [0:{:.3f}]\n", top);
+}
+
+}  // namespace
 
 std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title) {
   const auto& quote = gnuplot_string;
@@ -44,16 +96,18 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   s += "set title " + quoted_title + " noenhanced\n";
   s += "set xlabel 'number of segments'\n";
   s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
-  // Accuracies and rates lie in [0, 1]; a loss or bpc gets an axis from 0 that fits its values.
-  const bool fraction = pivot.metric.rfind("acc", 0) == 0 || pivot.metric.rfind("solve_rate", 0) == 0 ||
-                        pivot.metric.rfind("exact_match", 0) == 0;
-  s += fraction ? "set yrange [0:1.05]\n" : "set yrange [0:*]\n";
-  s += "set grid\nset key outside right top noenhanced\n";
-  s += "set xtics (";
+  s += y_range(pivot);
+  s += "set grid\n" + plot_key_line();
+  // Segment counts on a log-2 axis (1, 2, 4 ... 512 evenly apart), ticks at the measured ones.
+  s += "set logscale x 2\nset xtics (";
   for (size_t i = 0; i < pivot.segments.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", pivot.segments[i]);
   s += ")\n";
-  if (!pivot.segments.empty())
-    s += fmt::format("set xrange [{}:{}]\n", pivot.segments.front() - 0.5, pivot.segments.back() + 0.5);
+  const bool one_column = pivot.segments.size() == 1;
+  if (!pivot.segments.empty()) {
+    const double margin = one_column ? 1.0 : 0.35;  // octaves beyond the first and last column
+    s += fmt::format("set xrange [{:.6g}:{:.6g}]\n", pivot.segments.front() * std::exp2(-margin),
+                     pivot.segments.back() * std::exp2(margin));
+  }
   // One inline data block per row: segments, mean, std.
   std::vector<std::string> plots;
   std::string data;
@@ -67,13 +121,14 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
       if (std::find(pivot.segments.begin(), pivot.segments.end(), seg) != pivot.segments.end())
         data += r.paper ? fmt::format("{} {:.6g}\n", seg, c.mean) : fmt::format("{} {:.6g} {:.6g}\n", seg, c.mean, c.std);
     data += "EOD\n";
+    const std::string x = fmt::format("($1*{:.6g})", std::exp2(dodge_octaves(i, pivot.rows.size(), one_column)));
     if (r.paper)
-      plots.push_back(fmt::format("{} using 1:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}",
-                                  block, kind_color.emplace(r.kind, color).second ? color++ : kind_color[r.kind],
+      plots.push_back(fmt::format("{} using {}:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}",
+                                  block, x, kind_color.emplace(r.kind, color).second ? color++ : kind_color[r.kind],
                                   quote("paper: " + r.label)));
     else
-      plots.push_back(fmt::format("{} using 1:2:3 with yerrorlines linewidth 2 pointtype 7 linecolor {} title {}",
-                                  block, kind_color[r.kind] = color++, quote(r.label)));
+      plots.push_back(fmt::format("{} using {}:2:3 with yerrorlines linewidth 2 pointtype 7 linecolor {} title {}",
+                                  block, x, kind_color[r.kind] = color++, quote(r.label)));
   }
   if (plots.empty()) fail("nothing to plot: no finished runs with a value for {}", pivot.metric);
   s += data;

@@ -83,15 +83,37 @@ void add_paper_rows(Pivot& pivot, const std::string& yaml_text, const std::strin
 // md | csv | latex. Paper rows show the paper's value only. Columns are "segments x length" while
 // the paper's segment lengths equal the measured ones; otherwise "N seg", and a note under the
 // table gives both ("measured 3 x 6, 6 x 3; paper (copy 24, 72 positions) 3 x 24, 6 x 12").
-std::string format_pivot(const Pivot& pivot, const std::string& format);
+// style.digits: decimals of means and stds (default 3; the paper's values keep at most 2);
+// CSV keeps full precision. LaTeX uses booktabs (\toprule, \midrule, \bottomrule: needs
+// \usepackage{booktabs}), $\pm$, \label{style.label} when given, and where every measured cell
+// has the same number of seeds drops "(n)" from the cells and says "over n seeds" in the caption.
+struct TableStyle {
+  int digits = 3;     // 0 to 6
+  std::string label;  // LaTeX only: "" = no \label
+};
+std::string format_pivot(const Pivot& pivot, const std::string& format, const TableStyle& style = {});
+// A LaTeX label from a sweep's name: "tab:" + the name, characters other than letters, digits,
+// '-' and '.' as '_'.
+std::string table_label(const std::string& name);
 
-// A gnuplot script drawing metric against segments, one line with error bars per measured row
-// (paper rows dashed), into out (.svg or .png).
+// A gnuplot script drawing metric against segments (a log-2 axis), one line with error bars per
+// measured row (paper rows dashed), into out (.svg, .png, .pdf or .eps). Rows at the same segment
+// count sit a little apart (a one-column sweep spreads them across the axis); the key is under the
+// plot; the y axis reaches above every error bar.
 std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title);
-// A gnuplot double-quoted string, and the terminal line for an output file (.svg or .png; other
-// endings fail naming the file).
+// A gnuplot double-quoted string.
 std::string gnuplot_string(const std::string& s);
+// The figure format of an output file from its ending: svg, png, pdf or eps; other endings fail
+// naming the file.
+std::string figure_format(const std::string& out);
+// The terminal lines for a format at a size in pixels (PDF and EPS: one point a pixel), with
+// `font` ("enhanced font 'Helvetica,13'"). PDF and EPS use cairo's terminals: the script first
+// stops, naming the missing terminal, where this gnuplot lacks it.
+std::string gnuplot_terminal(const std::string& format, int width_px, int height_px, const std::string& font);
+// The terminal lines for an output file (figure_format of its ending), at the figures' size.
 std::string plot_terminal(const std::string& out);
+// The key of every line plot: under the plot, entries side by side.
+std::string plot_key_line();
 // Runs gnuplot on such a script (which writes `out` itself), via OUT.gp next to it. Fails with
 // what to install when gnuplot is missing, and with gnuplot's own message when it fails.
 void draw_plot(const std::string& script, const std::string& out);
