@@ -16,27 +16,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class AttentionHandler : public ItemHandler {
+class AttentionHandler : public FromItemHandler {
  public:
   AttentionHandler(const ReproItem& item, ReproContext& context)
-      : ItemHandler(item, context), part_(std::get<AttentionItem>(item.part)) {}
-
-  int run() override {
-    ctx_.timed(item_, "drawing attention maps", [&] { draw_maps(); });
-    return 0;
-  }
-  std::string pattern() const override { return checks_file_pattern(item_, ctx_); }
-  std::string section(const ItemTiming& timing) const override {
-    return from_item_section(item_, ctx_, ctx_.out_dir(item_) / "maps.md", timing);
-  }
+      : FromItemHandler(item, context, "drawing attention maps", "maps.md"), part_(std::get<AttentionItem>(item.part)) {}
 
  private:
   const AttentionItem& part_;
-  void draw_maps() const;
+  void compute() const override;
 };
 
 // maps.md: each picked run's maps (one PNG) and the write order measured on them.
-void AttentionHandler::draw_maps() const {
+void AttentionHandler::compute() const {
   const ReproItem& from = *ctx_.manifest.find(item_.from);
   const fs::path dir = ctx_.out_dir(item_);
   create_directories_or_fail(dir);

@@ -76,12 +76,24 @@ std::unique_ptr<ItemHandler> make_lm_handler(const ReproItem& item, ReproContext
 std::unique_ptr<ItemHandler> make_attention_handler(const ReproItem& item, ReproContext& context);
 std::unique_ptr<ItemHandler> make_length_handler(const ReproItem& item, ReproContext& context);
 
-// The section of an attention or length item: where its runs come from, its command, the
-// markdown it wrote (`md_file`, or "not run yet"), the reading and the wall time.
-std::string from_item_section(const ReproItem& item, const ReproContext& ctx, const std::filesystem::path& md_file,
-                              const ItemTiming& timing);
-// An attention or length item's pattern cell, from the checks.json it wrote ("-" without one).
-std::string checks_file_pattern(const ReproItem& item, const ReproContext& ctx);
+// An item that reads another's runs (attention, length): computed in this call and timed; its
+// section is where its runs come from, its command, the markdown it wrote (`md_file` in its
+// folder, or "not run yet"), the reading and the wall time; its pattern is what the checks.json
+// it wrote says ("-" without one).
+class FromItemHandler : public ItemHandler {
+ public:
+  int run() override;
+  std::string pattern() const override;
+  std::string section(const ItemTiming& timing) const override;
+
+ protected:
+  FromItemHandler(const ReproItem& item, ReproContext& context, std::string doing, std::string md_file)
+      : ItemHandler(item, context), doing_(std::move(doing)), md_file_(std::move(md_file)) {}
+  virtual void compute() const = 0;  // writes the item's files under its folder
+
+ private:
+  std::string doing_, md_file_;  // what compute does, for the log; the markdown it writes
+};
 
 template <class Work>
 void ReproContext::timed(const ReproItem& item, const std::string& what, Work work) const {

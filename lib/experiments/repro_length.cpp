@@ -186,26 +186,17 @@ namespace {
 
 // A length item: results.csv like a sweep's (one row per run and evaluated length), a table per
 // accuracy, a plot, and the checks on the teacher-forced one (checks.json for the summary).
-class LengthHandler : public ItemHandler {
+class LengthHandler : public FromItemHandler {
  public:
   LengthHandler(const ReproItem& item, ReproContext& context)
-      : ItemHandler(item, context), part_(std::get<LengthItem>(item.part)) {}
-
-  int run() override {
-    ctx_.timed(item_, "evaluating on longer data", [&] { evaluate(); });
-    return 0;
-  }
-  std::string pattern() const override { return checks_file_pattern(item_, ctx_); }
-  std::string section(const ItemTiming& timing) const override {
-    return from_item_section(item_, ctx_, ctx_.out_dir(item_) / "table.md", timing);
-  }
+      : FromItemHandler(item, context, "evaluating on longer data", "table.md"), part_(std::get<LengthItem>(item.part)) {}
 
  private:
   const LengthItem& part_;
-  void evaluate() const;
+  void compute() const override;
 };
 
-void LengthHandler::evaluate() const {
+void LengthHandler::compute() const {
   const ReproItem& from = *ctx_.manifest.find(item_.from);
   const SweepPlan& plan = ctx_.plan_of(from);
   const fs::path dir = ctx_.out_dir(item_);

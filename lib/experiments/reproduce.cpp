@@ -54,26 +54,31 @@ const SweepRun* ReproContext::pick_run(const ReproItem& from, const RunPick& p, 
 
 ItemTiming ItemHandler::timing() const { return read_timing(ctx_.out_dir(item_) / "timing.json"); }
 
-std::string from_item_section(const ReproItem& item, const ReproContext& ctx, const fs::path& md_file,
-                              const ItemTiming& timing) {
-  const ReportTemplates& t = ctx.templates;
-  const std::string command = ctx.command_of(item);
-  std::string s = t.render("from_item", {{"from", item.from}, {"command", command}});
-  s += fs::exists(md_file) ? read_file(md_file) + "\n" : t.render("not_run", {{"command", command}});
-  s += ctx.reading(item);
+int FromItemHandler::run() {
+  ctx_.timed(item_, doing_, [&] { compute(); });
+  return 0;
+}
+
+std::string FromItemHandler::section(const ItemTiming& timing) const {
+  const ReportTemplates& t = ctx_.templates;
+  const std::string command = ctx_.command_of(item_);
+  const fs::path md = ctx_.out_dir(item_) / md_file_;
+  std::string s = t.render("from_item", {{"from", item_.from}, {"command", command}});
+  s += fs::exists(md) ? read_file(md) + "\n" : t.render("not_run", {{"command", command}});
+  s += ctx_.reading(item_);
   if (timing.wall_s > 0) s += t.render("wall_time", {{"wall", seconds_text(timing.wall_s)}});
   return s;
 }
 
-std::string checks_file_pattern(const ReproItem& item, const ReproContext& ctx) {
-  const fs::path file = ctx.out_dir(item) / "checks.json";
+std::string FromItemHandler::pattern() const {
+  const fs::path file = ctx_.out_dir(item_) / "checks.json";
   if (!fs::exists(file)) return "-";
   try {
     const nlohmann::json checks = nlohmann::json::parse(read_file(file));
     if (checks.at("total").get<int>() > 0)
       return fmt::format("{} of {} checks hold", checks.at("holding").get<int>(), checks.at("total").get<int>());
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: not the checks `rmt reproduce {}` writes ({}); run the item again", file.string(), item.name, e.what());
+    fail("{}: not the checks `rmt reproduce {}` writes ({}); run the item again", file.string(), item_.name, e.what());
   }
   return "-";
 }
