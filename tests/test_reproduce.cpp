@@ -14,6 +14,7 @@
 
 #include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
+#include "lib/experiments/repro_templates.h"
 #include "lib/experiments/reproduce.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
@@ -83,8 +84,16 @@ items:
 )Y") + extra_item;
 }
 
+// The report's templates (experiments/reproduce/report_templates.md) beside a test's manifest.
+void copy_report_templates(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(RMT_SOURCE_DIR) / "experiments/reproduce/report_templates.md", dir / "report_templates.md",
+                fs::copy_options::overwrite_existing);
+}
+
 fs::path tiny_project(const std::string& name, const std::string& manifest) {
   fs::path dir = fresh_tmp("rmt_reproduce", name);
+  copy_report_templates(dir);
   write(dir / "tiny.yaml", kReproSweep);
   write(dir / "paper.yaml", kPaper);
   write(dir / "m.yaml", manifest);
@@ -220,7 +229,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
   CHECK(report.find("| [longer](#longer) | length | 1 of 1 checks hold |") != std::string::npos);
 
-  // -j 2 evaluated in `rmt eval` processes, 2 at a time; in-process (-j 1) gives the same numbers.
+  // -j 2 evaluated 2 at a time (threads of one CPU thread each); -j 1 one after another: the same numbers.
   auto without_seconds = [](const std::string& text) {  // eval_seconds, the 11th column, dropped
     std::string kept, line;
     std::istringstream in(text);
@@ -317,6 +326,52 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(nlohmann::json::parse(timing)["wall_s"].get<double>() < 1000);
 }
 
+TEST_CASE("reproduce: the report's templates: exact text, and every placeholder and template accounted for") {
+  const std::string file = "comment, not a template {{ignored}}\n"
+                           "<!-- template: a -->\nHello {{who}}.\n\n"
+                           "<!-- template: b -->\nno keys\n";
+  const ReportTemplates t = ReportTemplates::parse(file, "t.md", {"a", "b"});
+  CHECK(t.render("a", {{"who", "world"}}) == "Hello world.\n\n");  // blank lines kept, value not re-read
+  CHECK(t.render("a", {{"who", "{{who}}"}}) == "Hello {{who}}.\n\n");
+  CHECK(t.render("b", {}) == "no keys\n");
+  auto error = [](auto f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A key the template names that the report does not give; one it gives that the template leaves out.
+  CHECK(error([&] { t.render("a", {}); }) == "t.md: template 'a': unknown placeholder {{who}} (it can use: )");
+  CHECK(error([&] { t.render("b", {{"who", "x"}}); }) ==
+        "t.md: template 'b' leaves out {{who}}, which the report needs there");
+  CHECK(error([&] { ReportTemplates::parse("<!-- template: a -->\n{{who\n", "t.md", {"a"}).render("a", {{"who", "x"}}); })
+            .find("'{{' without its '}}'") != std::string::npos);
+  // A template the report needs that the file lacks; one it does not know; one given twice.
+  CHECK(error([&] { ReportTemplates::parse(file, "t.md", {"a", "b", "c"}); }) ==
+        "t.md: no template 'c' (the report needs: a, b, c)");
+  CHECK(error([&] { ReportTemplates::parse(file, "t.md", {"a"}); }) == "t.md:5: unknown template 'b' (templates: a)");
+  CHECK(error([&] { ReportTemplates::parse(file + "<!-- template: a -->\n", "t.md", {"a", "b"}); }) ==
+        "t.md:7: template 'a' given twice");
+  CHECK(error([&] { ReportTemplates::parse("<!-- template: a\n", "t.md", {"a"}); }) ==
+        "t.md:1: expected `<!-- template: NAME -->`");
+}
+
+TEST_CASE("reproduce: without its report templates beside the manifest, a clear error before any run") {
+  fs::path dir = tiny_project("no_templates", manifest_text());
+  fs::remove(dir / "report_templates.md");
+  const std::string base = "reproduce --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                           (dir / "runs").string() + " --out " + (dir / "out").string();
+  expect_error(base, (dir / "report_templates.md").string() + ": not found: the report's templates");
+  CHECK_FALSE(fs::exists(dir / "runs"));
+  // A template naming a placeholder the report does not fill is refused the same way.
+  std::string templates = read_file(fs::path(RMT_SOURCE_DIR) / "experiments/reproduce/report_templates.md");
+  templates.replace(templates.find("{{total_time}}"), 14, "{{total}}");
+  write(dir / "report_templates.md", templates);
+  expect_error(base + " --report-only", "template 'report': unknown placeholder {{total}}");
+}
+
 TEST_CASE("reproduce: learning_curves.csv read back names the value out of range") {
   const std::string header = "kind,seed,segments,run_id,step,val_acc,val_segments\n";
   CHECK(parse_curves_csv(header + "rmt,1,6,r1,2000,0.7,6\n", "c.csv").at(0).points.at(0).val_acc == 0.7);
@@ -379,6 +434,7 @@ TEST_CASE("reproduce: a language-model setting's seeds are one row (mean, std, r
 
 TEST_CASE("reproduce: a tiny language-model item (table of runs, bpc plot, claims comparing runs)") {
   fs::path dir = fresh_tmp("rmt_reproduce", "lm");
+  copy_report_templates(dir);
   std::string text;
   for (int i = 0; i < 400; ++i) text += "the cat sat on the mat; the dog ate the log. ";
   write(dir / "corpus.txt", text);

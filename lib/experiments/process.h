@@ -1,6 +1,6 @@
 #pragma once
-// Child processes of the experiment layer: a sweep's `rmt train` runs, `rmt generate` and `rmt
-// eval`, and the tools rmt drives (gnuplot, nvidia-smi, nvidia-cuda-mps-control). Every fork/exec of lib/experiments is
+// Child processes of the experiment layer: a sweep's `rmt train` runs and `rmt generate`, and
+// the tools rmt drives (gnuplot, nvidia-smi, nvidia-cuda-mps-control). Every fork/exec of lib/experiments is
 // here, so how a child is started (its environment, its output, its death with the parent) is
 // decided once.
 #include <sys/types.h>

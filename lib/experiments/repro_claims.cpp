@@ -104,7 +104,19 @@ int claims_holding(const std::vector<ClaimResult>& claims) {
   return int(std::count_if(claims.begin(), claims.end(), [](const ClaimResult& r) { return r.state == ClaimResult::holds; }));
 }
 
-std::string claims_markdown(const ReproItem& item, const std::vector<ClaimResult>& results) {
+std::vector<ClaimLine> claim_lines(const std::vector<Claim>& claims) {
+  std::vector<ClaimLine> lines;
+  for (const Claim& c : claims) lines.push_back({c.text, c.metric});
+  return lines;
+}
+
+std::vector<ClaimLine> claim_lines(const std::vector<LmClaim>& claims) {
+  std::vector<ClaimLine> lines;
+  for (const LmClaim& c : claims) lines.push_back({c.text, "test bpc"});
+  return lines;
+}
+
+std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vector<ClaimResult>& results) {
   const int holds = claims_holding(results);
   const int n = int(results.size());
   const char* verdict = holds == n ? "**The paper's pattern holds**"
@@ -114,8 +126,7 @@ std::string claims_markdown(const ReproItem& item, const std::vector<ClaimResult
   for (size_t i = 0; i < results.size(); ++i) {
     const ClaimResult& r = results[i];
     const char* mark = r.state == ClaimResult::holds ? "holds" : r.state == ClaimResult::fails ? "FAILS" : "no data";
-    if (item.kind == "lm") s += fmt::format("- {}: {} (test bpc; {})\n", mark, item.lm_claims[i].text, r.detail);
-    else s += fmt::format("- {}: {} ({}; {})\n", mark, item.claims[i].text, item.claims[i].metric, r.detail);
+    s += fmt::format("- {}: {} ({}; {})\n", mark, claims[i].text, claims[i].measure, r.detail);
   }
   return s;
 }

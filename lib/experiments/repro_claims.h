@@ -1,14 +1,22 @@
 #pragma once
 // The paper's pattern as checks on measured results: a sweep item's claims on the means of its
-// pivoted table (check_claim, reproduce.h), a language-model item's claims comparing two runs'
+// pivoted table (check_claim), a language-model item's claims comparing two runs'
 // bpc.
 #include <string>
 #include <vector>
 
-#include "lib/experiments/reproduce.h"
+#include "lib/experiments/repro_manifest.h"
 #include "lib/experiments/results_table.h"
 
 namespace rmt {
+
+// Claim check on a pivoted table: "holds" / "fails" / "no data" and the numbers it used.
+struct ClaimResult {
+  enum State { holds, fails, no_data } state = no_data;
+  std::string detail;
+  std::vector<int> failing_segments;  // the claim's segment counts where it fails
+};
+ClaimResult check_claim(const Claim& claim, const Pivot& pivot);
 
 // One finished run of a language-model sweep, as its results.csv row says; or, after lm_means,
 // one model setting over its seeds (bpc, loss and wall_s the means).
@@ -32,8 +40,15 @@ std::string selector_text(const LmSelector& s);
 // whether the difference is larger than the spread between seeds (the wider of the two ranges).
 ClaimResult check_lm_claim(const LmClaim& claim, const std::vector<LmRow>& rows);
 int claims_holding(const std::vector<ClaimResult>& claims);
+// One checked claim as the report lists it: its text and what it measures ("acc_teacher_forced",
+// "test bpc").
+struct ClaimLine {
+  std::string text, measure;
+};
+std::vector<ClaimLine> claim_lines(const std::vector<Claim>& claims);    // each on its metric
+std::vector<ClaimLine> claim_lines(const std::vector<LmClaim>& claims);  // each on test bpc
 // The verdict ("The paper's pattern holds in part (1 of 2 checks):") and one line per check, as
-// the report prints an item's checks; results[i] is the outcome of the item's claim i.
-std::string claims_markdown(const ReproItem& item, const std::vector<ClaimResult>& results);
+// the report prints an item's checks; results[i] is the outcome of claims[i].
+std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vector<ClaimResult>& results);
 
 }  // namespace rmt

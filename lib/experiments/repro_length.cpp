@@ -1,42 +1,103 @@
+// The length items of `rmt reproduce` (repro_length.h): their datasets, their evaluations, and
+// the item's table, plot and checks.
 #include "lib/experiments/repro_length.h"
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/experiments/generated_data.h"
-#include "lib/experiments/process.h"
+#include "lib/experiments/repro_claims.h"
+#include "lib/experiments/repro_items.h"
+#include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/eval_run.h"
+#include "tasks/tasks.h"
 
 namespace rmt {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-fs::path length_dataset(const std::string& rmt_binary, const fs::path& data_root,
-                        const std::map<std::string, std::string>& data, int length) {
+namespace {
+
+// A data option's value as the integer type `rmt generate` reads it (the sweep file's check,
+// sweep_spec.cpp, has already refused anything else).
+template <class Int>
+Int option_value(const std::string& key, const std::string& text) {
+  Int v = 0;
+  const char* begin = text.data() + (!text.empty() && text[0] == '+');
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) fail("data option {}: '{}' is not an integer", key, text);
+  return v;
+}
+
+// The `rmt generate` request of the sweep's data options with length L, into `dir`.
+GenerateRequest length_generate_request(const std::map<std::string, std::string>& data, int length,
+                                        const fs::path& dir) {
+  TaskArgs a;
+  a.length = length;
+  std::optional<int64_t> test;
+  uint64_t seed = 0;
+  std::string task;
+  for (const auto& [k, v] : data) {
+    if (k == "task") task = v;
+    else if (k == "length" || k == "train" || k == "val") continue;  // the item's length; one sample each
+    else if (k == "test") test = option_value<int64_t>(k, v);
+    else if (k == "seed") seed = option_value<uint64_t>(k, v);
+    else if (k == "symbols") a.symbols = option_value<int>(k, v);
+    else if (k == "pairs") a.pairs = option_value<int>(k, v);
+    else if (k == "max_root") a.max_root = option_value<int>(k, v);
+    else if (k == "max_alpha") a.max_alpha = option_value<int>(k, v);
+    else if (k == "facts") a.facts = option_value<int>(k, v);
+    else if (k == "distractors") a.distractors = option_value<int>(k, v);
+    else if (k == "noise_words") a.noise_words = option_value<int>(k, v);
+    else if (k == "noise") a.noise = v;
+    else if (k == "noise_text") a.noise_text = v;
+    else fail("data option '{}' is not one of a task of samples at another length (task {})", k, task);
+  }
+  GenerateRequest r;
+  r.task = resolve_task(task, a);
+  r.sizes = default_split_sizes(r.task);
+  r.sizes.train = 1;
+  r.sizes.val = 1;
+  if (test) r.sizes.test = *test;
+  r.seed = seed;
+  r.out_dir = dir.string();
+  r.force = true;  // a directory without meta.yaml is an interrupted generation
+  return r;
+}
+
+}  // namespace
+
+fs::path length_dataset(const fs::path& data_root, const std::map<std::string, std::string>& data, int length) {
   const auto task = data.find("task");
-  const fs::path dir = data_root / fmt::format("{}{}", task == data.end() ? "" : task->second, length);
-  std::vector<std::string> args = {"generate", task == data.end() ? "" : task->second, "--out",
-                                   dir.string(), "--force", "--length", std::to_string(length), "--train", "1",
-                                   "--val", "1"};
-  for (const auto& [k, v] : data)
-    if (k != "task" && k != "length" && k != "train" && k != "val") args.insert(args.end(), {generate_flag(k), v});
+  const std::string task_name = task == data.end() ? "" : task->second;
+  const fs::path dir = data_root / fmt::format("{}{}", task_name, length);
   if (fs::exists(dir / "meta.yaml")) {  // generated before: the same options (a changed sweep file)?
+    // The `rmt generate` arguments that would write it, as check_generated_dataset reads them.
+    std::vector<std::string> args = {"generate", task_name, "--length", std::to_string(length), "--train", "1",
+                                     "--val", "1"};
+    for (const auto& [k, v] : data)
+      if (k != "task" && k != "length" && k != "train" && k != "val") args.insert(args.end(), {generate_flag(k), v});
     check_generated_dataset(dir, args);
     return dir;
   }
-  create_directories_or_fail(dir);
-  const fs::path log_file = dir / "generate.log";
-  fs::remove(log_file);
-  if (run_logged(rmt_binary, args, log_file) != 0) fail("generating {} failed: {}", dir.string(), read_file(log_file));
+  try {
+    const GenerateRequest request = length_generate_request(data, length, dir);
+    create_directories_or_fail(dir);
+    generate_dataset(request);
+  } catch (const Error& e) {
+    fail("generating {} failed: {}", dir.string(), e.what());
+  }
   return dir;
 }
 
@@ -50,75 +111,29 @@ void write_kept(const fs::path& kept, const std::string& run_id, const fs::path&
   write_file_atomic(kept, j.dump(2) + "\n");
 }
 
-// `rmt eval` of one job in a process of its own; "" on success, else why it failed.
-std::string evaluate_in_subprocess(const std::string& rmt_binary, const LengthEvalJob& job) {
-  const fs::path out = job.kept.string() + ".eval.out";
-  const auto t0 = std::chrono::steady_clock::now();
-  fs::remove(out);
-  const int status = run_logged(rmt_binary, {"eval", "--run", job.run->dir.string(), "--data", job.data_dir.string(),
-                                             "--split", "test", "--threads", "1"}, out);
+LengthEval read_kept(const fs::path& kept) {
   LengthEval e;
-  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::string text = fs::exists(out) ? read_file(out) : "";
-  fs::remove(out);
-  if (status != 0) return fmt::format("rmt eval of {} on {}: {}", job.run->run_id, job.data_dir.string(), text);
   try {
-    const json j = json::parse(text.substr(text.find('{')));  // the one JSON object it prints
-    const std::vector<int> seg_len = j.at("segment_lengths").get<std::vector<int>>();
-    e.segments = int(seg_len.size());
-    e.segment_length = *std::max_element(seg_len.begin(), seg_len.end());
+    const json j = json::parse(read_file(kept));
+    e.segments = j.at("segments").get<int>();
+    e.segment_length = j.at("segment_length").get<int>();
     e.acc_teacher_forced = j.at("acc_teacher_forced").get<double>();
-    if (!j.at("acc_free_running").is_null()) e.acc_free_running = fmt::format("{}", j["acc_free_running"].get<double>());
+    e.acc_free_running = j.at("acc_free_running").get<std::string>();
+    e.seconds = j.at("seconds").get<double>();
   } catch (const std::exception& ex) {
-    return fmt::format("rmt eval of {} on {} printed no result ({}): {}", job.run->run_id,
-                       job.data_dir.string(), ex.what(), text);
+    fail("{}: not an evaluation this reproduction wrote ({}); delete it to evaluate again", kept.string(), ex.what());
   }
-  write_kept(job.kept, job.run->run_id, job.data_dir, e);
-  return "";
+  return e;
 }
 
-}  // namespace
-
-void evaluate_lengths(const std::string& rmt_binary, const std::vector<LengthEvalJob>& jobs, int parallel) {
-  std::vector<const LengthEvalJob*> pending;
-  for (const LengthEvalJob& job : jobs)
-    if (!fs::exists(job.kept)) {
-      pending.push_back(&job);
-      create_directories_or_fail(job.kept.parent_path());
-    }
-  std::atomic<size_t> next{0};
-  std::vector<std::string> errors(pending.size());
-  std::vector<std::thread> workers;
-  for (int w = 0; w < std::min<int>(parallel, int(pending.size())); ++w)
-    workers.emplace_back([&] {
-      for (size_t i; (i = next++) < pending.size();) errors[i] = evaluate_in_subprocess(rmt_binary, *pending[i]);
-    });
-  for (std::thread& t : workers) t.join();
-  for (const std::string& error : errors)
-    if (!error.empty()) fail("{}", error);
-}
-
-LengthEval evaluate_length(const SweepRun& run, const fs::path& data_dir, const fs::path& kept) {
-  LengthEval e;
-  if (fs::exists(kept)) {
-    try {
-      const json j = json::parse(read_file(kept));
-      e.segments = j.at("segments").get<int>();
-      e.segment_length = j.at("segment_length").get<int>();
-      e.acc_teacher_forced = j.at("acc_teacher_forced").get<double>();
-      e.acc_free_running = j.at("acc_free_running").get<std::string>();
-      e.seconds = j.at("seconds").get<double>();
-      return e;
-    } catch (const std::exception& ex) {
-      fail("{}: not an evaluation this reproduction wrote ({}); delete it to evaluate again", kept.string(),
-           ex.what());
-    }
-  }
+// `rmt eval --split test --threads 1` of one job, kept.
+LengthEval evaluate_and_keep(const LengthEvalJob& job) {
   EvalRunRequest req;
-  req.run_dir = run.dir.string();
-  req.data_dir = data_dir.string();
+  req.run_dir = job.run->dir.string();
+  req.data_dir = job.data_dir.string();
   req.split = "test";
   req.threads = 1;
+  LengthEval e;
   const auto t0 = std::chrono::steady_clock::now();
   const EvalRunResult r = evaluate_run(req);
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -126,8 +141,131 @@ LengthEval evaluate_length(const SweepRun& run, const fs::path& data_dir, const 
   e.segment_length = *std::max_element(r.seg_len.begin(), r.seg_len.end());
   e.acc_teacher_forced = r.result.acc_teacher_forced;
   if (r.result.acc_free_running) e.acc_free_running = fmt::format("{}", *r.result.acc_free_running);
-  write_kept(kept, run.run_id, data_dir, e);
+  write_kept(job.kept, job.run->run_id, job.data_dir, e);
   return e;
+}
+
+}  // namespace
+
+std::vector<LengthEval> evaluate_lengths(const std::vector<LengthEvalJob>& jobs, int parallel) {
+  std::vector<LengthEval> evals(jobs.size());
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (fs::exists(jobs[i].kept)) evals[i] = read_kept(jobs[i].kept);
+    else pending.push_back(i);
+  }
+  // Each evaluation sets its thread's count to one (evaluate_run); the caller's is put back after.
+  const int threads_before = num_threads();
+  std::atomic<size_t> next{0};
+  std::vector<std::string> errors(pending.size());
+  auto work = [&] {
+    for (size_t k; (k = next++) < pending.size();) {
+      const LengthEvalJob& job = jobs[pending[k]];
+      try {
+        evals[pending[k]] = evaluate_and_keep(job);
+      } catch (const std::exception& e) {
+        errors[k] = fmt::format("evaluating {} on {}: {}", job.run->run_id, job.data_dir.string(), e.what());
+      }
+    }
+  };
+  const int workers = std::min<int>(parallel, int(pending.size()));
+  if (workers <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) threads.emplace_back(work);
+    for (std::thread& t : threads) t.join();
+  }
+  set_num_threads(threads_before);
+  for (const std::string& error : errors)
+    if (!error.empty()) fail("{}", error);
+  return evals;
+}
+
+namespace {
+
+// A length item: results.csv like a sweep's (one row per run and evaluated length), a table per
+// accuracy, a plot, and the checks on the teacher-forced one (checks.json for the summary).
+class LengthHandler : public FromItemHandler {
+ public:
+  LengthHandler(const ReproItem& item, ReproContext& context)
+      : FromItemHandler(item, context, "evaluating on longer data", "table.md"), part_(std::get<LengthItem>(item.part)) {}
+
+ private:
+  const LengthItem& part_;
+  void compute() const override;
+};
+
+void LengthHandler::compute() const {
+  const ReproItem& from = *ctx_.manifest.find(item_.from);
+  const SweepPlan& plan = ctx_.plan_of(from);
+  const fs::path dir = ctx_.out_dir(item_);
+  create_directories_or_fail(dir);
+  std::map<std::string, std::string> data;
+  for (const auto& [k, v] : plan.spec.data) data[k] = v;
+  std::vector<const SweepRun*> runs;
+  if (part_.all_runs)
+    for (const auto& run : plan.runs) runs.push_back(&run);
+  for (size_t i = 0; i < part_.runs.size(); ++i)
+    runs.push_back(ctx_.pick_run(from, part_.runs[i], fmt::format("items.{}.runs[{}]", item_.name, i)));
+  // A results.csv like a sweep's (so `rmt table` / `rmt plot` read it): one row per run and
+  // evaluation length; `segments` is the number of segments evaluated at the trained length.
+  std::string csv = "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,"
+                    "eval_length,trained_segments,acc_teacher_forced,acc_free_running,eval_seconds,status\n";
+  const fs::path work = fs::path(ctx_.options.runs_dir) / item_.name;
+  // The datasets (one per length), then the evaluations still to do, -j at a time, in order.
+  std::vector<fs::path> data_dirs;  // generated once, and only when some run is there to evaluate
+  if (std::any_of(runs.begin(), runs.end(), [&](const SweepRun* r) { return run_state(*r) == RunState::done; }))
+    for (int L : part_.lengths) data_dirs.push_back(length_dataset(work / "data", data, L));
+  std::vector<LengthEvalJob> jobs;
+  for (const SweepRun* run : runs) {
+    if (run_state(*run) != RunState::done) continue;
+    for (size_t l = 0; l < part_.lengths.size(); ++l)
+      jobs.push_back({run, part_.lengths[l], data_dirs[l],
+                      work / "evals" / fmt::format("{}_{}.json", run->run_id, part_.lengths[l])});
+  }
+  const std::vector<LengthEval> evals = evaluate_lengths(jobs, ctx_.options.jobs);
+  bool free_running_differs = false;  // a one-token answer decodes as it is teacher-forced
+  double eval_seconds = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Config& c = jobs[j].run->config;
+    const LengthEval& e = evals[j];
+    free_running_differs |= !e.acc_free_running.empty() && std::stod(e.acc_free_running) != e.acc_teacher_forced;
+    eval_seconds += e.seconds;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},done\n", c.model.kind, e.segments,
+                       c.model.num_mem_tokens, c.model.mem_len, c.train.seed, e.segment_length, jobs[j].length,
+                       c.segments, e.acc_teacher_forced, e.acc_free_running, e.seconds);
+  }
+  write_file_atomic(dir / "results.csv", csv);
+  CsvTable table = parse_csv(csv, (dir / "results.csv").string());
+  std::string md;
+  std::vector<ClaimResult> checks;
+  for (const std::string metric : {"acc_teacher_forced", "acc_free_running"}) {
+    if (metric == "acc_free_running" && !free_running_differs) continue;
+    Pivot pivot = pivot_results(table, metric, {}, (dir / "results.csv").string());
+    if (pivot.rows.empty()) continue;
+    md += format_pivot(pivot, "md") + "\n";
+    if (metric == std::string("acc_teacher_forced")) {
+      const fs::path png = dir / (item_.name + ".png");
+      draw_plot(gnuplot_script(pivot, png.string(), item_.title), png.string());
+      md += fmt::format("![{}]({}/{})\n\n", item_.name, item_.name, png.filename().string());
+      for (const Claim& claim : part_.claims) checks.push_back(check_claim(claim, pivot));
+    }
+  }
+  if (!jobs.empty())
+    md += fmt::format("Evaluation: {} test splits (one thread each), {} in all.\n\n", jobs.size(),
+                      seconds_text(eval_seconds));
+  if (!checks.empty()) md += claims_markdown(claim_lines(part_.claims), checks) + "\n";
+  // The summary table's pattern column reads the checks back (the report may be written without
+  // evaluating again).
+  write_file_atomic(dir / "checks.json", json{{"holding", claims_holding(checks)}, {"total", checks.size()}}.dump() + "\n");
+  write_file_atomic(dir / "table.md", md);
+}
+
+}  // namespace
+
+std::unique_ptr<ItemHandler> make_length_handler(const ReproItem& item, ReproContext& context) {
+  return std::make_unique<LengthHandler>(item, context);
 }
 
 }  // namespace rmt

@@ -1,6 +1,7 @@
 #pragma once
-// The length items of `rmt reproduce` (lib/experiments/reproduce.cpp): trained runs evaluated on
-// datasets of their task at other lengths, in segments of the trained length.
+// The length items of `rmt reproduce`: trained runs evaluated on datasets of their task at other
+// lengths, in segments of the trained length. Generation and evaluation run in this process
+// (tasks/ generate_dataset, lib/run evaluate_run), as `rmt generate` and `rmt eval` would.
 #include <filesystem>
 #include <map>
 #include <string>
@@ -10,10 +11,10 @@
 
 namespace rmt {
 
-// The dataset of the sweep's task (data: options, with --length L) that a length item
-// evaluates on: DATA_ROOT/{task}{L}, generated with `rmt generate` unless it exists (its test
-// split only is used; train and val get one sample).
-std::filesystem::path length_dataset(const std::string& rmt_binary, const std::filesystem::path& data_root,
+// The dataset of the sweep's task (data: options, with length L) that a length item evaluates
+// on: DATA_ROOT/{task}{L}, generated unless it exists (its test split only is used; train and val
+// get one sample). An existing one generated with other options is an error (generated_data.h).
+std::filesystem::path length_dataset(const std::filesystem::path& data_root,
                                      const std::map<std::string, std::string>& data, int length);
 
 // One trained run evaluated on one length.
@@ -24,21 +25,18 @@ struct LengthEval {
   double seconds = 0;                    // the evaluation's wall time
 };
 
-// The test split of `data_dir` evaluated with `run`'s best checkpoint on one thread (the same
-// numbers on every machine and re-run). The result is kept in `kept` (written atomically) and
-// read back from there on a later call, so an interrupted item resumes where it stopped.
-LengthEval evaluate_length(const SweepRun& run, const std::filesystem::path& data_dir,
-                           const std::filesystem::path& kept);
-
 // One evaluation a length item needs.
 struct LengthEvalJob {
   const SweepRun* run;
   int length;                            // the evaluated input length
   std::filesystem::path data_dir, kept;
 };
-// Writes the `kept` file of every job that has none yet, `parallel` at a time, each an
-// `rmt eval --threads 1` process of `rmt_binary` (one thread, as evaluate_length: the same
-// numbers); evaluate_length then reads them back. Fails after all finished if one failed.
-void evaluate_lengths(const std::string& rmt_binary, const std::vector<LengthEvalJob>& jobs, int parallel);
+
+// Each job's evaluation: the test split of its data_dir with its run's best checkpoint, on one
+// CPU thread (the same numbers on every machine and re-run). A job whose `kept` file exists is
+// read back from it; the others are evaluated, `parallel` at a time, and kept (written
+// atomically), so an interrupted item resumes where it stopped. Fails, after all finished, if
+// one failed.
+std::vector<LengthEval> evaluate_lengths(const std::vector<LengthEvalJob>& jobs, int parallel);
 
 }  // namespace rmt

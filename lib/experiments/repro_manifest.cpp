@@ -1,6 +1,6 @@
 // The reproduction manifest (experiments/reproduce/reproduce.yaml): read strictly, every error
-// naming the file, the item and the key.
-#include "lib/experiments/reproduce.h"
+// naming the file, the item and the key. Each kind's part is read by its own function (item_reader).
+#include "lib/experiments/repro_manifest.h"
 
 #include <algorithm>
 #include <cctype>
@@ -130,6 +130,111 @@ LmClaim read_lm_claim(const ManifestReader& r, const YAML::Node& node, const std
   return c;
 }
 
+std::vector<Claim> read_claims(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
+  std::vector<Claim> claims;
+  if (!node) return claims;
+  if (!node.IsSequence()) r.bad(where, "expected a list");
+  for (size_t i = 0; i < node.size(); ++i) claims.push_back(read_claim(r, node[i], fmt::format("{}[{}]", where, i)));
+  return claims;
+}
+
+// The sweep item an attention or length item reads its runs from.
+std::string read_from(const ManifestReader& r, const YAML::Node& n, const std::string& w, const ReproManifest& m) {
+  const std::string from = r.text(n["from"], w + ".from");
+  const ReproItem* item = m.find(from);
+  if (!item || !std::holds_alternative<SweepItem>(item->part))
+    r.bad(w + ".from", fmt::format("'{}' is not a sweep item given before this one", from));
+  return from;
+}
+
+std::vector<RunPick> read_picks(const ManifestReader& r, const YAML::Node& node, const std::string& where,
+                                const std::string& expected) {
+  if (!node || !node.IsSequence() || node.size() == 0) r.bad(where, expected);
+  std::vector<RunPick> picks;
+  for (size_t i = 0; i < node.size(); ++i) picks.push_back(read_pick(r, node[i], fmt::format("{}[{}]", where, i)));
+  return picks;
+}
+
+void read_sweep_item(const ManifestReader& r, const YAML::Node& n, const std::string& w, const ReproManifest&,
+                     ReproItem& it) {
+  SweepItem s;
+  it.sweep = r.file(n["sweep"], w + ".sweep");
+  if (n["paper_section"]) s.paper_section = r.text(n["paper_section"], w + ".paper_section");
+  if (!n["metrics"] || !n["metrics"].IsSequence() || n["metrics"].size() == 0)
+    r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, solve_rate, solve_rate_teacher_forced, loss)");
+  for (size_t i = 0; i < n["metrics"].size(); ++i) {
+    std::string metric = r.text(n["metrics"][i], fmt::format("{}.metrics[{}]", w, i));
+    static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "solve_rate",
+                                                 "solve_rate_teacher_forced", "loss"};
+    if (std::find(ok.begin(), ok.end(), metric) == ok.end())
+      r.bad(w + ".metrics", fmt::format("unknown metric '{}' (metrics: {})", metric, fmt::join(ok, ", ")));
+    s.metrics.push_back(metric);
+  }
+  s.claims = read_claims(r, n["claims"], w + ".claims");
+  for (auto& claim : s.claims) {
+    if (claim.metric.empty()) claim.metric = s.metrics.front();
+    if (std::find(s.metrics.begin(), s.metrics.end(), claim.metric) == s.metrics.end())
+      r.bad(w + ".claims", fmt::format("claim '{}' uses metric {}, which is not in the item's metrics", claim.text,
+                                       claim.metric));
+  }
+  it.part = std::move(s);
+}
+
+void read_lm_item(const ManifestReader& r, const YAML::Node& n, const std::string& w, const ReproManifest&,
+                  ReproItem& it) {
+  LmItem lm;
+  it.sweep = r.file(n["sweep"], w + ".sweep");
+  if (n["claims"]) {
+    if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
+    for (size_t i = 0; i < n["claims"].size(); ++i)
+      lm.claims.push_back(read_lm_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
+  }
+  it.part = std::move(lm);
+}
+
+void read_attention_item(const ManifestReader& r, const YAML::Node& n, const std::string& w,
+                         const ReproManifest& m, ReproItem& it) {
+  AttentionItem a;
+  it.from = read_from(r, n, w, m);
+  a.runs = read_picks(r, n["runs"], w + ".runs", "expected a non-empty list");
+  it.part = std::move(a);
+}
+
+void read_length_item(const ManifestReader& r, const YAML::Node& n, const std::string& w, const ReproManifest& m,
+                      ReproItem& it) {
+  LengthItem l;
+  it.from = read_from(r, n, w, m);
+  l.all_runs = n["runs"] && n["runs"].IsScalar() && n["runs"].Scalar() == "all";
+  if (!l.all_runs) l.runs = read_picks(r, n["runs"], w + ".runs", "expected a non-empty list, or all (every run of the sweep)");
+  l.lengths = r.integers(n["lengths"], w + ".lengths", 1, 100000);
+  l.claims = read_claims(r, n["claims"], w + ".claims");
+  for (size_t i = 0; i < l.claims.size(); ++i) {
+    if (l.claims[i].metric.empty()) l.claims[i].metric = "acc_teacher_forced";
+    if (l.claims[i].metric != "acc_teacher_forced")
+      r.bad(fmt::format("{}.claims[{}]", w, i), "a length item's claims are on acc_teacher_forced");
+  }
+  it.part = std::move(l);
+}
+
+// Each kind: the keys of its part, and how it is read.
+struct ItemReader {
+  std::string kind;
+  std::vector<std::string> keys;
+  void (*read)(const ManifestReader&, const YAML::Node&, const std::string&, const ReproManifest&, ReproItem&);
+};
+
+const ItemReader* item_reader(const std::string& kind) {
+  static const std::vector<ItemReader> readers = {
+      {"sweep", {"sweep", "paper_section", "metrics", "claims"}, read_sweep_item},
+      {"attention", {"from", "runs"}, read_attention_item},
+      {"length", {"from", "runs", "lengths", "claims"}, read_length_item},
+      {"lm", {"sweep", "claims"}, read_lm_item},
+  };
+  for (const ItemReader& reader : readers)
+    if (reader.kind == kind) return &reader;
+  return nullptr;
+}
+
 }  // namespace
 
 const ReproItem* ReproManifest::find(const std::string& name) const {
@@ -182,66 +287,12 @@ static ReproManifest read_manifest(const std::string& path) {
     it.title = r.text(n["title"], w + ".title");
     it.paper_says = r.text(n["paper_says"], w + ".paper_says");
     if (n["notes"]) it.notes = r.text(n["notes"], w + ".notes");
-    if (it.kind == "sweep") {
-      r.only_keys(n, w, {"kind", "title", "paper_says", "notes", "sweep", "paper_section", "metrics", "claims"});
-      it.sweep = r.file(n["sweep"], w + ".sweep");
-      if (n["paper_section"]) it.paper_section = r.text(n["paper_section"], w + ".paper_section");
-      if (!n["metrics"] || !n["metrics"].IsSequence() || n["metrics"].size() == 0)
-        r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, solve_rate, solve_rate_teacher_forced, loss)");
-      for (size_t i = 0; i < n["metrics"].size(); ++i) {
-        std::string metric = r.text(n["metrics"][i], fmt::format("{}.metrics[{}]", w, i));
-        static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "solve_rate",
-                                                     "solve_rate_teacher_forced", "loss"};
-        if (std::find(ok.begin(), ok.end(), metric) == ok.end())
-          r.bad(w + ".metrics", fmt::format("unknown metric '{}' (metrics: {})", metric, fmt::join(ok, ", ")));
-        it.metrics.push_back(metric);
-      }
-      if (n["claims"]) {
-        if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
-        for (size_t i = 0; i < n["claims"].size(); ++i)
-          it.claims.push_back(read_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
-      }
-      for (auto& claim : it.claims) {
-        if (claim.metric.empty()) claim.metric = it.metrics.front();
-        if (std::find(it.metrics.begin(), it.metrics.end(), claim.metric) == it.metrics.end())
-          r.bad(w + ".claims", fmt::format("claim '{}' uses metric {}, which is not in the item's metrics", claim.text,
-                                           claim.metric));
-      }
-    } else if (it.kind == "attention" || it.kind == "length") {
-      std::vector<std::string> keys = {"kind", "title", "paper_says", "notes", "from", "runs"};
-      if (it.kind == "length") keys.insert(keys.end(), {"lengths", "claims"});
-      r.only_keys(n, w, keys);
-      it.from = r.text(n["from"], w + ".from");
-      const ReproItem* from = m.find(it.from);
-      if (!from || from->kind != "sweep")
-        r.bad(w + ".from", fmt::format("'{}' is not a sweep item given before this one", it.from));
-      it.all_runs = it.kind == "length" && n["runs"] && n["runs"].IsScalar() && n["runs"].Scalar() == "all";
-      if (!it.all_runs && (!n["runs"] || !n["runs"].IsSequence() || n["runs"].size() == 0))
-        r.bad(w + ".runs", it.kind == "length" ? "expected a non-empty list, or all (every run of the sweep)"
-                                                : "expected a non-empty list");
-      for (size_t i = 0; !it.all_runs && i < n["runs"].size(); ++i)
-        it.runs.push_back(read_pick(r, n["runs"][i], fmt::format("{}.runs[{}]", w, i)));
-      if (it.kind == "length") it.lengths = r.integers(n["lengths"], w + ".lengths", 1, 100000);
-      if (it.kind == "length" && n["claims"]) {  // on the evaluated segments' teacher-forced accuracy
-        if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
-        for (size_t i = 0; i < n["claims"].size(); ++i) {
-          it.claims.push_back(read_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
-          if (it.claims.back().metric.empty()) it.claims.back().metric = "acc_teacher_forced";
-          if (it.claims.back().metric != "acc_teacher_forced")
-            r.bad(fmt::format("{}.claims[{}]", w, i), "a length item's claims are on acc_teacher_forced");
-        }
-      }
-    } else if (it.kind == "lm") {
-      r.only_keys(n, w, {"kind", "title", "paper_says", "notes", "sweep", "claims"});
-      it.sweep = r.file(n["sweep"], w + ".sweep");
-      if (n["claims"]) {
-        if (!n["claims"].IsSequence()) r.bad(w + ".claims", "expected a list");
-        for (size_t i = 0; i < n["claims"].size(); ++i)
-          it.lm_claims.push_back(read_lm_claim(r, n["claims"][i], fmt::format("{}.claims[{}]", w, i)));
-      }
-    } else {
-      r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm)", it.kind));
-    }
+    const ItemReader* reader = item_reader(it.kind);
+    if (!reader) r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm)", it.kind));
+    std::vector<std::string> keys = {"kind", "title", "paper_says", "notes"};
+    keys.insert(keys.end(), reader->keys.begin(), reader->keys.end());
+    r.only_keys(n, w, keys);
+    reader->read(r, n, w, m, it);
     // A sweep's runs go to a directory named after its file (sweep_plan.cpp): two items whose
     // sweeps share a file name would train into, and report, each other's runs.
     for (const ReproItem& other : m.items)

@@ -1,0 +1,108 @@
+#pragma once
+// The items of `rmt reproduce`, one handler per kind (sweep, lm, attention, length), and what
+// they share (ReproContext). reproduce.cpp runs the handlers in manifest order and puts their
+// sections together into REPORT.md.
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/experiments/repro_templates.h"
+#include "lib/experiments/repro_timing.h"
+#include "lib/experiments/reproduce.h"
+#include "lib/experiments/sweep.h"
+
+namespace rmt {
+
+// What every handler reads: the manifest, the options, the report's templates, and each sweep
+// item's plan (planned once, on first use).
+class ReproContext {
+ public:
+  ReproContext(const ReproManifest& manifest, const ReproOptions& options, ReportTemplates templates)
+      : manifest(manifest), options(options), templates(std::move(templates)) {}
+
+  const ReproManifest& manifest;
+  const ReproOptions& options;
+  const ReportTemplates templates;
+
+  const SweepPlan& plan_of(const ReproItem& item) const;
+  std::filesystem::path out_dir(const ReproItem& item) const { return std::filesystem::path(options.out_dir) / item.name; }
+  // The command that runs an item, with the device when it is not the CPU.
+  std::string command_of(const ReproItem& item) const;
+  std::string device_option() const { return other_device() ? " --device " + options.device : ""; }
+  // Whether the runs train elsewhere than on the configs' own device, the CPU.
+  bool other_device() const { return !options.device.empty() && options.device != "cpu"; }
+  void log(const std::string& line) const;
+  // The researcher's reading of an item's results, as its section ends ("" when it has none).
+  std::string reading(const ReproItem& item) const {
+    return item.notes.empty() ? "" : templates.render("reading", {{"notes", item.notes}});
+  }
+  // The run of sweep item `from` that `pick` names; fails naming `where` (items.X.runs[i]).
+  const SweepRun* pick_run(const ReproItem& from, const RunPick& pick, const std::string& where) const;
+  // An item that reads another's runs, computed in this call: its wall time into its timing.json.
+  template <class Work>
+  void timed(const ReproItem& item, const std::string& what, Work work) const;
+
+ private:
+  mutable std::map<std::string, SweepPlan> plans_;
+};
+
+// One kind of item.
+class ItemHandler {
+ public:
+  virtual ~ItemHandler() = default;
+  // Trains or computes what the item needs (never under --report-only); returns its failed runs.
+  virtual int run() = 0;
+  // After every item ran: reads its results back from disk and writes its tables and plots.
+  virtual void summarise() {}
+  // Its time as the report counts it (a sweep without results of its config has none yet).
+  virtual ItemTiming timing() const;
+  // Its cell in the report's summary table: how many of its checks hold ("-" when none).
+  virtual std::string pattern() const = 0;
+  // Its section of the report, below the heading that every item has.
+  virtual std::string section(const ItemTiming& timing) const = 0;
+
+ protected:
+  ItemHandler(const ReproItem& item, ReproContext& context) : item_(item), ctx_(context) {}
+  const ReproItem& item_;
+  ReproContext& ctx_;
+};
+
+// The handler of `item`'s kind.
+std::unique_ptr<ItemHandler> make_sweep_handler(const ReproItem& item, ReproContext& context);
+std::unique_ptr<ItemHandler> make_lm_handler(const ReproItem& item, ReproContext& context);
+std::unique_ptr<ItemHandler> make_attention_handler(const ReproItem& item, ReproContext& context);
+std::unique_ptr<ItemHandler> make_length_handler(const ReproItem& item, ReproContext& context);
+
+// An item that reads another's runs (attention, length): computed in this call and timed; its
+// section is where its runs come from, its command, the markdown it wrote (`md_file` in its
+// folder, or "not run yet"), the reading and the wall time; its pattern is what the checks.json
+// it wrote says ("-" without one).
+class FromItemHandler : public ItemHandler {
+ public:
+  int run() override;
+  std::string pattern() const override;
+  std::string section(const ItemTiming& timing) const override;
+
+ protected:
+  FromItemHandler(const ReproItem& item, ReproContext& context, std::string doing, std::string md_file)
+      : ItemHandler(item, context), doing_(std::move(doing)), md_file_(std::move(md_file)) {}
+  virtual void compute() const = 0;  // writes the item's files under its folder
+
+ private:
+  std::string doing_, md_file_;  // what compute does, for the log; the markdown it writes
+};
+
+template <class Work>
+void ReproContext::timed(const ReproItem& item, const std::string& what, Work work) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  log(item.name + ": " + what);
+  work();
+  ItemTiming timing;
+  timing.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_timing(out_dir(item) / "timing.json", timing);
+}
+
+}  // namespace rmt

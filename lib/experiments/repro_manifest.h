@@ -1,0 +1,92 @@
+#pragma once
+// The reproduction manifest (experiments/reproduce/reproduce.yaml): a map of items, run in file
+// order. Each item has a common part (name, kind, title, the paper's finding, the reading) and
+// the part of its kind:
+//   sweep:     a sweep file (experiments/reproduce/*.yaml) run like `rmt sweep`, then tabulated
+//              per metric beside the paper's numbers (experiments/paper_results.yaml), plotted,
+//              and checked against the paper's pattern, written as claims:
+//                {text, model, segments, min | max}      the model's mean is >= min / <= max
+//                {text, model, segments, above: MODEL}   its mean is above the other model's
+//              each on the item's first metric unless the claim names its own (metric: ...)
+//   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen runs of a sweep item.
+//   length:    runs of a sweep item evaluated on longer datasets of the same task at the trained
+//              segment length (length generalisation), tabulated and plotted.
+//   lm:        a language-model sweep (text data), tabulated one row per run (model, cache,
+//              memory, BPTT, test bpc), plotted as bpc against the cache / memory size, and checked
+//              against claims comparing two runs:
+//                {text, run: SEL, below: SEL, margin: M}  run's test bpc < the other's + M (M = 0)
+//              SEL = {model, cache, memory, bptt} (cache, memory, bptt optional: any)
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace rmt {
+
+struct Claim {
+  std::string text, model;       // model: a model kind (baseline, mt, xl, rmt, xl_rmt)
+  std::vector<int> segments;     // where it is checked (each one)
+  std::optional<double> min, max;
+  std::string above;             // another model kind
+  std::string metric;            // "" = the item's first metric
+};
+
+struct LmSelector {              // runs of an lm item: -1 / unset = any
+  std::string model;
+  int cache = -1, memory = -1;
+  std::optional<int> bptt;
+};
+
+struct LmClaim {
+  std::string text;
+  LmSelector run, below;
+  double margin = 0;
+};
+
+struct RunPick {                 // one run of a sweep item
+  std::string model;             // model kind
+  int segments = 0;
+  int seed = 1;
+  int sample = 0, segment = -1;  // attention: which test sample, which segment (-1: all)
+};
+
+// The part of each kind.
+struct SweepItem {
+  std::string paper_section;         // section of the paper file ("" = none)
+  std::vector<std::string> metrics;  // first = the one the claims and the plot use
+  std::vector<Claim> claims;         // each with its metric filled in
+};
+struct LmItem {
+  std::vector<LmClaim> claims;
+};
+struct AttentionItem {
+  std::vector<RunPick> runs;
+};
+struct LengthItem {
+  std::vector<RunPick> runs;
+  bool all_runs = false;             // `runs: all`, every run of the sweep
+  std::vector<int> lengths;          // the task lengths (generate --length) to evaluate on
+  std::vector<Claim> claims;         // on acc_teacher_forced of the evaluated segments
+};
+
+struct ReproItem {
+  std::string name, kind;        // kind: sweep | attention | length | lm
+  std::string title, paper_says; // the figure or table, and the paper's finding in one line
+  std::string notes;             // the researcher's reading of the results (printed after them)
+  std::string sweep;             // sweep, lm: the sweep file the item trains ("" for the others)
+  std::string from;              // attention, length: the sweep item whose runs they read ("" else)
+  std::variant<SweepItem, LmItem, AttentionItem, LengthItem> part;
+};
+
+struct ReproManifest {
+  std::string path, paper_file;  // paper_file: experiments/paper_results.yaml
+  std::string notes;             // printed under the report's summary table
+  std::vector<ReproItem> items;
+  const ReproItem* find(const std::string& name) const;
+};
+
+// Reads and checks the manifest: unknown keys, unknown item kinds, claims without a bound,
+// items that refer to a missing or later sweep item are errors naming the file and item.
+ReproManifest load_manifest(const std::string& path);
+
+}  // namespace rmt
