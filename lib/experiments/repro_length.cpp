@@ -19,7 +19,8 @@
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/eval_run.h"
-#include "tasks/tasks.h"
+#include "tasks/generate.h"
+#include "tasks/task_kind.h"
 
 namespace rmt {
 
