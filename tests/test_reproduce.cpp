@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/provenance.h"
 #include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
 #include "lib/experiments/repro_templates.h"
@@ -252,6 +253,16 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(r.status == 0);
   CHECK(r.output.find("all 6 runs done") != std::string::npos);
   CHECK(read_file(dir / "runs/tiny/results.csv") == csv);
+  // --report-only at another -j rewrites the report as it was: the commands keep the -j the
+  // item was trained at, and nothing in it depends on the machine that writes it. Each item says
+  // where its runs came from.
+  const std::string written = read_file(out / "REPORT.md");
+  r = rmt_run(base + " --report-only -j 1");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "REPORT.md") == written);
+  CHECK(written.find("`rmt sweep " + (dir / "tiny.yaml").string() + " -j 2 ") != std::string::npos);
+  CHECK(written.find("Runs: 6 finished runs; commit ") != std::string::npos);
+  CHECK(written.find("; CPU " + rmt::cpu_model_name() + " (6); vector extensions ") != std::string::npos);
   // The length item keeps each evaluation (run id, length): a re-run reads them back instead of
   // evaluating again (shown by a kept accuracy changed by hand).
   int kept = 0;

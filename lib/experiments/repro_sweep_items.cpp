@@ -28,6 +28,32 @@ namespace {
 
 std::string csv_of(const SweepPlan& plan) { return (plan.sweep_dir / "results.csv").string(); }
 
+// Where an item's finished runs came from, counted from its results.csv: "39 runs: commit
+// 74f7405c2a4f (30), 74f7405c2a4f-dirty (9); threads 1 (39); CPU unknown (39); ...". A column
+// that an older results.csv lacks counts every run as unknown.
+std::string runs_provenance(const CsvTable& csv) {
+  const int c_status = csv.column("status");
+  std::vector<const std::vector<std::string>*> done;
+  for (const auto& row : csv.rows)
+    if (c_status < 0 || row[size_t(c_status)] == "done") done.push_back(&row);
+  std::string s = fmt::format("{} finished run{}", done.size(), done.size() == 1 ? "" : "s");
+  const std::pair<const char*, const char*> columns[] = {{"git_commit", "commit"}, {"threads", "threads"},
+                                                         {"cpu_model", "CPU"}, {"vector_extensions", "vector extensions"},
+                                                         {"build", "build"}};
+  for (const auto& [column, label] : columns) {
+    const int c = csv.column(column);
+    std::map<std::string, int> counts;
+    for (const auto* row : done) {
+      const std::string value = c < 0 || (*row)[size_t(c)].empty() ? "unknown" : (*row)[size_t(c)];
+      counts[value]++;
+    }
+    std::vector<std::string> parts;
+    for (const auto& [value, n] : counts) parts.push_back(fmt::format("{} ({})", value, n));
+    s += fmt::format("; {} {}", label, fmt::join(parts, ", "));
+  }
+  return s;
+}
+
 // What a sweep or lm item trains and how its results are found: the part both kinds share.
 class SweepItemHandler : public ItemHandler {
  public:
@@ -56,6 +82,7 @@ class SweepItemHandler : public ItemHandler {
   };
   std::vector<CurveCell> curve_cells_;
   std::optional<std::pair<int, int>> progress_;  // (runs done, runs planned), once results are read
+  std::string provenance_;  // where the finished runs came from: commits, threads, CPUs, builds
 
   // Finished runs' records (run_records.h) are kept for an item that no attention or length item
   // reads from: those need the runs' checkpoints, which a record does not hold.
@@ -188,6 +215,7 @@ std::optional<CsvTable> SweepItemHandler::copy_results() {
   int done = 0;
   for (const auto& row : csv.rows) done += c_status >= 0 && row[size_t(c_status)] == "done";
   progress_ = std::pair<int, int>{done, int(plan.runs.size())};
+  provenance_ = runs_provenance(csv);
   return csv;
 }
 
@@ -210,9 +238,12 @@ std::string SweepItemHandler::section(const ItemTiming& timing) const {
   std::string s = t.render("sweep_item", {{"sweep", item_.sweep},
                                           {"sweep_link", fs::relative(item_.sweep, ctx_.options.out_dir).string()},
                                           {"command", cmd},
-                                          {"jobs", std::to_string(ctx_.options.jobs)},
+                                          // the -j its runs were trained at (a --report-only
+                                          // call's own -j trains nothing)
+                                          {"jobs", std::to_string(timing.jobs > 0 ? timing.jobs : ctx_.options.jobs)},
                                           {"runs_dir", ctx_.options.runs_dir + ctx_.device_option()}});
   if (!has_results_) return s + t.render("not_run", {{"command", cmd}}) + ctx_.reading(item_);
+  s += t.render("runs_provenance", {{"provenance", provenance_}});
   if (in_progress())
     s += t.render("in_progress", {{"done", std::to_string(progress_->first)},
                                   {"planned", std::to_string(progress_->second)},

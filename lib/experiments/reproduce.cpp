@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 // The templates the report is written from (experiments/reproduce/report_templates.md).
 const std::vector<std::string> kReportTemplates = {"report", "device", "item_heading", "reading", "not_run",
-                                                   "in_progress", "sweep_item", "sweep_wall_time", "from_item",
+                                                   "in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "from_item",
                                                    "wall_time"};
 
 const SweepPlan& ReproContext::plan_of(const ReproItem& item) const {
@@ -95,18 +95,6 @@ std::unique_ptr<ItemHandler> make_handler(const ReproItem& item, ReproContext& c
   return makers.at(item.kind)(item, context);  // the manifest admits these kinds only
 }
 
-// The machine, for the report's header: cores, CPU model and the vector extensions this rmt was
-// built for (what decides a run's last bits).
-std::string machine_text() {
-  std::string model, extensions;
-  for (const auto& [key, value] : provenance()) {
-    if (key == "cpu_model") model = value;
-    if (key == "vector_extensions") extensions = value;
-  }
-  return fmt::format("{} cores{}, rmt built for {}", std::max(1u, std::thread::hardware_concurrency()),
-                     model == "unknown" ? "" : ", " + model, extensions);
-}
-
 void write_report(const ReproContext& ctx, const std::vector<std::unique_ptr<ItemHandler>>& handlers) {
   const ReproOptions& o = ctx.options;
   const ReportTemplates& t = ctx.templates;
@@ -130,7 +118,6 @@ void write_report(const ReproContext& ctx, const std::vector<std::unique_ptr<Ite
                         handlers[i]->pattern(), timings.back().wall_s > 0 ? seconds_text(timings.back().wall_s) : "-");
   }
   std::string s = t.render("report", {{"manifest", ctx.manifest.path},
-                                      {"machine", machine_text()},
                                       {"device", device},
                                       {"total_time", seconds_text(total)},
                                       {"summary_rows", rows}});

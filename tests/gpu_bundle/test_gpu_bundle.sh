@@ -151,6 +151,7 @@ EOF
 printf 'paper: p.yaml\nitems:\n  tiny:\n    kind: sweep\n    title: t\n    paper_says: p\n    sweep: tiny.yaml\n    metrics: [acc_teacher_forced]\n' \
   > "$tmp/experiments/reproduce/m.yaml"
 echo '{}' > "$tmp/experiments/reproduce/p.yaml"
+cp "$root/experiments/reproduce/report_templates.md" "$tmp/experiments/reproduce/"  # the report's prose, beside the manifest
 out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/repro-logs" RMT_REPRO_ITEMS=tiny \
       RMT_REPRO_DEVICE=cpu-guarded RMT_REPRO_JOBS=1 RMT_REPRO_MANIFEST=experiments/reproduce/m.yaml \
       bash "$bundle/run.sh" reproduce 2>&1) || fail "run.sh reproduce (cpu-guarded): $out"
