@@ -41,12 +41,23 @@ void add_data_command(CLI::App& app) {
     for (const std::string& line : show_dataset(show->dir, request)) fmt::print("{}\n", line);
   });
 
+  auto check_dir = std::make_shared<std::string>();
+  auto* check_cmd = cmd->add_subcommand(
+      "check", "Validate shapes, dtype, ids, task invariants, split overlap and sha256 (text: sizes, sha256, and that the "
+      "splits put back the source); exit 1 on any violation");
+  check_cmd->add_option("dir", *check_dir, "Dataset directory (ours or the authors')")->required();
+  check_cmd->callback([check_dir] {
+    CheckResult r = check_dataset(*check_dir);
+    for (const std::string& line : r.summary) fmt::print("{}\n", line);
+    if (!r.ok) fail("{}", invalid_dataset_message(*check_dir, r.violations));
+  });
+
   auto import = std::make_shared<ImportRequest>();
   auto* import_cmd = cmd->add_subcommand(
       "import",
       "Bring your own task: check SRC/NAME_{train,val,test}_{X,y}.npy (integer arrays; X [N, Lx] is what the model "
       "reads, y [N, Ly] the answer it writes after X) and write them in rmt's layout with meta.yaml, to train, "
-      "evaluate and sweep like a built-in task (docs/datasets.md \"Your own task\")");
+      "evaluate and show like a built-in task (docs/datasets.md \"Your own task\")");
   import_cmd->add_option("src", import->source_dir, "Directory holding NAME_{train,val,test}_{X,y}.npy")->required();
   import_cmd->add_option("--out", import->out_dir, "Dataset directory to write")->required();
   import_cmd->add_option("--name", import->name, "NAME, where SRC holds the files of several tasks");
@@ -82,17 +93,6 @@ void add_data_command(CLI::App& app) {
     if (m.pad_id >= 0) fmt::print("padding id: {} ('{}')\n", m.pad_id, m.vocab[size_t(m.pad_id)]);
     for (const std::string& d : r.source_dtypes) fmt::print("converted to int64: {}\n", d);
     fmt::print("next: rmt data show {}; train with `data: {}` in the config\n", request.out_dir, request.out_dir);
-  });
-
-  auto check_dir = std::make_shared<std::string>();
-  auto* check_cmd = cmd->add_subcommand(
-      "check", "Validate shapes, dtype, ids, task invariants, split overlap and sha256 (text: sizes, sha256, and that the "
-      "splits put back the source); exit 1 on any violation");
-  check_cmd->add_option("dir", *check_dir, "Dataset directory (ours or the authors')")->required();
-  check_cmd->callback([check_dir] {
-    CheckResult r = check_dataset(*check_dir);
-    for (const std::string& line : r.summary) fmt::print("{}\n", line);
-    if (!r.ok) fail("{}", invalid_dataset_message(*check_dir, r.violations));
   });
 }
 
