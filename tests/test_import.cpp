@@ -161,16 +161,9 @@ TEST_CASE("rmt data import --aligned: input X, target y of one width") {
   fs::remove_all(root);
 }
 
-// The shell's output of `cd DIR && COMMAND` (stdout and stderr) and its status.
+// `cd DIR && COMMAND`: its output (stdout and stderr) and status.
 static Run run_in(const fs::path& dir, const std::string& command) {
-  FILE* p = popen(("cd '" + dir.string() + "' && " + command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return shell_run("cd '" + dir.string() + "' && " + command + " 2>&1");
 }
 
 TEST_CASE("docs/datasets.md, \"Your own task\": the numpy example and the rmt commands give what the page shows") {
