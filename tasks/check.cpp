@@ -19,23 +19,48 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Checker {
-  const DatasetMeta& meta;  // every value as the task implies it
-  TaskOptions task;
-};
-
-// Task invariants of one row (the kind's, then the target); empty string when it is valid.
-std::string check_row(const Checker& ck, const int64_t* x, const int64_t* y, std::vector<int64_t>& want) {
-  const TaskKindTraits& kind = task_kind(ck.task.kind);
-  std::string why = kind.row_problem(ck.task, ck.meta, x, y);
-  if (!why.empty()) return why;
-  kind.target(ck.task, x, want.data());
-  for (int i = 0; i < ck.meta.len_y; i++)
+// Task invariants of one row (the kind's, then the target where the kind computes one); empty
+// string when it is valid.
+std::string check_row(const DatasetMeta& meta, const TaskOptions& task, const int64_t* x, const int64_t* y,
+                      std::vector<int64_t>& want) {
+  const TaskKindTraits& kind = task_kind(task.kind);
+  std::string why = kind.row_problem(task, meta, x, y);
+  if (!why.empty() || !kind.target) return why;  // no target: y is data (imported)
+  kind.target(task, x, want.data());
+  for (int i = 0; i < meta.len_y; i++)
     if (y[i] != want[i]) return fmt::format("y[{}] = {}, expected {}", i, y[i], want[i]);
   return "";
 }
 
 }  // namespace
+
+void check_split_rows(const DatasetMeta& meta, const TaskOptions& task, const SplitRows& split, SeenX& seen,
+                      Violations& v, int64_t counted_from, int max_violations) {
+  const int64_t vocab = int64_t(meta.vocab.size());
+  std::vector<int64_t> want(size_t(meta.len_y));
+  for (int64_t r = 0; r < split.n && v.total - counted_from < max_violations; r++) {
+    const int64_t* x = split.xs->data() + r * meta.len_x;
+    const int64_t* y = split.ys->data() + r * meta.len_y;
+    std::string why;
+    const std::string* file = &split.x_name;  // the file at fault: y's for an id of y, else X's
+    for (int i = 0; i < meta.len_x && why.empty(); i++)
+      if (x[i] < 0 || x[i] >= vocab) why = fmt::format("X[{}] = {} outside the vocabulary [0, {})", i, x[i], vocab);
+    for (int i = 0; i < meta.len_y && why.empty(); i++)
+      if (y[i] < 0 || y[i] >= vocab) {
+        why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
+        file = &split.y_name;
+      }
+    if (why.empty()) why = check_row(meta, task, x, y, want);
+    if (!why.empty()) v.add(fmt::format("{} row {}: {}", *file, r, why));
+  }
+  for (int64_t r = 0; r < split.n; r++) {
+    std::string_view row(reinterpret_cast<const char*>(split.xs->data() + r * meta.len_x), size_t(meta.len_x) * 8);
+    auto [it, fresh] = seen.first.emplace(row, std::pair{split.index, r});
+    if (!fresh)
+      v.add(fmt::format("{} row {}: same X as {} row {}", split.x_name, r, seen.x_names[size_t(it->second.first)],
+                        it->second.second));
+  }
+}
 
 CheckResult check_task_dataset(const std::string& dir, int max_violations) {
   const DatasetMeta raw = read_dataset_meta(dir);
@@ -43,10 +68,12 @@ CheckResult check_task_dataset(const std::string& dir, int max_violations) {
   Violations v;
   v.max = max_violations;
   check_meta_values(dir, raw, meta, v);
-  const Checker ck{meta, task_of_meta(meta)};
+  const TaskOptions task = task_of_meta(meta);
   CheckResult result;
-  std::vector<std::vector<int64_t>> all_x(3);
-  std::unordered_map<std::string_view, std::pair<int, int64_t>> first_seen;  // X row -> (split, row)
+  std::vector<std::vector<int64_t>> all_x(3);  // every X row stays readable for the duplicate check
+  SeenX seen;
+  for (int k = 0; k < 3; k++)
+    seen.x_names[size_t(k)] = fs::path(dataset_file(dir, meta.file_prefix, kSplits[k], "X")).filename().string();
   for (int k = 0; k < 3; k++) {
     const std::string split = kSplits[k];
     const std::string x_path = dataset_file(dir, meta.file_prefix, split, "X");
@@ -68,32 +95,9 @@ CheckResult check_task_dataset(const std::string& dir, int max_violations) {
       v.add(e.what());
       continue;
     }
-    const int64_t vocab = int64_t(meta.vocab.size());
-    std::vector<int64_t> want(size_t(meta.len_y));
-    for (int64_t r = 0; r < n && v.total - before < max_violations; r++) {
-      const int64_t* x = xs.data() + r * meta.len_x;
-      const int64_t* y = ys.data() + r * meta.len_y;
-      std::string why;
-      const std::string* file = &x_path;  // the file at fault: y's for an id of y, else X's
-      for (int i = 0; i < meta.len_x && why.empty(); i++)
-        if (x[i] < 0 || x[i] >= vocab) why = fmt::format("X[{}] = {} outside the vocabulary [0, {})", i, x[i], vocab);
-      for (int i = 0; i < meta.len_y && why.empty(); i++)
-        if (y[i] < 0 || y[i] >= vocab) {
-          why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
-          file = &y_path;
-        }
-      if (why.empty()) why = check_row(ck, x, y, want);
-      if (!why.empty()) v.add(fmt::format("{} row {}: {}", fs::path(*file).filename().string(), r, why));
-    }
     all_x[k] = std::move(xs);
-    for (int64_t r = 0; r < n; r++) {
-      std::string_view row(reinterpret_cast<const char*>(all_x[k].data() + r * meta.len_x), size_t(meta.len_x) * 8);
-      auto [it, fresh] = first_seen.emplace(row, std::pair{k, r});
-      if (!fresh)
-        v.add(fmt::format("{} row {}: same X as {} row {}", fs::path(x_path).filename().string(), r,
-                          fs::path(dataset_file(dir, meta.file_prefix, kSplits[it->second.first], "X")).filename().string(),
-                          it->second.second));
-    }
+    const SplitRows rows{k, seen.x_names[size_t(k)], fs::path(y_path).filename().string(), &all_x[k], &ys, n};
+    check_split_rows(meta, task, rows, seen, v, before, max_violations);
     if (v.total == before)
       result.summary.push_back(fmt::format("{} {}: OK {} rows, X [{}, {}] y [{}, {}] int64{}", meta.task, split, n, n,
                                            meta.len_x, n, meta.len_y, raw.sha256.empty() ? "" : ", sha256 ok"));

@@ -12,7 +12,8 @@
 namespace rmt {
 
 struct DatasetMeta {
-  std::string task;                 // copy | reverse | retrieval | sqeq | memorize ... (also copy120 etc.)
+  std::string task;                 // copy | reverse | retrieval | sqeq | memorize ... (also copy120 etc.;
+                                    // imported: the user's NAME)
   std::string file_prefix;          // the {task} part of {task}_{split}_X.npy
   std::vector<std::string> vocab;   // id -> symbol; vocab.size() is the model's n_token
   int len_x = 0, len_y = 0;         // columns of X and y
@@ -21,12 +22,13 @@ struct DatasetMeta {
   bool stacked = true;              // input = concat(X,y)[:-1], target = concat(X,y)[1:]
   bool from_meta_yaml = false;      // false: inferred for a directory written by the authors' code
   // The resolved task options, for decoding and checking.
-  std::string kind;                 // copy | reverse | retrieval | sqeq | memorize | detect_memorize | reasoning
+  std::string kind;                 // copy | reverse | retrieval | sqeq | memorize | detect_memorize | reasoning | imported
   int length = 0, symbols = 0, pairs = 0;
   int max_root = 0, max_alpha = 0;  // sqeq's range (meta.yaml options; absent = the paper's 100, 10)
   // BABILong-style tasks (tasks/babilong.h; length above is X's length): meta.yaml options.
   int facts = 0, distractors = 0, noise_words = 0;
   std::string noise, noise_text, noise_text_sha256;  // filler | text; text: the file's name and sha256
+  int pad_id = -1;                  // imported: the padding id the user declared (meta.yaml options); -1 none
   std::optional<uint64_t> seed;     // absent for the authors' data
   std::array<int64_t, 3> counts = {-1, -1, -1};  // train/val/test rows in meta.yaml; -1: not recorded
   std::vector<std::pair<std::string, std::string>> sha256;  // file name -> hex, from meta.yaml

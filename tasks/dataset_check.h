@@ -1,11 +1,14 @@
 #pragma once
 // Internal to tasks/: the parts of `rmt data check` (check.cpp) that every reader of a dataset
 // shares, so that show, the training loader and the checker agree on what a valid dataset is.
+#include <array>
 #include <cstdint>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -48,6 +51,27 @@ void check_meta_values(const std::string& dir, const DatasetMeta& raw, const Dat
 // overflow-checked), N equal to meta.yaml's count. Reads no element. Returns N, or -1 after adding
 // violations.
 int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, const std::string& split, Violations& v);
+
+// One split's arrays in memory, for check_split_rows: X [n, len_x] and y [n, len_y] row-major,
+// named in violations by their file names.
+struct SplitRows {
+  int index;  // 0 train, 1 val, 2 test
+  std::string x_name, y_name;
+  const std::vector<int64_t>* xs;
+  const std::vector<int64_t>* ys;
+  int64_t n;
+};
+// The X rows seen so far (in this split and the ones before), for "same X as ..." violations. The
+// rows' bytes are viewed, not copied: the arrays must outlive it.
+struct SeenX {
+  std::array<std::string, 3> x_names;  // each split's X file name
+  std::unordered_map<std::string_view, std::pair<int, int64_t>> first;  // X row -> (split, row)
+};
+// The rows of one split as `rmt data check` judges them (also `rmt data import`, before it writes
+// anything): ids inside meta.vocab, the kind's row invariants, y against its target where the kind
+// computes one (at most max_violations since v.total was counted_from), then no X seen before.
+void check_split_rows(const DatasetMeta& meta, const TaskOptions& task, const SplitRows& split, SeenX& seen,
+                      Violations& v, int64_t counted_from, int max_violations);
 
 // Reads the int64 [n, cols] array of an .npy file whose header check_split_layout accepted straight
 // into `out` (no second copy of the bytes), and returns the sha256 of the whole file, computed on

@@ -92,8 +92,8 @@ void prepare_out_dir(const std::string& dir) {
   if (::access(dir.c_str(), W_OK) != 0) fail("output directory {} is not writable", dir);
 }
 
-static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<std::pair<std::string, std::string>>& hashes) {
-  const TaskOptions& t = r.task;
+std::string dataset_meta_yaml(const TaskOptions& t, const SplitSizes& sizes, const FileSums& hashes,
+                              const MetaProvenance& from) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "rmt_version" << YAML::Value << RMT_VERSION;
@@ -123,16 +123,42 @@ static std::string meta_yaml_text(const GenerateRequest& r, const std::vector<st
       << (task_stacked(t) ? task_len_x(t) + task_len_y(t) - 1 : task_len_x(t));
   out << YAML::Key << "answer_size" << YAML::Value << task_answer_size(t);
   out << YAML::Key << "stacked" << YAML::Value << task_stacked(t);
-  out << YAML::Key << "seed" << YAML::Value << r.seed;
-  out << YAML::Key << "prng" << YAML::Value << "std::mt19937_64, rejection-sampled bounded ints (tasks/rng.h)";
+  if (from.seed) {
+    out << YAML::Key << "seed" << YAML::Value << *from.seed;
+    out << YAML::Key << "prng" << YAML::Value << "std::mt19937_64, rejection-sampled bounded ints (tasks/rng.h)";
+  }
   out << YAML::Key << "counts" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "train"
-      << YAML::Value << r.sizes.train << YAML::Key << "val" << YAML::Value << r.sizes.val << YAML::Key << "test"
-      << YAML::Value << r.sizes.test << YAML::EndMap;
-  out << YAML::Key << "sha256" << YAML::Value << YAML::BeginMap;
-  for (auto& [name, hex] : hashes) out << YAML::Key << name << YAML::Value << hex;
-  out << YAML::EndMap;
+      << YAML::Value << sizes.train << YAML::Key << "val" << YAML::Value << sizes.val << YAML::Key << "test"
+      << YAML::Value << sizes.test << YAML::EndMap;
+  auto sums = [&](const FileSums& files) {
+    out << YAML::BeginMap;
+    for (auto& [name, hex] : files) out << YAML::Key << name << YAML::Value << hex;
+    out << YAML::EndMap;
+  };
+  out << YAML::Key << "sha256" << YAML::Value;
+  sums(hashes);
+  if (!from.source_dir.empty()) {
+    out << YAML::Key << "source" << YAML::Comment("the arrays imported (rmt data import)") << YAML::Value
+        << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << from.source_dir << YAML::Key << "sha256"
+        << YAML::Value;
+    sums(from.source_sha256);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+void write_split_files(const std::string& out_dir, const std::string& prefix, const std::string& split, int64_t n,
+                       const int64_t* x, int len_x, const int64_t* y, int len_y, FileSums& hashes,
+                       std::vector<std::string>& written) {
+  const std::string x_bytes = npy_bytes_int64({n, len_x}, x);
+  const std::string y_bytes = npy_bytes_int64({n, len_y}, y);
+  for (auto [which, bytes] : {std::pair{"X", &x_bytes}, std::pair{"y", &y_bytes}}) {
+    const std::string path = dataset_file(out_dir, prefix, split, which);
+    write_file_atomic(path, *bytes);
+    hashes.push_back({fs::path(path).filename().string(), sha256_hex(*bytes)});
+    written.push_back(path);
+  }
 }
 
 void refuse_existing_outputs(const std::vector<std::string>& targets, const std::string& out_dir, bool force) {
@@ -216,7 +242,7 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
   GenerateResult result;
   if (const auto notes = task_kind(t.kind).generation_notes) result.notes = notes(t, X, s.total());
 
-  std::vector<std::pair<std::string, std::string>> hashes;
+  FileSums hashes;
   const int64_t counts[3] = {s.train, s.val, s.test};
   int64_t row0 = 0;
   for (int k = 0; k < 3; k++) {
@@ -224,17 +250,12 @@ GenerateResult generate_dataset(const GenerateRequest& r) {
     std::vector<int64_t> y(size_t(n) * len_y);
     const int64_t* x = X.data() + row0 * len_x;
     for (int64_t i = 0; i < n; i++) target_from_x(t, x + i * len_x, y.data() + i * len_y);
-    const std::string x_bytes = npy_bytes_int64({n, len_x}, x);
-    const std::string y_bytes = npy_bytes_int64({n, len_y}, y.data());
-    for (auto [which, bytes] : {std::pair{"X", &x_bytes}, std::pair{"y", &y_bytes}}) {
-      const std::string path = dataset_file(r.out_dir, t.name, kSplits[k], which);
-      write_file_atomic(path, *bytes);
-      hashes.push_back({fs::path(path).filename().string(), sha256_hex(*bytes)});
-      result.files.push_back(path);
-    }
+    write_split_files(r.out_dir, t.name, kSplits[k], n, x, len_x, y.data(), len_y, hashes, result.files);
     row0 += n;
   }
-  write_file_atomic(meta_path, meta_yaml_text(r, hashes));
+  MetaProvenance from;
+  from.seed = r.seed;
+  write_file_atomic(meta_path, dataset_meta_yaml(t, s, hashes, from));
   result.files.push_back(meta_path);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -146,18 +146,23 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   const std::vector<std::string> required = {"task", "kind", "file_prefix", "options", "vocab", "len_x", "len_y",
                                              "input_length", "answer_size", "stacked", "counts", "sha256"};
   std::vector<std::string> known = required;
-  for (const char* k : {"rmt_version", "seed", "prng"}) known.push_back(k);  // provenance only
+  for (const char* k : {"rmt_version", "seed", "prng", "source"}) known.push_back(k);  // provenance only
   auto e = meta_map(y, path, "", known, required);
   DatasetMeta m;
   m.from_meta_yaml = true;
   m.task = meta_string(e["task"], path, "task");
+  // A kind that meta.yaml defines (imported) names its task freely; the others name a preset.
+  const TaskKindTraits* stated_kind = e["kind"].IsScalar() ? find_task_kind(e["kind"].Scalar()) : nullptr;
+  const bool own_task = stated_kind && stated_kind->defined_by_meta;
+  if (own_task && !is_plain_name(m.task)) fail("{}: 'task' must be a plain name, got '{}'", path, m.task);
   std::string tasks_known;
   for (const std::string& n : task_names()) tasks_known += (tasks_known.empty() ? "" : ", ") + n;
   const std::vector<std::string> names = task_names();
-  if (std::find(names.begin(), names.end(), m.task) == names.end())
-    fail("{}: unknown task '{}' (known: {})", path, m.task, tasks_known);
-  const TaskOptions preset = resolve_task(m.task);
-  const bool base = m.task == preset.kind;  // copy, reverse, retrieval, sqeq: options are free
+  if (!own_task && std::find(names.begin(), names.end(), m.task) == names.end())
+    fail("{}: unknown task '{}' (known: {}; a task of your own is kind imported: `rmt data import`)", path, m.task,
+         tasks_known);
+  const TaskOptions preset = own_task ? TaskOptions{m.task, stated_kind->name} : resolve_task(m.task);
+  const bool base = m.task == preset.kind || own_task;  // copy, reverse, retrieval, sqeq: options are free
   m.kind = meta_string(e["kind"], path, "kind");
   m.file_prefix = meta_string(e["file_prefix"], path, "file_prefix");
   if (!is_plain_name(m.file_prefix))
@@ -197,13 +202,6 @@ DatasetMeta meta_from_yaml(const std::string& path) {
     if (!is_hex64(m.noise_text_sha256))
       fail("{}: 'options.noise_text_sha256' must be 64 lowercase hex digits, got '{}'", path, m.noise_text_sha256);
   }
-  if (kind.check_meta_options) {
-    try {
-      kind.check_meta_options(task_of_meta(m));
-    } catch (const Error& err) {
-      fail("{}: {}", path, err.what());
-    }
-  }
 
   // vocab: ids 0..n-1, each once, to symbols.
   const YAML::Node& vocab = e["vocab"];
@@ -236,6 +234,19 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   for (int k = 0; k < 3; k++)
     m.counts[k] = meta_int(c[kSplits[k]], path, std::string("counts.") + kSplits[k], 0, INT64_MAX);
   m.sha256 = meta_sha256_map(e["sha256"], path);
+  if (e.count("source")) {  // imported: where the arrays came from (not needed to read the dataset)
+    auto src = meta_map(e["source"], path, "source.", {"dir", "sha256"}, {"dir", "sha256"});
+    meta_string(src["dir"], path, "source.dir");
+    meta_sha256_map(src["sha256"], path);
+  }
+  // The options' joint constraints, once every value they may involve is read (imported: all of them).
+  if (kind.check_meta_options) {
+    try {
+      kind.check_meta_options(task_of_meta(m));
+    } catch (const Error& err) {
+      fail("{}: {}", path, err.what());
+    }
+  }
   return m;
 }
 
@@ -272,7 +283,8 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
   for (const TaskKindTraits& k : task_kinds())
     if (k.authors_layout) expected += fmt::format("{}{}*", expected.empty() ? "" : ", ", k.name);
   if (m.kind.empty())
-    fail("{}: cannot infer the task from file prefix '{}' (expected {})", dir, p, expected);
+    fail("{}: cannot infer the task from file prefix '{}' (expected {}); a task of your own: "
+         "`rmt data import {} --out NEW_DIR` writes it in rmt's layout", dir, p, expected, dir);
   const TaskKindTraits& kind = task_kind(m.kind);
   if (is_task_name(p) && p != m.kind) {
     // copy120 ...: the preset fixes everything (docs/paper.md §1).
@@ -302,10 +314,16 @@ DatasetMeta meta_from_file_names(const std::string& dir) {
 }  // namespace
 
 TaskOptions task_of_meta(const DatasetMeta& meta) {
-  if (!is_task_name(meta.task))  // the authors' sqeq_cd ...
+  const TaskKindTraits* stated_kind = find_task_kind(meta.kind);
+  TaskOptions t;
+  if (stated_kind && stated_kind->defined_by_meta) {  // imported: everything is meta's own
+    t = TaskOptions{meta.task, meta.kind};
+  } else if (!is_task_name(meta.task)) {  // the authors' sqeq_cd ...
     return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs, meta.max_root, meta.max_alpha};
-  TaskOptions t = resolve_task(meta.task);  // the kind is the task's, whatever meta.yaml says
-  if (t.name != t.kind) return t;           // a preset (copy120 ...): its own values
+  } else {
+    t = resolve_task(meta.task);     // the kind is the task's, whatever meta.yaml says
+    if (t.name != t.kind) return t;  // a preset (copy120 ...): its own values
+  }
   const TaskKindTraits& kind = task_kind(t.kind);
   for (const TaskOptionInfo& info : task_option_info()) {
     if (!has_option(kind, info.bit)) continue;
@@ -331,6 +349,7 @@ DatasetMeta implied_meta(const DatasetMeta& raw) {
   m.noise = t.noise;
   m.noise_text = t.noise_text;
   m.noise_text_sha256 = t.noise_text_sha256;
+  m.pad_id = t.pad_id;
   m.vocab = task_vocab(t);
   m.len_x = task_len_x(t);
   m.len_y = task_len_y(t);

@@ -10,6 +10,7 @@
 #include "lib/core/error.h"
 #include "tasks/babilong.h"
 #include "tasks/dataset.h"
+#include "tasks/imported.h"
 #include "tasks/retrieval.h"
 #include "tasks/sequence_tasks.h"
 #include "tasks/sqeq.h"
@@ -32,6 +33,8 @@ const std::vector<TaskOptionInfo>& task_option_info() {
       {kOptNoise, "noise", "noise", nullptr, &TaskOptions::noise, nullptr, &DatasetMeta::noise, 0, 0, {}},
       {kOptNoiseWords, "noise_words", "noise-words", &TaskOptions::noise_words, nullptr, &DatasetMeta::noise_words,
        nullptr, INT_MIN, INT_MAX, {}},
+      // imported: -1 (or absent) = no padding id declared.
+      {kOptPadId, "pad_id", "pad-id", &TaskOptions::pad_id, nullptr, &DatasetMeta::pad_id, nullptr, -1, INT_MAX, -1},
   };
   return options;
 }
@@ -41,35 +44,42 @@ const std::vector<TaskKindTraits>& task_kinds() {
   // The three BABILong-style kinds share their functions (tasks/babilong.h).
   auto babilong_kind = [](const char* name) {
     constexpr unsigned options = kOptLength | kOptFacts | kOptDistractors | kOptNoise | kOptNoiseWords;
-    return TaskKindTraits{name, options, true, true, 0, false, true, "--noise-words, --noise-text", " (y)",
+    return TaskKindTraits{name, options, true, true, 0, false, true, "--noise-words, --noise-text", " (y)", false,
                           babilong_len_x, babilong_len_y, babilong_answer_size, babilong_vocab,
                           babilong_max_unique_samples, babilong_draw, babilong_target_from_x, babilong_check_row,
                           babilong_show_row, babilong_resolve_options, babilong_check_meta_options,
                           babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr};
   };
   // Columns in TaskKindTraits' order: name, options, options_required, stacked, solve_positions,
-  // authors_layout, count_is_estimate, vocabulary_options, answer_note, then the functions.
+  // authors_layout, count_is_estimate, vocabulary_options, answer_note, defined_by_meta, then the
+  // functions.
   static const std::vector<TaskKindTraits> kinds = {
-      {"copy", kSequence, true, true, 0, true, false, "--symbols", " (after '|')",
+      {"copy", kSequence, true, true, 0, true, false, "--symbols", " (after '|')", false,
        sequence_len_x, copy_len_y, nullptr, sequence_vocab, sequence_max_unique, copy_draw, copy_target,
        sequence_row_problem, show_stacked_row, sequence_resolve_options,
        nullptr, nullptr, sequence_options_from_columns, nullptr, nullptr},
-      {"reverse", kSequence, true, true, 0, true, false, "--symbols", " (after '|')",
+      {"reverse", kSequence, true, true, 0, true, false, "--symbols", " (after '|')", false,
        sequence_len_x, reverse_len_y, nullptr, sequence_vocab, sequence_max_unique, reverse_draw, reverse_target,
        sequence_row_problem, show_stacked_row, sequence_resolve_options,
        nullptr, nullptr, sequence_options_from_columns, nullptr, nullptr},
-      {"retrieval", kOptPairs, true, true, 0, true, false, "", " (after '|')",
+      {"retrieval", kOptPairs, true, true, 0, true, false, "", " (after '|')", false,
        retrieval_len_x, retrieval_len_y, nullptr, retrieval_vocab, retrieval_max_unique, retrieval_draw,
        retrieval_target, retrieval_row_problem, retrieval_show_row, retrieval_resolve_options,
        nullptr, nullptr, retrieval_options_from_columns, nullptr, nullptr},
       // sqeq's solve rate: the answer block, its 30 ids and the slot before it that predicts its first id.
-      {"sqeq", kOptMaxRoot | kOptMaxAlpha, false, false, kSqeqBlock + 1, true, false, "", " (blocks 2-6)",
+      {"sqeq", kOptMaxRoot | kOptMaxAlpha, false, false, kSqeqBlock + 1, true, false, "", " (blocks 2-6)", false,
        sqeq_len, sqeq_len, sqeq_answer_size, sqeq_task_vocab, sqeq_max_unique, sqeq_draw, sqeq_target,
        sqeq_row_problem, sqeq_show_row, sqeq_resolve_options,
        sqeq_check_meta_options, nullptr, nullptr, sqeq_generated_summary, sqeq_generation_notes},
       babilong_kind("memorize"),
       babilong_kind("detect_memorize"),
       babilong_kind("reasoning"),
+      // A user's own X/y arrays (`rmt data import`): meta.yaml states shapes, vocabulary and answer;
+      // y is data (no target), nothing can be drawn, no authors' layout, no preset.
+      {"imported", kOptPadId, false, true, 0, false, false, "--vocab", " of y (after '|' where y has more)", true,
+       imported_len_x, imported_len_y, imported_answer_size, imported_vocab, nullptr, nullptr, nullptr,
+       imported_row_problem, imported_show_row, nullptr,
+       imported_check_meta_options, imported_finish_from_meta, nullptr, nullptr, nullptr, imported_is_stacked},
   };
   return kinds;
 }
@@ -181,7 +191,10 @@ int task_answer_size(const TaskOptions& t) {
   const TaskKindTraits& k = task_kind(t.kind);
   return k.answer_size ? k.answer_size(t) : k.len_y(t) - 1;
 }
-bool task_stacked(const TaskOptions& t) { return task_kind(t.kind).stacked; }
+bool task_stacked(const TaskOptions& t) {
+  const TaskKindTraits& k = task_kind(t.kind);
+  return k.is_stacked ? k.is_stacked(t) : k.stacked;
+}
 // 0 for data of no task kind (a language model's text).
 int task_solve_positions(const std::string& kind) {
   const TaskKindTraits* k = find_task_kind(kind);

@@ -8,6 +8,7 @@
 //   retrieval          tasks/retrieval.h
 //   sqeq               tasks/sqeq.h
 //   memorize, detect_memorize, reasoning   tasks/babilong.h
+//   imported           tasks/imported.h (a user's own X/y arrays: `rmt data import`, tasks/import.h)
 // The presets (copy120 ...) are named datasets of a kind with fixed options: task_presets().
 #include <cstdint>
 #include <memory>
@@ -39,6 +40,11 @@ struct TaskOptions {
   std::vector<std::string> noise_vocab = {};  // the noise words, in vocabulary order after the task's words
   std::string noise_text = "", noise_text_sha256 = "";  // text: the file's name and sha256, as meta.yaml records them
   std::shared_ptr<const BabilongNoiseText> noise_source = nullptr;  // text: the file's words (generating only)
+  // imported (tasks/imported.h): the dataset states these (meta.yaml); rmt derives none of them.
+  int columns_x = 0, columns_y = 0, answer_positions = 0;
+  bool stacked_layout = true;
+  std::vector<std::string> id_symbols = {};  // id -> symbol
+  int pad_id = -1;                        // the padding id the user declared; -1: none
 };
 
 // The user's explicit options of `rmt generate` (unset: the task's default, or not given).
@@ -66,6 +72,7 @@ enum TaskOption : unsigned {
   kOptDistractors = 1u << 6,
   kOptNoise = 1u << 7,
   kOptNoiseWords = 1u << 8,
+  kOptPadId = 1u << 9,
 };
 
 struct TaskOptionInfo {
@@ -86,6 +93,7 @@ struct TaskKindTraits {
   unsigned options;        // TaskOption bits
   bool options_required;   // false: meta.yaml may omit them (sqeq's range: the paper's)
   bool stacked;            // input = concat(X, y)[:-1], target = concat(X, y)[1:]; else input X, target y
+                           // (is_stacked below, where the dataset says which)
   // The target positions that decide whether a sample is solved (sqeq's solve rate); 0 = none.
   int solve_positions;
   // The authors' layout (no meta.yaml) names such a dataset by its file prefix (copy*, ...); a
@@ -96,14 +104,20 @@ struct TaskKindTraits {
   bool count_is_estimate;
   const char* vocabulary_options;  // the generate options that set its vocabulary, for advice ("" none)
   const char* answer_note;         // how `rmt data show` marks the answer ("after '|'")
+  // meta.yaml defines the task (imported data): its name is the dataset's own (any plain name, no
+  // preset), its shapes and vocabulary are what meta.yaml records; rmt derives none of them.
+  bool defined_by_meta;
 
   int (*len_x)(const TaskOptions&);        // X's columns
   int (*len_y)(const TaskOptions&);        // y's columns
   int (*answer_size)(const TaskOptions&);  // scored positions at the end of the target
   std::vector<std::string> (*vocab)(const TaskOptions&);
+  // nullptr for data rmt cannot generate (imported): never a preset, so `rmt generate` never asks.
   int64_t (*max_unique)(const TaskOptions&);  // distinct X rows it can produce (saturates at 2^62)
   void (*draw)(const TaskOptions&, TaskRng&, int64_t* x, int64_t* y);  // one i.i.d. sample
-  void (*target)(const TaskOptions&, const int64_t* x, int64_t* y);    // y as a function of X
+  // y as a function of X; nullptr where y is data (imported): the checker compares y only where
+  // the kind computes it.
+  void (*target)(const TaskOptions&, const int64_t* x, int64_t* y);
   // What is wrong with a row beyond its target (ids, structure); empty when valid. The target
   // itself is compared by the checker.
   std::string (*row_problem)(const TaskOptions&, const DatasetMeta&, const int64_t* x, const int64_t* y);
@@ -123,6 +137,8 @@ struct TaskKindTraits {
   std::string (*generated_summary)(const TaskOptions&);
   // notes on generated data (X: every row, [total, len_x]).
   std::vector<std::string> (*generation_notes)(const TaskOptions&, const std::vector<int64_t>& X, int64_t total);
+  // whether the task is stacked, where the dataset says (imported); nullptr: `stacked` above.
+  bool (*is_stacked)(const TaskOptions&);
 };
 
 const std::vector<TaskKindTraits>& task_kinds();
@@ -160,7 +176,7 @@ std::vector<std::string> task_vocab(const TaskOptions& task);
 int64_t max_unique_samples(const TaskOptions& task);
 // One i.i.d. sample; x has task_len_x ids, y has task_len_y ids.
 void draw_sample(const TaskOptions& task, TaskRng& rng, int64_t* x, int64_t* y);
-// y is a function of X for every task; this computes it.
+// y as a function of X, for every kind that computes it (not imported).
 void target_from_x(const TaskOptions& task, const int64_t* x, int64_t* y);
 
 // Saturating multiply for counts of possible samples (at most 2^62).

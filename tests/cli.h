@@ -29,9 +29,9 @@ struct Run {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `rmt ARGS`, capturing stdout+stderr (stdout only if stdout_only) and the exit status.
-inline Run rmt_run(const std::string& args, bool stdout_only = false) {
-  std::string cmd = std::string(RMT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
+// Runs a shell command line, capturing its stdout (redirect stderr in `cmd` to have it too) and
+// its exit status.
+inline Run shell_run(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -40,6 +40,11 @@ inline Run rmt_run(const std::string& args, bool stdout_only = false) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs `rmt ARGS`, capturing stdout+stderr (stdout only if stdout_only) and the exit status.
+inline Run rmt_run(const std::string& args, bool stdout_only = false) {
+  return shell_run(std::string(RMT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1"));
 }
 
 // A fresh, empty temporary directory path for one test (group.PID/name): the process id keeps
