@@ -406,6 +406,11 @@ TEST_CASE("reproduce: learning curves say what segments their accuracy was measu
             "set ylabel \"validation accuracy (teacher-forced, at all the run's segments)\"") != std::string::npos);
   CHECK(curves_gnuplot_script({mastery}, "c.png", "t").find(
             "set ylabel \"validation accuracy (teacher-forced, at the stage's segments)\"") != std::string::npos);
+  // The stage change (2 -> 4 segments at step 4000) is marked; a curve without one has no marks.
+  const std::string marked = curves_gnuplot_script({mastery}, "c.png", "t");
+  CHECK(marked.find("$stages0 << EOD\n4000 0.5\nEOD\n") != std::string::npos);
+  CHECK(marked.find("title 'a curriculum stage begins'") != std::string::npos);
+  CHECK(curves_gnuplot_script({scheduled}, "c.png", "t").find("$stages") == std::string::npos);
 }
 
 TEST_CASE("reproduce: a language-model setting's seeds are one row (mean, std, range); claims say the spread") {

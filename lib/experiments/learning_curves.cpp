@@ -175,6 +175,10 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
   std::map<std::string, int> color;  // one per kind, in the paper's order
   for (const auto& name : model_kind_names()) color.emplace(name, int(color.size()) + 1);
   std::vector<std::string> plots;
+  bool any_stage = false;
+  // Runs of several segment counts (a whole sweep) are told apart by their segments too.
+  const bool several_segments = std::any_of(curves.begin(), curves.end(),
+                                            [&](const LearningCurve& c) { return c.segments != curves[0].segments; });
   for (size_t i = 0; i < curves.size(); ++i) {
     const LearningCurve& c = curves[i];
     s += fmt::format("$run{} << EOD\n", i);
@@ -182,9 +186,23 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
     s += "EOD\n";
     plots.push_back(fmt::format("$run{} using 1:2 with lines linewidth 2 linecolor {} dashtype {} title {}", i,
                                 color[c.kind], int((c.seed + 4) % 5) + 1,
-                                gnuplot_string(fmt::format("{} seed {}", c.kind, c.seed))));
+                                gnuplot_string(several_segments ? fmt::format("{} {} seg seed {}", c.kind, c.segments, c.seed)
+                                                                : fmt::format("{} seed {}", c.kind, c.seed))));
+    // The curriculum's stage changes, marked on the curve: the first evaluation at a stage's
+    // segments (a mastery curriculum validates at its stage's segments; a scheduled one at all).
+    std::string stages;
+    for (size_t k = 1; k < c.points.size(); ++k)
+      if (c.points[k].val_segments != c.points[k - 1].val_segments)
+        stages += fmt::format("{} {:.6g}\n", c.points[k].step, c.points[k].val_acc);
+    if (stages.empty()) continue;
+    s += fmt::format("$stages{} << EOD\n{}EOD\n", i, stages);
+    plots.push_back(fmt::format("$stages{} using 1:2 with points pointtype 6 pointsize 1.5 linecolor {} notitle", i,
+                                color[c.kind]));
+    any_stage = true;
   }
   if (plots.empty()) fail("nothing to plot: no run has a validation curve");
+  // One key entry for the marks (a point off the axes).
+  if (any_stage) plots.push_back("NaN with points pointtype 6 pointsize 1.5 linecolor 'black' title 'a curriculum stage begins'");
   s += "plot " + fmt::format("{}", fmt::join(plots, ", \\\n     ")) + "\n";
   return s;
 }

@@ -12,7 +12,6 @@
 #include "lib/experiments/sweep_expr.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
-#include "lib/run/run_family.h"
 #include "tasks/task_kind.h"
 
 namespace rmt {
@@ -104,7 +103,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
       config.data = dataset.dir;
       // A language model (task text) reads segments of segment_length: one segment a step.
       try {
-        (text ? text_family() : samples_family()).check_config(config, "data task " + task.name, task.name);
+        check_config_fits_data(config, text, "data task " + task.name, task.name);
       } catch (const Error& e) {
         fail("{}: {}", where, e.what());
       }

@@ -11,7 +11,6 @@
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/files/io.h"
-#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -71,7 +70,7 @@ std::string results_csv_text(const SweepPlan& plan) {
     config_cols.push_back("train.target");
   // Language models (a sweep over text) add bpc after loss; other sweeps' files stay as they were.
   bool any_lm = false;
-  for (const auto& run : plan.runs) any_lm = any_lm || family_of(run.config).validates_bpc();
+  for (const auto& run : plan.runs) any_lm = any_lm || is_lm(run.config);
   std::vector<std::string> metrics = {"acc_teacher_forced", "acc_free_running", "exact_match", "solve_rate",
                                       "solve_rate_teacher_forced", "loss"};
   if (any_lm) metrics.push_back("bpc");
@@ -90,7 +89,7 @@ std::string results_csv_text(const SweepPlan& plan) {
     if (state != RunState::done && state != RunState::failed) continue;
     std::vector<std::string> row;
     for (const auto& key : config_cols)
-      if (key == "segments") row.push_back(fmt::format("{}", family_of(run.config).segments_per_sample(run.config)));
+      if (key == "segments" && is_lm(run.config)) row.push_back("1");  // a language model: one segment a step
       else if (!is_data_key(key)) row.push_back(config_value(run.config, key));
       else if (auto it = run.data_options.find(key.substr(5)); it != run.data_options.end()) row.push_back(it->second);
       else row.push_back("");

@@ -19,7 +19,6 @@
 #include "lib/core/messages.h"
 #include "lib/core/model_kind.h"
 #include "lib/files/io.h"
-#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -516,7 +515,7 @@ void validate(const Config& config) {
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
-  family_of(config).validate(config);  // the keys only one family has
+  if (is_lm(config)) validate_language_model_keys(config);  // lib/run/config_checks.cpp
   validate_curriculum(config);
 }
 

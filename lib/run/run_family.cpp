@@ -48,13 +48,8 @@ class SamplesFamily : public RunFamily {
     return eval_setup_samples(request, std::move(config), config_path);
   }
 
-  void validate(const Config&) const override {}
-
   void check_config(const Config& config, const std::string& data, const std::string& task) const override {
-    if (config.segment_length > 0)
-      fail("segment_length {} applies to language models on text datasets (rmt generate text); {} "
-           "is task {}, whose samples are cut into `segments`: leave segment_length out",
-           config.segment_length, data, task);
+    check_config_fits_data(config, false, data, task);
   }
 
   std::string start_line(const RunSetup& run, int64_t params, int64_t start, int threads) const override {
@@ -159,7 +154,6 @@ class SamplesFamily : public RunFamily {
     return j.dump();
   }
 
-  int segments_per_sample(const Config& config) const override { return config.segments; }
   bool validates_bpc() const override { return false; }
   bool can_pack() const override { return true; }
 
@@ -216,32 +210,8 @@ class TextFamily : public RunFamily {
     return eval_setup_text(request, std::move(config), config_path);
   }
 
-  // Segments of segment_length over B streams.
-  void validate(const Config& config) const override {
-    const ModelConfig& model = config.model;
-    if (config.segments != Config().segments)
-      fail("invalid config: segments {} and segment_length {} are both set: segments cuts an "
-           "algorithmic task's samples, segment_length a text's streams; give one",
-           config.segments, config.segment_length);
-    if (config.train.curriculum != 1)
-      fail("invalid config: train.curriculum {} applies to algorithmic tasks (it grows the number "
-           "of segments per sample); a language model (segment_length {}) has none to grow",
-           config.train.curriculum, config.segment_length);
-    if (config.train.target > 0)
-      fail("invalid config: train.target {} is a validation accuracy to stop at; a language model "
-           "(segment_length {}) reports bpc: leave train.target out", config.train.target,
-           config.segment_length);
-    if (config.bptt < 0 && traits_of(model.kind).has_memory && model.num_mem_tokens > 0)
-      fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
-           "end to back-propagate to; give the number of earlier segments the memory's gradient "
-           "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
-  }
-
   void check_config(const Config& config, const std::string& data, const std::string&) const override {
-    if (config.segment_length <= 0)
-      fail("{} is a byte-level text dataset (rmt generate text): set segment_length, the "
-           "positions per training segment of each of the train.batch_size streams, e.g. --set "
-           "segment_length=128 (`segments` applies to algorithmic tasks)", data);
+    check_config_fits_data(config, true, data, "text");
   }
 
   std::string start_line(const RunSetup& run, int64_t params, int64_t start, int threads) const override {
@@ -322,7 +292,6 @@ class TextFamily : public RunFamily {
     return j.dump();
   }
 
-  int segments_per_sample(const Config&) const override { return 1; }
   bool validates_bpc() const override { return true; }
   bool can_pack() const override { return false; }
 

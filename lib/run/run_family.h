@@ -32,9 +32,6 @@ class RunFamily {
   virtual RunSetup prepare(Config config, bool check_splits = true) const = 0;
   // The run as `rmt eval` reads it, from its run directory's config (lib/run/eval_run.h).
   virtual RunSetup prepare_eval(const EvalRunRequest& request, Config config, const std::string& config_path) const = 0;
-  // The config's keys that concern only this family (validate, lib/run/config.h): a language
-  // model leaves out `segments` and the curriculum, and bounds its bptt.
-  virtual void validate(const Config& config) const = 0;
   // Refuses a config whose settings belong to the other family (segment_length on a task's
   // samples, `segments` or a curriculum on text); `data` names the dataset in the message.
   virtual void check_config(const Config& config, const std::string& data, const std::string& task) const = 0;
@@ -62,9 +59,6 @@ class RunFamily {
                                     int64_t samples, const PredictionCallback& on_predictions = {}) const = 0;
   // `rmt eval`'s JSON object (shared with results.json).
   virtual std::string result_json(const EvalResult& r, const std::vector<int>& seg_len) const = 0;
-  // The segments a step reads of a sample: config.segments, or 1 (a language model's step is one
-  // segment of every stream).
-  virtual int segments_per_sample(const Config& config) const = 0;
   // Whether the run's validation is bpc (a language model's; else accuracy).
   virtual bool validates_bpc() const = 0;
   // Whether runs of the same pack_shape can train packed, one computation per step

@@ -21,17 +21,17 @@ RUN_FILES = ["README.md", "docs/datasets.md", "docs/training.md"]
 NESTED = {"data"}  # subcommands with subcommands of their own: rmt data check|show|import
 
 
-def code_blocks(path):
-    """The fenced code blocks of a markdown file, as lists of lines."""
-    blocks, block = [], None
+def code_blocks(path, with_language=False):
+    """The fenced code blocks of a markdown file, as lists of lines (with their language: python ...)."""
+    blocks, block, language = [], None, ""
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             if line.startswith("```"):
                 if block is None:
-                    block = []
+                    block, language = [], line[3:].strip()
                 else:
-                    blocks.append(block)
+                    blocks.append((language, block) if with_language else block)
                     block = None
             elif block is not None:
                 block.append(line)
@@ -102,23 +102,36 @@ def has_placeholder(line):
     return any(re.fullmatch(r"[A-Z][A-Z_0-9.]*", t.strip("[]()|,")) for t in line.split()[1:]) or "..." in line
 
 
-def run_session(rmt, repo, source, cmds, failures):
+def run_session(rmt, repo, source, failures):
+    """The file's sessions in order: `$ rmt` lines, and the python blocks that make their input."""
     with tempfile.TemporaryDirectory(prefix="rmt_doc_") as cwd:
         os.symlink(os.path.join(repo, "experiments"), os.path.join(cwd, "experiments"))
-        for line, session, expected in cmds:
-            if not session or has_placeholder(line):
+        for language, block in code_blocks(os.path.join(repo, source), with_language=True):
+            if language == "python":
+                # Debian's python3, which `make deps` gives numpy (a python3 earlier on PATH may lack it)
+                python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+                r = subprocess.run([python, "-c", "\n".join(block)], cwd=cwd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    failures.append(f"{source}: its python block failed: {r.stderr.strip()[-300:]}")
                 continue
-            args = shlex.split(line)
-            r = subprocess.run([rmt, *args[1:]], cwd=cwd, capture_output=True, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")})
-            if expected is None and r.returncode != 0:
-                failures.append(f"{source}: `{line}` failed ({r.returncode}): {r.stderr.strip()[:300]}")
-            elif expected is not None:
-                first = next((l for l in r.stderr.splitlines() if l.startswith("rmt: error:")), "")
-                if r.returncode == 0 or first != expected:
-                    failures.append(f"{source}: `{line}`: the doc shows\n    {expected}\n  but rmt says "
-                                    f"(exit {r.returncode})\n    {first or r.stderr.strip()[:300]}")
-            print(f"ran {source}: {line} -> exit {r.returncode}")
+            run_commands(rmt, source, cwd, commands(block), failures)
+
+
+def run_commands(rmt, source, cwd, cmds, failures):
+    for line, session, expected in cmds:
+        if not session or has_placeholder(line):
+            continue
+        args = shlex.split(line)
+        r = subprocess.run([rmt, *args[1:]], cwd=cwd, capture_output=True, text=True,
+                           env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")})
+        if expected is None and r.returncode != 0:
+            failures.append(f"{source}: `{line}` failed ({r.returncode}): {r.stderr.strip()[:300]}")
+        elif expected is not None:
+            first = next((l for l in r.stderr.splitlines() if l.startswith("rmt: error:")), "")
+            if r.returncode == 0 or first != expected:
+                failures.append(f"{source}: `{line}`: the doc shows\n    {expected}\n  but rmt says "
+                                f"(exit {r.returncode})\n    {first or r.stderr.strip()[:300]}")
+        print(f"ran {source}: {line} -> exit {r.returncode}")
 
 
 def main():
@@ -131,7 +144,7 @@ def main():
             check_options(rmt, source, line, failures)
             checked += 1
         if source in RUN_FILES:
-            run_session(rmt, repo, source, cmds, failures)
+            run_session(rmt, repo, source, failures)
     print(f"{checked} documented rmt commands checked against --help")
     if checked < 20:
         failures.append(f"only {checked} documented commands found: is the extraction broken?")
