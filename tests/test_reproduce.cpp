@@ -183,7 +183,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   const fs::path out = dir / "out";
   for (const char* f : {"REPORT.md", "tiny/results.csv", "tiny/table.md", "tiny/tiny.png", "tiny/timing.json",
                         "maps/maps.md", "maps/rmt_3seg_seed1.png", "longer/results.csv", "longer/table.md",
-                        "longer/longer.png"})
+                        "longer/longer.png", "length_heatmap.png"})
     CHECK_MESSAGE(fs::exists(out / f), f);
   // --list now says how long the item took (its timing.json)
   Run listed = rmt_run(base + " --list");
@@ -229,6 +229,9 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   // Its checks are on the evaluated segments, in its table and in the report's summary.
   CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
   CHECK(report.find("| [longer](#longer) | length | 1 of 1 checks hold |") != std::string::npos);
+  // The length items side by side, task x length, at the report's end.
+  CHECK(report.find("## Length generalisation at a glance") != std::string::npos);
+  CHECK(report.find("](length_heatmap.png)") != std::string::npos);
 
   // -j 2 evaluated 2 at a time (threads of one CPU thread each); -j 1 one after another: the same numbers.
   auto without_seconds = [](const std::string& text) {  // eval_seconds, the 11th column, dropped

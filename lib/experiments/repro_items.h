@@ -63,6 +63,9 @@ class ItemHandler {
   virtual std::string pattern() const = 0;
   // Its section of the report, below the heading that every item has.
   virtual std::string section(const ItemTiming& timing) const = 0;
+  // An item that measures accuracy against length: its results.csv, a block of the report's task
+  // x length heat map; empty for the others and before it has results.
+  virtual std::string length_results() const { return ""; }
 
  protected:
   ItemHandler(const ReproItem& item, ReproContext& context) : item_(item), ctx_(context) {}

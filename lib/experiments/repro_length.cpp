@@ -195,6 +195,10 @@ class LengthHandler : public FromItemHandler {
  private:
   const LengthItem& part_;
   void compute() const override;
+  std::string length_results() const override {
+    const std::filesystem::path csv = ctx_.out_dir(item_) / "results.csv";
+    return std::filesystem::exists(csv) ? csv.string() : "";
+  }
 };
 
 void LengthHandler::compute() const {

@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/provenance.h"
 #include "lib/experiments/repro_items.h"
+#include "lib/experiments/results_heatmap.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 
 // The templates the report is written from (experiments/reproduce/report_templates.md).
 const std::vector<std::string> kReportTemplates = {"report", "device", "item_heading", "reading", "not_run",
-                                                   "in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "from_item",
+                                                   "in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "length_heatmap", "from_item",
                                                    "wall_time"};
 
 const SweepPlan& ReproContext::plan_of(const ReproItem& item) const {
@@ -126,6 +127,15 @@ void write_report(const ReproContext& ctx, const std::vector<std::unique_ptr<Ite
     s += t.render("item_heading", {{"name", items[i].name}, {"title", items[i].title},
                                    {"paper_says", items[i].paper_says}});
     s += handlers[i]->section(timings[i]);
+  }
+  // The length items side by side: task x length (BABILong's convention).
+  std::vector<std::string> length_csvs;
+  for (const auto& handler : handlers)
+    if (const std::string csv = handler->length_results(); !csv.empty()) length_csvs.push_back(csv);
+  if (!length_csvs.empty()) {
+    draw_results_heatmap(length_csvs, "acc_teacher_forced", (fs::path(o.out_dir) / "length_heatmap.png").string(),
+                         "test accuracy (teacher-forced) by task and number of segments");
+    s += t.render("length_heatmap", {{"image", "length_heatmap.png"}});
   }
   create_directories_or_fail(o.out_dir);
   write_file_atomic(fs::path(o.out_dir) / "REPORT.md", s);
