@@ -267,7 +267,16 @@ TEST_CASE("a language model trains from the CLI and rmt eval reproduces its test
     CHECK(config.find("segment_length: 8\n") != std::string::npos);
     CHECK(config.find("segments:") == std::string::npos);
     CHECK(config.find("n_token: 256\n") != std::string::npos);
+    // its learning curve is its validation bpc
+    Run curve = rmt_run("plot --curves " + run + " --format csv", true);
+    REQUIRE_MESSAGE(curve.status == 0, curve.output);
+    CHECK(curve.output.rfind("kind,seed,segments,run_id,step,val_bpc,val_segments\n", 0) == 0);
+    CHECK(curve.output.find(fmt::format("{},", kind)) != std::string::npos);
   }
+  // All five as one figure; beside an algorithmic run, refused (bpc and accuracy share no axis).
+  Run figure = rmt_run("plot --curves " + dir.string() + " --out " + (dir / "curves.svg").string());
+  REQUIRE_MESSAGE(figure.status == 0, figure.output);
+  CHECK(rmt::read_file(dir / "curves.svg").find("validation bits per character") != std::string::npos);
 }
 
 TEST_CASE("segments of 1 and 2 bytes train, and the memory estimate is the window's") {

@@ -22,13 +22,13 @@ namespace rmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments) {
+std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments, const std::string& key) {
   std::vector<CurvePoint> points;
   std::istringstream in(read_file(metrics_path));
   for (std::string line; std::getline(in, line);) {
     const json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("val_acc_teacher_forced")) continue;
-    const json &step = j["step"], &acc = j["val_acc_teacher_forced"];
+    if (j.is_discarded() || !j.is_object() || !j.contains(key)) continue;
+    const json &step = j["step"], &acc = j[key];
     if (!step.is_number_integer() || !acc.is_number()) continue;
     CurvePoint p;
     p.step = step.get<int64_t>();
@@ -63,13 +63,14 @@ std::vector<LearningCurve> run_curves(const SweepPlan& plan) {
 static bool curve_of_run(const fs::path& dir, std::vector<LearningCurve>& out) {
   if (!fs::is_regular_file(dir / "metrics.jsonl") || !fs::is_regular_file(dir / "config.yaml")) return false;
   const Config config = load_run_config(dir.string());
-  family_of(config).check_command("rmt plot --curves", dir.string(), config);
   LearningCurve c;
   c.kind = config.model.kind;
   c.seed = config.train.seed;
   c.segments = config.segments;
   c.run_id = dir.filename().string();
-  c.points = read_validation_curve((dir / "metrics.jsonl").string(), c.segments);
+  c.bpc = family_of(config).validates_bpc();
+  c.points = read_validation_curve((dir / "metrics.jsonl").string(), c.segments,
+                                   c.bpc ? "val_bpc" : "val_acc_teacher_forced");
   if (!c.points.empty()) out.push_back(std::move(c));
   return true;
 }
@@ -90,6 +91,10 @@ std::vector<LearningCurve> curves_of_dirs(const std::vector<std::string>& dirs) 
       fail("--curves {}: no run here (a run directory has metrics.jsonl and config.yaml; a sweep directory holds "
            "run directories)", d);
   }
+  for (const auto& c : curves)
+    if (c.bpc != curves.front().bpc)
+      fail("--curves: {} is a language model's run (bpc) and {} is not (accuracy); draw them in separate figures",
+           (c.bpc ? c : curves.front()).run_id, (c.bpc ? curves.front() : c).run_id);
   return curves;
 }
 
@@ -118,7 +123,9 @@ std::string measured_at_text(const std::vector<LearningCurve>& curves) {
 }
 
 std::string curves_csv(const std::vector<LearningCurve>& curves) {
-  std::string out = "kind,seed,segments,run_id,step,val_acc,val_segments\n";
+  const bool bpc = !curves.empty() && curves.front().bpc;
+  std::string out = bpc ? "kind,seed,segments,run_id,step,val_bpc,val_segments\n"
+                        : "kind,seed,segments,run_id,step,val_acc,val_segments\n";
   for (const auto& c : curves)
     for (const auto& p : c.points)
       out += fmt::format("{},{},{},{},{},{:.6g},{}\n", c.kind, c.seed, c.segments, c.run_id, p.step,
@@ -169,9 +176,13 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
   s += "set output " + gnuplot_string(out) + "\n";
   s += "set title " + gnuplot_string(title) + " noenhanced\n";
   s += "set xlabel 'training step'\n";
-  s += "set ylabel " + gnuplot_string("validation accuracy (teacher-forced, " + measured_at_text(curves) + ")") +
+  const bool bpc = !curves.empty() && curves.front().bpc;  // curves_of_dirs keeps them apart
+  s += "set ylabel " +
+       gnuplot_string(bpc ? std::string("validation bits per character")
+                          : "validation accuracy (teacher-forced, " + measured_at_text(curves) + ")") +
        " noenhanced\n";
-  s += "set yrange [0:1.05]\nset grid\n" + plot_key_line() + "set format x '%.0s%c'\n";
+  s += std::string(bpc ? "set yrange [0:*]\n" : "set yrange [0:1.05]\n") + "set grid\n" + plot_key_line() +
+       "set format x '%.0s%c'\n";
   std::map<std::string, int> color;  // one per kind, in the paper's order
   for (const auto& name : model_kind_names()) color.emplace(name, int(color.size()) + 1);
   std::vector<std::string> plots;

@@ -14,7 +14,7 @@ namespace rmt {
 
 struct CurvePoint {
   int64_t step = 0;
-  double val_acc = 0;    // teacher-forced validation accuracy
+  double val_acc = 0;    // teacher-forced validation accuracy (a language model's curve: its bpc)
   int val_segments = 0;  // the segments it was measured at (a mastery curriculum's stage)
 };
 
@@ -24,11 +24,14 @@ struct LearningCurve {
   int segments = 0;  // of the run's task (its last curriculum stage)
   std::string run_id;
   std::vector<CurvePoint> points;
+  bool bpc = false;  // a language model's: validation bits per character, not accuracy
 };
 
 // The evaluations in a run's metrics.jsonl (torn or foreign lines are skipped: the file of a
 // run in progress may end mid-line). val_segments defaults to `segments` where not recorded.
-std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments);
+// key: the metric (val_acc_teacher_forced, or a language model's val_bpc).
+std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments,
+                                              const std::string& key = "val_acc_teacher_forced");
 
 // The curves of the plan's finished runs (done or failed: the runs its tables count) that have a
 // metrics.jsonl, in the plan's order.

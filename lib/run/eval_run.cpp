@@ -30,7 +30,8 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
                      const DatasetMeta& other) {
   // "copy", or "copy120 (a copy task)" for a preset
   auto task = [](const DatasetMeta& m) {
-    return m.task == m.kind ? m.task : fmt::format("{} (a {} task)", m.task, m.kind);
+    const bool vowel = !m.kind.empty() && std::string("aeiou").find(m.kind[0]) != std::string::npos;
+    return m.task == m.kind ? m.task : fmt::format("{} ({} {} task)", m.task, vowel ? "an" : "a", m.kind);
   };
   const std::string trained_on =
       fmt::format("run {} was trained on {} (dataset {})", run_dir, task(trained), trained_dir);

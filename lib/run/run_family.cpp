@@ -303,8 +303,6 @@ class TextFamily : public RunFamily {
     if (command == "rmt eval --predictions")
       fail("--predictions: run {} is a language model; it has no samples whose answers could be listed "
            "(rmt sample writes what it generates)", run_dir);
-    if (command == "rmt plot --curves")
-      fail("{}: a language model's run (its validation is bpc, which learning curves do not draw yet)", run_dir);
   }
 };
 

@@ -64,7 +64,7 @@ class RunFamily {
   // Whether runs of the same pack_shape can train packed, one computation per step
   // (lib/run/train.h); a language model's step carries state, so it trains alone.
   virtual bool can_pack() const = 0;
-  // Refuses `command` ("rmt attn", "rmt sample", "rmt plot --curves") on a run of this family
+  // Refuses `command` ("rmt attn", "rmt sample", "rmt eval --predictions") on a run of this family
   // where it does not apply, naming why.
   virtual void check_command(const std::string& command, const std::string& run_dir, const Config& config) const = 0;
 };
