@@ -38,7 +38,7 @@ std::string heatmap_gnuplot_script(const std::vector<HeatmapBlock>& blocks, cons
   if (rows.empty()) fail("nothing to draw: no finished runs with a value for the metric");
   const std::vector<int> columns(column_set.begin(), column_set.end());
   const std::string metric = blocks.front().pivot.metric;
-  const bool fraction = metric.rfind("acc", 0) == 0 || metric.rfind("solve_rate", 0) == 0;
+  const bool fraction = results_table_internal::metric_is_fraction(metric);
 
   size_t label_chars = 1;
   for (const Row& r : rows) label_chars = std::max(label_chars, r.label.size());
