@@ -1,6 +1,6 @@
 // Catalogue of bad inputs (tests/catalogue.h): `rmt data import` of a user's own task (a small
-// sorting task, tests/import_fixtures.h, in {dir}/src), and `rmt data check` of an imported
-// dataset whose meta.yaml was edited. Each refusal names the file, the row and the rule.
+// sorting task, tests/import_fixtures.h, in {dir}/src), `rmt data check` of an imported
+// dataset whose meta.yaml was edited, and `rmt sweep` over an imported dataset (data.dir). Each refusal names the file, the row and the rule.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -52,6 +52,16 @@ void imported_then_edited(const std::string& dir, const std::string& from, const
   const size_t at = text.find(from);
   if (at == std::string::npos) throw std::runtime_error("catalogue setup: '" + from + "' not in meta.yaml");
   rmt::write_file_atomic(path, text.replace(at, from.size(), to));
+}
+
+// {dir}/d: the sorting task imported (and its source in {dir}/src); {dir}/s.yaml: a sweep whose
+// data: block is `data` and grid `grid`, DIR standing for {dir}.
+void sweep_over(const std::string& dir, std::string data, const std::string& grid) {
+  imported_then_edited(dir, "task: sort", "task: sort");
+  for (size_t at; (at = data.find("DIR")) != std::string::npos;) data.replace(at, 3, dir);
+  std::string g = grid;
+  for (size_t at; (at = g.find("DIR")) != std::string::npos;) g.replace(at, 3, dir);
+  rmt::write_file_atomic(dir + "/s.yaml", "data: " + data + "\nbase: {model: {n_layer: 1}}\ngrid: {" + g + "}\n");
 }
 
 }  // namespace
@@ -237,4 +247,31 @@ RMT_CATALOGUE({
      "data check {dir}/src", 1,
      "{dir}/src: cannot infer the task from file prefix 'sort' (expected copy*, reverse*, retrieval*, sqeq*); a task "
      "of your own: `rmt data import {dir}/src --out NEW_DIR` writes it in rmt's layout"},
+    // ---- a sweep over an existing dataset (data: {dir: ...}) -------------------------------
+    {"sweep data.dir", "dir beside an `rmt generate` option",
+     [](const std::string& d) { sweep_over(d, "{dir: DIR/d, length: 5}", "segments: [1]"); },
+     "sweep {dir}/s.yaml --dry-run", 1,
+     "{dir}/s.yaml: data option 'length' is an `rmt generate` option; data option 'dir' names a dataset that "
+     "exists (rmt data import, rmt generate), which the sweep reads as it is: give one or the other"},
+    {"sweep data.dir", "a directory that does not exist",
+     [](const std::string& d) { sweep_over(d, "{dir: DIR/nothing}", "segments: [1]"); },
+     "sweep {dir}/s.yaml --dry-run", 1,
+     "{dir}/s.yaml: data.dir {dir}/nothing is not a directory (make the dataset first"},
+    {"sweep data.dir", "a directory of a user's arrays, not imported",
+     [](const std::string& d) { sweep_over(d, "{dir: DIR/src}", "segments: [1]"); },
+     "sweep {dir}/s.yaml --dry-run", 1,
+     "{dir}/s.yaml: data.dir {dir}/src: cannot infer the task from file prefix 'sort'"},
+    {"sweep data.dir", "more segments than the task's input positions",
+     [](const std::string& d) { sweep_over(d, "{dir: DIR/d}", "segments: [12]"); },
+     "sweep {dir}/s.yaml --dry-run", 1,
+     "grid point segments=12: segments 12 is more than the 11 input positions of task sort"},
+    {"sweep data.dir", "a language model's segment_length on samples",
+     [](const std::string& d) { sweep_over(d, "{dir: DIR/d}", "segment_length: [4]"); },
+     "sweep {dir}/s.yaml --dry-run", 1,
+     "segment_length 4 applies to language models on text datasets (rmt generate text); data.dir {dir}/d is "
+     "task sort, whose samples are cut into `segments`"},
+    {"sweep data.dir", "a grid of dirs beside a generated task",
+     [](const std::string& d) { sweep_over(d, "{task: copy}", "data.dir: [DIR/d]"); },
+     "sweep {dir}/s.yaml --dry-run", 1,
+     "data option 'task' is an `rmt generate` option; data option 'dir' names a dataset that exists"},
 });

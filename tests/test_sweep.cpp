@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "lib/core/error.h"
 #include "lib/core/provenance.h"
 #include "lib/experiments/generated_data.h"
@@ -20,6 +22,7 @@
 #include "lib/experiments/sweep.h"
 #include "lib/files/io.h"
 #include "tests/cli.h"
+#include "tests/import_fixtures.h"
 
 namespace fs = std::filesystem;
 
@@ -407,4 +410,48 @@ TEST_CASE("sweep: a data directory generated with other options is refused, not 
                     doctest::Contains("generated with seed 0, but the spec asks for seed 3"));
   CHECK_THROWS_WITH(rmt::check_generated_dataset(dir / "runs" / "tiny" / "data", {"generate", "reverse"}),
                     doctest::Contains("generated with task copy, but the spec asks for task reverse"));
+}
+
+TEST_CASE("sweep: data: {dir: ...} trains on a dataset that exists (an imported task), read and never written") {
+  fs::path dir = sweep_tmp("existing_data");
+  fs::create_directories(dir / "src");
+  write_sort_task((dir / "src").string(), sort_task());
+  const std::string data = (dir / "sort").string();
+  Run imported = rmt_run("data import " + (dir / "src").string() + " --out " + data);
+  REQUIRE_MESSAGE(imported.status == 0, imported.output);
+  auto files_of = [&] {  // name -> bytes of every file in the dataset
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::directory_iterator(data)) out[e.path().filename().string()] = rmt::read_file(e.path());
+    return out;
+  };
+  const auto before = files_of();
+  const std::string file = write_sweep(dir, "sorting", fmt::format(R"(data: {{dir: {}}}
+base:
+  model: {{n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16}}
+  train: {{batch_size: 8, max_steps: 4, eval_every: 2, eval_samples: 8}}
+grid:
+  model.kind: [baseline, rmt]
+  segments: [2]
+derive:
+  model.num_mem_tokens: segment_length
+)", data));
+  const rmt::SweepSpec spec = rmt::load_sweep(file);
+  const rmt::SweepPlan plan = rmt::plan_sweep(spec, (dir / "runs").string(), 1);
+  REQUIRE(plan.runs.size() == 2);
+  CHECK(plan.datasets.size() == 1);
+  CHECK(plan.datasets[0].generate_args.empty());  // nothing to generate
+  for (const auto& run : plan.runs) CHECK(run.config.data == data);
+  // The sort task's 6 + 6 ids make 11 input positions: 2 segments of at most 6.
+  CHECK(plan.runs[1].config.model.num_mem_tokens == 6);
+  Run swept = rmt_run("sweep " + file + " -j 1 --runs-dir " + (dir / "runs").string());
+  REQUIRE_MESSAGE(swept.status == 0, swept.output);
+  CHECK(swept.output.find("generating") == std::string::npos);
+  CHECK(files_of() == before);  // the dataset is the user's: read only
+  CHECK(!fs::exists(dir / "runs" / "sorting" / "data"));
+  Run table = rmt_run("table " + (dir / "runs" / "sorting" / "results.csv").string() + " --metric exact_match");
+  REQUIRE_MESSAGE(table.status == 0, table.output);
+  CHECK(table.output.find("| baseline | ") != std::string::npos);
+  CHECK(table.output.find("| rmt (mem 6) | ") != std::string::npos);
+  // --collect and --emit take it too, and check nothing a generator would.
+  CHECK(rmt_run("sweep " + file + " --collect --runs-dir " + (dir / "runs").string()).status == 0);
 }

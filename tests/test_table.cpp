@@ -146,7 +146,7 @@ TEST_CASE("table: the paper's numbers side by side") {
   std::string tex = rmt::format_pivot(p, "latex");
   CHECK(tex.find("model & 1 seg & 2 seg & 4 seg \\\\\n") != std::string::npos);
   CHECK(tex.find("paper: baseline & 1.00 & 0.12 &  \\\\\n") != std::string::npos);
-  CHECK(tex.find("paper (copy 24, 72 positions) 1 x 72, 2 x 36, 4 x 18.") != std::string::npos);
+  CHECK(tex.find("paper (copy 24, 72 positions) 1 $\\times$ 72, 2 $\\times$ 36, 4 $\\times$ 18.") != std::string::npos);
   // The plot draws paper rows dashed, without error bars.
   std::string gp = rmt::gnuplot_script(p, "fig.svg", "tiny");
   CHECK(gp.find("$row1 << EOD\n1 1\n2 0.12\nEOD\n") != std::string::npos);
@@ -532,7 +532,7 @@ TEST_CASE("table --format latex: booktabs, a label, $\\pm$, --digits, n in the c
   rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(kResults, "r.csv"), "acc_teacher_forced", {}, "r.csv");
   const std::string tex = rmt::format_pivot(p, "latex", {3, "tab:tiny"});
   CHECK(tex.find("% needs \\usepackage{booktabs}\n") == 0);
-  CHECK(tex.find("\\toprule\nmodel & 1 x 36 & 2 x 18 & 4 x 9 \\\\\n\\midrule\n") != std::string::npos);
+  CHECK(tex.find("\\toprule\nmodel & 1 $\\times$ 36 & 2 $\\times$ 18 & 4 $\\times$ 9 \\\\\n\\midrule\n") != std::string::npos);
   CHECK(tex.find("\\bottomrule\n\\end{tabular}\n") != std::string::npos);
   CHECK(tex.find("\\hline") == std::string::npos);
   CHECK(tex.find("\\label{tab:tiny}\n\\end{table}\n") != std::string::npos);

@@ -56,7 +56,8 @@ Pivot load_pivot(const ReportArgs& a) {
 void add_common(CLI::App* cmd, ReportArgs& a) {
   cmd->add_option("results", a.csv, "results.csv written by rmt sweep")->required();
   cmd->add_option("--metric", a.metric,
-                  "acc_teacher_forced | acc_free_running | solve_rate | solve_rate_teacher_forced | loss | bpc "
+                  "acc_teacher_forced | acc_free_running | exact_match | exact_match_teacher_forced | solve_rate | "
+                  "solve_rate_teacher_forced | loss | bpc, or any other numeric column of results.csv "
                   "(default: bpc for a language-model sweep, else acc_teacher_forced)");
   cmd->add_option("--paper", a.paper,
                   "Show the paper's numbers too (experiments/paper_results.yaml): its value only, at its own "

@@ -41,9 +41,9 @@ static void note_resumed_threads(const SweepPlan& plan, int threads, const std::
 void add_sweep_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("sweep", "Run a grid of trainings from a sweep file (experiments/*.yaml)");
   cmd->footer(fmt::format(
-      "A sweep file has data: (rmt generate options), base: (an rmt train config), grid: (dotted\n"
-      "keys -> lists) and optionally derive: (keys -> expressions over segment_length, seq_len,\n"
-      "segments). Runs go to RUNS/NAME/RUN_ID; finished runs are skipped, interrupted ones resumed.\n"
+      "A sweep file has data: (rmt generate options, or dir: a dataset that exists, e.g. from rmt\n"
+      "data import), base: (an rmt train config), grid: (dotted keys -> lists) and optionally\n"
+      "derive: (keys -> expressions over segment_length, seq_len, segments). Runs go to RUNS/NAME/RUN_ID; finished runs are skipped, interrupted ones resumed.\n"
       "Results: RUNS/NAME/results.csv. Example: rmt sweep experiments/quick_copy.yaml -j 2\n"
       "\n"
       "Elsewhere: --emit commands prints one `rmt train` line per pending run, each with\n"
@@ -164,7 +164,8 @@ void add_sweep_command(CLI::App& app) {
       // directory; results.csv is rebuilt from those, so each run is in it once. Not from runs
       // trained on data the sweep file no longer asks for.
       for (const auto& d : plan.datasets)
-        if (fs::exists(fs::path(d.dir) / "meta.yaml")) check_generated_dataset(d.dir, d.generate_args);
+        if (!d.generate_args.empty() && fs::exists(fs::path(d.dir) / "meta.yaml"))
+          check_generated_dataset(d.dir, d.generate_args);
       write_results_csv(plan);
       std::vector<std::string> unfinished;
       for (const auto& run : plan.runs)

@@ -208,6 +208,9 @@ void LengthHandler::compute() const {
   create_directories_or_fail(dir);
   std::map<std::string, std::string> data;
   for (const auto& [k, v] : plan.spec.data) data[k] = v;
+  if (data.count("dir"))
+    fail("items.{}: a length item generates {}'s task at other lengths; that sweep reads a dataset that "
+         "exists (data.dir {}), which has no task to generate", item_.name, item_.from, data["dir"]);
   std::vector<const SweepRun*> runs;
   if (part_.all_runs)
     for (const auto& run : plan.runs) runs.push_back(&run);

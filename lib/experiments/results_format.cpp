@@ -47,7 +47,7 @@ int common_seed_count(const Pivot& pivot) {
   return n;
 }
 
-// Text as LaTeX reads it: its special characters escaped, ± in math mode.
+// Text as LaTeX reads it: its special characters escaped, ± and " x " (\times) in math mode.
 std::string latex_text(const std::string& s) {
   std::string o;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -55,6 +55,9 @@ std::string latex_text(const std::string& s) {
     if (s.compare(i, std::string("±").size(), "±") == 0) {
       o += "$\\pm$";
       i += std::string("±").size() - 1;
+    } else if (s.compare(i, 3, " x ") == 0) {  // "3 x 24", "segments x length": a product
+      o += " $\\times$ ";
+      i += 2;
     } else if (ch == '_' || ch == '%' || ch == '&' || ch == '#' || ch == '$') {
       o += std::string("\\") + ch;
     } else {

@@ -2,7 +2,8 @@
 // `rmt sweep`: a grid of `rmt train` runs described by one YAML file (experiments/NAME.yaml).
 //
 //   data:    the `rmt generate` options of the dataset (task, length, symbols, pairs, train, val,
-//            test, seed); generated on demand under RUNS/NAME/data
+//            test, seed); generated on demand under RUNS/NAME/data. Or `dir: PATH`, a dataset
+//            that exists (rmt data import, rmt generate), read as it is and never written
 //   base:    an `rmt train` config (every key but `data`, which the sweep fills in)
 //   grid:    dotted config keys -> lists of values; the sweep runs their cartesian product.
 //            A list of such maps runs each product in turn (e.g. baseline only at 1 segment).
@@ -55,7 +56,8 @@ struct SweepRun {
 
 struct SweepDataset {
   std::string dir;                        // == config.data of its runs
-  std::vector<std::string> generate_args; // `rmt generate` arguments that write it
+  std::vector<std::string> generate_args; // `rmt generate` arguments that write it; empty for
+                                          // `data: {dir: ...}`, a dataset that exists
 };
 
 struct SweepPlan {

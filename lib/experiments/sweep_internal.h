@@ -19,12 +19,17 @@ inline bool is_data_key(const std::string& key) { return key.rfind("data.", 0) =
 // the did-you-mean) so that it names the sweep file and section.
 void apply_value(Config& config, const std::string& key, const std::string& value, const std::string& where);
 
-// A data block of task text: `rmt generate text --input FILE [--split S] [--bytes N]`; the
-// algorithmic tasks' options are refused as `rmt generate text` refuses them.
-bool is_text_data(const std::map<std::string, std::string>& data, const std::string& where);
-
-// Resolves a data block to the task it generates (fails like `rmt generate` would).
-TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, const std::string& where);
+// A data block's dataset: one that `rmt generate` writes from the block's options (a task's, or
+// task text's: `rmt generate text --input FILE [--split S] [--bytes N]`), or one that exists
+// (`dir: PATH`, e.g. from `rmt data import`), which the sweep reads and never writes.
+struct SweepData {
+  std::string task;  // the task's name (copy120, an imported task's NAME; text)
+  bool text = false; // a byte-level text dataset: runs are language models
+  int seq_len = 0;   // a sample's input positions (not for text)
+  std::string dir;   // `dir:`'s directory; empty when the sweep generates the dataset
+};
+// Resolves a data block (fails like `rmt generate` would, or naming what `dir:` lacks).
+SweepData resolve_data(const std::map<std::string, std::string>& data, const std::string& where);
 
 // The value of one dotted key in a config, as its YAML text (via to_yaml, the one place that
 // knows how each key prints).

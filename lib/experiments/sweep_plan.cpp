@@ -29,10 +29,6 @@ using namespace sweep_internal;
 
 namespace {
 
-int task_seq_len(const TaskOptions& t) {
-  return task_stacked(t) ? task_len_x(t) + task_len_y(t) - 1 : task_len_x(t);
-}
-
 // Short names for the RUN_ID prefix; other keys use their last component.
 std::string short_name(const std::string& key) {
   static const std::map<std::string, std::string> names = {
@@ -86,31 +82,35 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         else apply_value(config, key, values[index[k]], spec.path + ": grid." + key);
       }
       // The dataset of this point and its segment lengths.
-      TaskOptions task = resolve_data_task(data, where);
-      const bool text = is_text_data(data, where);
-      if (text) task.name = "text";
+      const SweepData resolved = resolve_data(data, where);
+      const bool text = resolved.text;
       SweepDataset dataset;
-      dataset.dir = (plan.sweep_dir / "data").string();
-      if (data_varies) {
-        std::string sub = task.name;
+      if (!resolved.dir.empty()) {
+        dataset.dir = resolved.dir;  // exists; nothing to generate
+      } else {
+        dataset.dir = (plan.sweep_dir / "data").string();
+        if (data_varies) {
+          std::string sub = resolved.task;
+          for (const auto& [k, v] : data)
+            if (k != "task") sub += "-" + k + id_safe(v);
+          dataset.dir = (plan.sweep_dir / "data" / sub).string();
+        }
+        dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
         for (const auto& [k, v] : data)
-          if (k != "task") sub += "-" + k + id_safe(v);
-        dataset.dir = (plan.sweep_dir / "data" / sub).string();
+          if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
       }
-      dataset.generate_args = {"generate", data["task"], "--out", dataset.dir};
-      for (const auto& [k, v] : data)
-        if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
       config.data = dataset.dir;
       // A language model (task text) reads segments of segment_length: one segment a step.
       try {
-        check_config_fits_data(config, text, "data task " + task.name, task.name);
+        check_config_fits_data(config, text, resolved.dir.empty() ? "data task " + resolved.task : "data.dir " + resolved.dir,
+                               resolved.task);
       } catch (const Error& e) {
         fail("{}: {}", where, e.what());
       }
-      const int seq_len = text ? config.segment_length : task_seq_len(task);
+      const int seq_len = text ? config.segment_length : resolved.seq_len;
       if (!text && config.segments > seq_len)
         fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
-             seq_len, task.name);
+             seq_len, resolved.task);
       const int segment_length = text ? config.segment_length : segment_lengths(seq_len, config.segments)[0];
       const std::map<std::string, long long> vars = {
           {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", text ? 1 : config.segments}};
@@ -138,7 +138,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         if ((key == "model.num_mem_tokens" || key == "model.mem_len") && value == "0") continue;
         id += "-" + short_name(key) + id_safe(value);
       }
-      if (data_varies) id = task.name + "-" + id;
+      if (data_varies) id = resolved.task + "-" + id;
       id += "-" + hash;
       if (seen_ids.insert(id).second) {  // e.g. baseline x two memory sizes is one run
         SweepRun run;

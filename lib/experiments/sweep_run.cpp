@@ -113,6 +113,7 @@ static void remove_stale_temps(const fs::path& dir, bool quiet) {
 
 void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options) {
   for (const auto& d : plan.datasets) {
+    if (d.generate_args.empty()) continue;  // data: {dir: ...}, read as it is (plan_sweep checked it)
     if (fs::exists(fs::path(d.dir) / "meta.yaml")) {  // meta.yaml is written last
       check_generated_dataset(d.dir, d.generate_args);
       continue;
@@ -209,6 +210,7 @@ void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options) {
   }
   // Data still to generate: `rmt generate --check` of each (sizes, memory, disk, the input).
   for (const auto& d : plan.datasets) {
+    if (d.generate_args.empty()) continue;  // data: {dir: ...}: nothing to generate
     if (fs::exists(fs::path(d.dir) / "meta.yaml")) {
       check_generated_dataset(d.dir, d.generate_args);  // before any run starts
       continue;

@@ -14,6 +14,8 @@
 #include "lib/core/messages.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
+#include "tasks/dataset.h"
+#include "tasks/family.h"
 #include "tasks/text.h"
 
 namespace rmt {
@@ -28,7 +30,8 @@ namespace {
 const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "max_root",
                                             "max_alpha", "train", "val", "test", "seed",
                                             "facts", "distractors", "noise", "noise_words", "noise_text",
-                                            "input", "split", "bytes"};  // the last three: task text
+                                            "input", "split", "bytes",  // task text
+                                            "dir"};  // an existing dataset
 
 void check_data_option(const std::string& option, const std::string& value, const std::string& where) {
   if (std::find(kDataKeys.begin(), kDataKeys.end(), option) == kDataKeys.end())
@@ -41,6 +44,10 @@ void check_data_option(const std::string& option, const std::string& value, cons
   }
   if (option == "input") {  // task text: the file whose bytes become the dataset
     if (value.empty()) fail("{}: data option 'input' is empty; give the text file", where);
+    return;
+  }
+  if (option == "dir") {  // an existing dataset's directory
+    if (value.empty()) fail("{}: data option 'dir' is empty; give the dataset's directory", where);
     return;
   }
   if (option == "split") {  // task text: "90,5,5"
@@ -84,7 +91,11 @@ void apply_value(Config& config, const std::string& key, const std::string& valu
   }
 }
 
-bool is_text_data(const std::map<std::string, std::string>& data, const std::string& where) {
+namespace {
+
+// A data block of task text: `rmt generate text --input FILE [--split S] [--bytes N]`; the
+// algorithmic tasks' options are refused as `rmt generate text` refuses them.
+bool is_text_task(const std::map<std::string, std::string>& data, const std::string& where) {
   auto task = data.find("task");
   if (task == data.end() || task->second != "text") {
     for (const char* k : {"input", "split", "bytes"})
@@ -103,7 +114,41 @@ bool is_text_data(const std::map<std::string, std::string>& data, const std::str
   return true;
 }
 
-TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, const std::string& where) {
+// `data: {dir: PATH}`: a dataset that exists (rmt data import, rmt generate), read as it is.
+SweepData existing_dataset(const std::map<std::string, std::string>& data, const std::string& where) {
+  for (const auto& [k, v] : data)
+    if (k != "dir")
+      fail("{}: data option '{}' is an `rmt generate` option; data option 'dir' names a dataset that "
+           "exists (rmt data import, rmt generate), which the sweep reads as it is: give one or the other",
+           where, k);
+  SweepData out;
+  out.dir = data.at("dir");
+  check_data_option("dir", out.dir, where);
+  if (!fs::is_directory(out.dir))
+    fail("{}: data.dir {} is not a directory (make the dataset first: rmt data import SRC --out {}, or "
+         "rmt generate TASK --out {}; a relative path is from where rmt runs)", where, out.dir, out.dir, out.dir);
+  try {
+    const DatasetFamily& family = dataset_family(out.dir);
+    out.text = family.language_model();
+    if (out.text) {
+      out.task = "text";
+    } else {
+      const DatasetMeta meta = read_dataset_meta(out.dir);
+      out.task = meta.task;
+      out.seq_len = meta.input_length;
+    }
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.rfind(out.dir + ": ", 0) == 0) why = why.substr(out.dir.size() + 2);  // named once
+    fail("{}: data.dir {}: {}", where, out.dir, why);
+  }
+  return out;
+}
+
+}  // namespace
+
+SweepData resolve_data(const std::map<std::string, std::string>& data, const std::string& where) {
+  if (data.count("dir")) return existing_dataset(data, where);
   auto get = [&](const char* k) -> std::optional<int> {
     auto it = data.find(k);
     if (it == data.end()) return std::nullopt;
@@ -111,8 +156,13 @@ TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, co
     return int(std::stoll(it->second));
   };
   auto task = data.find("task");
-  if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy)", where);
-  if (is_text_data(data, where)) return TaskOptions{};  // no algorithmic task to resolve
+  if (task == data.end()) fail("{}: data: 'task' is required (e.g. task: copy), or 'dir' (a dataset that exists)", where);
+  SweepData out;
+  out.task = task->second;
+  if (is_text_task(data, where)) {  // no algorithmic task to resolve
+    out.text = true;
+    return out;
+  }
   auto text = [&](const char* k) -> std::optional<std::string> {
     auto it = data.find(k);
     if (it == data.end()) return std::nullopt;
@@ -124,11 +174,15 @@ TaskOptions resolve_data_task(const std::map<std::string, std::string>& data, co
   args.max_root = get("max_root"), args.max_alpha = get("max_alpha");
   args.facts = get("facts"), args.distractors = get("distractors"), args.noise_words = get("noise_words");
   args.noise = text("noise"), args.noise_text = text("noise_text");
+  TaskOptions resolved;
   try {
-    return resolve_task(task->second, args);
+    resolved = resolve_task(task->second, args);
   } catch (const Error& e) {
     fail("{}: data: {}", where, e.what());
   }
+  out.task = resolved.name;
+  out.seq_len = task_stacked(resolved) ? task_len_x(resolved) + task_len_y(resolved) - 1 : task_len_x(resolved);
+  return out;
 }
 
 }  // namespace sweep_internal
@@ -233,7 +287,7 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
           check_data_option(key.substr(5), text, fmt::format("{}: {}", path, gname));
           auto d = data;
           d[key.substr(5)] = text;
-          resolve_data_task(d, where);
+          resolve_data(d, where);
         } else {
           Config probe = spec.base;
           apply_value(probe, key, text, where);
@@ -241,12 +295,12 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
         values.push_back(text);
       }
       grid_keys.insert(key);
-      any_task_grid |= key == "data.task";
+      any_task_grid |= key == "data.task" || key == "data.dir";
       grid.emplace_back(key, values);
     }
     spec.grids.push_back(grid);
   }
-  if (!any_task_grid) resolve_data_task(data, path);
+  if (!any_task_grid) resolve_data(data, path);
   // derive: key -> expression, parsed now with placeholder values to catch typos
   if (root["derive"]) {
     if (!root["derive"].IsMap()) fail("{}: 'derive:' must map config keys to expressions", path);

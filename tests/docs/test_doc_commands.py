@@ -6,7 +6,8 @@ Usage: test_doc_commands.py RMT REPO_ROOT
 1. Every `rmt ...` line in a fenced code block names a subcommand that exists, and every --option
    on it is one that subcommand's --help lists (docs drift as options are renamed).
 2. The example sessions (lines that start with `$ rmt`) of the files in RUN_FILES are run in
-   order, in an empty directory, as a reader would type them: each must succeed, unless the doc
+   order, in an empty directory, as a reader would type them (after the python blocks that make
+   their input, and with the yaml blocks whose first line names a file, `# NAME.yaml`, written): each must succeed, unless the doc
    shows it failing (`rmt: error: ...` below it), in which case it must fail with that message.
 """
 import os
@@ -107,6 +108,11 @@ def run_session(rmt, repo, source, failures):
     with tempfile.TemporaryDirectory(prefix="rmt_doc_") as cwd:
         os.symlink(os.path.join(repo, "experiments"), os.path.join(cwd, "experiments"))
         for language, block in code_blocks(os.path.join(repo, source), with_language=True):
+            if language == "yaml" and block and re.fullmatch(r"# [\w.-]+\.yaml", block[0].strip()):
+                # A file the session uses, named on its first line (`# sort_sweep.yaml`): written as shown.
+                with open(os.path.join(cwd, block[0].strip()[2:]), "w", encoding="utf-8") as f:
+                    f.write("\n".join(block[1:]) + "\n")
+                continue
             if language == "python":
                 # Debian's python3, which `make deps` gives numpy (a python3 earlier on PATH may lack it)
                 python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
