@@ -38,7 +38,8 @@ struct DatasetMeta {
 // task with its options. Without meta.yaml, the meta is inferred from the file names and the
 // .npy headers (the authors' layout). The values may still contradict the task or the arrays:
 // only check_task_dataset (tasks/check.h) finds that. For inspection; whatever trains or scores uses
-// load_dataset_meta. Fails for a byte-level text dataset (tasks/text.h), saying what it is.
+// load_dataset_meta. A directory that may hold a text dataset is asked through its family
+// (tasks/family.h samples_meta), which names what it is.
 DatasetMeta read_dataset_meta(const std::string& dir);
 
 // The meta of a dataset that passes `rmt data check` (the same check_dataset), with every value

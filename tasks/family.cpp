@@ -11,7 +11,12 @@ namespace {
 class AlgorithmicFamily : public DatasetFamily {
  public:
   const char* name() const override { return "algorithmic"; }
-  bool language_model() const override { return false; }
+  FamilyKind kind() const override { return FamilyKind::samples; }
+  DatasetTask task(const std::string& dir) const override {
+    const DatasetMeta meta = read_dataset_meta(dir);
+    return {meta.task, meta.input_length};
+  }
+  DatasetMeta samples_meta(const std::string& dir) const override { return load_dataset_meta(dir); }
   CheckResult check(const std::string& dir, int max_violations) const override {
     return check_task_dataset(dir, max_violations);
   }
@@ -25,7 +30,12 @@ class AlgorithmicFamily : public DatasetFamily {
 class TextFamily : public DatasetFamily {
  public:
   const char* name() const override { return "text"; }
-  bool language_model() const override { return true; }
+  FamilyKind kind() const override { return FamilyKind::text; }
+  DatasetTask task(const std::string&) const override { return {"text", 0}; }
+  DatasetMeta samples_meta(const std::string& dir) const override {
+    fail("{} is a byte-level text dataset (meta.yaml kind: text, from `rmt generate text`), not a dataset of "
+         "the algorithmic tasks (copy, reverse, retrieval, sqeq, memorize, detect_memorize, reasoning)", dir);
+  }
   CheckResult check(const std::string& dir, int) const override {
     const TextCheckResult t = check_text_dataset(dir);
     return CheckResult{t.ok, t.summary, t.violations};

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tasks/check.h"
+#include "tasks/dataset.h"
 
 namespace rmt {
 
@@ -24,13 +25,27 @@ struct ShowRequest {
   std::optional<int64_t> bytes;      // --bytes, text (default 400)
 };
 
+// The two families, for the tables indexed by them: a config's (lib/run/config_family.h) and a
+// run's (lib/run/run_family.h). Samples: an algorithmic task's, trained in `segments` per sample;
+// text: a language model's, trained in streams of segment_length.
+enum class FamilyKind { samples, text };
+
+// What a sweep needs to plan runs on a dataset that exists (data: {dir: ...}).
+struct DatasetTask {
+  std::string task;          // the task's name (copy, an imported task's NAME; text)
+  int sample_positions = 0;  // the model's input positions of one sample (0: a text has no samples)
+};
+
 class DatasetFamily {
  public:
   virtual ~DatasetFamily() = default;
   virtual const char* name() const = 0;  // "algorithmic" | "text"
-  // A language model's data: trained in streams of segment_length (config.h is_lm), not in
-  // samples of `segments`.
-  virtual bool language_model() const = 0;
+  virtual FamilyKind kind() const = 0;
+  // The task in `dir` and its sample's input positions.
+  virtual DatasetTask task(const std::string& dir) const = 0;
+  // The dataset's meta as the samples of a task (load_dataset_meta: checked, implied values
+  // filled in); a text dataset refuses, naming what it is.
+  virtual DatasetMeta samples_meta(const std::string& dir) const = 0;
   // `rmt data check DIR`: every file against meta.yaml and the family's invariants. Fails
   // (rmt::Error) only when meta.yaml cannot be read at all.
   virtual CheckResult check(const std::string& dir, int max_violations) const = 0;

@@ -420,9 +420,6 @@ void fail_no_dataset_dir(const std::string& dir) {
 DatasetMeta read_dataset_meta(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
-  if (is_text_dataset(dir))
-    fail("{} is a byte-level text dataset (meta.yaml kind: text, from `rmt generate text`), not a dataset of "
-         "the algorithmic tasks (copy, reverse, retrieval, sqeq, memorize, detect_memorize, reasoning)", dir);
   const fs::path path = fs::path(dir) / "meta.yaml";
   if (fs::exists(path, ec)) {
     if (!fs::is_regular_file(path, ec)) fail("{} is not a regular file", path.string());

@@ -14,8 +14,8 @@
 #include "lib/core/model_kind.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
+#include "lib/run/config_family.h"
 #include "lib/run/run_directory.h"
-#include "lib/run/run_family.h"
 
 namespace rmt {
 
@@ -68,7 +68,7 @@ static bool curve_of_run(const fs::path& dir, std::vector<LearningCurve>& out) {
   c.seed = config.train.seed;
   c.segments = config.segments;
   c.run_id = dir.filename().string();
-  c.bpc = family_of(config).validates_bpc();
+  c.bpc = config_family(config).validates_bpc();
   c.points = read_validation_curve((dir / "metrics.jsonl").string(), c.segments,
                                    c.bpc ? "val_bpc" : "val_acc_teacher_forced");
   if (!c.points.empty()) out.push_back(std::move(c));

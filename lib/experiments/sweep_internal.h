@@ -8,6 +8,7 @@
 
 #include "lib/experiments/sweep.h"
 #include "lib/run/config.h"
+#include "tasks/family.h"
 #include "tasks/task_kind.h"
 
 namespace rmt::sweep_internal {
@@ -24,12 +25,15 @@ void apply_value(Config& config, const std::string& key, const std::string& valu
 // (`dir: PATH`, e.g. from `rmt data import`), which the sweep reads and never writes.
 struct SweepData {
   std::string task;  // the task's name (copy120, an imported task's NAME; text)
-  bool text = false; // a byte-level text dataset: runs are language models
+  FamilyKind family = FamilyKind::samples;  // text: runs are language models
   int seq_len = 0;   // a sample's input positions (not for text)
   std::string dir;   // `dir:`'s directory; empty when the sweep generates the dataset
 };
 // Resolves a data block (fails like `rmt generate` would, or naming what `dir:` lacks).
 SweepData resolve_data(const std::map<std::string, std::string>& data, const std::string& where);
+// The family, task and sample positions of the dataset that exists in `dir` (data: {dir: ...}),
+// from its files (sweep_dataset.cpp; the fuzz harnesses, which read no dataset, link a stand-in).
+SweepData read_existing_dataset(const std::string& dir, const std::string& where);
 
 // The value of one dotted key in a config, as its YAML text (via to_yaml, the one place that
 // knows how each key prints).

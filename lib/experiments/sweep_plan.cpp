@@ -12,6 +12,7 @@
 #include "lib/experiments/sweep_expr.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
+#include "lib/run/config_family.h"
 #include "tasks/task_kind.h"
 
 namespace rmt {
@@ -83,7 +84,6 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
       }
       // The dataset of this point and its segment lengths.
       const SweepData resolved = resolve_data(data, where);
-      const bool text = resolved.text;
       SweepDataset dataset;
       if (!resolved.dir.empty()) {
         dataset.dir = resolved.dir;  // exists; nothing to generate
@@ -100,20 +100,24 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
           if (k != "task") dataset.generate_args.insert(dataset.generate_args.end(), {generate_flag(k), v});
       }
       config.data = dataset.dir;
-      // A language model (task text) reads segments of segment_length: one segment a step.
+      // The config must be of its data's family; a step reads seq_len positions of each sample
+      // (a language model: one segment of segment_length).
+      const ConfigFamily& family = config_family(config);
       try {
-        check_config_fits_data(config, text, resolved.dir.empty() ? "data task " + resolved.task : "data.dir " + resolved.dir,
-                               resolved.task);
+        config_family(resolved.family)
+            .check_config_of_data(config, resolved.dir.empty() ? "data task " + resolved.task : "data.dir " + resolved.dir,
+                                  resolved.task);
       } catch (const Error& e) {
         fail("{}: {}", where, e.what());
       }
-      const int seq_len = text ? config.segment_length : resolved.seq_len;
-      if (!text && config.segments > seq_len)
-        fail("{}: segments {} is more than the {} input positions of task {}", where, config.segments,
-             seq_len, resolved.task);
-      const int segment_length = text ? config.segment_length : segment_lengths(seq_len, config.segments)[0];
+      const int seq_len = family.step_positions(config, resolved.seq_len);
+      const int segments = family.step_segments(config);
+      if (segments > seq_len)
+        fail("{}: segments {} is more than the {} input positions of task {}", where, segments, seq_len,
+             resolved.task);
+      const int segment_length = segment_lengths(seq_len, segments)[0];
       const std::map<std::string, long long> vars = {
-          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", text ? 1 : config.segments}};
+          {"segment_length", segment_length}, {"seq_len", seq_len}, {"segments", segments}};
       for (const auto& [key, expr] : spec.derive) {
         long long v = eval_expression(expr, vars, spec.path + ": derive." + key);
         apply_value(config, key, std::to_string(v), fmt::format("{} (derive.{} = {})", where, key, v));

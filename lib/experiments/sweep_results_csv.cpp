@@ -11,6 +11,7 @@
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/files/io.h"
+#include "lib/run/config_family.h"
 
 namespace rmt {
 
@@ -69,11 +70,11 @@ std::string results_csv_text(const SweepPlan& plan) {
   if (any_target && std::find(config_cols.begin(), config_cols.end(), "train.target") == config_cols.end())
     config_cols.push_back("train.target");
   // Language models (a sweep over text) add bpc after loss; other sweeps' files stay as they were.
-  bool any_lm = false;
-  for (const auto& run : plan.runs) any_lm = any_lm || is_lm(run.config);
+  bool any_bpc = false;
+  for (const auto& run : plan.runs) any_bpc = any_bpc || config_family(run.config).validates_bpc();
   std::vector<std::string> metrics = {"acc_teacher_forced", "acc_free_running", "exact_match", "solve_rate",
                                       "solve_rate_teacher_forced", "loss"};
-  if (any_lm) metrics.push_back("bpc");
+  if (any_bpc) metrics.push_back("bpc");
   std::vector<std::string> tail = {"segment_length"};
   tail.insert(tail.end(), metrics.begin(), metrics.end());
   for (const char* k : {"run_id", "status", "steps", "end_reason", "solved_step", "wall_time_s", "git_commit", "threads",
@@ -89,7 +90,7 @@ std::string results_csv_text(const SweepPlan& plan) {
     if (state != RunState::done && state != RunState::failed) continue;
     std::vector<std::string> row;
     for (const auto& key : config_cols)
-      if (key == "segments" && is_lm(run.config)) row.push_back("1");  // a language model: one segment a step
+      if (key == "segments") row.push_back(std::to_string(config_family(run.config).step_segments(run.config)));
       else if (!is_data_key(key)) row.push_back(config_value(run.config, key));
       else if (auto it = run.data_options.find(key.substr(5)); it != run.data_options.end()) row.push_back(it->second);
       else row.push_back("");

@@ -14,8 +14,6 @@
 #include "lib/core/messages.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
-#include "tasks/dataset.h"
-#include "tasks/family.h"
 #include "tasks/text.h"
 
 namespace rmt {
@@ -93,8 +91,9 @@ void apply_value(Config& config, const std::string& key, const std::string& valu
 
 namespace {
 
-// A data block of task text: `rmt generate text --input FILE [--split S] [--bytes N]`; the
-// algorithmic tasks' options are refused as `rmt generate text` refuses them.
+// Whether a data block generates task text (`rmt generate text --input FILE [--split S] [--bytes
+// N]`), the sweep's one decision of its family; the algorithmic tasks' options are refused as
+// `rmt generate text` refuses them.
 bool is_text_task(const std::map<std::string, std::string>& data, const std::string& where) {
   auto task = data.find("task");
   if (task == data.end() || task->second != "text") {
@@ -121,28 +120,12 @@ SweepData existing_dataset(const std::map<std::string, std::string>& data, const
       fail("{}: data option '{}' is an `rmt generate` option; data option 'dir' names a dataset that "
            "exists (rmt data import, rmt generate), which the sweep reads as it is: give one or the other",
            where, k);
-  SweepData out;
-  out.dir = data.at("dir");
-  check_data_option("dir", out.dir, where);
-  if (!fs::is_directory(out.dir))
+  const std::string dir = data.at("dir");
+  check_data_option("dir", dir, where);
+  if (!fs::is_directory(dir))
     fail("{}: data.dir {} is not a directory (make the dataset first: rmt data import SRC --out {}, or "
-         "rmt generate TASK --out {}; a relative path is from where rmt runs)", where, out.dir, out.dir, out.dir);
-  try {
-    const DatasetFamily& family = dataset_family(out.dir);
-    out.text = family.language_model();
-    if (out.text) {
-      out.task = "text";
-    } else {
-      const DatasetMeta meta = read_dataset_meta(out.dir);
-      out.task = meta.task;
-      out.seq_len = meta.input_length;
-    }
-  } catch (const Error& e) {
-    std::string why = e.what();
-    if (why.rfind(out.dir + ": ", 0) == 0) why = why.substr(out.dir.size() + 2);  // named once
-    fail("{}: data.dir {}: {}", where, out.dir, why);
-  }
-  return out;
+         "rmt generate TASK --out {}; a relative path is from where rmt runs)", where, dir, dir, dir);
+  return read_existing_dataset(dir, where);
 }
 
 }  // namespace
@@ -160,7 +143,7 @@ SweepData resolve_data(const std::map<std::string, std::string>& data, const std
   SweepData out;
   out.task = task->second;
   if (is_text_task(data, where)) {  // no algorithmic task to resolve
-    out.text = true;
+    out.family = FamilyKind::text;
     return out;
   }
   auto text = [&](const char* k) -> std::optional<std::string> {

@@ -19,6 +19,7 @@
 #include "lib/core/messages.h"
 #include "lib/core/model_kind.h"
 #include "lib/files/io.h"
+#include "lib/run/config_family.h"
 
 namespace rmt {
 
@@ -270,7 +271,8 @@ KeyDescriptor device_key() {
 // must be >= 1: `--set segment_length=0` on a text dataset was accepted here and then told to
 // set segment_length.
 KeyDescriptor segment_length_key() {
-  KeyDescriptor key = written_when(integer_key("segment_length", FIELD(segment_length), 1), is_lm);
+  KeyDescriptor key = written_when(integer_key("segment_length", FIELD(segment_length), 1),
+                                   [](const Config& c) { return config_family(c).has_key("segment_length"); });
   key.in_range = [](const Config& c) { return c.segment_length >= 0; };
   return key;
 }
@@ -278,7 +280,8 @@ KeyDescriptor segment_length_key() {
 const std::vector<KeyDescriptor>& key_table() {
   static const std::vector<KeyDescriptor> table = {
       string_key("data", FIELD(data)),
-      written_when(integer_key("segments", FIELD(segments), 1), [](const Config& c) { return !is_lm(c); }),
+      written_when(integer_key("segments", FIELD(segments), 1),
+                   [](const Config& c) { return config_family(c).has_key("segments"); }),
       segment_length_key(),
       bptt_key(),
       bool_key("bptt_recompute", FIELD(bptt_recompute)),
@@ -515,7 +518,7 @@ void validate(const Config& config) {
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
-  if (is_lm(config)) validate_language_model_keys(config);  // lib/run/config_checks.cpp
+  config_family(config).validate(config);  // a language model's own rules (lib/run/config_family.cpp)
   validate_curriculum(config);
 }
 

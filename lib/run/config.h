@@ -77,15 +77,6 @@ void validate(const Config& config);
 // Zeroes what the kind does not use (mem_len for rmt/mt/baseline, num_mem_tokens for xl and
 // baseline) so the resolved config says exactly what ran.
 void resolve_kind(ModelConfig& model);
-// Whether the config is a language-model run (segment_length set; its data must be text).
-inline bool is_lm(const Config& config) { return config.segment_length > 0; }
-// A language model's own keys (no segments, curriculum or target; bptt a number), checked by
-// validate (lib/run/config_checks.cpp).
-void validate_language_model_keys(const Config& config);
-// The one check that a config and its data are of one family: a language model (segment_length)
-// on a text dataset, every other run on an algorithmic task. `data` names the data for the
-// message ("data runs/x", or a sweep's "data task text"), `task` its task.
-void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task);
 // YAML text of the whole resolved config; parse_config(to_yaml(c)) == c (keys that do not apply
 // are left out: segment_length when 0, segments when segment_length is set).
 std::string to_yaml(const Config& config);

@@ -117,12 +117,12 @@ RunSetup eval_setup_samples(const EvalRunRequest& req, Config config, const std:
   if (config.data.empty()) fail("{}: 'data' is not set", config_path);
   DatasetMeta trained;
   try {
-    trained = load_dataset_meta(config.data);
+    trained = dataset_family(config.data).samples_meta(config.data);
   } catch (const Error& e) {
     fail("{} (the dataset of run {}, which evaluating on other data compares with): {}", config.data,
          req.run_dir, e.what());
   }
-  DatasetMeta other = load_dataset_meta(req.data_dir);
+  DatasetMeta other = dataset_family(req.data_dir).samples_meta(req.data_dir);
   check_same_task(req.run_dir, config.data, trained, req.data_dir, other);
   const RunSetup trained_run = prepare_run_with_meta(config, trained);
   const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());

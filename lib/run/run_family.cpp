@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/run/config_family.h"
+
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/run/curriculum.h"
@@ -49,7 +51,7 @@ class SamplesFamily : public RunFamily {
   }
 
   void check_config(const Config& config, const std::string& data, const std::string& task) const override {
-    check_config_fits_data(config, false, data, task);
+    config_family(FamilyKind::samples).check_config_of_data(config, data, task);
   }
 
   std::string start_line(const RunSetup& run, int64_t params, int64_t start, int threads) const override {
@@ -154,7 +156,6 @@ class SamplesFamily : public RunFamily {
     return j.dump();
   }
 
-  bool validates_bpc() const override { return false; }
   bool can_pack() const override { return true; }
 
   void check_command(const std::string& command, const std::string& run_dir, const Config& config) const override {
@@ -211,7 +212,7 @@ class TextFamily : public RunFamily {
   }
 
   void check_config(const Config& config, const std::string& data, const std::string&) const override {
-    check_config_fits_data(config, true, data, "text");
+    config_family(FamilyKind::text).check_config_of_data(config, data, "text");
   }
 
   std::string start_line(const RunSetup& run, int64_t params, int64_t start, int threads) const override {
@@ -292,7 +293,6 @@ class TextFamily : public RunFamily {
     return j.dump();
   }
 
-  bool validates_bpc() const override { return true; }
   bool can_pack() const override { return false; }
 
   void check_command(const std::string& command, const std::string& run_dir, const Config& config) const override {
@@ -318,12 +318,13 @@ const RunFamily& text_family() {
   return family;
 }
 
-const RunFamily& family_of(const Config& config) {
-  return is_lm(config) ? text_family() : samples_family();
+const RunFamily& run_family(FamilyKind kind) {
+  static const RunFamily* const families[] = {&samples_family(), &text_family()};  // in FamilyKind's order
+  return *families[int(kind)];
 }
 
-const RunFamily& family_of_data(const std::string& dir) {
-  return dataset_family(dir).language_model() ? text_family() : samples_family();
-}
+const RunFamily& family_of(const Config& config) { return run_family(config_family(config).kind()); }
+
+const RunFamily& family_of_data(const std::string& dir) { return run_family(dataset_family(dir).kind()); }
 
 }  // namespace rmt

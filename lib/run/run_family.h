@@ -13,6 +13,7 @@
 #include "lib/core/model.h"
 #include "lib/run/config.h"
 #include "lib/run/evaluate.h"
+#include "tasks/family.h"
 
 namespace rmt {
 
@@ -59,8 +60,6 @@ class RunFamily {
                                     int64_t samples, const PredictionCallback& on_predictions = {}) const = 0;
   // `rmt eval`'s JSON object (shared with results.json).
   virtual std::string result_json(const EvalResult& r, const std::vector<int>& seg_len) const = 0;
-  // Whether the run's validation is bpc (a language model's; else accuracy).
-  virtual bool validates_bpc() const = 0;
   // Whether runs of the same pack_shape can train packed, one computation per step
   // (lib/run/train.h); a language model's step carries state, so it trains alone.
   virtual bool can_pack() const = 0;
@@ -71,7 +70,9 @@ class RunFamily {
 
 const RunFamily& samples_family();
 const RunFamily& text_family();
-// The family a run's config records: text when segment_length is set.
+// The family of kind `kind`.
+const RunFamily& run_family(FamilyKind kind);
+// The family a run's config records (lib/run/config_family.h's decision: segment_length set).
 const RunFamily& family_of(const Config& config);
 // The family of the dataset in `dir` (tasks/family.h's decision).
 const RunFamily& family_of_data(const std::string& dir);

@@ -16,6 +16,7 @@
 #include "lib/core/system.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/config_family.h"
 #include "lib/run/curriculum.h"
 #include "tasks/family.h"
 
@@ -181,7 +182,7 @@ TrainingRun::TrainingRun(const Config& config_in, const TrainOptions& opt)
   data_ = run_.family->open_training_data(run_);
   with_progression_ = tc.target > 0;  // the state files of other runs stay as they were
   mastery_ = tc.curriculum_advance == "mastery";
-  log_ = std::make_unique<RunLog>(dir_ / "metrics.jsonl", opt_, tc.max_steps, run_.family->validates_bpc());
+  log_ = std::make_unique<RunLog>(dir_ / "metrics.jsonl", opt_, tc.max_steps, config_family(run_.config).validates_bpc());
 }
 
 TrainingRun::~TrainingRun() = default;
