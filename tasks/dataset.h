@@ -24,6 +24,7 @@ struct DatasetMeta {
   // The resolved task options, for decoding and checking.
   std::string kind;                 // copy | reverse | retrieval | sqeq | memorize | detect_memorize | reasoning | imported
   int length = 0, symbols = 0, pairs = 0;
+  int key_size = 0, value_size = 0;  // ar_remember, ar_rewrite (meta.yaml options)
   int max_root = 0, max_alpha = 0;  // sqeq's range (meta.yaml options; absent = the paper's 100, 10)
   // BABILong-style tasks (tasks/babilong.h; length above is X's length): meta.yaml options.
   int facts = 0, distractors = 0, noise_words = 0;

@@ -341,6 +341,8 @@ DatasetMeta implied_meta(const DatasetMeta& raw) {
   m.length = t.length;
   m.symbols = t.symbols;
   m.pairs = t.pairs;
+  m.key_size = t.key_size;
+  m.value_size = t.value_size;
   m.max_root = t.max_root;
   m.max_alpha = t.max_alpha;
   m.facts = t.facts;

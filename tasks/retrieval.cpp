@@ -72,6 +72,12 @@ void retrieval_resolve_options(TaskOptions& t, const TaskArgs& a) {
   t.pairs = *a.pairs;
 }
 
+void retrieval_check_meta_options(const TaskOptions& t) {
+  if (t.pairs > kDigits)
+    fail("options.pairs {} is too many: keys are distinct letters (26) and values distinct digits (10), so at most "
+         "10", t.pairs);
+}
+
 std::string retrieval_row_problem(const TaskOptions& t, const DatasetMeta& meta, const int64_t* x, const int64_t*) {
   bool key_used[kFirstKey + kLetters] = {}, value_used[kDigits] = {};
   for (int k = 0; k < t.pairs; k++) {

@@ -17,6 +17,7 @@ int64_t retrieval_max_unique(const TaskOptions& t);
 void retrieval_target(const TaskOptions& t, const int64_t* x, int64_t* y);
 void retrieval_draw(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y);
 void retrieval_resolve_options(TaskOptions& t, const TaskArgs& a);
+void retrieval_check_meta_options(const TaskOptions& t);  // pairs <= 10
 std::string retrieval_row_problem(const TaskOptions& t, const DatasetMeta& meta, const int64_t* x, const int64_t* y);
 // The authors' layout: pairs from X's column count (2 * pairs + 1).
 void retrieval_options_from_columns(DatasetMeta& m, int64_t columns, const std::string& x_path);

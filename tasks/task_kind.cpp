@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/error.h"
+#include "tasks/assoc_retrieval.h"
 #include "tasks/babilong.h"
 #include "tasks/dataset.h"
 #include "tasks/imported.h"
@@ -22,7 +23,7 @@ const std::vector<TaskOptionInfo>& task_option_info() {
       // bit             key            flag           TaskOptions          DatasetMeta       meta.yaml range
       {kOptLength, "length", "length", &TaskOptions::length, nullptr, &DatasetMeta::length, nullptr, 1, 100000, {}},
       {kOptSymbols, "symbols", "symbols", &TaskOptions::symbols, nullptr, &DatasetMeta::symbols, nullptr, 1, 36, {}},
-      {kOptPairs, "pairs", "pairs", &TaskOptions::pairs, nullptr, &DatasetMeta::pairs, nullptr, 1, 10, {}},
+      {kOptPairs, "pairs", "pairs", &TaskOptions::pairs, nullptr, &DatasetMeta::pairs, nullptr, 1, 100000, {}},
       {kOptMaxRoot, "max_root", "max-root", &TaskOptions::max_root, nullptr, &DatasetMeta::max_root, nullptr,
        INT_MIN, INT_MAX, kSqeqDefaultMaxRoot},
       {kOptMaxAlpha, "max_alpha", "max-alpha", &TaskOptions::max_alpha, nullptr, &DatasetMeta::max_alpha, nullptr,
@@ -35,12 +36,17 @@ const std::vector<TaskOptionInfo>& task_option_info() {
        nullptr, INT_MIN, INT_MAX, {}},
       // imported: -1 (or absent) = no padding id declared.
       {kOptPadId, "pad_id", "pad-id", &TaskOptions::pad_id, nullptr, &DatasetMeta::pad_id, nullptr, -1, INT_MAX, -1},
+      {kOptKeySize, "key_size", "key-size", &TaskOptions::key_size, nullptr, &DatasetMeta::key_size, nullptr, 1,
+       kArMaxSymbolSize, {}},
+      {kOptValueSize, "value_size", "value-size", &TaskOptions::value_size, nullptr, &DatasetMeta::value_size, nullptr,
+       1, kArMaxSymbolSize, {}},
   };
   return options;
 }
 
 const std::vector<TaskKindTraits>& task_kinds() {
   constexpr unsigned kSequence = kOptLength | kOptSymbols;
+  constexpr unsigned kAr = kOptPairs | kOptSymbols | kOptKeySize | kOptValueSize;
   // The three BABILong-style kinds share their functions (tasks/babilong.h).
   auto babilong_kind = [](const char* name) {
     constexpr unsigned options = kOptLength | kOptFacts | kOptDistractors | kOptNoise | kOptNoiseWords;
@@ -65,7 +71,17 @@ const std::vector<TaskKindTraits>& task_kinds() {
       {"retrieval", kOptPairs, true, true, 0, true, false, "", " (after '|')", false,
        retrieval_len_x, retrieval_len_y, nullptr, retrieval_vocab, retrieval_max_unique, retrieval_draw,
        retrieval_target, retrieval_row_problem, retrieval_show_row, retrieval_resolve_options,
-       nullptr, nullptr, retrieval_options_from_columns, nullptr, nullptr},
+       retrieval_check_meta_options, nullptr, retrieval_options_from_columns, nullptr, nullptr},
+      // The ARMT paper's associative retrieval: one key-value block a segment. rewrite's count of
+      // distinct rows is an upper bound (its query is one of the distinct keys).
+      {"ar_remember", kAr, true, true, 0, false, false, "--symbols", " (y)", false,
+       ar_len_x, ar_len_y, ar_answer_size, ar_vocab, ar_remember_max_unique, ar_remember_draw, ar_target,
+       ar_remember_row_problem, ar_show_row, ar_remember_resolve_options,
+       ar_remember_check_meta_options, nullptr, nullptr, ar_generated_summary, nullptr},
+      {"ar_rewrite", kAr, true, true, 0, false, true, "--symbols", " (y)", false,
+       ar_len_x, ar_len_y, ar_answer_size, ar_vocab, ar_rewrite_max_unique, ar_rewrite_draw, ar_target,
+       ar_rewrite_row_problem, ar_show_row, ar_rewrite_resolve_options,
+       nullptr, nullptr, nullptr, ar_generated_summary, nullptr},
       // sqeq's solve rate: the answer block, its 30 ids and the slot before it that predicts its first id.
       {"sqeq", kOptMaxRoot | kOptMaxAlpha, false, false, kSqeqBlock + 1, true, false, "", " (blocks 2-6)", false,
        sqeq_len, sqeq_len, sqeq_answer_size, sqeq_task_vocab, sqeq_max_unique, sqeq_draw, sqeq_target,
@@ -102,6 +118,7 @@ const TaskKindTraits& task_kind(const std::string& kind) {
 // L=24 use 10 symbols (ids 2..11); the long ones 8 (ids 2..9).
 const std::vector<TaskPreset>& task_presets() {
   constexpr SplitSizes kShort = {100000, 5000, 10000}, kLong = {100000, 10000, 20000}, kBabi = {20000, 500, 1000};
+  constexpr SplitSizes kAr = {20000, 1000, 1000};
   static const std::vector<TaskPreset> presets = {
       {"copy", "copy", 24, 10, 0, kShort},          {"reverse", "reverse", 24, 10, 0, kShort},
       {"retrieval", "retrieval", 0, 0, 4, kShort},  {"sqeq", "sqeq", 0, 0, 0, kLong},
@@ -111,6 +128,10 @@ const std::vector<TaskPreset>& task_presets() {
       {"memorize", "memorize", kBabiDefaultLength, 0, 0, kBabi},
       {"detect_memorize", "detect_memorize", kBabiDefaultLength, 0, 0, kBabi},
       {"reasoning", "reasoning", kBabiDefaultLength, 0, 0, kBabi},
+      // The ARMT paper's associative retrieval (tasks/assoc_retrieval.h): 16 symbols, keys and
+      // values of one (--key-size, --value-size).
+      {"ar_remember", "ar_remember", 0, kArDefaultSymbols, kArDefaultPairs, kAr},
+      {"ar_rewrite", "ar_rewrite", 0, kArDefaultSymbols, kArDefaultPairs, kAr},
   };
   return presets;
 }
@@ -164,6 +185,8 @@ TaskOptions resolve_task(const std::string& name, const TaskArgs& a) {
       {"--noise-text", a.noise_text.has_value(), kOptNoise, true},
       {"--noise-words", a.noise_words.has_value(), kOptNoiseWords, true},
       {"--pairs", a.pairs.has_value(), kOptPairs, false},
+      {"--key-size", a.key_size.has_value(), kOptKeySize, false},
+      {"--value-size", a.value_size.has_value(), kOptValueSize, false},
       {"--max-root", a.max_root.has_value(), kOptMaxRoot, false},
       {"--max-alpha", a.max_alpha.has_value(), kOptMaxAlpha, false},
   };

@@ -6,6 +6,7 @@
 // comparing names; adding a task is one record (task_kind.cpp) and its own file of functions.
 //   copy, reverse      tasks/sequence_tasks.h
 //   retrieval          tasks/retrieval.h
+//   ar_remember, ar_rewrite   tasks/assoc_retrieval.h (the ARMT paper's associative retrieval)
 //   sqeq               tasks/sqeq.h
 //   memorize, detect_memorize, reasoning   tasks/babilong.h
 //   imported           tasks/imported.h (a user's own X/y arrays: `rmt data import`, tasks/import.h)
@@ -29,7 +30,8 @@ struct TaskOptions {
   std::string name, kind;
   int length = 0;   // copy/reverse: symbols per sample; BABILong-style: X's tokens (the input positions)
   int symbols = 0;  // copy/reverse: alphabet size (ids 2 .. symbols+1)
-  int pairs = 0;    // retrieval: key-value pairs
+  int pairs = 0;    // retrieval, ar_*: key-value pairs
+  int key_size = 0, value_size = 0;  // ar_*: symbols per key and per value
   // sqeq: roots int(uniform(-max_root, max_root)), multiplier ±round(uniform(1, max_alpha));
   // the paper's 100 and 10 by default (docs/paper.md §1). 0 for the other tasks.
   int max_root = 0, max_alpha = 0;
@@ -49,7 +51,7 @@ struct TaskOptions {
 
 // The user's explicit options of `rmt generate` (unset: the task's default, or not given).
 struct TaskArgs {
-  std::optional<int> length, symbols, pairs, max_root, max_alpha;
+  std::optional<int> length, symbols, pairs, max_root, max_alpha, key_size, value_size;
   // BABILong-style: --segments S --segment-length T is --length S*T.
   std::optional<int> segments, segment_length, facts, distractors, noise_words;
   std::optional<std::string> noise, noise_text;
@@ -73,6 +75,8 @@ enum TaskOption : unsigned {
   kOptNoise = 1u << 7,
   kOptNoiseWords = 1u << 8,
   kOptPadId = 1u << 9,
+  kOptKeySize = 1u << 10,
+  kOptValueSize = 1u << 11,
 };
 
 struct TaskOptionInfo {

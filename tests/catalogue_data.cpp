@@ -401,6 +401,13 @@ RMT_CATALOGUE({
     {"data show", "unknown split", [](const std::string& d) { tiny_copy(d); }, "data show {dir}/d --split dev", 1, "unknown split 'dev' (train, val, test)"},
 
     // ---- rmt generate ------------------------------------------------------------------------
+    {"generate", "ar_remember: more pairs than distinct keys", nullptr,
+     "generate ar_remember --pairs 300 --key-size 2 --out {dir}/d", 1,
+     "--pairs 300 is too many for distinct keys: 16 symbols in keys of 2 make 256; a longer --key-size"},
+    {"generate", "ar_rewrite: a key of 9 symbols", nullptr, "generate ar_rewrite --key-size 9 --out {dir}/d", 1,
+     "--key-size must be in 1..8 (got 9)"},
+    {"generate", "--value-size on retrieval", nullptr, "generate retrieval --value-size 2 --out {dir}/d", 1,
+     "--value-size is not an option of task retrieval"},
     {"generate", "an empty train split", nullptr, "generate copy --train 0 --out {dir}/d", 1,
      "--train must be at least 1 (got 0)"},
     {"generate", "an empty validation split", nullptr, "generate copy --train 10 --val 0 --test 2 --out {dir}/d", 1,

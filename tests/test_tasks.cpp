@@ -1,11 +1,13 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <set>
 #include <string>
 
 #include "tasks/family.h"
 #include "lib/core/error.h"
+#include "lib/core/model.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset.h"
@@ -397,9 +399,65 @@ TEST_CASE("task table: every kind's record is whole, and its draws pass its own 
       target_from_x(t, x.data(), want.data());
       CHECK(want == y);
     }
-    // A row the kind must refuse: X starts with id 0 (a pad, a digit where a key belongs, "." before a fact).
-    // (Ids outside the vocabulary are refused before the kind's checks run.)
-    x[0] = 0;
+    // A row the kind must refuse: X starts with ids 0, 0 (a pad, a digit where a key belongs, "." before
+    // a fact, a symbol where ar_*'s SEP belongs). (Ids outside the vocabulary are refused before the
+    // kind's checks run.)
+    x[0] = x[1] = 0;
     CHECK(k.row_problem(t, meta, x.data(), y.data()) != "");
   }
+}
+
+TEST_CASE("ar_remember, ar_rewrite: one key-value block a segment; rewrite answers the last value") {
+  using namespace rmt;
+  TaskArgs args;
+  args.pairs = 6, args.key_size = 2, args.value_size = 3, args.symbols = 5;
+  for (const char* name : {"ar_remember", "ar_rewrite"}) {
+    CAPTURE(name);
+    const TaskOptions t = resolve_task(name, args);
+    const int block = 2 + 1 + 3 + 1;  // key SEP value EOS
+    CHECK(task_len_x(t) == 6 * block + 2 + 1);
+    CHECK(task_len_y(t) == 3 + 1);
+    CHECK(task_answer_size(t) == 4);  // the value and EOS
+    // The model's input, X then y less its last id, cut into pairs + 1 segments: one block each.
+    const int input = task_len_x(t) + task_len_y(t) - 1;
+    const std::vector<int> lengths = segment_lengths(input, 6 + 1);
+    for (int s = 0; s < 6; ++s) CHECK(lengths[size_t(s)] == block);
+    CHECK(lengths.back() == block - 1);
+    CHECK(task_vocab(t) == std::vector<std::string>{"0", "1", "2", "3", "4", "=", "?", "."});
+  }
+  // rewrite: a key seen twice answers with its later value.
+  const TaskOptions rw = resolve_task("ar_rewrite", args);
+  TaskRng rng(5);
+  int repeated = 0;
+  std::vector<int64_t> x(size_t(task_len_x(rw))), y(size_t(task_len_y(rw)));
+  for (int n = 0; n < 300; ++n) {
+    draw_sample(rw, rng, x.data(), y.data());
+    const int64_t* query = x.data() + 6 * 7;
+    int last = -1, seen = 0;
+    for (int p = 0; p < 6; ++p)
+      if (std::equal(query, query + 2, x.data() + p * 7)) last = p, ++seen;
+    REQUIRE(last >= 0);
+    repeated += seen > 1;
+    for (int j = 0; j < 3; ++j) CHECK(y[size_t(j)] == x[size_t(last * 7 + 3 + j)]);
+    CHECK(y[3] == 5 + 2);  // EOS
+  }
+  CHECK(repeated > 10);  // 25 keys, 6 pairs: repeats are common
+  // remember: distinct keys, and too many pairs for the keys is refused.
+  const TaskOptions rm = resolve_task("ar_remember", args);
+  for (int n = 0; n < 300; ++n) {
+    draw_sample(rm, rng, x.data(), y.data());
+    std::set<std::vector<int64_t>> keys;
+    for (int p = 0; p < 6; ++p) keys.insert({x[size_t(p * 7)], x[size_t(p * 7 + 1)]});
+    CHECK(keys.size() == 6);
+  }
+  TaskArgs many;
+  many.pairs = 17;
+  CHECK_THROWS_WITH_AS(resolve_task("ar_remember", many),
+                       doctest::Contains("--pairs 17 is too many for distinct keys: 16 symbols in keys of 1 make 16"),
+                       Error);
+  CHECK_NOTHROW(resolve_task("ar_rewrite", many));
+  TaskArgs key;
+  key.key_size = 2;
+  CHECK_THROWS_WITH_AS(resolve_task("retrieval", key), doctest::Contains("--key-size is not an option of task retrieval"),
+                       Error);
 }

@@ -25,6 +25,7 @@ struct GenerateArgs {
   std::string seed = "0";
   int64_t train = 0, val = 0, test = 0;
   int length = 0, symbols = 0, pairs = 0, max_root = 0, max_alpha = 0;
+  int key_size = 0, value_size = 0;  // ar_remember, ar_rewrite
   int segments = 0, segment_length = 0, facts = 0, distractors = 0, noise_words = 0;  // BABILong-style
   std::string noise, noise_text;                                                      // BABILong-style
   bool force = false, check = false;
@@ -46,11 +47,13 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand(
       "generate", "Generate a dataset (copy, reverse, retrieval, sqeq, the paper's presets, the BABILong-style "
-                  "memorize, detect_memorize, reasoning, or text from a file)");
+                  "memorize, detect_memorize, reasoning, ARMT's ar_remember, ar_rewrite, or text from a file)");
   cmd->footer(
       "Tasks: copy, reverse (L 24, 10 symbols), retrieval (4 pairs), sqeq, copy120, copy240, copy360,\n"
       "reverse120 (8 symbols); BABILong-style (facts hidden in noise, a question at the end): memorize,\n"
       "detect_memorize, reasoning (default length 64, 20000/500/1000 samples; docs/datasets.md).\n"
+      "The ARMT paper's associative retrieval: ar_remember (distinct keys), ar_rewrite (keys repeat; the\n"
+      "last value counts): --pairs blocks `key=value.` then `key?`, 16 symbols, one block a segment.\n"
       "Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
       "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.\n"
       "text --input FILE: a byte-level language-modelling dataset (bytes as tokens, vocabulary 256): the\n"
@@ -71,7 +74,13 @@ void add_generate_command(CLI::App& app) {
       ->transform(int_range(1, int_max));
   auto* symbols = cmd->add_option("--symbols", args->symbols, "copy/reverse: alphabet size V, ids 2..V+1 (default 10)")
       ->transform(int_range(1, int_max));
-  auto* pairs = cmd->add_option("--pairs", args->pairs, "retrieval: key-value pairs K, 1..10 (default 4)")
+  auto* pairs = cmd->add_option("--pairs", args->pairs,
+                                "retrieval: key-value pairs K, 1..10 (default 4); ar_*: 1..100000 (default 10)")
+      ->transform(int_range(1, int_max));
+  auto* key_size = cmd->add_option("--key-size,--key_size", args->key_size, "ar_*: symbols per key, 1..8 (default 1)")
+      ->transform(int_range(1, int_max));
+  auto* value_size = cmd->add_option("--value-size,--value_size", args->value_size,
+                                     "ar_*: symbols per value, 1..8 (default 1)")
       ->transform(int_range(1, int_max));
   // The underscore spellings let a sweep's data block say max_root: / max_alpha:.
   auto* max_root = cmd->add_option("--max-root,--max_root", args->max_root,
@@ -123,7 +132,7 @@ void add_generate_command(CLI::App& app) {
         {"--symbols", symbols}, {"--pairs", pairs},       {"--max-root", max_root},  {"--max-alpha", max_alpha},
         {"--segments", segments}, {"--segment-length", segment_length}, {"--facts", facts},
         {"--distractors", distractors}, {"--noise", noise}, {"--noise-text", noise_text},
-        {"--noise-words", noise_words}};
+        {"--noise-words", noise_words}, {"--key-size", key_size}, {"--value-size", value_size}};
     if (args->task == "text") {
       // A text dataset is the file's bytes in order: nothing is drawn, so nothing to size or seed.
       for (auto [flag, o] : task_options)
@@ -159,6 +168,8 @@ void add_generate_command(CLI::App& app) {
     task_args.length = given(length, args->length);
     task_args.symbols = given(symbols, args->symbols);
     task_args.pairs = given(pairs, args->pairs);
+    task_args.key_size = given(key_size, args->key_size);
+    task_args.value_size = given(value_size, args->value_size);
     task_args.max_root = given(max_root, args->max_root);
     task_args.max_alpha = given(max_alpha, args->max_alpha);
     task_args.segments = given(segments, args->segments);

@@ -56,6 +56,8 @@ GenerateRequest length_generate_request(const std::map<std::string, std::string>
     else if (k == "seed") seed = option_value<uint64_t>(k, v);
     else if (k == "symbols") a.symbols = option_value<int>(k, v);
     else if (k == "pairs") a.pairs = option_value<int>(k, v);
+    else if (k == "key_size") a.key_size = option_value<int>(k, v);
+    else if (k == "value_size") a.value_size = option_value<int>(k, v);
     else if (k == "max_root") a.max_root = option_value<int>(k, v);
     else if (k == "max_alpha") a.max_alpha = option_value<int>(k, v);
     else if (k == "facts") a.facts = option_value<int>(k, v);

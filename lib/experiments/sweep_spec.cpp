@@ -25,7 +25,7 @@ namespace sweep_internal {
 namespace {
 
 // The `rmt generate` options a `data:` block may hold.
-const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "max_root",
+const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "key_size", "value_size", "max_root",
                                             "max_alpha", "train", "val", "test", "seed",
                                             "facts", "distractors", "noise", "noise_words", "noise_text",
                                             "input", "split", "bytes",  // task text
@@ -154,6 +154,7 @@ SweepData resolve_data(const std::map<std::string, std::string>& data, const std
   };
   TaskArgs args;
   args.length = get("length"), args.symbols = get("symbols"), args.pairs = get("pairs");
+  args.key_size = get("key_size"), args.value_size = get("value_size");
   args.max_root = get("max_root"), args.max_alpha = get("max_alpha");
   args.facts = get("facts"), args.distractors = get("distractors"), args.noise_words = get("noise_words");
   args.noise = text("noise"), args.noise_text = text("noise_text");
