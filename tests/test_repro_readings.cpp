@@ -60,6 +60,7 @@ TEST_CASE("reproduce readings: test values, outcomes and steps computed from res
   CHECK(f.fill("{{test model=xl segments=9 seed=3 metric=acc_free_running}}") == "0.41");
   CHECK(f.fill("{{test_mean model=xl segments=9 digits=3}}") == "0.647");
   CHECK(f.fill("{{test_range model=rmt digits=3}}") == "0.995-1.000");  // the failed run is not counted
+  CHECK(f.fill("{{test_range model=rmt segments=3,9 digits=3}}") == "0.995-1.000");
   CHECK(f.fill("{{solved model=rmt segments=9}} solved, {{ended reason=max_steps}} at the ceiling") ==
         "1 of 2 solved, 4 of 5 at the ceiling");
   CHECK(f.fill("{{solved_steps}}, median {{median_solved_step model=rmt}}") == "14500, median 14500");
@@ -98,6 +99,8 @@ TEST_CASE("reproduce: a claim against the paper's value holds within the toleran
   ClaimResult r = check_claim(xl, p, 0.05);
   CHECK(r.state == ClaimResult::fails);  // 0.647 against 0.28
   CHECK(r.detail == "xl at 9: 0.647, the paper 0.28 (needs within 0.05 of the paper)");
+  CHECK(check_claim(Claim{"chance", "xl", {9}, std::nullopt, std::nullopt, "", "", {0.1}}, p, 0.05).detail ==
+        "xl at 9: 0.647, the paper 0.10 (needs within 0.05 of the paper)");
   xl.paper = {0.60};
   CHECK(check_claim(xl, p, 0.05).state == ClaimResult::holds);  // 0.047 from it
   CHECK(check_claim(xl, p, 0.04).state == ClaimResult::fails);
@@ -109,7 +112,7 @@ TEST_CASE("reproduce: a claim against the paper's value holds within the toleran
   add_paper_rows(p, "s:\n  task: copy\n  seq_len: 18\n  rows:\n    \"xl (cache 4)\": {9: 0.28}\n", "paper.yaml", "s");
   xl.paper = {0.30};
   CHECK(paper_value_disagreement(xl, p) ==
-        "claim 'Tr-XL degrades' states the paper's value 0.3 at 9 segments; the paper's file has 0.28 (row xl (cache 4))");
+        "claim 'Tr-XL degrades' states the paper's value 0.30 at 9 segments; the paper's file has 0.28 (row xl (cache 4))");
   xl.paper = {0.28};
   CHECK(paper_value_disagreement(xl, p).empty());
   // The project's own claims are headed as the project's.

@@ -21,10 +21,11 @@ bool lm_matches(const LmSelector& sel, const LmRow& row) {
          (sel.memory < 0 || sel.memory == row.memory) && (!sel.bptt || *sel.bptt == row.bptt);
 }
 
-// The paper's value as it gives it: 0.28, 0.125, 1.00.
+// The paper's value as it gives it, to at least two decimals: 0.28, 0.125, 1.00, 0.10.
 std::string paper_number(double v) {
   const std::string text = fmt::format("{}", v);
-  return text.find('.') == std::string::npos ? fmt::format("{:.2f}", v) : text;
+  const size_t dot = text.find('.');
+  return dot == std::string::npos || text.size() - dot - 1 < 2 ? fmt::format("{:.2f}", v) : text;
 }
 
 }  // namespace

@@ -77,6 +77,14 @@ Placeholder parse_placeholder(const std::string& inside, const std::string& wher
   return p;
 }
 
+// Whether `value` is one of the comma-separated `list` ("2,4,6").
+bool listed(const std::string& list, const std::string& value) {
+  std::istringstream items(list);
+  for (std::string item; std::getline(items, item, ',');)
+    if (item == value) return true;
+  return false;
+}
+
 class ReadingFiller {
  public:
   ReadingFiller(const ReadingData& data, std::string where) : data_(data), where_(std::move(where)) {}
@@ -142,8 +150,8 @@ std::vector<const std::vector<std::string>*> ReadingFiller::rows(const Placehold
   std::vector<const std::vector<std::string>*> out;
   for (const auto& row : data_.results->rows) {
     if (c_status >= 0 && row[size_t(c_status)] != "done") continue;
-    if (p.keys.count("model") && row[c_kind] != p.keys.at("model")) continue;
-    if (p.keys.count("segments") && row[c_seg] != p.keys.at("segments")) continue;
+    if (p.keys.count("model") && !listed(p.keys.at("model"), row[c_kind])) continue;
+    if (p.keys.count("segments") && !listed(p.keys.at("segments"), row[c_seg])) continue;
     if (p.keys.count("seed") && row[c_seed] != p.keys.at("seed")) continue;
     out.push_back(&row);
   }

@@ -6,7 +6,8 @@
 // trained again; a placeholder cannot.
 //
 // The placeholders (model = a model kind; segments = the run's number of segments, or the
-// evaluated one in a length item; seed optional unless said: without it, every seed in order):
+// evaluated one in a length item; for test values and outcomes both may be lists, "2,4,6"; seed
+// optional unless said: without it, every seed in order):
 //   test model= segments= [seed=] [metric=] [digits=]   the test values, seed by seed: "0.79 / 0.48 / 0.67"
 //   test_mean  model= segments= [metric=] [digits=]     their mean
 //   test_range model= [segments=] [metric=] [digits=]   their range: "0.992-1.000"
