@@ -270,6 +270,19 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(written.find("`rmt sweep " + (dir / "tiny.yaml").string() + " -j 2 ") != std::string::npos);
   CHECK(written.find("Runs: 6 finished runs; commit ") != std::string::npos);
   CHECK(written.find("; CPU " + rmt::cpu_model_name() + " (6); vector extensions ") != std::string::npos);
+  // A length item's checks are those of the manifest as it is now, evaluated from its results.csv
+  // (nothing evaluated again): a claim changed after the evaluation is checked by --report-only.
+  const std::string manifest = read_file(dir / "m.yaml");
+  std::string changed = manifest;
+  changed.replace(changed.find("RMT is at most 1 at 6 segments\", model: rmt, segments: [6], max: 1"), 66,
+                  "RMT is below 0 at 6 segments\", model: rmt, segments: [6], max: -1");
+  write(dir / "m.yaml", changed);
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "REPORT.md").find("FAILS: RMT is below 0 at 6 segments") != std::string::npos);
+  write(dir / "m.yaml", manifest);
+  r = rmt_run(base + " --report-only");
+  CHECK(read_file(out / "REPORT.md") == written);
   // The length item keeps each evaluation (run id, length): a re-run reads them back instead of
   // evaluating again (shown by a kept accuracy changed by hand).
   int kept = 0;
