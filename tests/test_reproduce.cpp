@@ -1,4 +1,4 @@
-// rmt reproduce: the manifest reader, the claim check, and a whole tiny reproduction through the
+// rmt reproduce: the manifest reader and a whole tiny reproduction through the
 // CLI (sweep, attention maps, length generalisation, REPORT.md, resume).
 #include <doctest/doctest.h>
 
@@ -102,32 +102,7 @@ fs::path tiny_project(const std::string& name, const std::string& manifest) {
   return dir;
 }
 
-Pivot pivot_of(const std::string& csv) { return pivot_results(parse_csv(csv, "t.csv"), "acc_teacher_forced", {}, "t.csv"); }
-
 }  // namespace
-
-TEST_CASE("reproduce: claims are checked on the measured means") {
-  Pivot p = pivot_of(
-      "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,acc_teacher_forced,status\n"
-      "rmt,3,4,0,1,0.98,done\nrmt,3,4,0,2,0.96,done\nrmt,6,4,0,1,0.5,done\n"
-      "xl,3,0,4,1,0.99,done\nxl,6,0,4,1,0.3,done\n");
-  Claim c{"rmt solves", "rmt", {3}, 0.9, std::nullopt, "", "", {}};
-  CHECK(check_claim(c, p).state == ClaimResult::holds);
-  c.segments = {3, 6};
-  ClaimResult r = check_claim(c, p);
-  CHECK(r.state == ClaimResult::fails);
-  CHECK(r.detail.find("rmt at 6: 0.50") != std::string::npos);
-  Claim above{"rmt ahead", "rmt", {6}, std::nullopt, std::nullopt, "xl", "", {}};
-  CHECK(check_claim(above, p).state == ClaimResult::holds);
-  above.segments = {3};  // 0.97 is not above 0.99
-  CHECK(check_claim(above, p).state == ClaimResult::fails);
-  Claim upper{"xl degrades", "xl", {6}, std::nullopt, 0.6, "", "", {}};
-  CHECK(check_claim(upper, p).state == ClaimResult::holds);
-  Claim missing{"mt", "mt", {3}, 0.1, std::nullopt, "", "", {}};
-  CHECK(check_claim(missing, p).state == ClaimResult::no_data);
-  Claim missing_seg{"rmt at 9", "rmt", {9}, 0.1, std::nullopt, "", "", {}};
-  CHECK(check_claim(missing_seg, p).state == ClaimResult::no_data);
-}
 
 TEST_CASE("reproduce: bad manifests are refused naming the file, the item and the reason") {
   auto error_for = [](const std::string& text) {

@@ -15,6 +15,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
+#include "lib/experiments/repro_readings.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -302,7 +303,10 @@ static ReproManifest read_manifest(const std::string& path) {
     it.kind = r.text(n["kind"], w + ".kind");
     it.title = r.text(n["title"], w + ".title");
     it.paper_says = r.text(n["paper_says"], w + ".paper_says");
-    if (n["notes"]) it.notes = r.text(n["notes"], w + ".notes");
+    if (n["notes"]) {
+      it.notes = r.text(n["notes"], w + ".notes");
+      check_reading(it.notes, fmt::format("{}: {}.notes", path, w));
+    }
     if (n["outside_records"]) it.outside_records = r.text(n["outside_records"], w + ".outside_records");
     if (n["beyond_the_paper"]) {
       const std::string b = r.text(n["beyond_the_paper"], w + ".beyond_the_paper");

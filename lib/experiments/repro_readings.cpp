@@ -269,8 +269,11 @@ std::string ReadingFiller::value(const Placeholder& p) const {
 
 }  // namespace
 
-std::string fill_reading(const std::string& text, const ReadingData& data, const std::string& where) {
-  const ReadingFiller filler(data, where);
+namespace {
+
+// `text` with each placeholder replaced by value(placeholder).
+template <class Value>
+std::string replace_placeholders(const std::string& text, const std::string& where, Value value) {
   std::string out;
   size_t pos = 0;
   while (true) {
@@ -278,10 +281,21 @@ std::string fill_reading(const std::string& text, const ReadingData& data, const
     if (open == std::string::npos) break;
     const size_t close = text.find("}}", open + 2);
     if (close == std::string::npos) fail("{}: '{{{{' without its '}}}}'", where);
-    out += text.substr(pos, open - pos) + filler.value(parse_placeholder(text.substr(open + 2, close - open - 2), where));
+    out += text.substr(pos, open - pos) + value(parse_placeholder(text.substr(open + 2, close - open - 2), where));
     pos = close + 2;
   }
   return out + text.substr(pos);
+}
+
+}  // namespace
+
+std::string fill_reading(const std::string& text, const ReadingData& data, const std::string& where) {
+  const ReadingFiller filler(data, where);
+  return replace_placeholders(text, where, [&](const Placeholder& p) { return filler.value(p); });
+}
+
+void check_reading(const std::string& text, const std::string& where) {
+  replace_placeholders(text, where, [](const Placeholder&) { return std::string(); });
 }
 
 }  // namespace rmt

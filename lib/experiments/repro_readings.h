@@ -42,5 +42,8 @@ struct ReadingData {
 // `text` with every placeholder replaced by its value; `where` (items.NAME.notes) names the
 // reading in errors.
 std::string fill_reading(const std::string& text, const ReadingData& data, const std::string& where);
+// Whether every placeholder of `text` is known and has the keys it needs (what the data alone
+// can refuse is left to fill_reading): the manifest's check when it is read.
+void check_reading(const std::string& text, const std::string& where);
 
 }  // namespace rmt

@@ -1,5 +1,6 @@
-// rmt reproduce: a reading's numbers computed from the data (repro_readings.h), and checks
-// against the paper's values within the manifest's tolerance (repro_claims.h).
+// rmt reproduce: the checks on the measured means, against the paper's values within the
+// manifest's tolerance (repro_claims.h), and a reading's numbers computed from the data
+// (repro_readings.h).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -47,6 +48,8 @@ struct Fixture {
   }
 };
 
+Pivot pivot_of(const std::string& csv) { return pivot_results(parse_csv(csv, "t.csv"), "acc_teacher_forced", {}, "t.csv"); }
+
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
@@ -91,6 +94,29 @@ TEST_CASE("reproduce readings: a placeholder that is unknown, malformed or match
   CHECK(f.error("{{val_slope model=xl segments=9 seed=2 last=5}}").find("has 2 evaluations, not 5") != std::string::npos);
   CHECK(f.error("{{test model=xl segments=9 metric=bpc}}").find("has no column bpc") != std::string::npos);
   CHECK(f.error("open {{test model=xl").find("'{{' without its '}}'") != std::string::npos);
+}
+
+TEST_CASE("reproduce: claims are checked on the measured means") {
+  Pivot p = pivot_of(
+      "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,acc_teacher_forced,status\n"
+      "rmt,3,4,0,1,0.98,done\nrmt,3,4,0,2,0.96,done\nrmt,6,4,0,1,0.5,done\n"
+      "xl,3,0,4,1,0.99,done\nxl,6,0,4,1,0.3,done\n");
+  Claim c{"rmt solves", "rmt", {3}, 0.9, std::nullopt, "", "", {}};
+  CHECK(check_claim(c, p).state == ClaimResult::holds);
+  c.segments = {3, 6};
+  ClaimResult r = check_claim(c, p);
+  CHECK(r.state == ClaimResult::fails);
+  CHECK(r.detail.find("rmt at 6: 0.50") != std::string::npos);
+  Claim above{"rmt ahead", "rmt", {6}, std::nullopt, std::nullopt, "xl", "", {}};
+  CHECK(check_claim(above, p).state == ClaimResult::holds);
+  above.segments = {3};  // 0.97 is not above 0.99
+  CHECK(check_claim(above, p).state == ClaimResult::fails);
+  Claim upper{"xl degrades", "xl", {6}, std::nullopt, 0.6, "", "", {}};
+  CHECK(check_claim(upper, p).state == ClaimResult::holds);
+  Claim missing{"mt", "mt", {3}, 0.1, std::nullopt, "", "", {}};
+  CHECK(check_claim(missing, p).state == ClaimResult::no_data);
+  Claim missing_seg{"rmt at 9", "rmt", {9}, 0.1, std::nullopt, "", "", {}};
+  CHECK(check_claim(missing_seg, p).state == ClaimResult::no_data);
 }
 
 TEST_CASE("reproduce: a claim against the paper's value holds within the tolerance, and fails outside it") {
