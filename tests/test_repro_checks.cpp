@@ -170,4 +170,10 @@ TEST_CASE("reproduce: the manifest's paper values and tolerance are read strictl
   CHECK(error_for("tolerance: 0.05\n", ok, "    beyond_the_paper: maybe\n").find("expected true or false") !=
         std::string::npos);
   CHECK(error_for("tolerance: 0.05\n", ok, "    outside_records: earlier runs\n").empty());
+  // A reading citing the paper cites a value of the item's checks or of its paper_says.
+  CHECK(error_for("tolerance: 0.05\n", ok, "    notes: Tr-XL beats the paper's 0.28, below the paper's 0.97.\n").empty());
+  CHECK(error_for("tolerance: 0.05\n", ok, "    notes: Tr-XL is above the paper's 0.30 here.\n")
+            .find("items.a.notes: cites \"the paper's 0.30\", which none of the item's checks") != std::string::npos);
+  CHECK(error_for("tolerance: 0.05\n", ok, "    notes: \"{{test model=xl segments=9 colour=red}}\"\n")
+            .find("items.a.notes: {{test model=xl segments=9 colour=red}}: unknown key 'colour'") != std::string::npos);
 }

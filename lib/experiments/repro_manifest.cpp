@@ -248,6 +248,36 @@ const ItemReader* item_reader(const std::string& kind) {
   return nullptr;
 }
 
+// A reading that cites a value of the paper ("the paper's 0.28") cites one the item gives: one of its
+// claims' paper values or a number in its paper_says. A typed paper value cannot drift then.
+void check_paper_citations(const ManifestReader& r, const ReproItem& it, const std::vector<Claim>& claims) {
+  const std::string cite = "the paper's ";
+  for (size_t pos = it.notes.find(cite); pos != std::string::npos; pos = it.notes.find(cite, pos + 1)) {
+    size_t end = pos + cite.size();
+    while (end < it.notes.size() && (std::isdigit(static_cast<unsigned char>(it.notes[end])) || it.notes[end] == '.')) ++end;
+    std::string number = it.notes.substr(pos + cite.size(), end - pos - cite.size());
+    while (!number.empty() && number.back() == '.') number.pop_back();  // the sentence's full stop
+    // A measured value (0.28), not a count of the paper's setup (its 100000 training samples).
+    if (number.empty() || !std::isdigit(static_cast<unsigned char>(number[0])) || number.find('.') == std::string::npos)
+      continue;
+    const double v = std::strtod(number.c_str(), nullptr);
+    bool given = false;
+    for (const Claim& c : claims)
+      for (double paper : c.paper) given = given || std::fabs(paper - v) < 0.0005;
+    const std::string& says = it.paper_says;
+    for (size_t at = says.find(number); at != std::string::npos && !given; at = says.find(number, at + 1)) {
+      const bool starts = at == 0 || (!std::isdigit(static_cast<unsigned char>(says[at - 1])) && says[at - 1] != '.');
+      const size_t after = at + number.size();
+      const bool ends = after == says.size() || !std::isdigit(static_cast<unsigned char>(says[after]));
+      given = starts && ends;
+    }
+    if (!given)
+      r.bad("items." + it.name + ".notes",
+            fmt::format("cites \"the paper's {}\", which none of the item's checks (paper:) nor its paper_says gives",
+                        number));
+  }
+}
+
 }  // namespace
 
 const ReproItem* ReproManifest::find(const std::string& name) const {
@@ -334,6 +364,7 @@ static ReproManifest read_manifest(const std::string& path) {
     std::vector<Claim> claims;
     if (const auto* s = std::get_if<SweepItem>(&it.part)) claims = s->claims;
     if (const auto* l = std::get_if<LengthItem>(&it.part)) claims = l->claims;
+    check_paper_citations(r, it, claims);
     for (const Claim& c : claims) {
       if (c.paper.empty()) continue;
       if (it.beyond_the_paper)
