@@ -21,6 +21,13 @@ bool lm_matches(const LmSelector& sel, const LmRow& row) {
          (sel.memory < 0 || sel.memory == row.memory) && (!sel.bptt || *sel.bptt == row.bptt);
 }
 
+// The paper's value as it gives it, to at least two decimals: 0.28, 0.125, 1.00, 0.10.
+std::string paper_number(double v) {
+  const std::string text = fmt::format("{}", v);
+  const size_t dot = text.find('.');
+  return dot == std::string::npos || text.size() - dot - 1 < 2 ? fmt::format("{:.2f}", v) : text;
+}
+
 }  // namespace
 
 std::vector<LmRow> lm_means(const std::vector<LmRow>& runs) {
@@ -116,12 +123,17 @@ std::vector<ClaimLine> claim_lines(const std::vector<LmClaim>& claims) {
   return lines;
 }
 
-std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vector<ClaimResult>& results) {
+std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vector<ClaimResult>& results,
+                            bool beyond_the_paper) {
   const int holds = claims_holding(results);
   const int n = int(results.size());
-  const char* verdict = holds == n ? "**The paper's pattern holds**"
-                        : holds == 0 ? "**The paper's pattern does not appear**"
-                                     : "**The paper's pattern holds in part**";
+  const std::string verdict =
+      beyond_the_paper ? (holds == n ? "**The project's claims hold**"
+                          : holds == 0 ? "**None of the project's claims holds**"
+                                       : "**The project's claims hold in part**")
+                       : (holds == n ? "**The paper's pattern holds**"
+                          : holds == 0 ? "**The paper's pattern does not appear**"
+                                       : "**The paper's pattern holds in part**");
   std::string s = fmt::format("{} ({} of {} checks):\n\n", verdict, holds, n);
   for (size_t i = 0; i < results.size(); ++i) {
     const ClaimResult& r = results[i];
@@ -131,13 +143,27 @@ std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vec
   return s;
 }
 
-ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
+std::string paper_value_disagreement(const Claim& claim, const Pivot& pivot) {
+  for (const auto& row : pivot.rows) {
+    if (!row.paper || row.kind != claim.model) continue;
+    for (size_t i = 0; i < claim.paper.size(); ++i) {
+      const auto cell = row.cells.find(claim.segments[i]);
+      if (cell != row.cells.end() && std::fabs(cell->second.mean - claim.paper[i]) > 0.0005)
+        return fmt::format("claim '{}' states the paper's value {} at {} segments; the paper's file has {} (row {})", claim.text,
+                           paper_number(claim.paper[i]), claim.segments[i], paper_number(cell->second.mean), row.label);
+    }
+  }
+  return "";
+}
+
+ClaimResult check_claim(const Claim& claim, const Pivot& pivot, double tolerance) {
   ClaimResult res;
   const PivotRow* row = measured_row(pivot, claim.model);
   const PivotRow* other = claim.above.empty() ? nullptr : measured_row(pivot, claim.above);
   std::vector<std::string> parts;
   bool all = true;
-  for (int seg : claim.segments) {
+  for (size_t i = 0; i < claim.segments.size(); ++i) {
+    const int seg = claim.segments[i];
     auto cell = row ? row->cells.find(seg) : decltype(row->cells.end()){};
     if (!row || cell == row->cells.end()) {
       res.detail = fmt::format("no {} result at {} segments", claim.model, seg);
@@ -148,6 +174,10 @@ ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
     std::string part = fmt::format("{} at {}: {:.2f}", claim.model, seg, v);
     if (claim.min && v < *claim.min) ok = false;
     if (claim.max && v > *claim.max) ok = false;
+    if (!claim.paper.empty()) {
+      ok = std::fabs(v - claim.paper[i]) <= tolerance + 1e-9;
+      part = fmt::format("{} at {}: {:.3f}, the paper {}", claim.model, seg, v, paper_number(claim.paper[i]));
+    }
     if (other) {
       auto oc = other->cells.find(seg);
       if (oc == other->cells.end()) {
@@ -155,7 +185,7 @@ ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
         return res;
       }
       part += fmt::format(" vs {} {:.2f}", claim.above, oc->second.mean);
-      if (!(v > oc->second.mean)) ok = false;
+      if (!(v > oc->second.mean + tolerance)) ok = false;
     } else if (!claim.above.empty()) {
       res.detail = fmt::format("no {} results", claim.above);
       return res;
@@ -167,6 +197,8 @@ ClaimResult check_claim(const Claim& claim, const Pivot& pivot) {
   std::string bound;
   if (claim.min) bound += fmt::format(" (needs >= {})", *claim.min);
   if (claim.max) bound += fmt::format(" (needs <= {})", *claim.max);
+  if (!claim.paper.empty()) bound += fmt::format(" (needs within {} of the paper)", tolerance);
+  if (!claim.above.empty() && tolerance > 0) bound += fmt::format(" (needs ahead by more than {})", tolerance);
   res.state = all ? ClaimResult::holds : ClaimResult::fails;
   res.detail = fmt::format("{}{}", fmt::join(parts, "; "), bound);
   return res;

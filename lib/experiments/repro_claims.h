@@ -16,7 +16,13 @@ struct ClaimResult {
   std::string detail;
   std::vector<int> failing_segments;  // the claim's segment counts where it fails
 };
-ClaimResult check_claim(const Claim& claim, const Pivot& pivot);
+// A claim with the paper's value holds where the measured mean is within `tolerance` of it; an
+// `above` claim where the model's mean exceeds the other's by more than `tolerance`.
+ClaimResult check_claim(const Claim& claim, const Pivot& pivot, double tolerance = 0);
+// Where a claim's stated paper value disagrees with the paper's row of `pivot` (add_paper_rows)
+// at the same segments by more than rounding: "the claim states 0.30 at 9 segments, the paper
+// file 0.28"; "" where they agree or the pivot has no paper value there.
+std::string paper_value_disagreement(const Claim& claim, const Pivot& pivot);
 
 // One finished run of a language-model sweep, as its results.csv row says; or, after lm_means,
 // one model setting over its seeds (bpc, loss and wall_s the means).
@@ -49,6 +55,8 @@ std::vector<ClaimLine> claim_lines(const std::vector<Claim>& claims);    // each
 std::vector<ClaimLine> claim_lines(const std::vector<LmClaim>& claims);  // each on test bpc
 // The verdict ("The paper's pattern holds in part (1 of 2 checks):") and one line per check, as
 // the report prints an item's checks; results[i] is the outcome of claims[i].
-std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vector<ClaimResult>& results);
+// `beyond_the_paper`: the item's claims are the project's own ("The project's claims hold").
+std::string claims_markdown(const std::vector<ClaimLine>& claims, const std::vector<ClaimResult>& results,
+                            bool beyond_the_paper = false);
 
 }  // namespace rmt

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/experiments/repro_readings.h"
 #include "lib/experiments/repro_templates.h"
 #include "lib/experiments/repro_timing.h"
 #include "lib/experiments/reproduce.h"
@@ -35,10 +36,10 @@ class ReproContext {
   // Whether the runs train elsewhere than on the configs' own device, the CPU.
   bool other_device() const { return !options.device.empty() && options.device != "cpu"; }
   void log(const std::string& line) const;
-  // The researcher's reading of an item's results, as its section ends ("" when it has none).
-  std::string reading(const ReproItem& item) const {
-    return item.notes.empty() ? "" : templates.render("reading", {{"notes", item.notes}});
-  }
+  // The researcher's reading of an item's results, as its section ends, its numbers filled in
+  // from `data` (repro_readings.h; a reading with placeholders is left out while the item has no
+  // results), then what it says outside the committed records; "" when it has neither.
+  std::string reading(const ReproItem& item, const ReadingData& data) const;
   // The run of sweep item `from` that `pick` names; fails naming `where` (items.X.runs[i]).
   const SweepRun* pick_run(const ReproItem& from, const RunPick& pick, const std::string& where) const;
   // An item that reads another's runs, computed in this call: its wall time into its timing.json.

@@ -15,6 +15,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
+#include "lib/experiments/repro_readings.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -83,7 +84,7 @@ struct ManifestReader {
 };
 
 Claim read_claim(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
-  r.only_keys(node, where, {"text", "model", "segments", "min", "max", "above", "metric"});
+  r.only_keys(node, where, {"text", "model", "segments", "paper", "min", "max", "above", "metric"});
   Claim c;
   c.text = r.text(node["text"], where + ".text");
   c.model = r.kind(node["model"], where + ".model");
@@ -92,7 +93,19 @@ Claim read_claim(const ManifestReader& r, const YAML::Node& node, const std::str
   if (node["max"]) c.max = r.number(node["max"], where + ".max");
   if (node["above"]) c.above = r.kind(node["above"], where + ".above");
   if (node["metric"]) c.metric = r.text(node["metric"], where + ".metric");
-  if (!c.min && !c.max && c.above.empty()) r.bad(where, "a claim needs min, max or above");
+  if (const YAML::Node paper = node["paper"]) {
+    if (paper.IsSequence()) {
+      for (size_t i = 0; i < paper.size(); ++i) c.paper.push_back(r.number(paper[i], fmt::format("{}.paper[{}]", where, i)));
+      if (c.paper.size() != c.segments.size())
+        r.bad(where + ".paper", fmt::format("{} values for {} segment counts (give one per segment count, or one)",
+                                            c.paper.size(), c.segments.size()));
+    } else {
+      c.paper.assign(c.segments.size(), r.number(paper, where + ".paper"));
+    }
+    if (c.min || c.max || !c.above.empty())
+      r.bad(where, "a claim with the paper's value is checked within the tolerance: leave out min, max and above");
+  }
+  if (!c.min && !c.max && c.above.empty() && c.paper.empty()) r.bad(where, "a claim needs paper, min, max or above");
   if (c.min && c.max && *c.min > *c.max)
     r.bad(where, fmt::format("min {} is above max {}: no value can hold", *c.min, *c.max));
   return c;
@@ -235,6 +248,36 @@ const ItemReader* item_reader(const std::string& kind) {
   return nullptr;
 }
 
+// A reading that cites a value of the paper ("the paper's 0.28") cites one the item gives: one of its
+// claims' paper values or a number in its paper_says. A typed paper value cannot drift then.
+void check_paper_citations(const ManifestReader& r, const ReproItem& it, const std::vector<Claim>& claims) {
+  const std::string cite = "the paper's ";
+  for (size_t pos = it.notes.find(cite); pos != std::string::npos; pos = it.notes.find(cite, pos + 1)) {
+    size_t end = pos + cite.size();
+    while (end < it.notes.size() && (std::isdigit(static_cast<unsigned char>(it.notes[end])) || it.notes[end] == '.')) ++end;
+    std::string number = it.notes.substr(pos + cite.size(), end - pos - cite.size());
+    while (!number.empty() && number.back() == '.') number.pop_back();  // the sentence's full stop
+    // A measured value (0.28), not a count of the paper's setup (its 100000 training samples).
+    if (number.empty() || !std::isdigit(static_cast<unsigned char>(number[0])) || number.find('.') == std::string::npos)
+      continue;
+    const double v = std::strtod(number.c_str(), nullptr);
+    bool given = false;
+    for (const Claim& c : claims)
+      for (double paper : c.paper) given = given || std::fabs(paper - v) < 0.0005;
+    const std::string& says = it.paper_says;
+    for (size_t at = says.find(number); at != std::string::npos && !given; at = says.find(number, at + 1)) {
+      const bool starts = at == 0 || (!std::isdigit(static_cast<unsigned char>(says[at - 1])) && says[at - 1] != '.');
+      const size_t after = at + number.size();
+      const bool ends = after == says.size() || !std::isdigit(static_cast<unsigned char>(says[after]));
+      given = starts && ends;
+    }
+    if (!given)
+      r.bad("items." + it.name + ".notes",
+            fmt::format("cites \"the paper's {}\", which none of the item's checks (paper:) nor its paper_says gives",
+                        number));
+  }
+}
+
 }  // namespace
 
 const ReproItem* ReproManifest::find(const std::string& name) const {
@@ -261,11 +304,15 @@ static ReproManifest read_manifest(const std::string& path) {
   } catch (const YAML::Exception& e) {
     fail("{}: not valid YAML: {}", path, e.what());
   }
-  r.only_keys(root, "top level", {"paper", "notes", "items"});
+  r.only_keys(root, "top level", {"paper", "tolerance", "notes", "items"});
   ReproManifest m;
   m.path = path;
   m.paper_file = r.file(root["paper"], "paper");
   if (root["notes"]) m.notes = r.text(root["notes"], "notes");
+  if (root["tolerance"]) {
+    m.tolerance = r.number(root["tolerance"], "tolerance");
+    if (m.tolerance < 0 || m.tolerance >= 1) r.bad("tolerance", fmt::format("must be in [0, 1) (got {})", m.tolerance));
+  }
   const YAML::Node items = root["items"];
   if (!items || !items.IsMap() || items.size() == 0) r.bad("items", "expected a non-empty map of items");
   for (const auto& kv : items) {
@@ -286,10 +333,19 @@ static ReproManifest read_manifest(const std::string& path) {
     it.kind = r.text(n["kind"], w + ".kind");
     it.title = r.text(n["title"], w + ".title");
     it.paper_says = r.text(n["paper_says"], w + ".paper_says");
-    if (n["notes"]) it.notes = r.text(n["notes"], w + ".notes");
+    if (n["notes"]) {
+      it.notes = r.text(n["notes"], w + ".notes");
+      check_reading(it.notes, fmt::format("{}: {}.notes", path, w));
+    }
+    if (n["outside_records"]) it.outside_records = r.text(n["outside_records"], w + ".outside_records");
+    if (n["beyond_the_paper"]) {
+      const std::string b = r.text(n["beyond_the_paper"], w + ".beyond_the_paper");
+      if (b != "true" && b != "false") r.bad(w + ".beyond_the_paper", fmt::format("expected true or false (got {})", b));
+      it.beyond_the_paper = b == "true";
+    }
     const ItemReader* reader = item_reader(it.kind);
     if (!reader) r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm)", it.kind));
-    std::vector<std::string> keys = {"kind", "title", "paper_says", "notes"};
+    std::vector<std::string> keys = {"kind", "title", "paper_says", "notes", "outside_records", "beyond_the_paper"};
     keys.insert(keys.end(), reader->keys.begin(), reader->keys.end());
     r.only_keys(n, w, keys);
     reader->read(r, n, w, m, it);
@@ -302,6 +358,21 @@ static ReproManifest read_manifest(const std::string& path) {
                                         "directory, {}/ under --runs-dir: rename one",
                                         it.sweep, other.name, other.sweep, fs::path(it.sweep).stem().string()));
     m.items.push_back(std::move(it));
+  }
+  // The paper's values are checked within the tolerance, stated once for every item.
+  for (const ReproItem& it : m.items) {
+    std::vector<Claim> claims;
+    if (const auto* s = std::get_if<SweepItem>(&it.part)) claims = s->claims;
+    if (const auto* l = std::get_if<LengthItem>(&it.part)) claims = l->claims;
+    check_paper_citations(r, it, claims);
+    for (const Claim& c : claims) {
+      if (c.paper.empty()) continue;
+      if (it.beyond_the_paper)
+        r.bad("items." + it.name, fmt::format("claim '{}' gives the paper's value, but the item is beyond the paper", c.text));
+      if (!root["tolerance"])
+        r.bad("items." + it.name, fmt::format("claim '{}' gives the paper's value: the top level needs tolerance "
+                                              "(how far a measured mean may lie from it)", c.text));
+    }
   }
   return m;
 }

@@ -5,8 +5,13 @@
 //   sweep:     a sweep file (experiments/reproduce/*.yaml) run like `rmt sweep`, then tabulated
 //              per metric beside the paper's numbers (experiments/paper_results.yaml), plotted,
 //              and checked against the paper's pattern, written as claims:
-//                {text, model, segments, min | max}      the model's mean is >= min / <= max
-//                {text, model, segments, above: MODEL}   its mean is above the other model's
+//                {text, model, segments, paper: V}       the model's mean is within the manifest's
+//                                                         tolerance of the paper's value V (one per
+//                                                         segment count, or one for all)
+//                {text, model, segments, min | max}      the model's mean is >= min / <= max (a bound
+//                                                         of the project's, where the paper has no value)
+//                {text, model, segments, above: MODEL}   its mean is above the other model's by more
+//                                                         than the tolerance
 //              each on the item's first metric unless the claim names its own (metric: ...)
 //   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen runs of a sweep item.
 //   length:    runs of a sweep item evaluated on longer datasets of the same task at the trained
@@ -29,6 +34,9 @@ struct Claim {
   std::optional<double> min, max;
   std::string above;             // another model kind
   std::string metric;            // "" = the item's first metric
+  // The paper's value at each of `segments` (one value: the same at each; empty: none). With it
+  // the claim holds where the measured mean is within the manifest's tolerance of it.
+  std::vector<double> paper;
 };
 
 struct LmSelector {              // runs of an lm item: -1 / unset = any
@@ -72,7 +80,11 @@ struct LengthItem {
 struct ReproItem {
   std::string name, kind;        // kind: sweep | attention | length | lm
   std::string title, paper_says; // the figure or table, and the paper's finding in one line
-  std::string notes;             // the researcher's reading of the results (printed after them)
+  std::string notes;             // the researcher's reading of the results (printed after them),
+                                 // its numbers as placeholders filled in from the data (repro_readings.h)
+  std::string outside_records;   // what the reading says of runs not in the committed records
+                                 // (earlier recipes, other machines, runs by hand): not checked
+  bool beyond_the_paper = false; // its claims are the project's own, not the paper's
   std::string sweep;             // sweep, lm: the sweep file the item trains ("" for the others)
   std::string from;              // attention, length: the sweep item whose runs they read ("" else)
   std::variant<SweepItem, LmItem, AttentionItem, LengthItem> part;
@@ -81,6 +93,9 @@ struct ReproItem {
 struct ReproManifest {
   std::string path, paper_file;  // paper_file: experiments/paper_results.yaml
   std::string notes;             // printed under the report's summary table
+  // How far a measured mean may lie from the paper's value for a claim with `paper:` to hold,
+  // and by how much a model must be ahead of another for an `above:` claim to hold.
+  double tolerance = 0;
   std::vector<ReproItem> items;
   const ReproItem* find(const std::string& name) const;
 };

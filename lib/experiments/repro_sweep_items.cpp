@@ -83,6 +83,8 @@ class SweepItemHandler : public ItemHandler {
   std::vector<CurveCell> curve_cells_;
   std::optional<std::pair<int, int>> progress_;  // (runs done, runs planned), once results are read
   std::string provenance_;  // where the finished runs came from: commits, threads, CPUs, builds
+  ReadingData reading_data_;  // what the reading's numbers are computed from
+  std::optional<CsvTable> results_;
 
   // Finished runs' records (run_records.h) are kept for an item that no attention or length item
   // reads from: those need the runs' checkpoints, which a record does not hold.
@@ -242,7 +244,7 @@ std::string SweepItemHandler::section(const ItemTiming& timing) const {
                                           // call's own -j trains nothing)
                                           {"jobs", std::to_string(timing.jobs > 0 ? timing.jobs : ctx_.options.jobs)},
                                           {"runs_dir", ctx_.options.runs_dir + ctx_.device_option()}});
-  if (!has_results_) return s + t.render("not_run", {{"command", cmd}}) + ctx_.reading(item_);
+  if (!has_results_) return s + t.render("not_run", {{"command", cmd}}) + ctx_.reading(item_, ReadingData());
   s += t.render("runs_provenance", {{"provenance", provenance_}});
   if (in_progress())
     s += t.render("in_progress", {{"done", std::to_string(progress_->first)},
@@ -269,9 +271,9 @@ std::string SweepItemHandler::section(const ItemTiming& timing) const {
     s += fmt::format("![{} learning curves at {} segment{}]({}/{})\n\n", item_.name, cell.segments,
                      cell.segments == 1 ? "" : "s", item_.name, cell.png);
   }
-  if (!claims_.empty()) s += claims_markdown(claim_lines_, claims_) + "\n";
+  if (!claims_.empty()) s += claims_markdown(claim_lines_, claims_, item_.beyond_the_paper) + "\n";
   if (failed_ > 0) s += fmt::format("{} runs failed (status and error in results.csv).\n\n", failed_);
-  s += ctx_.reading(item_);
+  s += ctx_.reading(item_, reading_data_);
   if (timing.runs > 0)
     s += t.render("sweep_wall_time", {{"wall", seconds_text(timing.wall_s)},
                                       {"runs", std::to_string(timing.runs)},
@@ -306,8 +308,16 @@ void SweepHandler::summarise() {
     Pivot pivot = pivot_results(csv, metric, {}, (dir / "results.csv").string());
     if (pivot.rows.empty()) continue;
     // The claims and the plot use the measured numbers; the tables show the paper's beside them.
-    for (size_t c = 0; c < part_.claims.size(); ++c)
-      if (part_.claims[c].metric == metric) claim_results[c] = check_claim(part_.claims[c], pivot);
+    for (size_t c = 0; c < part_.claims.size(); ++c) {
+      if (part_.claims[c].metric != metric) continue;
+      claim_results[c] = check_claim(part_.claims[c], pivot, ctx_.manifest.tolerance);
+      // A paper value the manifest states must be the paper file's, where that has one.
+      if (paper_text.empty() || part_.claims[c].paper.empty()) continue;
+      Pivot with_paper = pivot;
+      add_paper_rows(with_paper, paper_text, paper_file, part_.paper_section);
+      if (const std::string d = paper_value_disagreement(part_.claims[c], with_paper); !d.empty())
+        fail("{}: items.{}: {}", ctx_.manifest.path, item_.name, d);
+    }
     // The paper reports one accuracy (free-running where the answer spans whole segments,
     // teacher-forced otherwise: docs/paper.md §3); its rows go beside the first metric only,
     // which is also the one plotted.
@@ -360,6 +370,8 @@ void SweepHandler::summarise() {
   }
   claims_ = claim_results;
   claim_lines_ = claim_lines(part_.claims);
+  results_ = csv;
+  reading_data_ = {&*results_, part_.metrics.front(), curves};
   const int c_status = csv.column("status");
   for (const auto& row : csv.rows)
     if (c_status >= 0 && row[size_t(c_status)] == "failed") ++failed_;
@@ -437,6 +449,8 @@ void LmHandler::summarise() {
   const fs::path png = dir / (item_.name + ".png");
   draw_plot(lm_plot_script(rows, png.string(), item_.title), png.string());
   write_file_atomic(dir / "table.md", md);
+  results_ = csv;
+  reading_data_ = {&*results_, "bpc", {}};
   has_results_ = true;
 }
 

@@ -4,6 +4,7 @@
 #include "lib/experiments/reproduce.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "lib/core/provenance.h"
 #include "lib/experiments/repro_items.h"
 #include "lib/experiments/results_heatmap.h"
+#include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 
 namespace rmt {
@@ -25,7 +27,7 @@ namespace fs = std::filesystem;
 // The templates the report is written from (experiments/reproduce/report_templates.md).
 const std::vector<std::string> kReportTemplates = {"report", "device", "item_heading", "reading", "not_run",
                                                    "in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "length_heatmap", "from_item",
-                                                   "wall_time"};
+                                                   "wall_time", "outside_records"};
 
 const SweepPlan& ReproContext::plan_of(const ReproItem& item) const {
   auto found = plans_.find(item.name);
@@ -53,6 +55,15 @@ const SweepRun* ReproContext::pick_run(const ReproItem& from, const RunPick& p, 
        p.segments, p.seed);
 }
 
+std::string ReproContext::reading(const ReproItem& item, const ReadingData& data) const {
+  std::string s;
+  const bool placeholders = item.notes.find("{{") != std::string::npos;
+  if (!item.notes.empty() && (data.results || !placeholders))
+    s += templates.render("reading", {{"notes", fill_reading(item.notes, data, manifest.path + ": items." + item.name + ".notes")}});
+  if (!item.outside_records.empty()) s += templates.render("outside_records", {{"text", item.outside_records}});
+  return s;
+}
+
 ItemTiming ItemHandler::timing() const { return read_timing(ctx_.out_dir(item_) / "timing.json"); }
 
 int FromItemHandler::run() {
@@ -66,7 +77,11 @@ std::string FromItemHandler::section(const ItemTiming& timing) const {
   const fs::path md = ctx_.out_dir(item_) / md_file_;
   std::string s = t.render("from_item", {{"from", item_.from}, {"command", command}});
   s += fs::exists(md) ? read_file(md) + "\n" : t.render("not_run", {{"command", command}});
-  s += ctx_.reading(item_);
+  // A length item's reading is computed from its results.csv (one row per run and evaluated length).
+  const fs::path results = ctx_.out_dir(item_) / "results.csv";
+  std::optional<CsvTable> csv;
+  if (fs::exists(results)) csv = parse_csv(read_file(results), results.string());
+  s += ctx_.reading(item_, csv ? ReadingData{&*csv, "acc_teacher_forced", {}} : ReadingData());
   if (timing.wall_s > 0) s += t.render("wall_time", {{"wall", seconds_text(timing.wall_s)}});
   return s;
 }
