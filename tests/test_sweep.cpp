@@ -455,3 +455,20 @@ derive:
   // --collect and --emit take it too, and check nothing a generator would.
   CHECK(rmt_run("sweep " + file + " --collect --runs-dir " + (dir / "runs").string()).status == 0);
 }
+
+TEST_CASE("sweep: derive may set segments (one ar_remember block a segment); the run's segment length is that count's") {
+  const rmt::SweepSpec spec = rmt::parse_sweep(R"(data: {task: ar_remember}
+grid: {data.pairs: [3, 5]}
+derive: {segments: seq_len / 4 + 1}
+)", "ar.yaml");
+  const rmt::SweepPlan plan = rmt::plan_sweep(spec, "runs", 1);
+  REQUIRE(plan.runs.size() == 2);
+  // Blocks of key = value . (4 positions): 3 pairs make 15 input positions, 5 make 23.
+  CHECK(plan.runs[0].config.segments == 4);
+  CHECK(plan.runs[0].segment_length == 4);
+  CHECK(plan.runs[1].config.segments == 6);
+  CHECK(plan.runs[1].segment_length == 4);
+  CHECK_THROWS_WITH(rmt::plan_sweep(rmt::parse_sweep("data: {task: ar_remember}\ngrid: {data.pairs: [3]}\n"
+                                                     "derive: {segments: seq_len + 1}\n", "ar.yaml"), "runs", 1),
+                    doctest::Contains("segments 16 (derived) is more than the 15 input positions of task ar_remember"));
+}

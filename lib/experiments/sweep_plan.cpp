@@ -129,6 +129,13 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         fail("{}: {}", where, e.what());
       }
       resolve_kind(config.model);  // what prepare_run does, so that RUN_ID names what runs
+      // derive: may set segments itself (e.g. `segments: seq_len / 4 + 1`): the run's longest
+      // segment is then that count's.
+      const int run_segments = family.step_segments(config);
+      if (run_segments > seq_len)
+        fail("{}: segments {} (derived) is more than the {} input positions of task {}", where, run_segments,
+             seq_len, resolved.task);
+      const int run_segment_length = segment_lengths(seq_len, run_segments)[0];
 
       // RUN_ID: readable prefix + hash of what the run computes (threads, a cpu device left out).
       config.train.threads = threads;
@@ -148,7 +155,7 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         SweepRun run;
         run.run_id = id;
         run.config = config;
-        run.segment_length = segment_length;
+        run.segment_length = run_segment_length;
         run.dir = plan.sweep_dir / id;
         run.data_options = data;
         plan.runs.push_back(run);
