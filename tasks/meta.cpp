@@ -319,7 +319,10 @@ TaskOptions task_of_meta(const DatasetMeta& meta) {
   if (stated_kind && stated_kind->defined_by_meta) {  // imported: everything is meta's own
     t = TaskOptions{meta.task, meta.kind};
   } else if (!is_task_name(meta.task)) {  // the authors' sqeq_cd ...
-    return TaskOptions{meta.task, meta.kind, meta.length, meta.symbols, meta.pairs, meta.max_root, meta.max_alpha};
+    TaskOptions authors{meta.task, meta.kind};
+    authors.length = meta.length, authors.symbols = meta.symbols, authors.pairs = meta.pairs;
+    authors.max_root = meta.max_root, authors.max_alpha = meta.max_alpha;
+    return authors;
   } else {
     t = resolve_task(meta.task);     // the kind is the task's, whatever meta.yaml says
     if (t.name != t.kind) return t;  // a preset (copy120 ...): its own values

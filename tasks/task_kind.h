@@ -31,10 +31,10 @@ struct TaskOptions {
   int length = 0;   // copy/reverse: symbols per sample; BABILong-style: X's tokens (the input positions)
   int symbols = 0;  // copy/reverse: alphabet size (ids 2 .. symbols+1)
   int pairs = 0;    // retrieval, ar_*: key-value pairs
-  int key_size = 0, value_size = 0;  // ar_*: symbols per key and per value
   // sqeq: roots int(uniform(-max_root, max_root)), multiplier ±round(uniform(1, max_alpha));
   // the paper's 100 and 10 by default (docs/paper.md §1). 0 for the other tasks.
   int max_root = 0, max_alpha = 0;
+  int key_size = 0, value_size = 0;  // ar_*: symbols per key and per value
   // BABILong-style tasks (tasks/babilong.h); 0 / empty for the others.
   int facts = 0, distractors = 0;  // supporting facts (memorize: 1; reasoning: 2 or 3), distractor facts
   std::string noise = "";          // filler | text
