@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/error.h"
+#include "lib/experiments/repro_templates.h"
 
 namespace rmt {
 
@@ -269,33 +270,17 @@ std::string ReadingFiller::value(const Placeholder& p) const {
 
 }  // namespace
 
-namespace {
-
-// `text` with each placeholder replaced by value(placeholder).
-template <class Value>
-std::string replace_placeholders(const std::string& text, const std::string& where, Value value) {
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    const size_t open = text.find("{{", pos);
-    if (open == std::string::npos) break;
-    const size_t close = text.find("}}", open + 2);
-    if (close == std::string::npos) fail("{}: '{{{{' without its '}}}}'", where);
-    out += text.substr(pos, open - pos) + value(parse_placeholder(text.substr(open + 2, close - open - 2), where));
-    pos = close + 2;
-  }
-  return out + text.substr(pos);
-}
-
-}  // namespace
-
 std::string fill_reading(const std::string& text, const ReadingData& data, const std::string& where) {
   const ReadingFiller filler(data, where);
-  return replace_placeholders(text, where, [&](const Placeholder& p) { return filler.value(p); });
+  return replace_placeholders(text, where,
+                              [&](const std::string& inner) { return filler.value(parse_placeholder(inner, where)); });
 }
 
 void check_reading(const std::string& text, const std::string& where) {
-  replace_placeholders(text, where, [](const Placeholder&) { return std::string(); });
+  replace_placeholders(text, where, [&](const std::string& inner) {
+    parse_placeholder(inner, where);
+    return std::string();
+  });
 }
 
 }  // namespace rmt

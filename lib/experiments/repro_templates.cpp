@@ -62,6 +62,21 @@ ReportTemplates ReportTemplates::parse(const std::string& text, const std::strin
   return t;
 }
 
+std::string replace_placeholders(const std::string& text, const std::string& where,
+                                 const std::function<std::string(const std::string& inner)>& value) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    const size_t open = text.find("{{", pos);
+    if (open == std::string::npos) break;
+    const size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) fail("{}: '{{{{' without its '}}}}'", where);
+    out += text.substr(pos, open - pos) + value(text.substr(open + 2, close - open - 2));
+    pos = close + 2;
+  }
+  return out + text.substr(pos);
+}
+
 std::string ReportTemplates::render(const std::string& name,
                                     const std::vector<std::pair<std::string, std::string>>& values) const {
   const auto found = texts_.find(name);
@@ -70,23 +85,15 @@ std::string ReportTemplates::render(const std::string& name,
   std::vector<std::string> keys;
   for (const auto& [key, value] : values) keys.push_back(key);
   std::set<std::string> used;
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    const size_t open = text.find("{{", pos);
-    if (open == std::string::npos) break;
-    const size_t close = text.find("}}", open + 2);
-    if (close == std::string::npos) fail("{}: template '{}': '{{{{' without its '}}}}'", file_, name);
-    const std::string key = text.substr(open + 2, close - open - 2);
-    const auto value = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
-    if (value == values.end())
-      fail("{}: template '{}': unknown placeholder {{{{{}}}}} (it can use: {})", file_, name, key,
-           fmt::join(keys, ", "));
-    out += text.substr(pos, open - pos) + value->second;
-    used.insert(key);
-    pos = close + 2;
-  }
-  out += text.substr(pos);
+  const std::string out =
+      replace_placeholders(text, fmt::format("{}: template '{}'", file_, name), [&](const std::string& key) {
+        const auto value = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+        if (value == values.end())
+          fail("{}: template '{}': unknown placeholder {{{{{}}}}} (it can use: {})", file_, name, key,
+               fmt::join(keys, ", "));
+        used.insert(key);
+        return value->second;
+      });
   for (const std::string& key : keys)
     if (!used.count(key))
       fail("{}: template '{}' leaves out {{{{{}}}}}, which the report needs there", file_, name, key);

@@ -10,6 +10,7 @@
 // the template names that the report does not give, and a value the report gives that the
 // template leaves out are errors naming the file and the template.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -31,6 +32,11 @@ class ReportTemplates {
   std::string file_;
   std::map<std::string, std::string> texts_;
 };
+
+// `text` with every `{{inner}}` replaced by value(inner), in order; an opening `{{` without its
+// `}}` fails naming `where`. The one scanner of placeholders: templates and readings.
+std::string replace_placeholders(const std::string& text, const std::string& where,
+                                 const std::function<std::string(const std::string& inner)>& value);
 
 // Where the templates of `manifest_path` are: report_templates.md in the manifest's directory.
 std::filesystem::path report_templates_file(const std::string& manifest_path);
