@@ -293,6 +293,9 @@ const std::vector<KeyDescriptor>& key_table() {
       real_key("model.dropatt", FIELD(model.dropatt), at_or_above(0), below(1)),
       integer_key("model.mem_len", FIELD(model.mem_len), 0),
       integer_key("model.num_mem_tokens", FIELD(model.num_mem_tokens), 0),
+      // armt only; written only for armt, so that the run ids of the other kinds do not change
+      written_when(integer_key("model.d_mem", FIELD(model.d_mem), 1, 4096),
+                   [](const Config& c) { return c.model.kind == "armt"; }),
       bool_key("model.read_mem_from_cache", FIELD(model.read_mem_from_cache)),
       choice_key("model.mem_init", FIELD(model.mem_init), {"original", "normal"}),
       integer_key("model.n_token", FIELD(model.n_token), 0),
@@ -514,6 +517,17 @@ void validate(const Config& config) {
     fail("invalid config: model.kind {} needs model.num_mem_tokens > 0 (got {})", kind.name,
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
+  if (kind.has_assoc) {  // armt (docs/armt.md)
+    if (model.mem_len > 0)
+      fail("invalid config: model.mem_len {} is a Transformer-XL cache; model.kind armt has none (its "
+           "memory is the associative matrix of every layer): leave model.mem_len out", model.mem_len);
+    if (config.device == "cuda")
+      fail("invalid config: model.kind armt has not yet run on a GPU (its kernels are built and tested "
+           "on the host only; docs/cuda.md): train it with device cpu");
+  } else if (model.d_mem != ModelConfig().d_mem) {
+    fail("invalid config: model.d_mem {} is the associative memory's size of model.kind armt; model.kind "
+         "{} has none: leave model.d_mem out", model.d_mem, kind.name);
+  }
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
   if (is_lm(config)) validate_language_model_keys(config);  // lib/run/config_checks.cpp
   validate_curriculum(config);
