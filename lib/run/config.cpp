@@ -517,25 +517,10 @@ void validate(const Config& config) {
     fail("invalid config: model.kind {} needs model.num_mem_tokens > 0 (got {})", kind.name,
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
-  if (kind.has_assoc) {  // armt (docs/armt.md)
-    if (model.mem_len > 0)
-      fail("invalid config: model.mem_len {} is a Transformer-XL cache; model.kind armt has none (its "
-           "memory is the associative matrix of every layer): leave model.mem_len out", model.mem_len);
-    check_kind_runs_on(model.kind, config.device);
-  } else if (model.d_mem != ModelConfig().d_mem) {
-    fail("invalid config: model.d_mem {} is the associative memory's size of model.kind armt; model.kind "
-         "{} has none: leave model.d_mem out", model.d_mem, kind.name);
-  }
+  validate_associative_memory_keys(config);  // armt: lib/run/config_checks.cpp
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
   if (is_lm(config)) validate_language_model_keys(config);  // lib/run/config_checks.cpp
   validate_curriculum(config);
-}
-
-void check_kind_runs_on(const std::string& kind, const std::string& device) {
-  const std::optional<ModelKind> k = find_model_kind(kind);
-  if (k && traits_of(*k).has_assoc && device == "cuda")
-    fail("model.kind armt has not yet run on a GPU (its kernels are built and tested on the host "
-         "only; docs/cuda.md): use device cpu");
 }
 
 void resolve_kind(ModelConfig& model) {

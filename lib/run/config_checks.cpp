@@ -1,6 +1,9 @@
-// The config's checks that concern one family of runs (lib/run/run_family.h): a language model's
-// own keys, and a config against its dataset's family. Here, not in the family classes, so that
-// the config's readers (and their fuzzers) need nothing of a run.
+// The config's checks that concern one family of runs (lib/run/run_family.h) or one model kind:
+// a language model's own keys, armt's, and a config against its dataset's family. Here, not in
+// the family classes, so that the config's readers (and their fuzzers) need nothing of a run.
+#include <optional>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
@@ -33,6 +36,29 @@ void validate_language_model_keys(const Config& config) {
     fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
          "end to back-propagate to; give the number of earlier segments the memory's gradient "
          "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
+}
+
+// armt's own keys (docs/armt.md): model.d_mem belongs to it, a Transformer-XL cache does not,
+// and it has not run on a GPU yet.
+void validate_associative_memory_keys(const Config& config) {
+  const ModelConfig& model = config.model;
+  const ModelKindTraits& kind = traits_of(model.kind);
+  if (kind.has_assoc) {
+    if (model.mem_len > 0)
+      fail("invalid config: model.mem_len {} is a Transformer-XL cache; model.kind armt has none (its "
+           "memory is the associative matrix of every layer): leave model.mem_len out", model.mem_len);
+    check_kind_runs_on(model.kind, config.device);
+  } else if (model.d_mem != ModelConfig().d_mem) {
+    fail("invalid config: model.d_mem {} is the associative memory's size of model.kind armt; model.kind "
+         "{} has none: leave model.d_mem out", model.d_mem, kind.name);
+  }
+}
+
+void check_kind_runs_on(const std::string& kind, const std::string& device) {
+  const std::optional<ModelKind> k = find_model_kind(kind);
+  if (k && traits_of(*k).has_assoc && device == "cuda")
+    fail("model.kind armt has not yet run on a GPU (its kernels are built and tested on the host "
+         "only; docs/cuda.md): use device cpu");
 }
 
 void check_config_fits_data(const Config& config, bool text, const std::string& data, const std::string& task) {
