@@ -528,6 +528,7 @@ void resolve_kind(ModelConfig& model) {
   if (!kind) return;  // an unknown kind is refused where the model is built
   if (!traits_of(*kind).has_memory) model.num_mem_tokens = 0;
   if (!traits_of(*kind).has_cache) model.mem_len = 0;
+  if (!traits_of(*kind).has_assoc) model.d_mem = ModelConfig().d_mem;  // (not written: config.yaml unchanged)
 }
 
 namespace {

@@ -86,7 +86,7 @@ inline bool is_lm(const Config& config) { return config.segment_length > 0; }
 // A language model's own keys (no segments, curriculum or target; bptt a number), checked by
 // validate (lib/run/config_checks.cpp).
 void validate_language_model_keys(const Config& config);
-// armt's keys (model.d_mem, no cache, not on a GPU yet), in lib/run/config_checks.cpp.
+// armt's keys (not on a GPU yet), in lib/run/config_checks.cpp.
 void validate_associative_memory_keys(const Config& config);
 // The one check that a config and its data are of one family: a language model (segment_length)
 // on a text dataset, every other run on an algorithmic task. `data` names the data for the

@@ -38,20 +38,11 @@ void validate_language_model_keys(const Config& config) {
          "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);
 }
 
-// armt's own keys (docs/armt.md): model.d_mem belongs to it, a Transformer-XL cache does not,
-// and it has not run on a GPU yet.
+// armt's own keys (docs/armt.md): it has not run on a GPU yet. (What it lacks, model.mem_len, and
+// model.d_mem of the kinds that lack it, are reset by resolve_kind as every kind's unused sizes
+// are: a sweep over several kinds sets them for all.)
 void validate_associative_memory_keys(const Config& config) {
-  const ModelConfig& model = config.model;
-  const ModelKindTraits& kind = traits_of(model.kind);
-  if (kind.has_assoc) {
-    if (model.mem_len > 0)
-      fail("invalid config: model.mem_len {} is a Transformer-XL cache; model.kind armt has none (its "
-           "memory is the associative matrix of every layer): leave model.mem_len out", model.mem_len);
-    check_kind_runs_on(model.kind, config.device);
-  } else if (model.d_mem != ModelConfig().d_mem) {
-    fail("invalid config: model.d_mem {} is the associative memory's size of model.kind armt; model.kind "
-         "{} has none: leave model.d_mem out", model.d_mem, kind.name);
-  }
+  if (traits_of(config.model.kind).has_assoc) check_kind_runs_on(config.model.kind, config.device);
 }
 
 void check_kind_runs_on(const std::string& kind, const std::string& device) {
