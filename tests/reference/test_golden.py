@@ -638,7 +638,7 @@ def _check_step(c, model, inp, tgt, out):
 
     def note(name, r, tol, why=None):
         nonlocal worst, worst_name
-        if r / tol > worst:
+        if r / tol * GRAD_TOL > worst:  # worst is kept scaled to GRAD_TOL
             worst, worst_name = r / tol * GRAD_TOL, name
         if why or not r <= tol:
             fails.append(f"{name}: {why or ''} ratio {r:.3e} > {tol:g}")
