@@ -392,7 +392,7 @@ TEST_CASE("to_yaml round-trips every field exactly") {
     if (key == "segment_length") continue;  // language models only
     // written only when used (their defaults leave run ids unchanged): tested below
     if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals" ||
-        key == "train.adam_beta2" || key == "train.stop_unmastered")
+        key == "train.adam_beta2" || key == "train.stop_unmastered" || key == "model.d_mem")
       continue;
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
@@ -407,16 +407,27 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 39);
+  REQUIRE(keys.size() == 40);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
   CHECK(keys[5] == "device");
   CHECK(keys[6] == "model.kind");
-  CHECK(keys[33] == "train.curriculum");
+  CHECK(keys[34] == "train.curriculum");
   CHECK(keys.back() == "train.adam_beta2");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
+}
+
+TEST_CASE("model.d_mem: written only for armt (the other kinds' run ids stay as they were)") {
+  rmt::Config plain;
+  CHECK(!contains(rmt::to_yaml(plain), " d_mem:"));  // (read_mem_from_cache holds "d_mem")
+  rmt::Config c;
+  c.model.kind = "armt";
+  c.model.d_mem = 12;
+  const std::string yaml = rmt::to_yaml(c);
+  CHECK(contains(yaml, "d_mem: 12"));
+  CHECK(rmt::parse_config(yaml, "to_yaml").model.d_mem == 12);
 }
 
 TEST_CASE("the curriculum and stopping keys: written only when used, round-tripped when they are") {

@@ -16,6 +16,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/random.h"
 #include "lib/core/positional.h"
+#include "lib/cuda/assoc_kernels.h"
 #include "lib/cuda/host_exec.h"
 #include "lib/cuda/kernels.h"
 
@@ -459,5 +460,79 @@ TEST_CASE("cuda kernels (host): adam_update over several steps") {
       check_bits("adam m", state.f[1], m);
       check_bits("adam v", state.f[2], v);
     }
+  }
+}
+
+// ARMT's associative memory (lib/cuda/assoc_kernels.h): every item is the CPU's expression
+// (lib/core/assoc_math.h), so the results are the CPU backend's bits, in either item order.
+TEST_CASE("cuda kernels (host): armt's dpfp, associative read and delta-rule write") {
+  struct Shape { int rows, B, dm, d, m; };
+  for (Shape s : {Shape{1, 1, 1, 1, 1}, Shape{5, 3, 4, 8, 2}, Shape{48, 8, 16, 128, 16}}) {
+    CAPTURE(s.rows);
+    CAPTURE(s.B);
+    const int Dk = 6 * s.dm;
+    const int64_t n = int64_t(s.rows) * s.B;
+    const Vec x = randn(size_t(n) * s.dm, 1.f, 60), A = randn(size_t(s.B) * Dk * s.d, 1.f, 61),
+              dout = randn(size_t(n) * s.d, 1.f, 63), dphi0 = randn(size_t(n) * Dk, 1.f, 64),
+              dA0 = randn(A.size(), 1.f, 65), v = randn(size_t(s.m) * s.B * s.d, 1.f, 67),
+              bl = randn(size_t(s.m) * s.B, 1.f, 68);
+    Vec z = randn(size_t(s.B) * Dk, 1.f, 62);
+    for (auto& e : z) e = std::fabs(e) + 0.1f;
+    const Vec dz0 = randn(z.size(), 1.f, 66);
+    // CPU reference
+    Vec phi(size_t(n) * Dk), out(size_t(n) * s.d), den(static_cast<size_t>(n)), dx(x.size());
+    cpu().dpfp_forward(phi.data(), x.data(), n, s.dm);
+    cpu().dpfp_backward(dx.data(), dphi0.data(), x.data(), n, s.dm);
+    cpu().assoc_read_forward(out.data(), den.data(), phi.data(), A.data(), z.data(), s.rows, s.B, Dk, s.d, 1e-5f);
+    Vec dphi = dphi0, dA = dA0, dz = dz0;
+    cpu().assoc_read_backward(dphi.data(), dA.data(), dz.data(), dout.data(), out.data(), den.data(), phi.data(),
+                              A.data(), z.data(), s.rows, s.B, Dk, s.d);
+    const int m = std::min(s.m, s.rows);
+    Vec Ao(A.size()), zo(z.size()), A1(A.size()), z1(z.size()), dk(size_t(m) * s.B * Dk), dv(size_t(m) * s.B * s.d),
+        db(size_t(m) * s.B);
+    cpu().assoc_write_forward(Ao.data(), zo.data(), A.data(), z.data(), phi.data(), v.data(), out.data(), den.data(),
+                              bl.data(), m, s.B, Dk, s.d, 1e-5f);
+    cpu().assoc_write_forward(A1.data(), z1.data(), nullptr, nullptr, phi.data(), v.data(), nullptr, nullptr,
+                              bl.data(), m, s.B, Dk, s.d, 1e-5f);
+    cpu().assoc_write_backward(dk.data(), dv.data(), db.data(), dA0.data(), dz0.data(), phi.data(), v.data(),
+                               out.data(), den.data(), bl.data(), m, s.B, Dk, s.d, 1e-5f);
+    // the drivers on the host
+    Buffers r = host_run({{Vec(phi.size(), 4.f), x, Vec(dx.size(), 4.f), dphi0}, {}}, [&](auto& ex, Buffers& b) {
+      cu::dpfp_forward(ex, b.f[0].data(), b.f[1].data(), n, s.dm);
+      cu::dpfp_backward(ex, b.f[2].data(), b.f[3].data(), b.f[1].data(), n, s.dm);
+    });
+    check_bits("dpfp_forward", r.f[0], phi);
+    check_bits("dpfp_backward", r.f[2], dx);
+    r = host_run({{Vec(out.size(), 4.f), Vec(den.size(), 4.f), phi, A, z, dphi0, dA0, dz0, dout}, {}},
+                 [&](auto& ex, Buffers& b) {
+                   cu::assoc_read_forward(ex, b.f[0].data(), b.f[1].data(), b.f[2].data(), b.f[3].data(),
+                                          b.f[4].data(), s.rows, s.B, Dk, s.d, 1e-5f);
+                   cu::assoc_read_backward(ex, b.f[5].data(), b.f[6].data(), b.f[7].data(), b.f[8].data(),
+                                           b.f[0].data(), b.f[1].data(), b.f[2].data(), b.f[3].data(),
+                                           b.f[4].data(), s.rows, s.B, Dk, s.d);
+                 });
+    check_bits("assoc_read_forward out", r.f[0], out);
+    check_bits("assoc_read_forward den", r.f[1], den);
+    check_bits("assoc_read_backward dphi", r.f[5], dphi);
+    check_bits("assoc_read_backward dA", r.f[6], dA);
+    check_bits("assoc_read_backward dz", r.f[7], dz);
+    r = host_run({{Vec(A.size(), 4.f), Vec(z.size(), 4.f), Vec(A.size(), 4.f), Vec(z.size(), 4.f),
+                   Vec(dk.size(), 4.f), Vec(dv.size(), 4.f), Vec(db.size(), 4.f)}, {}},
+                 [&](auto& ex, Buffers& b) {
+                   cu::assoc_write_forward(ex, b.f[0].data(), b.f[1].data(), A.data(), z.data(), phi.data(), v.data(),
+                                           out.data(), den.data(), bl.data(), m, s.B, Dk, s.d, 1e-5f);
+                   cu::assoc_write_forward(ex, b.f[2].data(), b.f[3].data(), nullptr, nullptr, phi.data(), v.data(),
+                                           nullptr, nullptr, bl.data(), m, s.B, Dk, s.d, 1e-5f);
+                   cu::assoc_write_backward(ex, b.f[4].data(), b.f[5].data(), b.f[6].data(), dA0.data(), dz0.data(),
+                                            phi.data(), v.data(), out.data(), den.data(), bl.data(), m, s.B, Dk,
+                                            s.d, 1e-5f);
+                 });
+    check_bits("assoc_write_forward A", r.f[0], Ao);
+    check_bits("assoc_write_forward z", r.f[1], zo);
+    check_bits("assoc_write_forward A (first)", r.f[2], A1);
+    check_bits("assoc_write_forward z (first)", r.f[3], z1);
+    check_bits("assoc_write_backward dkey", r.f[4], dk);
+    check_bits("assoc_write_backward dv", r.f[5], dv);
+    check_bits("assoc_write_backward dblogit", r.f[6], db);
   }
 }

@@ -33,7 +33,8 @@ ModelConfig tiny_config(const std::string& kind) {
   c.d_inner = 12;
   c.dropout = 0;
   c.mem_len = (kind == "xl" || kind == "xl_rmt") ? 3 : 0;
-  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? 2 : 0;
+  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt" || kind == "armt") ? 2 : 0;
+  c.d_mem = 2;  // armt: keys of 12
   return c;
 }
 
@@ -131,15 +132,17 @@ void check_gradients(const std::string& kind, int bptt, Backend& be) {
 TEST_CASE("model gradients match finite differences for every kind (full BPTT)") {
   for (const std::string& device : kDevices) {
     CAPTURE(device);
-    for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+    for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt"})
       check_gradients(kind, -1, backend_by_name(device));
   }
 }
 
 TEST_CASE("truncated BPTT: k >= segments-1 equals full BPTT; 0 differs") {
-  for (const std::string& device : kDevices) {
+  for (const std::string& device : kDevices)
+   for (const char* kind : {"rmt", "armt"}) {
     CAPTURE(device);
-    Model model(tiny_config("rmt"), backend_by_name(device));
+    CAPTURE(kind);
+    Model model(tiny_config(kind), backend_by_name(device));
     randomize(model, 3);
     Problem pb(model.V);
     Engine engine(model);
@@ -177,7 +180,7 @@ TEST_CASE("forward and backward are bit-identical across runs") {
 }
 
 TEST_CASE("cpu-guarded gives the CPU backend's results bit for bit (every kind, truncated BPTT, dropout)") {
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt"})
     for (int bptt : {-1, 1}) {
       CAPTURE(kind);
       CAPTURE(bptt);
@@ -223,7 +226,7 @@ TEST_CASE("greedy decoding with cached keys/values equals re-running every segme
       {{4, 3, 3}, 10}, {{4, 3, 3}, 1},  {{4, 3, 3}, 2},  {{3, 3, 2, 2}, 5},
       {{3, 3, 2, 2}, 3}, {{10}, 4},     {{5, 5}, 7}};
   for (const std::string& device : kDevices)
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"}) {
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt"}) {
     CAPTURE(device);
     ModelConfig c = tiny_config(kind);
     c.num_mem_tokens = c.num_mem_tokens > 0 ? 3 : 0;  // 3 rows: the read block's wrap-around matters
@@ -258,7 +261,7 @@ TEST_CASE("greedy decoding with cached keys/values equals re-running every segme
 
 TEST_CASE("bptt_recompute: recomputed activations give bit-identical gradients") {
   for (const std::string& device : kDevices)
-  for (const char* kind : {"rmt", "xl_rmt", "mt"})
+  for (const char* kind : {"rmt", "xl_rmt", "mt", "armt"})
     for (int bptt : {-1, 0, 1}) {
       CAPTURE(device);
       ModelConfig c = tiny_config(kind);
@@ -288,7 +291,7 @@ TEST_CASE("training skips work no loss depends on, with the same loss and gradie
   // segment's only for the tokens, with no write block at all: no memory leaves it); with
   // dropout 0 a training step must equal an evaluation step.
   for (const std::string& device : kDevices)
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt"})
     for (int variant = 0; variant < 3; ++variant) {
       CAPTURE(device);
       const bool recompute = variant == 1;

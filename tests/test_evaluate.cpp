@@ -152,7 +152,7 @@ TEST_CASE("evaluation runs one segment at a time: the same loss and predictions 
     split.input.push_back(int32_t(rng.below(VV)));
     split.target.push_back(int32_t(rng.below(VV)));
   }
-  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) {
+  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt", "armt"}) {
     CAPTURE(kind);
     const std::string k = kind;
     ModelConfig c;
@@ -160,8 +160,9 @@ TEST_CASE("evaluation runs one segment at a time: the same loss and predictions 
     c.n_token = VV, c.n_layer = 2, c.n_head = 2, c.d_head = 4, c.d_model = 8, c.d_inner = 16;
     c.dropout = 0;
     c.mem_init = "normal";
-    c.num_mem_tokens = k == "rmt" || k == "mt" || k == "xl_rmt" ? 2 : 0;
+    c.num_mem_tokens = k == "rmt" || k == "mt" || k == "xl_rmt" || k == "armt" ? 2 : 0;
     c.mem_len = k == "xl" || k == "xl_rmt" ? 4 : 0;
+    c.d_mem = 2;  // armt
     Model model(c);
     model.init_weights(9);
     Engine engine(model, cpu_backend());

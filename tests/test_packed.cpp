@@ -29,7 +29,8 @@ ModelConfig small_model(const std::string& kind) {
   c.n_layer = 2, c.n_head = 2, c.d_head = 8, c.d_model = 16, c.d_inner = 32;
   c.dropout = 0.1;
   c.mem_len = (kind == "xl" || kind == "xl_rmt") ? 4 : 0;
-  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? 3 : 0;
+  c.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt" || kind == "armt") ? 3 : 0;
+  c.d_mem = 3;  // armt
   return c;
 }
 
@@ -156,8 +157,9 @@ void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute
 
 TEST_CASE("packed runs: each run bit-identical to the run alone, every model kind and BPTT setting") {
   const int threads_before = num_threads();
-  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt"}) {
-    const std::vector<int> bptts = (kind == "rmt" || kind == "xl_rmt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
+  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt", "armt"}) {
+    const std::vector<int> bptts =
+        (kind == "rmt" || kind == "xl_rmt" || kind == "armt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
     for (int bptt : bptts) check_packed_equals_alone(kind, bptt, false, cpu_backend());
   }
   check_packed_equals_alone("rmt", -1, true, cpu_backend());  // bptt_recompute
@@ -168,6 +170,7 @@ TEST_CASE("packed runs: through cpu-guarded (no host access, unwritten slices ho
   const int threads_before = num_threads();
   check_packed_equals_alone("rmt", -1, false, guarded_cpu_backend());
   check_packed_equals_alone("xl_rmt", 1, false, guarded_cpu_backend());
+  check_packed_equals_alone("armt", 1, false, guarded_cpu_backend());
   check_packed_equals_alone("xl", -1, false, guarded_cpu_backend());
   set_num_threads(threads_before);
 }

@@ -75,6 +75,27 @@ TEST_CASE("segment plan: rmt, 2 memory tokens, 3 segments of 4") {
   CHECK(p[2].memory_out);
 }
 
+TEST_CASE("segment plan: armt, 2 memory tokens at the end only, 3 segments of 4") {
+  const SegmentModel armt = {2, 0, true, false};  // write block, no read block (docs/armt.md)
+  // Training, the last 4 positions scored: segments 0 and 1 write A and z from their memory
+  // rows, q = 4 tokens + 2 memory rows, the last layer runs only the memory rows [4, 6); the
+  // last segment writes nothing: its tokens only, live [0, 4).
+  std::vector<SegmentPlan> p = plan_forward(armt, kThreeOfFour, 8, true, false);
+  REQUIRE(p.size() == 3);
+  //               m  T  mw mlen q klen live  scored logits memory run   backward next_mlen
+  check_plan(p[0], {0, 4, 2, 0, 6, 6, 4, 6, false, false, true, true, true, 0});
+  check_plan(p[1], {0, 4, 2, 0, 6, 6, 4, 6, false, false, true, true, true, 0});
+  check_plan(p[2], {0, 4, 0, 0, 4, 4, 0, 4, true, true, false, true, true, 0});
+  CHECK(p[0].mem_out_row == 4);
+  // Evaluation: every row, the memory rows included.
+  p = plan_forward(armt, kThreeOfFour, 8, false, false);
+  for (const SegmentPlan& s : p) {
+    CHECK(s.q == 6);
+    CHECK(s.live_end == 6);
+    CHECK(s.memory_out);
+  }
+}
+
 TEST_CASE("segment plan: mt passes its read rows on") {
   const SegmentModel mt = with_memory(2, false);
   std::vector<SegmentPlan> p = plan_forward(mt, kThreeOfFour, 8, true, false);
@@ -120,11 +141,12 @@ TEST_CASE("segment plan: xl_rmt, 2 memory tokens and mem_len 4") {
 }
 
 TEST_CASE("segment plan: the engine runs the plan it states") {
-  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt"}) {
+  for (const char* kind : {"baseline", "mt", "xl", "rmt", "xl_rmt", "armt"}) {
     CAPTURE(kind);
     ModelConfig c;
     c.kind = kind;
     c.n_token = 7, c.n_layer = 1, c.n_head = 1, c.d_head = 4, c.d_model = 8, c.d_inner = 8;
+    c.d_mem = 2;
     c.dropout = 0;
     c.mem_len = traits_of(kind).has_cache ? 4 : 0;
     c.num_mem_tokens = traits_of(kind).has_memory ? 2 : 0;
@@ -145,7 +167,10 @@ TEST_CASE("segment plan: the engine runs the plan it states") {
       CHECK(a.plan.live_end == want.live_end);
       CHECK(next.mlen == want.next_mlen);
       CHECK(a.h0.size() == int64_t(want.q) * 2 * c.d_model);
-      if (want.memory_out) CHECK(next.mem.size() == int64_t(want.m_read) * 2 * c.d_model);
+      if (want.memory_out && !traits_of(kind).has_assoc)
+        CHECK(next.mem.size() == int64_t(want.m_read) * 2 * c.d_model);
+      if (want.memory_out && traits_of(kind).has_assoc)  // A [6 d_mem, d] and z [6 d_mem] a sample
+        CHECK((next.assoc.size() == int64_t(2) * (12 * c.d_model + 12) && next.assoc_written));
       state = next;
     }
   }

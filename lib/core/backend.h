@@ -170,6 +170,43 @@ class Backend {
   virtual void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
                            float lr, float beta1, float beta2, float eps, int64_t t) = 0;
 
+  // ---- ARMT's associative memory (docs/armt.md; per-item arithmetic: lib/core/assoc_math.h).
+  // Per sample b a matrix A_b [Dk, d] and a normaliser z_b [Dk]: A is [B, Dk, d], z [B, Dk],
+  // Dk = 6 dm. Row buffers are time-major: row r of sample b is buffer row r*B + b ("rb").
+
+  // DPFP with nu = 3 over the rows of x [n, dm] (the authors' feature map, unnormalised):
+  // x' = [relu(x); relu(-x)] (2dm), out[n, 6dm] with out[j*2dm + i] = x'[i] x'[(i-j-1) mod 2dm].
+  virtual void dpfp_forward(float* out, const float* x, int64_t n, int dm) = 0;
+  // dx [n, dm] overwrite (x' at 0 passes no gradient, as torch's relu).
+  virtual void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) = 0;
+  // The read of rows phi [rows, B, Dk] (features of queries or keys):
+  //   den[rb] = phi[rb] . z_b + eps;  out[rb, :] = phi[rb] A_b / den[rb]   (overwrite both)
+  virtual void assoc_read_forward(float* out, float* den, const float* phi, const float* A,
+                                  const float* z, int rows, int B, int Dk, int d, float eps) = 0;
+  // Its backward from dout [rows, B, d] and the forward's out and den:
+  // dphi [rows, B, Dk], dA [B, Dk, d] and dz [B, Dk] all accumulate.
+  virtual void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout,
+                                   const float* out, const float* den, const float* phi,
+                                   const float* A, const float* z, int rows, int B, int Dk,
+                                   int d) = 0;
+  // The delta-rule write of m memory rows per sample: key [m, B, Dk], v and vbar [m, B, d],
+  // den [m*B] (vbar's denominators), blogit [m*B] (beta = sigmoid(blogit)):
+  //   A_out[b] = A_in[b] + sum_j beta_j key_j^T (v_j - vbar_j)
+  //   z_out[b] = z_in[b] + sum_j gamma_j key_j,  gamma_j = clip(1 - den_j / (|key_j|^2 + eps), 0, 1)
+  // A_in, z_in, vbar and den null: the first write (A = 0, z = 0, vbar = 0, gamma = 1).
+  // A_out, z_out overwrite (they must not alias A_in, z_in).
+  virtual void assoc_write_forward(float* A_out, float* z_out, const float* A_in,
+                                   const float* z_in, const float* key, const float* v,
+                                   const float* vbar, const float* den, const float* blogit,
+                                   int m, int B, int Dk, int d, float eps) = 0;
+  // Its backward from dA_out, dz_out (gamma has no gradient): dkey [m, B, Dk], dv [m, B, d] and
+  // dblogit [m*B] overwrite. The gradient of vbar is -dv; those of A_in and z_in are dA_out and
+  // dz_out unchanged (the caller adds them).
+  virtual void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                                    const float* dz_out, const float* key, const float* v,
+                                    const float* vbar, const float* den, const float* blogit,
+                                    int m, int B, int Dk, int d, float eps) = 0;
+
   // ---- Capture (a CUDA graph). A backend that can records the work issued between
   // begin_capture and end_capture instead of running it, and replay runs that work again, on the
   // same buffers with the same arguments, at the cost of one launch: a whole training step

@@ -341,6 +341,35 @@ class CpuBackend final : public Backend {
     cpu::rel_attention_backward(attention_buffers(), dqkv, dr, du, dv, dout, prob, qkv, r, u, v, s, scale);
   }
 
+  // ARMT's associative memory: cpu_assoc.cpp.
+  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override {
+    cpu::dpfp_forward(out, x, n, dm);
+  }
+  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override {
+    cpu::dpfp_backward(dx, dout, x, n, dm);
+  }
+  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                          int rows, int B, int Dk, int d, float eps) override {
+    cpu::assoc_read_forward(out, den, phi, A, z, rows, B, Dk, d, eps);
+  }
+  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                           const float* den, const float* phi, const float* A, const float* z,
+                           int rows, int B, int Dk, int d) override {
+    cpu::assoc_read_backward(dphi, dA, dz, dout, out, den, phi, A, z, rows, B, Dk, d);
+  }
+  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                           const float* key, const float* v, const float* vbar, const float* den,
+                           const float* blogit, int m, int B, int Dk, int d, float eps) override {
+    cpu::assoc_write_forward(A_out, z_out, A_in, z_in, key, v, vbar, den, blogit, m, B, Dk, d, eps);
+  }
+  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                            const float* dz_out, const float* key, const float* v, const float* vbar,
+                            const float* den, const float* blogit, int m, int B, int Dk, int d,
+                            float eps) override {
+    cpu::assoc_write_backward(dkey, dv, dblogit, dA_out, dz_out, key, v, vbar, den, blogit, m, B, Dk,
+                              d, eps);
+  }
+
   // Row-wise stable log-softmax cross-entropy; targets < 0 ignored.
   void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
                      int n, int V, float grad_scale) override {

@@ -28,6 +28,22 @@ void rel_attention_backward(AttentionBuffers& buf, float* dqkv, float* dr, float
                             const float* r, const float* u, const float* v,
                             const AttentionShape& s, float scale);
 
+// Backend::dpfp_forward .. assoc_write_backward, ARMT's associative memory (cpu_assoc.cpp).
+void dpfp_forward(float* out, const float* x, int64_t n, int dm);
+void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm);
+void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                        int rows, int B, int Dk, int d, float eps);
+void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                         const float* den, const float* phi, const float* A, const float* z,
+                         int rows, int B, int Dk, int d);
+void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                         const float* key, const float* v, const float* vbar, const float* den,
+                         const float* blogit, int m, int B, int Dk, int d, float eps);
+void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                          const float* dz_out, const float* key, const float* v, const float* vbar,
+                          const float* den, const float* blogit, int m, int B, int Dk, int d,
+                          float eps);
+
 // Transformer-XL's _rel_shift of x[qlen, klen] into out[qlen, klen] (out must not alias x):
 // pad a zero column on the left, view as [klen+1, qlen], drop the first row, view back.
 //   j <= i+mlen      : out[i,j] = x[i, j+qlen-1-i]

@@ -42,7 +42,10 @@ void transpose(T* dst, const T* src, int n, int m, int width = 1) {
 }
 
 // The attention mask of docs/paper.md §2 (1 = blocked), keys [cache | read | tokens | write].
-void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool read_from_cache) {
+// causal_write (armt): the write rows are causal among themselves as every other row, as in the
+// authors' ARMT (a GPT-2 with the memory tokens appended: one lower-triangular mask).
+void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool read_from_cache,
+                bool causal_write) {
   const int klen = q + mlen;
   for (int i = 0; i < q; ++i)
     for (int j = 0; j < klen; ++j) mask[i * klen + j] = j > i + mlen;
@@ -50,6 +53,7 @@ void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool re
     for (int j = 0; j < m_read; ++j) mask[i * klen + mlen + j] = 0;
     for (int j = 0; j < mlen; ++j) mask[i * klen + j] = !read_from_cache;
   }
+  if (causal_write) return;
   for (int i = q - m_write; i < q; ++i) {
     for (int j = klen - m_write; j < klen; ++j) mask[i * klen + j] = 0;
     for (int j = 0; j < mlen; ++j) mask[i * klen + j] = !read_from_cache;
@@ -89,10 +93,11 @@ void update_cache(Backend& be, DeviceArray<float>& next_cache, const float* cat,
 
 Engine::Engine(Model& model)
     : model_(model), be_(model.backend),
-      plan_model_{model.num_mem, model.mem_len, model.write_block} {}
+      plan_model_{model.num_mem, model.mem_len, model.write_block, model.read_block} {}
 
 Engine::Engine(Model& model, Backend& backend)
-    : model_(model), be_(backend), plan_model_{model.num_mem, model.mem_len, model.write_block} {
+    : model_(model), be_(backend),
+      plan_model_{model.num_mem, model.mem_len, model.write_block, model.read_block} {
   if (&backend != &model.backend)
     throw std::logic_error("Engine: the backend is not the one the model's parameters live on");
 }
@@ -106,7 +111,7 @@ const uint8_t* Engine::mask_for(const SegmentPlan& plan) {
   if (mask.empty()) {
     host_mask_.resize(size_t(plan.q) * size_t(plan.klen));
     build_mask(host_mask_.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
-               model_.config.read_mem_from_cache);
+               model_.config.read_mem_from_cache, model_.d_key > 0);
     mask.upload(be_, host_mask_);
   }
   return mask.data();
@@ -117,6 +122,8 @@ void Engine::initial_state(RecurrentState& state, int B) const {
   state.mlen = 0;
   state.cache.resize(size_t(M.mem_len > 0 ? M.L : 0));
   // [num_mem, B, d]: memory row i of every sample
+  state.assoc_written = false;  // armt: no memory yet (its A and z are sized when written)
+  if (M.d_key > 0) return;      // armt's memory tokens carry nothing (run_segment puts them in)
   float* mem = state.mem.sized(be_, int64_t(B) * M.num_mem * M.d);
   if (M.num_mem > 0) be_.broadcast_batch(mem, M.W.mem, M.num_mem, B, M.d);
 }
@@ -152,15 +159,20 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
                          float loss_scale) {
   Model& M = model_;
   const Weights& W = M.W;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
+  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = plan.m_read;  // token rows from m
   const int T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
   if (state.mlen != mlen) throw std::logic_error("run_segment: the plan's cache is not the state's");
+  const bool assoc = M.d_key > 0;  // armt
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
   seg.B = B;
   seg.plan = plan;
   seg.has_logits = false;
   seg.token_ids = ids;
+  seg.assoc_in = assoc && state.assoc_written ? state.assoc.data() : nullptr;
+  seg.assoc_read = seg.assoc_in != nullptr;
+  seg.assoc_write = assoc && plan.memory_out;
+  if (seg.assoc_write) sized(next.assoc, memory_floats(B));
   ++segment_runs_;
   const uint8_t* mask = mask_for(plan);
 
@@ -171,7 +183,9 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
   be_.embedding_forward(h0 + m * Bd, ids, W.emb, T * B, d, std::sqrt(float(d)));
-  read_memory(be_, h0, state.mem.data(), plan, Bd);
+  if (!assoc) read_memory(be_, h0, state.mem.data(), plan, Bd);
+  else if (plan.m_write)  // armt: the learned memory tokens, the same in every segment
+    be_.broadcast_batch(h0 + plan.mem_out_row * Bd, W.mem, M.num_mem, B, d);
   if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, {seed, 1});
   float* pos = sized(seg.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
@@ -186,6 +200,7 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
     LayerActivations& act = seg.layers[size_t(l)];
+    x = assoc_read(seg, act, l, x);  // armt: x + what the associative memory gives (else x)
     // keys and values over [cache; x]; only the current rows ask queries.
     const float* cat = x;
     if (mlen > 0) {
@@ -243,9 +258,11 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
     float* h2 = sized(act.h2, q * Bd);
     be_.layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
                           fres, w.ln2_w, w.ln2_b, n, d);
+    if (seg.assoc_write) assoc_write(seg, act, l, h2 + plan.mem_out_row * Bd, next.assoc.data());
     x = h2;
   }
   next.mlen = plan.next_mlen;
+  next.assoc_written = seg.assoc_write;
   if (!last_layer) return;
 
   // The live rows of the last layer's output, after the final dropout.
@@ -262,14 +279,14 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
                         logits, targets, T * B, V, loss_scale);
     }
   }
-  if (plan.memory_out) pass_memory_on(be_, next.mem, out, plan, Bd);
+  if (plan.memory_out && !assoc) pass_memory_on(be_, next.mem, out, plan, Bd);
 }
 
 std::vector<uint8_t> Engine::segment_mask(const SegmentActivations& seg) const {
   const SegmentPlan& plan = seg.plan;
   std::vector<uint8_t> mask(size_t(plan.q) * size_t(plan.klen));
   build_mask(mask.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
-             model_.config.read_mem_from_cache);
+             model_.config.read_mem_from_cache, model_.d_key > 0);
   return mask;
 }
 
@@ -297,7 +314,7 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   const Weights& W = M.W;
   const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
   ++segment_runs_;
-  const int row = seg.plan.mlen + M.num_mem + t;  // the token's row among the keys
+  const int row = seg.plan.mlen + seg.plan.m_read + t;  // the token's row among the keys
   const int klen = row + 1;                  // it attends to every key up to itself
   row_ids_.sized(be_, B);
   row_ids_.write(0, ids, B);
@@ -315,6 +332,18 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
     LayerActivations& act = seg.layers[size_t(l)];
+    if (seg.assoc_read) {  // armt: the row's input plus what the associative memory gives (assoc_read)
+      const float* A = seg.assoc_in + int64_t(l) * B * M.assoc_floats();
+      float* rq = sized(row_q_, int64_t(B) * M.d_mem);
+      be_.matmul(rq, x, w.mq_w, B, M.d_mem, d, false, true);
+      float* rphi = sized(row_phi_, int64_t(B) * M.d_key);
+      be_.dpfp_forward(rphi, rq, B, M.d_mem);
+      float* rout = sized(row_read_, int64_t(B) * d);
+      be_.assoc_read_forward(rout, sized(row_den_, B), rphi, A, A + int64_t(B) * M.d_key * d, 1, B,
+                             M.d_key, d, 1e-5f);
+      be_.add_inplace(rout, x, int64_t(B) * d);  // read + x, as assoc_read adds them
+      be_.copy_device_to_device(x, rout, sizeof(float) * size_t(B) * d);
+    }
     // the row's q, k, v go into the key/value cache (row `row` of every sample)
     be_.matmul(act.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
     be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), act.qkv.data(),
@@ -343,6 +372,9 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
   const int N = int(seg_len.size());
   if (answer_size <= 0 || answer_size > T) fail("answer_size {} outside 1..{}", answer_size, T);
   const Model& M = model_;
+  if (carry.start && M.d_key > 0)
+    fail("forward: an armt model cannot start from a carried state yet (its A and z are not carried "
+         "between forwards; docs/armt.md)");
   if (const RecurrentState* st = carry.start) {
     if (st->mem.size() != int64_t(B) * M.num_mem * M.d || st->mlen < 0 || st->mlen > M.mem_len ||
         st->cache.size() != size_t(M.mem_len > 0 ? M.L : 0))

@@ -28,6 +28,11 @@ struct RecurrentState {
   DeviceArray<float> mem;                 // [num_mem, B, d]  memory tokens (rmt, mt, xl_rmt)
   std::vector<DeviceArray<float>> cache;  // per layer [mlen, B, d], detached (xl, xl_rmt)
   int mlen = 0;                           // rows currently in the cache
+  // armt: every layer's associative memory, layer l at l * B * assoc_floats(): A [B, Dk, d] then
+  // z [B, Dk] (docs/armt.md). Empty until a segment has written it (assoc_written): the first
+  // segment neither reads it nor corrects its write (the authors' first_seg).
+  DeviceArray<float> assoc;
+  bool assoc_written = false;
 };
 
 // Language modelling carries the state across forward() calls (docs/paper.md: Transformer-XL's
@@ -58,6 +63,14 @@ struct LayerActivations {
   DeviceArray<float> h2;         // [q, B, d]        layer output
   DeviceArray<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // [q*B]
   DeviceArray<uint8_t> keep_o, keep_f1, keep_f2;              // dropout masks
+  // armt (docs/armt.md). The read before the layer, when the state holds a memory:
+  DeviceArray<float> x_in;      // [q, B, d]      layer input + read: what the layer runs on
+  DeviceArray<float> rq, rphi;  // [q, B, d_mem], [q, B, Dk]  W_mq x and its DPFP
+  DeviceArray<float> rout, rden;  // [q, B, d], [q*B]  the read and its denominators
+  // The write after it, from the write block's output rows (when the memory is passed on):
+  DeviceArray<float> wk, wphi;  // [m, B, d_mem], [m, B, Dk]  W_mk m and its DPFP (the keys)
+  DeviceArray<float> wv, wbar;  // [m, B, d]      W_mv m, and what A already gives for the keys
+  DeviceArray<float> wden, wb;  // [m*B]          wbar's denominators; the logits of beta
 };
 
 struct SegmentActivations {
@@ -76,6 +89,11 @@ struct SegmentActivations {
   DeviceArray<float> dlogits;    // [T, B, V] d(loss)/d(logits), set whenever targets are given
   DeviceArray<float> loss_rows;  // [T*B] per-position cross-entropy (0 where unscored)
   DeviceArray<uint8_t> keep_h0, keep_pos, keep_out;
+  // armt: the associative memory the segment read (the entering state's; valid while that state
+  // lives: the engine keeps every state of a forward, decoding runs before its state moves on)
+  // and whether it read one and wrote the next.
+  const float* assoc_in = nullptr;
+  bool assoc_read = false, assoc_write = false;
 };
 
 class Engine {
@@ -168,6 +186,23 @@ class Engine {
   void backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
                         float* dmem_in);
   float dropout_p(bool training) const;
+  // armt's associative memory around layer l (lib/core/engine_assoc.cpp). The read: the layer's
+  // input x [q, B, d] plus what A_l gives for it, into act.x_in (returned); x when the segment
+  // reads nothing.
+  const float* assoc_read(SegmentActivations& seg, LayerActivations& act, int l, const float* x);
+  // The write from the layer's output rows mrows [m, B, d] into layer l of `next` (assoc_out).
+  void assoc_write(SegmentActivations& seg, LayerActivations& act, int l, const float* mrows,
+                   float* assoc_out);
+  // Their backwards. The write's: from d(next state) of layer l, into dmrows (accumulate) and
+  // dassoc_in (the entering state's gradient of layer l, accumulate; null: dropped).
+  void assoc_write_backward(SegmentActivations& seg, LayerActivations& act, int l, float* dmrows,
+                            const float* dassoc_out, float* dassoc_in);
+  // The read's: dx holds d(x_in) and becomes d(x) (x: the layer's input as read).
+  void assoc_read_backward(SegmentActivations& seg, LayerActivations& act, int l, float* dx,
+                           const float* x, float* dassoc_in);
+  // Floats of the state's memory gradient: rmt's memory tokens [m, B, d], or armt's A and z of
+  // every layer.
+  int64_t memory_floats(int B) const;
   // Segment s's dropout seed in the backend's memory (stage_forward), null without dropout.
   const uint64_t* segment_seed(int s) const {
     return dropout_p(training_) > 0 ? segment_seeds_.data() + s : nullptr;
@@ -229,8 +264,11 @@ class Engine {
   std::vector<DeviceArray<float>> arriving_, leaving_;
   std::vector<uint8_t> arriving_set_, leaving_set_;
   DeviceArray<float> merged_, tbptt_out_;
+  // armt's backward scratch: a dropped state gradient, d(phi), d(W_mq x | W_mk m), d(v), d(beta), d(vbar)
+  DeviceArray<float> dassoc_drop_, dphi_, dproj_, dwv_, dwb_, dwbar_;
   // decoding scratch, reused
   DeviceArray<float> row_x_, row_av_, row_attn_res_, row_f_, row_prob_, row_stats_, row_logits_;
+  DeviceArray<float> row_q_, row_phi_, row_read_, row_den_;  // armt's read of a decoded row
   DeviceArray<int32_t> row_ids_;
   DeviceArray<uint8_t> row_mask_;  // all zero (one query row sees every key before it)
 };

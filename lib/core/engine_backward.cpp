@@ -41,7 +41,8 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   const Weights& G = M.G;
   const SegmentPlan& plan = seg.plan;
   const int B = seg.B, T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = M.num_mem;
+  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = plan.m_read;  // token rows from m
+  const bool assoc = M.d_key > 0;  // armt: dmem_out, dmem_in are every layer's A and z
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(training_);
   AttentionShape shape{B, M.H, M.Dh, q, klen};
@@ -56,8 +57,14 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     be_.matmul(G.emb, seg.dlogits.data(), seg.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
     be_.bias_backward(G.out_bias, seg.dlogits.data(), T * B, V);
   }
-  if (dmem_out) be_.add_inplace(dh + plan.mem_out_row * Bd, dmem_out, m * Bd);
+  if (dmem_out && !assoc) be_.add_inplace(dh + plan.mem_out_row * Bd, dmem_out, m * Bd);
   if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, seg.keep_out.data() + lo * d, (hi - lo) * d, p);
+  // armt: the entering memory's gradient starts as the next one's (A and z are added to)
+  if (assoc && dmem_in) {
+    const int64_t n = memory_floats(B);
+    if (dmem_out) be_.copy_device_to_device(dmem_in, dmem_out, fbytes(n));
+    else be_.fill(dmem_in, n, 0.f);
+  }
 
   float* dx = sized(dx_, rows * d);
   float* dtmp = sized(dtmp_, rows * d);
@@ -68,6 +75,9 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     // Rows past attention: the live ones in the last layer (the others have zero gradient).
     const int64_t o = l == M.L - 1 ? lo : 0, n64 = (l == M.L - 1 ? hi : rows) - o;
     const int n = int(n64);
+    // armt: the memory this layer wrote, back into its output's write rows (and the entering memory)
+    if (assoc && dmem_out && seg.assoc_write)
+      assoc_write_backward(seg, act, l, dh + plan.mem_out_row * Bd, dmem_out, dmem_in);
     // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. ff_res)
     be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, act.ff_res.data() + o * d,
                            act.ln2_mean.data() + o, act.ln2_rstd.data() + o, w.ln2_w, n, d);
@@ -110,7 +120,8 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     be_.matmul(g.r_w, dr, seg.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
     // qkv weights: the current rows (q, k, v) and the cache rows (k, v only)
     const float* dqkv_cur = dqkv + int64_t(mlen) * B * 3 * HD;
-    const float* x = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
+    const float* x_prev = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
+    const float* x = seg.assoc_read ? act.x_in.data() : x_prev;  // what the layer ran on
     be_.matmul(g.qkv_w, dqkv_cur, x, 3 * HD, d, q * B, true, false, 1.f, 1.f);
     if (mlen > 0)
       be_.matmul_strided(g.qkv_w + int64_t(HD) * d, d, dqkv + HD, 3 * HD, act.cat.data(), d,
@@ -122,11 +133,15 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
       be_.fill(dh + (o + n64) * d, (rows - o - n64) * d, 0.f);
     }
     be_.matmul(dh, dqkv_cur, w.qkv_w, q * B, d, 3 * HD, false, false, 1.f, 1.f);
+    assoc_read_backward(seg, act, l, dh, x_prev, dmem_in);  // armt: d(x_in) -> d(x)
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
   if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
   be_.embedding_backward(G.emb, dh + m * Bd, seg.token_ids, T * B, d, std::sqrt(float(d)));
   if (dmem_in && m > 0) read_memory_backward(be_, dmem_in, dh, plan, Bd);
+  // armt: the learned memory tokens of the write rows, new in every segment
+  if (assoc && plan.m_write)
+    be_.broadcast_batch_backward(G.mem, dh + plan.mem_out_row * Bd, M.num_mem, B, d);
 }
 
 void Engine::backward(int bptt) {
@@ -135,7 +150,10 @@ void Engine::backward(int bptt) {
   if (N == 0) fail("backward() called before forward()");
   be_.fill(M.grads.data(), M.grads.size(), 0.f);
   const int B = batch_;
-  const int64_t mem_size = int64_t(B) * M.num_mem * M.d;
+  const int64_t mem_size = memory_floats(B);
+  // armt's first memory is a constant (A = 0, z = 0): no gradient leaves the first segment, and the
+  // memory tokens' gradient is summed inside every segment's backward instead.
+  const bool to_start = from_initial_ && M.d_key == 0;
   // The initial memory is the parameter broadcast over the batch: its gradient is the sum over
   // samples of d(memory) [num_mem, B, d].
   auto to_param = [&](const DeviceArray<float>& dmem) {
@@ -150,12 +168,12 @@ void Engine::backward(int bptt) {
     sized(dmem_out_, mem_size);
     for (int s = N - 1; s >= 0; --s) {
       // A carried start state is detached: nothing flows out of the first segment.
-      const bool into_start = s > 0 || from_initial_;
+      const bool into_start = s > 0 || to_start;
       backward_segment(activations_for_backward(s), plans_[size_t(s)].scored,
                        s == N - 1 ? nullptr : dmem_out_.data(), into_start ? dmem_in_.data() : nullptr);
       std::swap(dmem_out_, dmem_in_);
     }
-    if (from_initial_) to_param(dmem_out_);
+    if (to_start) to_param(dmem_out_);
   } else {
     // Truncated BPTT: a gradient stream from the loss of segment t may cross at most k segment
     // borders. Backward is linear, so streams of different ages go through a segment in
@@ -186,8 +204,8 @@ void Engine::backward(int bptt) {
             be_.add_inplace(merged, arriving_[size_t(age)].data(), mem_size);
           }
         backward_segment(seg, plans_[0].scored, any ? merged : nullptr,
-                         from_initial_ ? out.data() : nullptr);
-        if (from_initial_) to_param(out);
+                         to_start ? out.data() : nullptr);
+        if (to_start) to_param(out);
         break;
       }
       // age 0: this segment's own loss (none: the stream is zero, skip it)

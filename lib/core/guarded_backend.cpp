@@ -275,6 +275,81 @@ class GuardedBackend final : public Backend {
     c.dev(dout, f(int64_t(rows) * B * width), "broadcast_batch_backward dout");
     inner_.broadcast_batch_backward(dx, dout, rows, B, width);
   }
+  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override {
+    Call c(*this);
+    c.dev(out, f(n * 6 * dm), "dpfp_forward out");
+    c.dev(x, f(n * dm), "dpfp_forward x");
+    inner_.dpfp_forward(out, x, n, dm);
+  }
+  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override {
+    Call c(*this);
+    c.dev(dx, f(n * dm), "dpfp_backward dx");
+    c.dev(dout, f(n * 6 * dm), "dpfp_backward dout");
+    c.dev(x, f(n * dm), "dpfp_backward x");
+    inner_.dpfp_backward(dx, dout, x, n, dm);
+  }
+  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                          int rows, int B, int Dk, int d, float eps) override {
+    Call c(*this);
+    const int64_t rb = int64_t(rows) * B;
+    c.dev(out, f(rb * d), "assoc_read_forward out");
+    c.dev(den, f(rb), "assoc_read_forward den");
+    c.dev(phi, f(rb * Dk), "assoc_read_forward phi");
+    c.dev(A, f(int64_t(B) * Dk * d), "assoc_read_forward A");
+    c.dev(z, f(int64_t(B) * Dk), "assoc_read_forward z");
+    inner_.assoc_read_forward(out, den, phi, A, z, rows, B, Dk, d, eps);
+  }
+  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                           const float* den, const float* phi, const float* A, const float* z,
+                           int rows, int B, int Dk, int d) override {
+    Call c(*this);
+    const int64_t rb = int64_t(rows) * B;
+    c.dev(dphi, f(rb * Dk), "assoc_read_backward dphi");
+    c.dev(dA, f(int64_t(B) * Dk * d), "assoc_read_backward dA");
+    c.dev(dz, f(int64_t(B) * Dk), "assoc_read_backward dz");
+    c.dev(dout, f(rb * d), "assoc_read_backward dout");
+    c.dev(out, f(rb * d), "assoc_read_backward out");
+    c.dev(den, f(rb), "assoc_read_backward den");
+    c.dev(phi, f(rb * Dk), "assoc_read_backward phi");
+    c.dev(A, f(int64_t(B) * Dk * d), "assoc_read_backward A");
+    c.dev(z, f(int64_t(B) * Dk), "assoc_read_backward z");
+    inner_.assoc_read_backward(dphi, dA, dz, dout, out, den, phi, A, z, rows, B, Dk, d);
+  }
+  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                           const float* key, const float* v, const float* vbar, const float* den,
+                           const float* blogit, int m, int B, int Dk, int d, float eps) override {
+    Call c(*this);
+    const int64_t jb = int64_t(m) * B, nA = int64_t(B) * Dk * d, nz = int64_t(B) * Dk;
+    c.dev(A_out, f(nA), "assoc_write_forward A_out");
+    c.dev(z_out, f(nz), "assoc_write_forward z_out");
+    if (A_in) c.dev(A_in, f(nA), "assoc_write_forward A_in");
+    if (z_in) c.dev(z_in, f(nz), "assoc_write_forward z_in");
+    c.dev(key, f(jb * Dk), "assoc_write_forward key");
+    c.dev(v, f(jb * d), "assoc_write_forward v");
+    if (vbar) c.dev(vbar, f(jb * d), "assoc_write_forward vbar");
+    if (den) c.dev(den, f(jb), "assoc_write_forward den");
+    c.dev(blogit, f(jb), "assoc_write_forward blogit");
+    inner_.assoc_write_forward(A_out, z_out, A_in, z_in, key, v, vbar, den, blogit, m, B, Dk, d, eps);
+  }
+  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                            const float* dz_out, const float* key, const float* v, const float* vbar,
+                            const float* den, const float* blogit, int m, int B, int Dk, int d,
+                            float eps) override {
+    Call c(*this);
+    const int64_t jb = int64_t(m) * B, nA = int64_t(B) * Dk * d, nz = int64_t(B) * Dk;
+    c.dev(dkey, f(jb * Dk), "assoc_write_backward dkey");
+    c.dev(dv, f(jb * d), "assoc_write_backward dv");
+    c.dev(dblogit, f(jb), "assoc_write_backward dblogit");
+    c.dev(dA_out, f(nA), "assoc_write_backward dA_out");
+    c.dev(dz_out, f(nz), "assoc_write_backward dz_out");
+    c.dev(key, f(jb * Dk), "assoc_write_backward key");
+    c.dev(v, f(jb * d), "assoc_write_backward v");
+    if (vbar) c.dev(vbar, f(jb * d), "assoc_write_backward vbar");
+    if (den) c.dev(den, f(jb), "assoc_write_backward den");
+    c.dev(blogit, f(jb), "assoc_write_backward blogit");
+    inner_.assoc_write_backward(dkey, dv, dblogit, dA_out, dz_out, key, v, vbar, den, blogit, m, B, Dk,
+                                d, eps);
+  }
   void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
                      int n, int V, float grad_scale) override {
     Call c(*this);

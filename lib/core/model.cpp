@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/assoc_math.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/core/random.h"
@@ -28,8 +29,14 @@ Model::Model(const ModelConfig& c, Backend& be)
   mem_len = kt.has_cache ? c.mem_len : 0;
   num_mem = kt.has_memory ? c.num_mem_tokens : 0;
   write_block = kt.has_write_block;
+  read_block = kt.has_read_block;
   if (kt.has_cache && mem_len <= 0) fail("model.kind={} needs model.mem_len > 0", c.kind);
   if (kt.has_memory && num_mem <= 0) fail("model.kind={} needs model.num_mem_tokens > 0", c.kind);
+  if (kt.has_assoc) {
+    if (c.d_mem <= 0 || c.d_mem > 4096) fail("model.kind={} needs model.d_mem in 1..4096, got {}", c.kind, c.d_mem);
+    d_mem = c.d_mem;
+    d_key = 2 * assoc::kNu * d_mem;  // DPFP doubles (relu of x and -x), then nu products
+  }
 
   // Layout, in the order of the authors' state_dict.
   int64_t offset = 0;
@@ -57,6 +64,13 @@ Model::Model(const ModelConfig& c, Backend& be)
     add(p + "pos_ff.CoreNet.3.bias", {d});
     add(p + "pos_ff.layer_norm.weight", {d});
     add(p + "pos_ff.layer_norm.bias", {d});
+    if (d_key > 0) {  // the authors' AssociativeLayerWrapper's names
+      add(p + "W_mq.weight", {d_mem, d});
+      add(p + "W_mk.weight", {d_mem, d});
+      add(p + "W_mv.weight", {d, d});
+      add(p + "W_mb.weight", {1, d});
+      add(p + "W_mb.bias", {1});
+    }
   }
   add("crit.out_layers.0.bias", {V});
   params.zeroed(be, offset);
@@ -78,6 +92,12 @@ Model::Model(const ModelConfig& c, Backend& be)
                           at(p + "pos_ff.CoreNet.0.bias"), at(p + "pos_ff.CoreNet.3.weight"),
                           at(p + "pos_ff.CoreNet.3.bias"), at(p + "pos_ff.layer_norm.weight"),
                           at(p + "pos_ff.layer_norm.bias")});
+      if (d_key > 0) {
+        LayerWeights& lw = w.layers.back();
+        lw.mq_w = at(p + "W_mq.weight"), lw.mk_w = at(p + "W_mk.weight");
+        lw.mv_w = at(p + "W_mv.weight");
+        lw.mb_w = at(p + "W_mb.weight"), lw.mb_b = at(p + "W_mb.bias");
+      }
     }
     return w;
   };
@@ -108,6 +128,8 @@ void Model::init_weights(uint64_t seed) {
     } else if (n == "mem_tokens") {
       normal(x, d, 0.0, 1.0);  // one vector, repeated m times
       for (int i = 1; i < num_mem; ++i) std::copy(x, x + d, x + int64_t(i) * d);
+    } else if (n.size() >= 11 && n.compare(n.size() - 11, 11, "W_mv.weight") == 0) {
+      std::fill(x, x + p.numel, 0.f);  // authors' torch.nn.init.zeros_(self.W_mv.weight)
     } else if (is_ln && !is_bias) {
       normal(x, p.numel, 1.0, std);
     } else if (is_bias) {
@@ -122,7 +144,8 @@ void Model::init_weights(uint64_t seed) {
 double model_param_count(const ModelConfig& c) {
   const bool has_memory = traits_of(c.kind).has_memory;
   const double d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner, V = c.n_token;
-  const double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
+  double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
+  if (traits_of(c.kind).has_assoc) per_layer += 2.0 * c.d_mem * d + d * d + d + 1;  // W_mq, W_mk, W_mv, W_mb
   return (has_memory ? double(c.num_mem_tokens) * d : 0.0) + 2 * HD + V * d + V +
          double(c.n_layer) * per_layer;
 }
@@ -145,6 +168,9 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
   const double B = w.batch, d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner,
                V = c.n_token, L = c.n_layer, H = c.n_head;
   const double m = model.num_mem, mlen = model.mem_len;
+  // armt: the associative memory's key width and state per layer and sample (A, z), else 0
+  const bool assoc = traits_of(c.kind).has_assoc;
+  const double dm = assoc ? c.d_mem : 0, Dk = 2.0 * assoc::kNu * dm, F = assoc ? Dk * d + Dk : 0;
   const bool dropout = w.training && (c.dropout > 0 || c.dropatt > 0);
   const double f = 4;  // bytes per float; masks are bytes, ids int32
 
@@ -161,6 +187,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
                    4 * rows * d + rows * di + 4 * rows;
     if (p.mlen > 0) layer += klen * B * d;         // [cache; input]
     if (dropout) layer += rows * di + (2 * rows * d + rows * di) / f;  // f1_drop and masks
+    if (assoc) layer += rows * (dm + Dk + 2 * d + 1) + m * B * (dm + Dk + 2 * d + 2);  // read, write
     double seg = L * layer * f;
     // h0, out, pos, logits, dlogits, a host copy of the logits (callers reading them), loss
     seg += (2 * rows * d + klen * d + 3 * T * B * V + T * B) * f;
@@ -174,7 +201,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     all_segments += segment_bytes(T);
   }
   const double N = double(w.seg_len.size());
-  const double state = (m * B * d + L * mlen * B * d) * f;
+  const double state = ((assoc ? 0 : m * B * d) + L * mlen * B * d + L * B * F) * f;
   double act = (N + 1) * state;
   if (!w.training) {
     // Evaluation runs one segment at a time (lib/run/evaluate.cpp): one segment's activations
@@ -191,6 +218,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     const SegmentPlan p = plan_largest_segment(model, longest);
     const double q = p.q, klen = p.klen, rows = q * B;
     act += (3 * rows * d + rows * di + rows * HD + klen * HD + klen * B * 3 * HD + 2 * m * B * d) * f;
+    if (assoc) act += (2 * L * B * F + B * F + rows * (Dk + dm) + m * B * (2 * d + 1)) * f;  // armt's
   }
   if (w.decoding) act += segment_bytes(longest);  // greedy decoding's own segment
   e.activations = act;

@@ -7,6 +7,9 @@
 //             next segment's memory, with gradients flowing back through it (BPTT)
 //   mt        + m memory tokens at the start only; the read rows' output is passed on
 //   xl_rmt    both cache and memory
+//   armt      + m memory tokens at the end of every segment, learned vectors each time; every
+//             layer reads an associative memory (A, z) before it and writes it after it from
+//             the memory rows' output (docs/armt.md); A and z link the segments (BPTT)
 // Parameters, gradients and Adam moments each live in one contiguous allocation of the
 // backend's memory (the host reads and writes them through upload / download); ParamInfo names
 // every tensor as the authors' PyTorch state_dict does.
@@ -38,6 +41,11 @@ struct LayerWeights {
   float *ff1_w, *ff1_b; // [d_inner, d], [d_inner]
   float *ff2_w, *ff2_b; // [d, d_inner], [d]
   float *ln2_w, *ln2_b; // [d]
+  // armt's associative memory (null otherwise; docs/armt.md): queries and keys d -> d_mem,
+  // values d -> d (starting at zero), the write strength beta d -> 1 with a bias.
+  float *mq_w = nullptr, *mk_w = nullptr;  // [d_mem, d]
+  float* mv_w = nullptr;                   // [d, d]
+  float *mb_w = nullptr, *mb_b = nullptr;  // [1, d], [1]
 };
 struct Weights {
   float* emb;       // [V, d] token embedding, tied to the output layer
@@ -57,8 +65,13 @@ struct Model {
   ModelKind kind;
   int V, L, H, Dh, d, d_inner;
   int mem_len;       // cache rows (xl, xl_rmt), else 0
-  int num_mem;       // memory tokens (rmt, mt, xl_rmt), else 0
-  bool write_block;  // memory also at the end (rmt, xl_rmt)
+  int num_mem;       // memory tokens (rmt, mt, xl_rmt, armt), else 0
+  bool write_block;  // memory also at the end (rmt, xl_rmt, armt)
+  bool read_block;   // memory at the start (rmt, mt, xl_rmt)
+  // armt: d_mem, and the associative memory's key width Dk = 6 d_mem (else 0)
+  int d_mem = 0, d_key = 0;
+  // Floats of the associative state of one sample in one layer: A [Dk, d] and z [Dk] (else 0)
+  int64_t assoc_floats() const { return int64_t(d_key) * d + d_key; }
 
   std::vector<ParamInfo> param_info;
   DeviceArray<float> params, grads;  // [num_params()] each, in param_info's layout
@@ -67,7 +80,8 @@ struct Model {
   int64_t num_params() const { return params.size(); }
   // The original's initialisation: weights N(0, 0.02), biases 0, LayerNorm weights N(1, 0.02),
   // u and v N(0, 0.02); the memory is one N(0, 1) vector repeated m times (as the authors'
-  // init_mem_tokens does), or N(0, 0.02) entries with config.mem_init = "normal".
+  // init_mem_tokens does), or N(0, 0.02) entries with config.mem_init = "normal". armt's W_mv
+  // starts at zero (as the authors' AssociativeLayerWrapper), so a new model reads nothing.
   void init_weights(uint64_t seed);
   const ParamInfo* find(const std::string& name) const;
 };

@@ -6,11 +6,15 @@
 namespace rmt {
 
 struct ModelConfig {
-  std::string kind = "rmt";  // a name of lib/core/model_kind.h: baseline | mt | xl | rmt | xl_rmt
+  std::string kind = "rmt";  // a name of lib/core/model_kind.h: baseline | mt | xl | rmt | xl_rmt | armt
   int n_layer = 4, n_head = 4, d_head = 64, d_model = 128, d_inner = 256;
   double dropout = 0.1, dropatt = 0.0;
   int mem_len = 0;           // Transformer-XL cache rows per layer (xl, xl_rmt)
-  int num_mem_tokens = 24;   // memory tokens (rmt, mt, xl_rmt)
+  int num_mem_tokens = 24;   // memory tokens (rmt, mt, xl_rmt, armt)
+  // armt: the associative memory's query/key size before DPFP (its keys are 6 d_mem wide:
+  // A is [6 d_mem, d_model] per layer and sample). 16: the scale of rmt's CPU models
+  // (d_model 128); the authors use 64 with GPT-2's 768 (docs/armt.md).
+  int d_mem = 16;
   bool read_mem_from_cache = true;
   // Initial memory: "original" = one N(0, 1) vector repeated for every memory token (the
   // authors' init_mem_tokens); "normal" = independent N(0, 0.02) entries, like the other weights,

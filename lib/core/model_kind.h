@@ -14,29 +14,38 @@
 namespace rmt {
 
 // In the paper's order of models (Figure 4), which tables and lists follow.
-enum class ModelKind { baseline, mt, xl, rmt, xl_rmt };
+enum class ModelKind { baseline, mt, xl, rmt, xl_rmt, armt };
 
 struct ModelKindTraits {
   ModelKind kind;
   const char* name;      // the value of model.kind, and the start of a table row's label
   const char* label;     // the paper's name for it, in plots and reports
   bool has_cache;        // a detached Transformer-XL cache of each layer's last model.mem_len input rows
-  bool has_memory;       // model.num_mem_tokens memory tokens read at the start of every segment
-  bool has_write_block;  // the memory is also written at the segment's end; the written memory is
-                         // the next segment's (gradients flow back through it); without it (mt) the
-                         // read rows' output is passed on
+  bool has_memory;       // model.num_mem_tokens memory tokens
+  bool has_write_block;  // memory tokens at the segment's end, whose output is the memory written;
+                         // without it (mt) the read rows' output is passed on
+  bool has_read_block;   // memory tokens at the segment's start, reading the memory passed on;
+                         // the written memory is the next segment's read block (gradients flow
+                         // back through it). Without it (armt) the tokens carry nothing: they
+                         // start from the learned vectors in every segment
+  bool has_assoc;        // every layer has an associative memory (A, z) read before it at every
+                         // row and written after it from the write block's output by the delta
+                         // rule (ARMT, docs/armt.md); A and z are what links the segments
   // model.read_mem_from_cache (the memory rows also attend to the cache) matters only when the
   // kind has both.
   constexpr bool reads_memory_from_cache() const { return has_cache && has_memory; }
+  // The memory tokens' output is handed to the next segment (rmt, mt, xl_rmt; not armt).
+  constexpr bool carries_memory_tokens() const { return has_memory && has_read_block; }
 };
 
 inline constexpr ModelKindTraits kModelKinds[] = {
-    //                                       cache  memory write
-    {ModelKind::baseline, "baseline", "baseline", false, false, false},  // segments independent
-    {ModelKind::mt, "mt", "MT", false, true, false},                     // Memory Transformer
-    {ModelKind::xl, "xl", "Tr-XL", true, false, false},                  // Transformer-XL
-    {ModelKind::rmt, "rmt", "RMT", false, true, true},                   // Recurrent Memory Transformer
-    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", true, true, true},      // both
+    //                                       cache  memory write  read   assoc
+    {ModelKind::baseline, "baseline", "baseline", false, false, false, false, false},  // segments independent
+    {ModelKind::mt, "mt", "MT", false, true, false, true, false},                      // Memory Transformer
+    {ModelKind::xl, "xl", "Tr-XL", true, false, false, false, false},                  // Transformer-XL
+    {ModelKind::rmt, "rmt", "RMT", false, true, true, true, false},    // Recurrent Memory Transformer
+    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", true, true, true, true, false},       // both
+    {ModelKind::armt, "armt", "ARMT", false, true, true, false, true},  // Associative RMT
 };
 inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
 
@@ -50,14 +59,14 @@ constexpr bool model_kinds_in_enum_order() {
 }
 static_assert(model_kinds_in_enum_order(), "kModelKinds must list the kinds in ModelKind's order");
 
-// The names in order: "baseline", "mt", "xl", "rmt", "xl_rmt".
+// The names in order: "baseline", "mt", "xl", "rmt", "xl_rmt", "armt".
 inline std::vector<std::string> model_kind_names() {
   std::vector<std::string> names;
   for (const ModelKindTraits& t : kModelKinds) names.push_back(t.name);
   return names;
 }
 
-// The names joined: "baseline, mt, xl, rmt, xl_rmt" (sep ", "), for messages and help.
+// The names joined: "baseline, mt, xl, rmt, xl_rmt, armt" (sep ", "), for messages and help.
 inline std::string model_kind_list(const char* sep = ", ") {
   return fmt::format("{}", fmt::join(model_kind_names(), sep));
 }
@@ -72,6 +81,12 @@ inline std::optional<ModelKind> find_model_kind(const std::string& name) {
 inline ModelKind parse_model_kind(const std::string& name) {
   if (auto kind = find_model_kind(name)) return *kind;
   fail("unknown model kind '{}' (kinds: {})", name, model_kind_list());
+}
+
+// Whether `name` is a kind with an associative memory (armt); false for an unknown name.
+inline bool kind_has_assoc(const std::string& name) {
+  const std::optional<ModelKind> kind = find_model_kind(name);
+  return kind && traits_of(*kind).has_assoc;
 }
 
 inline const ModelKindTraits& traits_of(const std::string& name) {

@@ -300,6 +300,56 @@ void PackedBackend::scale(float* x, int64_t n, float alpha) {
   each_active([&](int k) { inner_.scale(at(x, k), n, alpha); });
 }
 
+void PackedBackend::dpfp_forward(float* out, const float* x, int64_t n, int dm) {
+  touch({out, x});
+  each_active([&](int k) { inner_.dpfp_forward(at(out, k), at(x, k), n, dm); });
+}
+
+void PackedBackend::dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) {
+  touch({dx, dout, x});
+  each_active([&](int k) { inner_.dpfp_backward(at(dx, k), at(dout, k), at(x, k), n, dm); });
+}
+
+void PackedBackend::assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                                       int rows, int B, int Dk, int d, float eps) {
+  touch({out, den, phi, A, z});
+  each_active([&](int k) {
+    inner_.assoc_read_forward(at(out, k), at(den, k), at(phi, k), at(A, k), at(z, k), rows, B, Dk, d, eps);
+  });
+}
+
+void PackedBackend::assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                                        const float* den, const float* phi, const float* A, const float* z,
+                                        int rows, int B, int Dk, int d) {
+  touch({dphi, dA, dz, dout, out, den, phi, A, z});
+  each_active([&](int k) {
+    inner_.assoc_read_backward(at(dphi, k), at(dA, k), at(dz, k), at(dout, k), at(out, k), at(den, k),
+                               at(phi, k), at(A, k), at(z, k), rows, B, Dk, d);
+  });
+}
+
+void PackedBackend::assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                                        const float* key, const float* v, const float* vbar, const float* den,
+                                        const float* blogit, int m, int B, int Dk, int d, float eps) {
+  touch({A_out, z_out, A_in, z_in, key, v, vbar, den, blogit});
+  each_active([&](int k) {
+    inner_.assoc_write_forward(at(A_out, k), at(z_out, k), at(A_in, k), at(z_in, k), at(key, k), at(v, k),
+                               at(vbar, k), at(den, k), at(blogit, k), m, B, Dk, d, eps);
+  });
+}
+
+void PackedBackend::assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                                         const float* dz_out, const float* key, const float* v,
+                                         const float* vbar, const float* den, const float* blogit, int m,
+                                         int B, int Dk, int d, float eps) {
+  touch({dkey, dv, dblogit, dA_out, dz_out, key, v, vbar, den, blogit});
+  each_active([&](int k) {
+    inner_.assoc_write_backward(at(dkey, k), at(dv, k), at(dblogit, k), at(dA_out, k), at(dz_out, k),
+                                at(key, k), at(v, k), at(vbar, k), at(den, k), at(blogit, k), m, B, Dk, d,
+                                eps);
+  });
+}
+
 void PackedBackend::add_inplace(float* y, const float* x, int64_t n) {
   touch({y, x});
   each_active([&](int k) { inner_.add_inplace(at(y, k), at(x, k), n); });

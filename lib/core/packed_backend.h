@@ -97,6 +97,21 @@ class PackedBackend final : public Backend {
   void accumulate_sum(double* acc, const float* x, int64_t n) override;
   void scale(float* x, int64_t n, float alpha) override;
   void add_inplace(float* y, const float* x, int64_t n) override;
+  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override;
+  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override;
+  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                          int rows, int B, int Dk, int d, float eps) override;
+  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                           const float* den, const float* phi, const float* A, const float* z,
+                           int rows, int B, int Dk, int d) override;
+  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                           const float* key, const float* v, const float* vbar, const float* den,
+                           const float* blogit, int m, int B, int Dk, int d, float eps) override;
+  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                            const float* dz_out, const float* key, const float* v, const float* vbar,
+                            const float* den, const float* blogit, int m, int B, int Dk, int d,
+                            float eps) override;
+
   void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr, float beta1,
                    float beta2, float eps, int64_t t) override;
   int64_t memory_epoch() const override { return inner_.memory_epoch(); }

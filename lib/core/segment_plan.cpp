@@ -8,22 +8,24 @@ namespace rmt {
 
 SegmentModel segment_model(const ModelConfig& c) {
   const ModelKindTraits& kt = traits_of(c.kind);
-  return {kt.has_memory ? c.num_mem_tokens : 0, kt.has_cache ? c.mem_len : 0, kt.has_write_block};
+  return {kt.has_memory ? c.num_mem_tokens : 0, kt.has_cache ? c.mem_len : 0, kt.has_write_block,
+          kt.has_read_block};
 }
 
 SegmentPlan plan_segment(const SegmentModel& model, int T, int mlen, bool training,
                          SegmentOutputs outputs) {
   const int m = model.num_mem;
   SegmentPlan p;
-  p.T = T, p.m_read = m, p.mlen = mlen;
+  const int m_read = model.read_block ? m : 0;
+  p.T = T, p.m_read = m_read, p.mlen = mlen;
   p.logits = outputs.logits;
   p.memory_out = m > 0 && outputs.memory;
   // No other row attends to the write block (docs/paper.md mask): it only makes the memory passed
   // on. A training segment whose memory nothing reads (the last) runs without it.
   p.m_write = model.write_block && (p.memory_out || !training) ? m : 0;
-  p.q = m + T + p.m_write;
+  p.q = m_read + T + p.m_write;
   p.klen = mlen + p.q;
-  p.mem_out_row = p.m_write ? m + T : 0;
+  p.mem_out_row = p.m_write ? m_read + T : 0;
   p.cache_out = model.mem_len > 0;
   p.next_mlen = model.mem_len > 0 ? std::min(model.mem_len, p.klen) : 0;
   p.backward = p.memory_out;  // plan_forward adds the scored ones
@@ -31,7 +33,7 @@ SegmentPlan plan_segment(const SegmentModel& model, int T, int mlen, bool traini
   int begin = p.q, end = 0;
   auto live = [&](int b, int e) { begin = std::min(begin, b), end = std::max(end, e); };
   if (!training) live(0, p.q);
-  if (p.logits) live(m, m + T);
+  if (p.logits) live(m_read, m_read + T);
   if (p.memory_out) live(p.mem_out_row, p.mem_out_row + m);
   if (begin < end) p.live_begin = begin, p.live_end = end;
   return p;

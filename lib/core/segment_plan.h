@@ -18,9 +18,11 @@ namespace rmt {
 
 // The parts of a model a plan depends on (Model's fields of the same names).
 struct SegmentModel {
-  int num_mem = 0;           // memory tokens m (rmt, mt, xl_rmt), else 0
+  int num_mem = 0;           // memory tokens m (rmt, mt, xl_rmt, armt), else 0
   int mem_len = 0;           // Transformer-XL cache rows kept per layer (xl, xl_rmt), else 0
-  bool write_block = false;  // memory also written at the segment's end (rmt, xl_rmt)
+  bool write_block = false;  // memory tokens at the segment's end (rmt, xl_rmt, armt)
+  bool read_block = true;    // memory tokens at the segment's start (rmt, mt, xl_rmt; not armt,
+                             // whose only memory rows are the write block: m_read = 0)
 };
 SegmentModel segment_model(const ModelConfig& config);
 
@@ -33,7 +35,9 @@ struct SegmentOutputs {
 
 struct SegmentPlan {
   int T = 0;        // token rows
-  int m_read = 0;   // read-block rows: the memory coming in (0 without memory tokens)
+  int m_read = 0;   // read-block rows: the memory coming in (0 without memory tokens, and in
+                    // armt, whose memory comes in through every layer's A and z); the token
+                    // rows start here
   int m_write = 0;  // write-block rows run (0 without a write block, or when nothing reads it)
   int mlen = 0;     // cache rows entering (keys and values only)
   int q = 0;        // query rows, m_read + T + m_write
@@ -41,8 +45,9 @@ struct SegmentPlan {
   bool scored = false;      // some token row has a loss
   bool logits = false;      // the output layer runs over the token rows (with targets, the loss)
   bool memory_out = false;  // the memory is passed on ...
-  int mem_out_row = 0;      // ... from query rows [mem_out_row, +m_read): the write block, or
-                            // without one (mt) the read block
+  int mem_out_row = 0;      // ... from query rows [mem_out_row, +num_mem): the write block, or
+                            // without one (mt) the read block (armt: every layer's write block
+                            // rows write its A and z)
   bool cache_out = false;   // the next segment's cache is needed
   int next_mlen = 0;        // cache rows handed on: the last min(mem_len, klen) key rows
   bool run = true;          // false: nothing depends on the segment, it is not run

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/backend.h"
+#include "lib/cuda/assoc_kernels.h"
 #include "lib/cuda/attention_kernels.h"
 #include "lib/cuda/exec.h"
 #include "lib/cuda/kernels.h"
@@ -104,6 +105,34 @@ class DriverBackend : public Backend {
   void broadcast_batch_backward(float* dx, const float* dout, int rows, int B,
                                 int width) override {
     rmt::cuda::broadcast_batch_backward(ex(), dx, dout, rows, B, width);
+  }
+  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override {
+    rmt::cuda::dpfp_forward(ex(), out, x, n, dm);
+  }
+  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override {
+    rmt::cuda::dpfp_backward(ex(), dx, dout, x, n, dm);
+  }
+  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                          int rows, int B, int Dk, int d, float eps) override {
+    rmt::cuda::assoc_read_forward(ex(), out, den, phi, A, z, rows, B, Dk, d, eps);
+  }
+  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                           const float* den, const float* phi, const float* A, const float* z,
+                           int rows, int B, int Dk, int d) override {
+    rmt::cuda::assoc_read_backward(ex(), dphi, dA, dz, dout, out, den, phi, A, z, rows, B, Dk, d);
+  }
+  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                           const float* key, const float* v, const float* vbar, const float* den,
+                           const float* blogit, int m, int B, int Dk, int d, float eps) override {
+    rmt::cuda::assoc_write_forward(ex(), A_out, z_out, A_in, z_in, key, v, vbar, den, blogit, m, B, Dk,
+                                   d, eps);
+  }
+  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                            const float* dz_out, const float* key, const float* v, const float* vbar,
+                            const float* den, const float* blogit, int m, int B, int Dk, int d,
+                            float eps) override {
+    rmt::cuda::assoc_write_backward(ex(), dkey, dv, dblogit, dA_out, dz_out, key, v, vbar, den, blogit,
+                                    m, B, Dk, d, eps);
   }
   void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
                      int n, int V, float grad_scale) override {

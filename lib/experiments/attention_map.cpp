@@ -68,7 +68,7 @@ AttentionMaps compute_attention_maps(Model& model, const std::vector<std::string
   maps.mem_len = model.mem_len;
   maps.seg_len = seg_len;
   maps.input.assign(input, input + T);
-  const int m = model.num_mem, L = model.L, H = model.H;
+  const int L = model.L, H = model.H;
   auto symbol = [&](int32_t id) {
     return id >= 0 && size_t(id) < vocab.size() ? vocab[size_t(id)] : fmt::format("<{}>", id);
   };
@@ -94,6 +94,7 @@ AttentionMaps compute_attention_maps(Model& model, const std::vector<std::string
     sa.segment = int(s);
     sa.first_position = t0;
     sa.q = plan.q, sa.klen = plan.klen;
+    const int m = plan.m_read;  // read rows (armt has none: its memory rows are the write block)
     if (m > 0) sa.query_blocks.push_back({"read memory", 0, m});
     sa.query_blocks.push_back({"tokens", m, m + Ts});
     if (plan.m_write > 0) sa.query_blocks.push_back({"write memory", m + Ts, m + Ts + plan.m_write});

@@ -29,7 +29,7 @@
 namespace rmt {
 
 struct Claim {
-  std::string text, model;       // model: a model kind (baseline, mt, xl, rmt, xl_rmt)
+  std::string text, model;       // model: a model kind (baseline, mt, xl, rmt, xl_rmt, armt)
   std::vector<int> segments;     // where it is checked (each one)
   std::optional<double> min, max;
   std::string above;             // another model kind

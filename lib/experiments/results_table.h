@@ -33,7 +33,7 @@ struct Cell {
 
 struct PivotRow {
   std::string label;  // "rmt (mem = seg len)", "xl (cache 12)", "baseline"
-  std::string kind;   // the model kind (baseline, mt, xl, rmt, xl_rmt): what paper rows match
+  std::string kind;   // the model kind (baseline, mt, xl, rmt, xl_rmt, armt): what paper rows match
   bool paper = false; // a row of the paper's numbers
   std::map<int, Cell> cells;  // segments -> cell
 };

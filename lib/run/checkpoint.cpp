@@ -17,7 +17,7 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 }  // namespace
 
 std::map<std::string, std::string> model_metadata(const ModelConfig& c) {
-  return {{"format", "rmt-checkpoint-1"},
+  std::map<std::string, std::string> md = {{"format", "rmt-checkpoint-1"},
           {"kind", c.kind},
           {"n_token", std::to_string(c.n_token)},
           {"n_layer", std::to_string(c.n_layer)},
@@ -30,6 +30,8 @@ std::map<std::string, std::string> model_metadata(const ModelConfig& c) {
           {"read_mem_from_cache", c.read_mem_from_cache ? "true" : "false"},
           {"dropout", fmt::format("{}", c.dropout)},
           {"dropatt", fmt::format("{}", c.dropatt)}};
+  if (kind_has_assoc(c.kind)) md["d_mem"] = std::to_string(c.d_mem);  // only armt's: the others' stay as they were
+  return md;
 }
 
 ModelConfig model_config_from_metadata(const std::map<std::string, std::string>& md,
@@ -70,6 +72,7 @@ ModelConfig model_config_from_metadata(const std::map<std::string, std::string>&
   c.d_inner = get_int("d_inner");
   c.mem_len = get_int("mem_len");
   c.num_mem_tokens = get_int("num_mem_tokens");
+  if (kind_has_assoc(c.kind)) c.d_mem = get_int("d_mem");
   const std::string& rm = get("read_mem_from_cache");
   if (rm != "true" && rm != "false")
     fail("{}: checkpoint metadata 'read_mem_from_cache' must be true or false, got '{}'", origin, rm);

@@ -296,6 +296,9 @@ const std::vector<KeyDescriptor>& key_table() {
       real_key("model.dropatt", FIELD(model.dropatt), at_or_above(0), below(1)),
       integer_key("model.mem_len", FIELD(model.mem_len), 0),
       integer_key("model.num_mem_tokens", FIELD(model.num_mem_tokens), 0),
+      // armt only; written only for armt, so that the run ids of the other kinds do not change
+      written_when(integer_key("model.d_mem", FIELD(model.d_mem), 1, 4096),
+                   [](const Config& c) { return kind_has_assoc(c.model.kind); }),
       bool_key("model.read_mem_from_cache", FIELD(model.read_mem_from_cache)),
       choice_key("model.mem_init", FIELD(model.mem_init), {"original", "normal"}),
       integer_key("model.n_token", FIELD(model.n_token), 0),
@@ -517,6 +520,7 @@ void validate(const Config& config) {
     fail("invalid config: model.kind {} needs model.num_mem_tokens > 0 (got {})", kind.name,
          model.num_mem_tokens);
   if (model.dropatt > 0) fail("invalid config: model.dropatt > 0 is not supported yet (got {})", model.dropatt);
+  validate_associative_memory_keys(config);  // armt: lib/run/config_kind_checks.cpp
   if (config.segments < 1) fail("invalid config: segments must be >= 1 (got {})", config.segments);
   config_family(config).validate(config);  // a language model's own rules (lib/run/config_family.cpp)
   validate_curriculum(config);
@@ -527,6 +531,7 @@ void resolve_kind(ModelConfig& model) {
   if (!kind) return;  // an unknown kind is refused where the model is built
   if (!traits_of(*kind).has_memory) model.num_mem_tokens = 0;
   if (!traits_of(*kind).has_cache) model.mem_len = 0;
+  if (!traits_of(*kind).has_assoc) model.d_mem = ModelConfig().d_mem;  // (not written: config.yaml unchanged)
 }
 
 namespace {

@@ -74,9 +74,15 @@ Config load_config(const std::string& path);
 void apply_override(Config& config, const std::string& assignment);
 // Range checks that need no dataset (sizes > 0, kind known, kind-specific requirements).
 void validate(const Config& config);
+// Fails when a model of this kind cannot run on `device` yet (armt: not on a GPU until one has
+// run its kernels; docs/cuda.md). validate() asks it of the config's device; eval and step-dump
+// of the device they are given.
+void check_kind_runs_on(const std::string& kind, const std::string& device);
 // Zeroes what the kind does not use (mem_len for rmt/mt/baseline, num_mem_tokens for xl and
 // baseline) so the resolved config says exactly what ran.
 void resolve_kind(ModelConfig& model);
+// armt's keys (not on a GPU yet), in lib/run/config_kind_checks.cpp.
+void validate_associative_memory_keys(const Config& config);
 // YAML text of the whole resolved config; parse_config(to_yaml(c)) == c (keys that do not apply
 // are left out: segment_length when 0, segments when segment_length is set).
 std::string to_yaml(const Config& config);

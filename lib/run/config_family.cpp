@@ -48,6 +48,10 @@ class TextConfig : public ConfigFamily {
       fail("invalid config: train.target {} is a validation accuracy to stop at; a language model "
            "(segment_length {}) reports bpc: leave train.target out", config.train.target,
            config.segment_length);
+    if (traits_of(model.kind).has_assoc)
+      fail("invalid config: model.kind armt on a text dataset (segment_length {}) is not supported yet: "
+           "its associative memory is not carried between training steps; train it on an algorithmic "
+           "task (docs/armt.md)", config.segment_length);
     if (config.bptt < 0 && traits_of(model.kind).has_memory && model.num_mem_tokens > 0)
       fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
            "end to back-propagate to; give the number of earlier segments the memory's gradient "

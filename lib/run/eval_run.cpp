@@ -8,6 +8,7 @@
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/config.h"
 #include "lib/run/run_data.h"
 #include "lib/run/training_data.h"
 #include "lib/run/run_directory.h"
@@ -170,6 +171,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   Backend& be = run_backend(req.device, run.config, run_dir.string());
   const int batch = req.batch_size > 0 ? req.batch_size : run.config.train.batch_size;
   auto model = load_checkpoint(ck, [&](const ModelConfig& c) {
+    check_kind_runs_on(c.kind, req.device.empty() ? run.config.device : req.device);
     check_checkpoint_fits_run(c, ck, run, config_sets_n_token, config_path);
     check_memory_fits(estimate_memory(c, run.family->eval_workload(run, batch, req.split)),
                       fmt::format("evaluating {} ({})", ck, run.family->batch_text(batch)));

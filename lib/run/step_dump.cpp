@@ -17,6 +17,7 @@
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "lib/run/checkpoint.h"
+#include "lib/run/config.h"
 #include "lib/run/lm.h"
 #include "lib/run/train_step.h"
 
@@ -45,6 +46,7 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
   if (B > 1000000 || T > 1000000) fail("--input {} is [{}, {}]: too large for one step", req.input, B, T);
   Backend& be = backend_by_name(req.device);
   auto model = load_checkpoint(req.checkpoint, [&](const ModelConfig& c) {
+    check_kind_runs_on(c.kind, req.device);
     Workload w;
     w.batch = int(B);
     w.seg_len = segment_lengths(int(T), req.segments);
@@ -126,6 +128,7 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
   const int64_t steps = cols / T;
   Backend& be = backend_by_name(req.device);
   auto model = load_checkpoint(req.checkpoint, [&](const ModelConfig& c) {
+    check_kind_runs_on(c.kind, req.device);
     Workload w;
     w.batch = int(B);
     const int window = std::max(req.bptt, 0);

@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/engine.h"
 #include "lib/core/model.h"
+#include "lib/core/model_kind.h"
 #include "lib/core/optim.h"
 #include "lib/run/run_family.h"
 #include "lib/run/training_run.h"
@@ -55,7 +56,8 @@ std::string pack_shape(const Config& config) {
                      "mem_init {} vocab {} | device {} | bptt_recompute {} | adam_beta2 {}",
                      m.kind, m.n_layer, m.n_head, m.d_head, m.d_model, m.d_inner, m.dropout, m.dropatt, m.mem_len,
                      m.num_mem_tokens, m.read_mem_from_cache, m.mem_init, m.n_token, config.device,
-                     config.bptt_recompute, config.train.adam_beta2);
+                     config.bptt_recompute, config.train.adam_beta2) +
+         (traits_of(m.kind).has_assoc ? fmt::format(" | d_mem {}", m.d_mem) : "");
 }
 
 namespace {

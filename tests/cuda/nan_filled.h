@@ -113,6 +113,31 @@ class NanFilledBackend final : public Backend {
   void accumulate_sum(double* acc, const float* x, int64_t n) override { be_.accumulate_sum(acc, x, n); }
   void scale(float* x, int64_t n, float alpha) override { be_.scale(x, n, alpha); }
   void add_inplace(float* y, const float* x, int64_t n) override { be_.add_inplace(y, x, n); }
+  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override { be_.dpfp_forward(out, x, n, dm); }
+  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override {
+    be_.dpfp_backward(dx, dout, x, n, dm);
+  }
+  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
+                          int rows, int B, int Dk, int d, float eps) override {
+    be_.assoc_read_forward(out, den, phi, A, z, rows, B, Dk, d, eps);
+  }
+  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
+                           const float* den, const float* phi, const float* A, const float* z,
+                           int rows, int B, int Dk, int d) override {
+    be_.assoc_read_backward(dphi, dA, dz, dout, out, den, phi, A, z, rows, B, Dk, d);
+  }
+  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
+                           const float* key, const float* v, const float* vbar, const float* den,
+                           const float* blogit, int m, int B, int Dk, int d, float eps) override {
+    be_.assoc_write_forward(A_out, z_out, A_in, z_in, key, v, vbar, den, blogit, m, B, Dk, d, eps);
+  }
+  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                            const float* dz_out, const float* key, const float* v, const float* vbar,
+                            const float* den, const float* blogit, int m, int B, int Dk, int d,
+                            float eps) override {
+    be_.assoc_write_backward(dkey, dv, dblogit, dA_out, dz_out, key, v, vbar, den, blogit, m, B, Dk, d, eps);
+  }
+
   void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr,
                    float beta1, float beta2, float eps, int64_t t) override {
     be_.adam_update(param, grad, m, v, n, lr, beta1, beta2, eps, t);

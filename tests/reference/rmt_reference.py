@@ -23,6 +23,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 KINDS = ("baseline", "xl", "rmt", "mt", "xl_rmt")
+ALL_KINDS = KINDS + ("armt",)   # armt: armt_reference.ARMTReference
+
+
+def make_model(kind, *args, **kwargs):
+    """RMTReference, or ARMTReference for kind armt (which takes d_mem)."""
+    if kind == "armt":
+        import armt_reference  # noqa: E402  (it builds on this module)
+        return armt_reference.ARMTReference(kind, *args, **kwargs)
+    kwargs.pop("d_mem", None)
+    return RMTReference(kind, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------
@@ -493,12 +503,14 @@ def save_checkpoint(path, model):
 
 def model_from_checkpoint(path, dtype=torch.float64):
     tensors, meta = load_safetensors(path)
-    model = RMTReference(
+    extra = {"d_mem": int(meta["d_mem"])} if meta["kind"] == "armt" else {}
+    model = make_model(
         meta["kind"], int(meta["n_token"]), int(meta["n_layer"]), int(meta["n_head"]),
         int(meta["d_head"]), int(meta["d_model"]), int(meta["d_inner"]),
         mem_len=int(meta.get("mem_len", 0)), num_mem_tokens=int(meta.get("num_mem_tokens", 0)),
         read_mem_from_cache=meta.get("read_mem_from_cache", "true") == "true",
-        dropout=float(meta.get("dropout", 0)), dropatt=float(meta.get("dropatt", 0))).to(dtype)
+        dropout=float(meta.get("dropout", 0)), dropatt=float(meta.get("dropatt", 0)),
+        **extra).to(dtype)
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()},
                           strict=True)
     return model
