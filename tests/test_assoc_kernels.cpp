@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lib/core/backend.h"
+#include "tests/random_vectors.h"
 
 using namespace rmt;
 using Vec = std::vector<float>;
@@ -22,13 +23,6 @@ namespace {
 
 Backend& be() { return cpu_backend(); }
 
-Vec randn(size_t n, float sd, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, sd);
-  Vec v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 // |N(0, sd)| + lo: positive inputs (DPFP features are >= 0; z a sum of them).
 Vec positive(size_t n, float sd, float lo, uint32_t seed) {
   Vec v = randn(n, sd, seed);

@@ -15,6 +15,7 @@
 #include "lib/core/backend.h"
 #include "lib/cuda/attention_kernels.h"
 #include "lib/cuda/host_exec.h"
+#include "tests/random_vectors.h"
 
 using namespace rmt;
 using Vec = std::vector<float>;
@@ -24,13 +25,6 @@ namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-Vec randn(size_t n, float sd, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, sd);
-  Vec v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 // The engine's attention mask (lib/core/engine.cpp, docs/paper.md §2), 1 = blocked, keys
 // [cache | read | tokens | write]: causal, the read block sees itself, the write block sees

@@ -16,6 +16,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/cpu_kernels.h"
 #include "lib/core/device_array.h"
+#include "tests/random_vectors.h"
 
 using namespace rmt;
 using Vec = std::vector<float>;
@@ -25,13 +26,6 @@ namespace {
 
 Backend& be() { return cpu_backend(); }
 
-Vec randn(size_t n, float sd, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, sd);
-  Vec v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 template <class A, class B>
 double dot(const A& a, const B& b) {
