@@ -356,6 +356,7 @@ TEST_CASE("table: every section of experiments/paper_results.yaml reads, with th
       {"fig5b_copy_lengths", {{3, 120}, {6, 120}, {9, 120}}},
       {"fig7_small_memory", {{3, 24}, {6, 12}}},
       {"fig7_reverse", {{4, 12}}},
+      {"fig7c_reverse_long", {{2, 120}, {4, 60}, {6, 40}}},
       {"table1_sqeq", {{1, 180}, {6, 30}}},
       {"quick_copy", {{1, 72}, {3, 24}, {6, 12}}}};
   for (const auto& entry : YAML::Load(text)) CHECK_MESSAGE(lengths.count(entry.first.Scalar()), entry.first.Scalar());
