@@ -186,6 +186,18 @@ TEST_CASE("attention measures: a run's layer and head, and its mean and spread o
   CHECK(m[0].sd == doctest::Approx(std::sqrt(0.125)));      // sample sd of {1, 0.5}
   CHECK(m[0].per_segment[0] == doctest::Approx(0.75));
   CHECK_FALSE(m[1].defined);
+  // The rewrite measures pool every layer and head: segment 1's write slots attend only to the
+  // read memory in head 0, only to the tokens in head 1 (a head that carries the memory over
+  // would make the best head's share 1 whatever the model does).
+  for (AttentionMaps& maps : samples)
+    for (int i = 0; i < 4; ++i) {
+      put(maps, 1, 8 + i, i, 1.f, 0, 0);
+      put(maps, 1, 8 + i, 4 + i, 1.f, 0, 1);
+    }
+  const RunMeasure rewrite = measure_run(samples, copy4(), {"rewrite_mass"})[0];
+  CHECK(rewrite.layer == -1);
+  CHECK(rewrite.head == -1);
+  CHECK(rewrite.mean == doctest::Approx(0.5));
 }
 
 TEST_CASE("attention measures: the layout of copy and reverse, and other tasks refused") {

@@ -186,10 +186,13 @@ void answer_cache_mass(const SegmentView& v, const SampleLayout& l, double& hits
   }
 }
 
+// The head rule of a measure pooled over every layer and head rather than read at one.
+constexpr const char* kEveryHead = "every layer and head";
+
 struct MeasureEntry {
   std::string name;
   SegmentMeasure measure;      // nullptr: cache_source_reads, which needs the maps' cache layout
-  const char* head_rule;       // "" = its own highest mean; else the measure whose mean picks it
+  const char* head_rule;       // "" = its own highest mean; kEveryHead; else the measure whose mean picks it
   const char* definition;      // one sentence, as the report and docs/reproduction.md give it
 };
 
@@ -202,10 +205,12 @@ const std::vector<MeasureEntry>& measure_table() {
       {"read_in_order", read_in_order, "",
        "share of answer rows j (of a segment with one answer row a read slot) whose strongest read slot is r_j"},
       {"read_reversed", read_reversed, "", "share of answer rows j whose strongest read slot is r_(m-1-j) (reversed)"},
-      {"rewrite_mass", rewrite_mass, "",
-       "the write slots' attention on the read memory (share of the row), on every segment but the first and the last"},
-      {"rewrite_argmax", rewrite_argmax, "",
-       "share of write slots whose strongest column is a read slot, on every segment but the first and the last"},
+      {"rewrite_mass", rewrite_mass, kEveryHead,
+       "the write slots' attention on the read memory (share of the row), on every segment but the first and the "
+       "last, over every layer and head"},
+      {"rewrite_argmax", rewrite_argmax, kEveryHead,
+       "share of write slots whose strongest column is a read slot, on every segment but the first and the last, "
+       "over every layer and head"},
       {"source_coverage", source_coverage, "",
        "share of a source segment's tokens that get at least 0.1 of some write slot's attention"},
       {"cache_source_reads", nullptr, "",
@@ -324,15 +329,24 @@ std::vector<RunMeasure> measure_run(const std::vector<AttentionMaps>& samples, c
   for (const std::string& name : names) {
     const MeasureEntry& entry = entry_of(name);
     const auto tallies = tallies_of(name);
-    const auto rule = *entry.head_rule ? tallies_of(entry.head_rule) : tallies;
     RunMeasure m;
     m.name = name;
-    double best = -1;
-    for (int lh = 0; lh < L * H; ++lh) {
-      const double v = sample_mean(rule[size_t(lh)]);
-      if (std::isfinite(v) && v > best) best = v, m.layer = lh / H, m.head = lh % H;
+    std::vector<MeasureTally> chosen;  // per sample
+    if (std::string(entry.head_rule) == kEveryHead) {
+      m.layer = m.head = -1;
+      for (size_t k = 0; k < samples.size(); ++k) {
+        chosen.emplace_back();
+        for (const auto& per_head : tallies) chosen.back().add(per_head[k]);
+      }
+    } else {
+      const auto rule = *entry.head_rule ? tallies_of(entry.head_rule) : tallies;
+      double best = -1;
+      for (int lh = 0; lh < L * H; ++lh) {
+        const double v = sample_mean(rule[size_t(lh)]);
+        if (std::isfinite(v) && v > best) best = v, m.layer = lh / H, m.head = lh % H;
+      }
+      chosen = tallies[size_t(m.layer * H + m.head)];
     }
-    const std::vector<MeasureTally>& chosen = tallies[size_t(m.layer * H + m.head)];
     std::vector<double> values;
     MeasureTally pooled;
     for (const MeasureTally& t : chosen) {

@@ -22,9 +22,11 @@
 //                           whose symbol is in the cache (Tr-XL: its straight lines)
 //   shared_cache_reads  8b  answer rows whose strongest cache column is that of an earlier answer
 //                           row of the same segment (several symbols read from one cached state)
-// The layer and head of each measure: the one with the highest mean over the samples, except
-// shared_cache_reads, read at the layer and head whose answer rows attend most to the cache (so
-// that the rule does not pick the head that mixes most).
+// The layer and head of each measure: the one with the highest mean over the samples (does some
+// head do it?), except the rewrite measures, pooled over every layer and head (one head that
+// carries the read memory over, as any model may keep a copy of it, would make them 1 in every
+// setting), and shared_cache_reads, read at the layer and head whose answer rows attend most to
+// the cache (so that the rule does not pick the head that mixes most).
 #include <string>
 #include <vector>
 
@@ -69,7 +71,7 @@ MeasureTally tally_measure(const std::string& name, const AttentionMaps& maps, c
 struct RunMeasure {
   std::string name;
   bool defined = false;         // some sample counted something
-  int layer = 0, head = 0;      // chosen by the rule above
+  int layer = 0, head = 0;      // chosen by the rule above; -1, -1: pooled over every layer and head
   int samples = 0;              // samples where it is defined
   double mean = 0, sd = 0;      // over those samples (sd: n-1; 0 for one sample)
   std::vector<double> per_segment;  // pooled over the samples (NaN where a segment counts nothing)

@@ -83,9 +83,12 @@ std::string AttentionHandler::measure_run_into(const SweepRun& run, const RunPic
   const int segment_length = *std::max_element(trained.run.seg_len.begin(), trained.run.seg_len.end());
   csv += fmt::format("{},{},{},{},{},{},{},{}", run.run_id, c.model.kind, c.segments, c.model.num_mem_tokens,
                      c.model.mem_len, c.train.seed, segment_length, part_.samples);
-  for (const RunMeasure& m : measures)
+  for (const RunMeasure& m : measures) {
+    const bool pooled = m.layer < 0;  // over every layer and head: "all" in both columns
     csv += fmt::format(",{},{},{},{}", number_or_empty(m.mean, m.defined), number_or_empty(m.sd, m.defined),
-                       m.defined ? std::to_string(m.layer) : "", m.defined ? std::to_string(m.head) : "");
+                       !m.defined ? "" : pooled ? "all" : std::to_string(m.layer),
+                       !m.defined ? "" : pooled ? "all" : std::to_string(m.head));
+  }
   csv += ",done\n";
 
   // Its line of runs.md: the item's measures, mean ± sd over the samples at the chosen head, and
@@ -95,7 +98,8 @@ std::string AttentionHandler::measure_run_into(const SweepRun& run, const RunPic
   for (const std::string& name : part_.measures) {
     const RunMeasure& m = *std::find_if(measures.begin(), measures.end(), [&](const RunMeasure& x) { return x.name == name; });
     if (!m.defined) continue;
-    md += fmt::format(" {} {:.3f} ± {:.3f} (layer {}, head {});", name, m.mean, m.sd, m.layer, m.head);
+    md += fmt::format(" {} {:.3f} ± {:.3f} ({});", name, m.mean, m.sd,
+                      m.layer < 0 ? "every layer and head" : fmt::format("layer {}, head {}", m.layer, m.head));
     if (name.rfind("rewrite_", 0) != 0) continue;
     std::string values;
     for (size_t s = 0; s < m.per_segment.size(); ++s)
@@ -158,7 +162,14 @@ void AttentionHandler::summarise() {
   std::string md;
   std::map<std::string, Pivot> pivots;
   for (const std::string& measure : part_.measures) {
-    Pivot pivot = pivot_results(table, measure, {}, results.string());
+    // The runs it is defined for (a model without a write memory or a cache leaves it empty).
+    CsvTable defined = table;
+    const size_t c = size_t(table.column(measure));
+    defined.rows.clear(), defined.row_lines.clear();
+    for (size_t r = 0; r < table.rows.size(); ++r)
+      if (c < table.header.size() && !table.rows[r][c].empty())
+        defined.rows.push_back(table.rows[r]), defined.row_lines.push_back(table.row_lines[r]);
+    Pivot pivot = pivot_results(defined, measure, {}, results.string());
     if (pivot.rows.empty()) continue;  // defined for none of these models
     md += fmt::format("`{}`: {}; mean ± standard deviation over the seeds (each seed's value: its mean over the "
                       "samples).\n\n{}\n", measure, attention_measure_definition(measure), format_pivot(pivot, "md"));
