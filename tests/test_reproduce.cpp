@@ -265,6 +265,15 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
         std::string::npos);
   CHECK(report.find("| [maps](#maps) | attention | 2 of 3 checks hold |") != std::string::npos);
   CHECK(report.find("RMT's write slots take token i in ") != std::string::npos);
+  {  // more samples than the test split has: refused, naming the item and the run, the results kept
+    const std::string manifest = read_file(dir / "m.yaml");
+    std::string more = manifest;
+    more.replace(more.find("samples: 5"), 10, "samples: 51");
+    write(dir / "m.yaml", more);
+    expect_error(base + " maps", "items.maps.samples: 51 is beyond the test split of rmt-seg3-seed1-");
+    write(dir / "m.yaml", manifest);
+    CHECK(read_file(out / "maps/maps.md") == maps_md);
+  }
   // Its runs' checkpoints are read by the attention and length items: no records (run_records.h).
   CHECK_FALSE(fs::exists(out / "tiny/runs"));
   // Length generalisation: each run at 4 and 8 symbols (12 and 24 positions, 3 and 6 segments of 4).
