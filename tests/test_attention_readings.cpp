@@ -143,11 +143,16 @@ TEST_CASE("attention measures: source coverage of a memory smaller than the segm
   AttentionMaps maps = maps_of("rmt", 1, 1, 2);  // 2 slots, 4 tokens: rows [r0 r1 a b c d w0 w1]
   put(maps, 0, 6, 2, 0.5f);                      // w0: tokens a and b
   put(maps, 0, 6, 3, 0.5f);
-  put(maps, 0, 7, 4, 0.95f);                     // w1: token c; d gets 0.05, below 0.1
-  put(maps, 0, 7, 5, 0.05f);
+  put(maps, 0, 7, 4, 0.85f);                     // w1: token c; d gets 0.15, below 0.2
+  put(maps, 0, 7, 5, 0.15f);
   CHECK(measure("source_coverage", maps) == doctest::Approx(0.75));
   // Segment 1 holds answers, segment 2 is the last: only segment 0 counts.
   CHECK(tally_measure("source_coverage", maps, copy4(), 0, 0).total_counted() == 4);
+  // Slots attending to all 8 keys alike (1/8 each) cover nothing.
+  AttentionMaps even = maps_of("rmt", 1, 1, 2);
+  for (int r = 6; r < 8; ++r)
+    for (int k = 0; k < 8; ++k) put(even, 0, r, k, 0.125f);
+  CHECK(measure("source_coverage", even) == 0.0);
 }
 
 TEST_CASE("attention measures: Tr-XL's straight lines and several answers read from one cached state") {

@@ -15,7 +15,7 @@
 //   rewrite_mass        6c  the write slots' attention on the read-memory columns (a share of
 //                           the row), on every segment but the first and the last
 //   rewrite_argmax      6c  write slots whose strongest column is a read-memory slot, same segments
-//   source_coverage     8a  source tokens that get >= 0.1 of some write slot's attention, on
+//   source_coverage     8a  source tokens that get >= 0.2 of some write slot's attention, on
 //                           segments of source tokens only (not the last)
 //   cache_source_reads  6d  answer rows whose strongest cache column holds the source symbol they
 //                           answer (or an earlier answer's copy of it), among the answer rows
