@@ -9,12 +9,14 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/core/provenance.h"
 #include "lib/experiments/learning_curves.h"
 #include "lib/experiments/repro_claims.h"
+#include "lib/experiments/repro_manifest.h"
 #include "lib/experiments/repro_templates.h"
 #include "lib/experiments/reproduce.h"
 #include "lib/experiments/results_table.h"
@@ -72,8 +74,17 @@ items:
     kind: attention
     title: "attention"
     paper_says: "RMT writes into memory"
+    notes: "RMT's write slots take token i in {{test model=rmt segments=3 digits=3}} of the slots."
     from: tiny
-    runs: [{model: rmt, segments: 3, seed: 1}]
+    samples: 5
+    measures: [write_in_order, rewrite_mass, cache_source_reads]
+    claims:
+      - {text: "RMT's write slots put a share of at least 0 on the read memory", model: rmt, segments: [3], metric: rewrite_mass, min: 0}
+      - {text: "RMT writes in order in more than all its slots", model: rmt, segments: [3], min: 1.01}
+      - {text: "Tr-XL reads its cache along straight lines", model: xl, segments: [3], metric: cache_source_reads, min: 0}
+    runs:
+      - {model: rmt, segments: 3, seed: 1}
+      - {model: xl, segments: 3}
   longer:
     kind: length
     title: "length"
@@ -136,9 +147,43 @@ TEST_CASE("reproduce: bad manifests are refused naming the file, the item and th
   const std::string two_runs = "runs: [{model: rmt, segments: 3, seed: 1}, {model: xl, segments: 3, seed: 2}]";
   all_runs.replace(all_runs.find(two_runs), two_runs.size(), "runs: all");
   CHECK(error_for(all_runs).empty());
-  std::string maps_all = text;
-  maps_all.replace(maps_all.find("runs: [{model: rmt, segments: 3, seed: 1}]"), 42, "runs: all");
-  CHECK(error_for(maps_all).find("maps.runs: expected a non-empty list") != std::string::npos);
+  const std::string maps_runs = "runs:\n      - {model: rmt, segments: 3, seed: 1}\n      - {model: xl, segments: 3}\n";
+  auto with_maps_runs = [&](const std::string& runs) {
+    std::string changed = text;
+    changed.replace(changed.find(maps_runs), maps_runs.size(), runs);
+    return changed;
+  };
+  CHECK(error_for(with_maps_runs("runs: all\n")).find("maps.runs: expected a non-empty list") != std::string::npos);
+  // An attention item measures each cell (model, segments) over every seed, once.
+  CHECK(error_for(with_maps_runs("runs: [{model: xl, segments: 3}, {model: xl, segments: 3, seed: 2}]\n"))
+            .find("items.maps.runs[1]: xl at 3 segments is also runs[0]") != std::string::npos);
+  auto with_maps_line = [&](const std::string& line, const std::string& instead) {
+    std::string changed = text;
+    changed.replace(changed.find(line), line.size(), instead);
+    return changed;
+  };
+  CHECK(error_for(with_maps_line("samples: 5", "samples: 0")).find("items.maps.samples: must be in 1..") !=
+        std::string::npos);
+  CHECK(error_for(with_maps_line("samples: 5", "samples: many")).find("items.maps.samples: expected an integer") !=
+        std::string::npos);
+  CHECK(error_for(with_maps_line("[write_in_order, rewrite_mass", "[write_order, rewrite_mass"))
+            .find("items.maps.measures: unknown measure 'write_order' (measures: write_in_order, ") != std::string::npos);
+  CHECK(error_for(with_maps_line("measures: [write_in_order, rewrite_mass, cache_source_reads]", "measures: []"))
+            .find("items.maps.measures: expected a non-empty list") != std::string::npos);
+  CHECK(error_for(with_maps_line("metric: cache_source_reads, min: 0", "metric: shared_cache_reads, min: 0"))
+            .find("is on shared_cache_reads, which is not in the item's measures") != std::string::npos);
+  CHECK(error_for(with_maps_line("segments: [3], min: 1.01", "segments: [3], paper: 1.00"))
+            .find("items.maps.claims[1]: the paper gives no numbers for its attention maps") != std::string::npos);
+  // Without measures: every one, the first (write_in_order) the claims' default.
+  const std::string all_measures = with_maps_line("    measures: [write_in_order, rewrite_mass, cache_source_reads]\n", "");
+  CHECK(error_for(all_measures).empty());
+  const ReproManifest read = load_manifest((tiny_project("attention_defaults", all_measures) / "m.yaml").string());
+  const AttentionItem& maps = std::get<AttentionItem>(read.find("maps")->part);
+  CHECK(maps.measures.size() == 9);
+  CHECK(maps.samples == 5);
+  CHECK(maps.claims[1].metric == "write_in_order");
+  CHECK(maps.runs[0].seed_given);
+  CHECK_FALSE(maps.runs[1].seed_given);
   std::string no_sweep = text;
   no_sweep.replace(no_sweep.find("sweep: tiny.yaml"), 16, "sweep: gone.yaml");
   CHECK(error_for(no_sweep).find("gone.yaml is not a file") != std::string::npos);
@@ -198,6 +243,37 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(results.find("train.target") != std::string::npos);
   CHECK(results.find(",solved,15,") != std::string::npos);
   CHECK(report.find("rmt_3seg_seed1.png") != std::string::npos);
+  // The attention item: every seed of each cell measured on 5 samples (one results.csv row a
+  // run), one map per cell (RMT's named seed, Tr-XL's lowest), the tables and the project's checks.
+  CHECK(fs::exists(out / "maps/xl_3seg_seed1.png"));
+  CHECK_FALSE(fs::exists(out / "maps/rmt_3seg_seed2.png"));
+  const CsvTable measured = parse_csv(read_file(out / "maps/results.csv"), "maps/results.csv");
+  CHECK(measured.rows.size() == 4);
+  const int c_write = measured.column("write_in_order"), c_cache = measured.column("cache_source_reads"),
+            c_kind = measured.column("model.kind"), c_samples = measured.column("samples");
+  for (const auto& row : measured.rows) {
+    CAPTURE(row[size_t(c_kind)]);
+    CHECK(row[size_t(c_samples)] == "5");
+    CHECK(row[size_t(c_write)].empty() == (row[size_t(c_kind)] == "xl"));  // no write memory in Tr-XL
+    CHECK(row[size_t(c_cache)].empty() == (row[size_t(c_kind)] == "rmt"));  // no cache in RMT
+  }
+  const std::string maps_md = read_file(out / "maps/maps.md");
+  CHECK(maps_md.find("`write_in_order`: share of write slots i whose strongest column is token i") != std::string::npos);
+  CHECK(maps_md.find("rewrite_mass by segment: 1: ") != std::string::npos);
+  CHECK(maps_md.find("**The project's claims hold in part** (2 of 3 checks)") != std::string::npos);
+  CHECK(maps_md.find("- FAILS: RMT writes in order in more than all its slots (write_in_order; rmt at 3: ") !=
+        std::string::npos);
+  CHECK(report.find("| [maps](#maps) | attention | 2 of 3 checks hold |") != std::string::npos);
+  CHECK(report.find("RMT's write slots take token i in ") != std::string::npos);
+  {  // more samples than the test split has: refused, naming the item and the run, the results kept
+    const std::string manifest = read_file(dir / "m.yaml");
+    std::string more = manifest;
+    more.replace(more.find("samples: 5"), 10, "samples: 51");
+    write(dir / "m.yaml", more);
+    expect_error(base + " maps", "items.maps.samples: 51 is beyond the test split of rmt-seg3-seed1-");
+    write(dir / "m.yaml", manifest);
+    CHECK(read_file(out / "maps/maps.md") == maps_md);
+  }
   // Its runs' checkpoints are read by the attention and length items: no records (run_records.h).
   CHECK_FALSE(fs::exists(out / "tiny/runs"));
   // Length generalisation: each run at 4 and 8 symbols (12 and 24 positions, 3 and 6 segments of 4).

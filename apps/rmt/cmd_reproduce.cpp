@@ -70,10 +70,12 @@ void add_reproduce_command(CLI::App& app) {
       if (out_dir->count() == 0) args->out_dir += "-" + args->device;
     }
     if (args->list) {  // each item, and how long it took where --out records it
+      size_t name_width = 22;  // the names in a column, however long the longest
+      for (const auto& it : manifest.items) name_width = std::max(name_width, it.name.size());
       for (const auto& it : manifest.items)
         if (args->names.empty() || std::count(args->names.begin(), args->names.end(), it.name)) {
           const std::string time = item_time(args->out_dir, it.name);
-          fmt::print("{:<22} {:<9} {:<34} {}\n", it.name, it.kind, time.empty() ? "-" : time, it.title);
+          fmt::print("{:<{}} {:<9} {:<34} {}\n", it.name, name_width, it.kind, time.empty() ? "-" : time, it.title);
         }
       return;
     }

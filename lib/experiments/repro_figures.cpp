@@ -44,33 +44,4 @@ std::string lm_plot_script(const std::vector<LmRow>& rows, const std::string& ou
   return s;
 }
 
-std::string write_order_text(const AttentionMaps& maps, int s) {
-  const SegmentAttention& sa = maps.segments[size_t(s)];
-  const AttentionBlock* write = nullptr;
-  const AttentionBlock* tokens = nullptr;
-  for (const auto& b : sa.query_blocks)
-    if (b.name == "write memory") write = &b;
-  for (const auto& b : sa.key_blocks)
-    if (b.name == "tokens") tokens = &b;
-  if (!write || !tokens) return "";
-  const int m = write->end - write->begin, Ts = tokens->end - tokens->begin;
-  if (m != Ts) return "";
-  int best[2] = {-1, -1}, where[2][2] = {{0, 0}, {0, 0}};
-  for (int l = 0; l < maps.layers; ++l)
-    for (int h = 0; h < maps.heads; ++h) {
-      const float* p = maps.map(s, l, h);
-      int hits[2] = {0, 0};
-      for (int i = 0; i < m; ++i) {
-        const float* row = p + int64_t(write->begin + i) * sa.klen + tokens->begin;
-        const int j = int(std::max_element(row, row + Ts) - row);
-        hits[0] += j == i, hits[1] += j == Ts - 1 - i;
-      }
-      for (int o = 0; o < 2; ++o)
-        if (hits[o] > best[o]) best[o] = hits[o], where[o][0] = l, where[o][1] = h;
-    }
-  return fmt::format("segment {}: write slot i attends most to token i in {} of {} slots (best: layer {}, head {}) "
-                     "and to token {}-1-i (reversed) in {} of {} (layer {}, head {})",
-                     s, best[0], m, where[0][0], where[0][1], Ts, best[1], m, where[1][0], where[1][1]);
-}
-
 }  // namespace rmt

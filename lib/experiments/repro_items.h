@@ -94,6 +94,8 @@ class FromItemHandler : public ItemHandler {
   FromItemHandler(const ReproItem& item, ReproContext& context, std::string doing, std::string md_file)
       : ItemHandler(item, context), doing_(std::move(doing)), md_file_(std::move(md_file)) {}
   virtual void compute() const = 0;  // writes the item's files under its folder
+  // The metric of its reading's test values unless a placeholder names one (results.csv's column).
+  virtual std::string reading_metric() const { return "acc_teacher_forced"; }
 
  private:
   std::string doing_, md_file_;  // what compute does, for the log; the markdown it writes

@@ -15,6 +15,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/model_kind.h"
+#include "lib/experiments/attention_readings.h"
 #include "lib/experiments/repro_readings.h"
 #include "lib/files/io.h"
 
@@ -116,7 +117,7 @@ RunPick read_pick(const ManifestReader& r, const YAML::Node& node, const std::st
   RunPick p;
   p.model = r.kind(node["model"], where + ".model");
   p.segments = r.integer(node["segments"], where + ".segments", 1, 100000);
-  if (node["seed"]) p.seed = r.integer(node["seed"], where + ".seed", 0, 1 << 30);
+  if (node["seed"]) p.seed = r.integer(node["seed"], where + ".seed", 0, 1 << 30), p.seed_given = true;
   if (node["sample"]) p.sample = r.integer(node["sample"], where + ".sample", 0, 1 << 30);
   if (node["segment"]) p.segment = r.integer(node["segment"], where + ".segment", 0, 100000);
   return p;
@@ -210,6 +211,36 @@ void read_attention_item(const ManifestReader& r, const YAML::Node& n, const std
   AttentionItem a;
   it.from = read_from(r, n, w, m);
   a.runs = read_picks(r, n["runs"], w + ".runs", "expected a non-empty list");
+  for (size_t i = 0; i < a.runs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.runs[i].model == a.runs[j].model && a.runs[i].segments == a.runs[j].segments)
+        r.bad(fmt::format("{}.runs[{}]", w, i), fmt::format("{} at {} segments is also runs[{}]: a cell is measured "
+                                                            "over every seed once", a.runs[i].model, a.runs[i].segments, j));
+  if (n["samples"]) a.samples = r.integer(n["samples"], w + ".samples", 1, 1000000);
+  if (n["measures"]) {
+    if (!n["measures"].IsSequence() || n["measures"].size() == 0)
+      r.bad(w + ".measures", fmt::format("expected a non-empty list ({})", fmt::join(attention_measure_names(), ", ")));
+    for (size_t i = 0; i < n["measures"].size(); ++i) {
+      const std::string measure = r.text(n["measures"][i], fmt::format("{}.measures[{}]", w, i));
+      if (!is_attention_measure(measure))
+        r.bad(w + ".measures", fmt::format("unknown measure '{}' (measures: {})", measure,
+                                           fmt::join(attention_measure_names(), ", ")));
+      a.measures.push_back(measure);
+    }
+  } else {
+    a.measures = attention_measure_names();
+  }
+  a.claims = read_claims(r, n["claims"], w + ".claims");
+  for (size_t i = 0; i < a.claims.size(); ++i) {
+    Claim& c = a.claims[i];
+    const std::string where = fmt::format("{}.claims[{}]", w, i);
+    if (c.metric.empty()) c.metric = a.measures.front();
+    if (std::find(a.measures.begin(), a.measures.end(), c.metric) == a.measures.end())
+      r.bad(where, fmt::format("claim '{}' is on {}, which is not in the item's measures", c.text, c.metric));
+    if (!c.paper.empty())
+      r.bad(where, "the paper gives no numbers for its attention maps: an attention claim is the project's own bound "
+                   "(min, max or above)");
+  }
   it.part = std::move(a);
 }
 
@@ -239,7 +270,7 @@ struct ItemReader {
 const ItemReader* item_reader(const std::string& kind) {
   static const std::vector<ItemReader> readers = {
       {"sweep", {"sweep", "paper_section", "metrics", "claims"}, read_sweep_item},
-      {"attention", {"from", "runs"}, read_attention_item},
+      {"attention", {"from", "runs", "samples", "measures", "claims"}, read_attention_item},
       {"length", {"from", "runs", "lengths", "claims"}, read_length_item},
       {"lm", {"sweep", "claims"}, read_lm_item},
   };

@@ -13,7 +13,12 @@
 //                {text, model, segments, above: MODEL}   its mean is above the other model's by more
 //                                                         than the tolerance
 //              each on the item's first metric unless the claim names its own (metric: ...)
-//   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen runs of a sweep item.
+//   attention: attention maps (docs/paper.md §4, Figures 6 and 8) of chosen cells of a sweep item:
+//              the measures of lib/experiments/attention_readings.h over every seed of each cell
+//              and `samples` test samples, tabulated per measure (mean over seeds) and checked
+//              against claims of the project's own ({text, model, segments, min | max | above,
+//              metric: MEASURE}; the paper gives no numbers for its maps), and one map drawn per
+//              cell (of `seed`, default the cell's lowest, and `sample`).
 //   length:    runs of a sweep item evaluated on longer datasets of the same task at the trained
 //              segment length (length generalisation), tabulated and plotted.
 //   lm:        a language-model sweep (text data), tabulated one row per run (model, cache,
@@ -55,7 +60,8 @@ struct RunPick {                 // one run of a sweep item
   std::string model;             // model kind
   int segments = 0;
   int seed = 1;
-  int sample = 0, segment = -1;  // attention: which test sample, which segment (-1: all)
+  bool seed_given = false;       // attention: without one, the map is of the cell's lowest seed
+  int sample = 0, segment = -1;  // attention: the drawn map's test sample and segment (-1: all)
 };
 
 // The part of each kind.
@@ -68,7 +74,10 @@ struct LmItem {
   std::vector<LmClaim> claims;
 };
 struct AttentionItem {
-  std::vector<RunPick> runs;
+  std::vector<RunPick> runs;         // cells: each measured over every seed of its model and segments
+  int samples = 100;                 // test samples measured per run (the first ones of the split)
+  std::vector<std::string> measures; // tabulated, in order (default: every measure); first = the reading's
+  std::vector<Claim> claims;         // each on one of `measures` (default: the first)
 };
 struct LengthItem {
   std::vector<RunPick> runs;

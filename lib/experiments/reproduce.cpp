@@ -77,11 +77,12 @@ std::string FromItemHandler::section(const ItemTiming& timing) const {
   const fs::path md = ctx_.out_dir(item_) / md_file_;
   std::string s = t.render("from_item", {{"from", item_.from}, {"command", command}});
   s += fs::exists(md) ? read_file(md) + "\n" : t.render("not_run", {{"command", command}});
-  // A length item's reading is computed from its results.csv (one row per run and evaluated length).
+  // A length or attention item's reading is computed from its results.csv (one row per run, and
+  // per evaluated length).
   const fs::path results = ctx_.out_dir(item_) / "results.csv";
   std::optional<CsvTable> csv;
   if (fs::exists(results)) csv = parse_csv(read_file(results), results.string());
-  s += ctx_.reading(item_, csv ? ReadingData{&*csv, "acc_teacher_forced", {}} : ReadingData());
+  s += ctx_.reading(item_, csv ? ReadingData{&*csv, reading_metric(), {}} : ReadingData());
   if (timing.wall_s > 0) s += t.render("wall_time", {{"wall", seconds_text(timing.wall_s)}});
   return s;
 }
