@@ -589,6 +589,15 @@ TEST_CASE("reproduce: a call stopped after some runs keeps their time, and the n
   CAPTURE(first.dump());
   CHECK(first["wall_s"].get<double>() > 0);
   CHECK(first["runs"].get<int>() == 6);
+  // A report of the item in progress: tables of the finished runs, and no reading computed from
+  // them alone (its placeholders would count 2 runs as the whole, or match none and stop it).
+  Run partial = rmt_run("reproduce --report-only --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                        (dir / "runs").string() + " --out " + (dir / "out").string());
+  REQUIRE_MESSAGE(partial.status == 0, partial.output);
+  const std::string report = read_file(dir / "out/REPORT.md");
+  CHECK(report.find("*In progress: 2 of 6 runs done") != std::string::npos);
+  CHECK(report.find("Written when every run is finished") != std::string::npos);
+  CHECK(report.find("runs met the stopping rule; the baseline got") == std::string::npos);
   // The next call trains the rest and adds its own time.
   r = rmt_run(base);
   REQUIRE_MESSAGE(r.status == 0, r.output);

@@ -37,6 +37,9 @@ struct ReadingData {
   const CsvTable* results = nullptr;  // model.kind, segments, train.seed, the metrics, status, ...
   std::string first_metric;           // test values' metric unless a placeholder names one
   std::vector<LearningCurve> curves;  // the runs' learning curves (none for a length item)
+  // Some of the item's planned runs are not finished: a reading computed now would count the
+  // finished ones as the whole ("1 of 1 solved"), so the report writes it once they all are.
+  bool in_progress = false;
 };
 
 // `text` with every placeholder replaced by its value; `where` (items.NAME.notes) names the

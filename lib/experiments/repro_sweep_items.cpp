@@ -273,7 +273,9 @@ std::string SweepItemHandler::section(const ItemTiming& timing) const {
   }
   if (!claims_.empty()) s += claims_markdown(claim_lines_, claims_, item_.beyond_the_paper) + "\n";
   if (failed_ > 0) s += fmt::format("{} runs failed (status and error in results.csv).\n\n", failed_);
-  s += ctx_.reading(item_, reading_data_);
+  ReadingData data = reading_data_;
+  data.in_progress = in_progress();
+  s += ctx_.reading(item_, data);
   if (timing.runs > 0)
     s += t.render("sweep_wall_time", {{"wall", seconds_text(timing.wall_s)},
                                       {"runs", std::to_string(timing.runs)},

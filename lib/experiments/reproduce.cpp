@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 // The templates the report is written from (experiments/reproduce/report_templates.md).
 const std::vector<std::string> kReportTemplates = {"report", "device", "item_heading", "reading", "not_run",
-                                                   "in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "length_heatmap", "from_item",
+                                                   "in_progress", "reading_in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "length_heatmap", "from_item",
                                                    "wall_time", "outside_records"};
 
 const SweepPlan& ReproContext::plan_of(const ReproItem& item) const {
@@ -58,7 +58,9 @@ const SweepRun* ReproContext::pick_run(const ReproItem& from, const RunPick& p, 
 std::string ReproContext::reading(const ReproItem& item, const ReadingData& data) const {
   std::string s;
   const bool placeholders = item.notes.find("{{") != std::string::npos;
-  if (!item.notes.empty() && (data.results || !placeholders))
+  if (!item.notes.empty() && placeholders && data.results && data.in_progress)
+    s += templates.render("reading_in_progress", {});
+  else if (!item.notes.empty() && (data.results || !placeholders))
     s += templates.render("reading", {{"notes", fill_reading(item.notes, data, manifest.path + ": items." + item.name + ".notes")}});
   if (!item.outside_records.empty()) s += templates.render("outside_records", {{"text", item.outside_records}});
   return s;
