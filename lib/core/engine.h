@@ -200,6 +200,12 @@ class Engine {
   // after the last segment. Holds at most min(L, segments) segments at once, whatever the number
   // of segments. Fails for any other kind (rmt's memory tokens go from the last layer of a segment
   // to the first of the next: no two layer-steps are independent).
+  // Fails, saying why, where forward_diagonal does not apply to this model.
+  void check_diagonal() const;
+  // Whether forward_diagonal runs a diagonal's layer-steps at once: on the CPU backend with more
+  // than one thread. Otherwise they run in turn, and the grid walked segment by segment (the
+  // sequential order) computes the same with a segment's rows still in cache from layer to layer.
+  bool diagonal_overlaps() const;
   void forward_diagonal(int B, const std::vector<int>& seg_len, float loss_scale,
                         const std::function<DiagonalSegmentInput(int s)>& input,
                         const std::function<void(int s, const SegmentActivations& seg)>& done,

@@ -27,10 +27,7 @@
 
 namespace rmt {
 
-void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss_scale,
-                              const std::function<DiagonalSegmentInput(int s)>& input,
-                              const std::function<void(int s, const SegmentActivations& seg)>& done,
-                              RecurrentState& after) {
+void Engine::check_diagonal() const {
   const Model& M = model_;
   if (M.d_key == 0)
     fail("diagonal evaluation is for model.kind armt only ({} passes its memory from the last layer "
@@ -41,7 +38,16 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
   // still an earlier diagonal, but not kept here. armt resolves mem_len to 0 (docs/armt.md).
   if (M.mem_len > 0)
     fail("diagonal evaluation with a Transformer-XL cache (model.mem_len {}) is not built", M.mem_len);
-  const int L = M.L, N = int(seg_len.size());
+}
+
+bool Engine::diagonal_overlaps() const { return &be_ == &cpu_backend() && num_threads() > 1; }
+
+void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss_scale,
+                              const std::function<DiagonalSegmentInput(int s)>& input,
+                              const std::function<void(int s, const SegmentActivations& seg)>& done,
+                              RecurrentState& after) {
+  check_diagonal();
+  const int L = model_.L, N = int(seg_len.size());
   if (N == 0) fail("forward_diagonal: no segments");
   const int slots = std::min(L, N);
   diagonal_slots_.resize(size_t(slots));
@@ -86,7 +92,7 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
 void Engine::run_independent(int n, const std::function<void(int)>& task) {
   // The CPU backend is reentrant; a device's stream (or the guarded backend's page protection)
   // is not: there the layer-steps run in turn.
-  if (&be_ == &cpu_backend()) {
+  if (diagonal_overlaps()) {
     run_cpu_tasks_concurrently(n, task);
     return;
   }

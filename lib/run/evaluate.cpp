@@ -179,6 +179,14 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   // One answer token is predicted from the true inputs before it: its greedy decoding is the
   // teacher-forced prediction, so it is not run again.
   const bool decode = fr && A > 1;
+  // Diagonal (armt only): where the engine cannot run a diagonal's layer-steps at once (one
+  // thread), the grid is walked segment by segment instead: the same numbers, in the order that
+  // keeps a segment's rows in cache from layer to layer.
+  EvalSchedule schedule = opt.schedule;
+  if (schedule == EvalSchedule::diagonal) {
+    engine.check_diagonal();
+    if (!engine.diagonal_overlaps()) schedule = EvalSchedule::sequential;
+  }
   double loss_sum = 0;
   int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, exact = 0, exact_tf = 0, positions = 0;
   std::vector<int32_t> pred, batch_input, batch_target;
@@ -205,7 +213,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
     };
-    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, opt.schedule, score) * B;
+    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, schedule, score) * B;
     correct_tf += batch_correct;
     positions += int64_t(B) * A;
     int64_t batch_solved_tf = 0, batch_exact_tf = 0;
