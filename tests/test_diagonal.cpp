@@ -84,42 +84,43 @@ struct Outputs {
   std::vector<float> state_after;
 };
 
-Outputs sequential(Engine& engine, const Batch& batch, float loss_scale) {
+// decoding: every segment asked for what greedy decoding asks of the segments before the answer
+// (logits and memory, no targets); else as the teacher-forced pass asks (logits where scored).
+Outputs sequential(Engine& engine, const Batch& batch, float loss_scale, bool decoding) {
   Outputs out;
   RecurrentState state, next;
   engine.initial_state(state, batch.B);
   SegmentActivations seg;
   std::vector<int32_t> tokens, targets;
   for (int s = 0; s < int(batch.seg_len.size()); ++s) {
-    const bool scored = batch.segment(s, tokens, targets);
+    const bool scored = batch.segment(s, tokens, targets) && !decoding;
     engine.forward_segment(seg, tokens.data(), scored ? targets.data() : nullptr, batch.B,
                            batch.seg_len[size_t(s)], state, next, false, 0, loss_scale,
-                           SegmentOutputs{scored, true});
-    if (scored) {
-      out.logits.push_back(engine.segment_logits(seg));
-      out.loss_rows.push_back(seg.loss_rows.download());
-    }
+                           decoding ? SegmentOutputs{} : SegmentOutputs{scored, true});
+    if (seg.has_logits) out.logits.push_back(engine.segment_logits(seg));
+    if (scored) out.loss_rows.push_back(seg.loss_rows.download());
     std::swap(state, next);
   }
   out.state_after = state.assoc.download();
   return out;
 }
 
-Outputs diagonal(Engine& engine, const Batch& batch, float loss_scale, std::vector<int>* done_order = nullptr) {
+Outputs diagonal(Engine& engine, const Batch& batch, float loss_scale, bool decoding,
+                 std::vector<int>* done_order = nullptr) {
   Outputs out;
   std::vector<int32_t> tokens, targets;
   RecurrentState after;
   engine.forward_diagonal(
       batch.B, batch.seg_len, loss_scale,
       [&](int s) {
-        const bool scored = batch.segment(s, tokens, targets);
-        return DiagonalSegmentInput{tokens.data(), scored ? targets.data() : nullptr, SegmentOutputs{scored, true}};
+        const bool scored = batch.segment(s, tokens, targets) && !decoding;
+        return DiagonalSegmentInput{tokens.data(), scored ? targets.data() : nullptr,
+                                    decoding ? SegmentOutputs{} : SegmentOutputs{scored, true}};
       },
       [&](int s, const SegmentActivations& seg) {
         if (done_order) done_order->push_back(s);
-        if (!seg.plan.logits) return;
-        out.logits.push_back(engine.segment_logits(seg));
-        out.loss_rows.push_back(seg.loss_rows.download());
+        if (seg.has_logits) out.logits.push_back(engine.segment_logits(seg));
+        if (seg.plan.logits && !decoding) out.loss_rows.push_back(seg.loss_rows.download());
       },
       after);
   CHECK(after.assoc_written);
@@ -151,10 +152,12 @@ TEST_CASE("diagonal evaluation of armt: the logits, losses and state of sequenti
   };
   for (const std::string device : {"cpu", "cpu-guarded"})
     for (int threads : {1, 2})
+      for (bool decoding : {false, true})  // as the teacher-forced pass asks, as greedy decoding does
       for (size_t i = 0; i < shapes.size(); ++i) {
         const Shape& sh = shapes[i];
         CAPTURE(device);
         CAPTURE(threads);
+        CAPTURE(decoding);
         CAPTURE(i);
         Threads use(threads);
         Backend& be = backend_by_name(device);
@@ -163,19 +166,20 @@ TEST_CASE("diagonal evaluation of armt: the logits, losses and state of sequenti
         Engine engine(model);
         const Batch batch(sh.B, sh.seg_len, sh.A, 3 + i);
         const float loss_scale = 1.f / float(sh.B * sh.A);
-        const Outputs want = sequential(engine, batch, loss_scale);
+        const Outputs want = sequential(engine, batch, loss_scale, decoding);
         std::vector<int> order;
-        const Outputs got = diagonal(engine, batch, loss_scale, &order);
+        const Outputs got = diagonal(engine, batch, loss_scale, decoding, &order);
         std::vector<int> in_order(sh.seg_len.size());
         for (size_t s = 0; s < in_order.size(); ++s) in_order[s] = int(s);
         CHECK(order == in_order);  // every segment handed back once, in order
         REQUIRE(got.logits.size() == want.logits.size());
+        REQUIRE(got.loss_rows.size() == want.loss_rows.size());
         REQUIRE(!want.logits.empty());
         for (size_t s = 0; s < want.logits.size(); ++s) {
           CHECK(same_bits(got.logits[s], want.logits[s]));
-          CHECK(same_bits(got.loss_rows[s], want.loss_rows[s]));
           for (float x : want.logits[s]) REQUIRE(std::isfinite(x));
         }
+        for (size_t s = 0; s < want.loss_rows.size(); ++s) CHECK(same_bits(got.loss_rows[s], want.loss_rows[s]));
         CHECK(same_bits(got.state_after, want.state_after));
         CHECK(num_threads() == threads);  // the concurrent layer-steps leave the thread count as it was
         // The segments are linked: the last segment from the initial state gives other logits, so
@@ -194,7 +198,7 @@ TEST_CASE("diagonal evaluation of armt: the logits, losses and state of sequenti
       }
 }
 
-TEST_CASE("diagonal evaluation: evaluate's loss and accuracies are the sequential schedule's bit for bit") {
+TEST_CASE("diagonal evaluation: evaluate's loss, accuracies and greedy predictions are the sequential schedule's") {
   const int n = 11, VV = 7;
   const std::vector<int> seg_len{4, 4, 4, 4, 4, 4, 3};
   const int TT = 27, AA = 9;
@@ -205,24 +209,40 @@ TEST_CASE("diagonal evaluation: evaluate's loss and accuracies are the sequentia
     split.input.push_back(int32_t(rng.below(VV)));
     split.target.push_back(int32_t(rng.below(VV)));
   }
-  for (int threads : {1, 2}) {
-    CAPTURE(threads);
-    Threads use(threads);
-    Model model(diagonal_config("armt", 3), cpu_backend());
-    randomize(model, 4);
-    Engine engine(model);
-    EvalOptions opt;
-    opt.seg_len = seg_len, opt.answer_size = AA, opt.batch_size = 4, opt.free_running = false;
-    opt.solve_positions = 2;
-    const EvalResult want = evaluate(engine, split, opt);
-    opt.schedule = EvalSchedule::diagonal;
-    const EvalResult got = evaluate(engine, split, opt);
-    CHECK(std::isfinite(want.loss));
-    CHECK(same_bits(got.loss, want.loss));
-    CHECK(same_bits(got.acc_teacher_forced, want.acc_teacher_forced));
-    CHECK(same_bits(*got.exact_match_teacher_forced, *want.exact_match_teacher_forced));
-    CHECK(same_bits(*got.solve_rate_teacher_forced, *want.solve_rate_teacher_forced));
-  }
+  // (The greedy predictions of these random models hardly depend on the memory; what makes the
+  // decoding's state entering the answer the same bits is tested above, `decoding`.)
+  for (int threads : {1, 2})
+    for (bool free_running : {false, true}) {  // greedy decoding: the segments before the answer's by diagonals
+      CAPTURE(threads);
+      CAPTURE(free_running);
+      Threads use(threads);
+      Model model(diagonal_config("armt", 3), cpu_backend());
+      randomize(model, 4);
+      Engine engine(model);
+      EvalOptions opt;
+      opt.seg_len = seg_len, opt.answer_size = AA, opt.batch_size = 4, opt.free_running = free_running;
+      opt.solve_positions = 2;
+      std::vector<int32_t> predictions;
+      opt.on_predictions = [&](int64_t, int B, const int32_t*, const int32_t*, const int32_t* pred) {
+        predictions.insert(predictions.end(), pred, pred + int64_t(B) * TT);
+      };
+      const EvalResult want = evaluate(engine, split, opt);
+      const std::vector<int32_t> want_predictions = predictions;
+      predictions.clear();
+      opt.schedule = EvalSchedule::diagonal;
+      const EvalResult got = evaluate(engine, split, opt);
+      CHECK(std::isfinite(want.loss));
+      CHECK(same_bits(got.loss, want.loss));
+      CHECK(same_bits(got.acc_teacher_forced, want.acc_teacher_forced));
+      CHECK(same_bits(*got.exact_match_teacher_forced, *want.exact_match_teacher_forced));
+      CHECK(same_bits(*got.solve_rate_teacher_forced, *want.solve_rate_teacher_forced));
+      CHECK(predictions == want_predictions);
+      if (free_running) {
+        CHECK(same_bits(*got.acc_free_running, *want.acc_free_running));
+        CHECK(same_bits(*got.exact_match, *want.exact_match));
+        CHECK(same_bits(*got.solve_rate, *want.solve_rate));
+      }
+    }
 }
 
 TEST_CASE("diagonal evaluation is refused for the kinds whose segments it cannot overlap") {

@@ -213,7 +213,8 @@ void add_eval_command(CLI::App& app) {
                   "sequential | diagonal: the order of the teacher-forced pass. diagonal (model.kind "
                   "armt only) runs the layer-steps of each diagonal of the (segment, layer) grid at "
                   "once on the CPU's threads, with the same results bit for bit (docs/armt.md, "
-                  "\"Diagonal evaluation\"); greedy decoding stays segment by segment")
+                  "\"Diagonal evaluation\"); greedy decoding runs the segments before the answer's so, and "
+                  "the answer's segments one by one")
       ->check(one_of({"sequential", "diagonal"}))->capture_default_str();
   add_device_option(cmd, req->device, "the device the run was trained on");
   auto allow_changed = std::make_shared<bool>(false);

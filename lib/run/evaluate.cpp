@@ -90,7 +90,7 @@ double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* 
 //    predictions.
 void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
                    const std::vector<int>& seg_len, int answer_size, bool kv_cache,
-                   std::vector<int32_t>& pred) {
+                   std::vector<int32_t>& pred, EvalSchedule schedule) {
   if (answer_size < 1 || answer_size > T)
     fail("decode_greedy: answer size {} must be in 1..{} (the sequence length)", answer_size, T);
   std::vector<int32_t> inp(input, input + int64_t(B) * T);
@@ -102,13 +102,14 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   std::vector<float> row_logits, seg_logits;  // host copies: [B, V], [B, Ts, V]
   const int answer_start = T - answer_size;
   int t0 = 0;
-  auto gather = [&](int Ts) {
+  // positions [start, start + Ts) of every row into tokens [B, Ts]
+  auto gather = [&](int start, int Ts) {
     tokens.resize(size_t(B) * Ts);
     for (int b = 0; b < B; ++b)
-      std::copy_n(inp.begin() + int64_t(b) * T + t0, Ts, tokens.begin() + int64_t(b) * Ts);
+      std::copy_n(inp.begin() + int64_t(b) * T + start, Ts, tokens.begin() + int64_t(b) * Ts);
   };
   auto full_forward = [&](int Ts, bool read_logits) {
-    gather(Ts);
+    gather(t0, Ts);
     engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
     if (read_logits) seg_logits = engine.segment_logits(a);
   };
@@ -120,7 +121,29 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
       if (p + 1 < T) inp[size_t(b) * T + p + 1] = y;
     }
   };
-  for (int Ts : seg_len) {
+  size_t one_by_one = 0;  // the first segment run one by one
+  if (schedule == EvalSchedule::diagonal) {
+    // The segments before the answer's, by diagonals, asked for what full_forward asks (logits
+    // and memory: the same plans, so the same state).
+    std::vector<int> prefix;
+    while (one_by_one < seg_len.size() && t0 + seg_len[one_by_one] <= answer_start) {
+      prefix.push_back(seg_len[one_by_one]);
+      t0 += seg_len[one_by_one++];
+    }
+    if (!prefix.empty()) {
+      int start = 0;  // the next segment's first position: the segments start in order
+      engine.forward_diagonal(
+          B, prefix, 0.f,
+          [&](int s) {
+            gather(start, prefix[size_t(s)]);
+            start += prefix[size_t(s)];
+            return DiagonalSegmentInput{tokens.data(), nullptr, SegmentOutputs{}};
+          },
+          [](int, const SegmentActivations&) {}, state);
+    }
+  }
+  for (size_t i = one_by_one; i < seg_len.size(); ++i) {
+    const int Ts = seg_len[i];
     if (t0 + Ts > answer_start) {
       const int first = std::max(0, answer_start - t0);  // the segment's first answer row
       if (kv_cache) {
@@ -222,7 +245,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
     exact_tf += batch_exact_tf;
     if (!decode) correct_fr += batch_correct, solved += batch_solved_tf, exact += batch_exact_tf;
     if (decode) {
-      decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
+      decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred, schedule);
       std::fill(sample_ok.begin(), sample_ok.end(), 1);
       std::fill(sample_exact.begin(), sample_exact.end(), 1);
       for (int b = 0; b < B; ++b)
