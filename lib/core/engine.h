@@ -189,6 +189,12 @@ class Engine {
   // The state before the first segment: the learned memory, an empty cache.
   void initial_state(RecurrentState& state, int B) const;
 
+  // Fails, saying why, where forward_diagonal does not apply to this model.
+  void check_diagonal() const;
+  // Whether forward_diagonal runs a diagonal's layer-steps at once: on the CPU backend with more
+  // than one thread. Otherwise they run in turn, and the grid walked segment by segment (the
+  // sequential order) computes the same with a segment's rows still in cache from layer to layer.
+  bool diagonal_overlaps() const;
   // Evaluation (no dropout) of segments of seg_len tokens from the initial state, the
   // (segment, layer) grid walked by diagonals (lib/core/engine_diagonal.cpp, docs/armt.md
   // "Diagonal evaluation"): armt only, whose layer l of segment s needs only layer l - 1 of
@@ -200,12 +206,6 @@ class Engine {
   // after the last segment. Holds at most min(L, segments) segments at once, whatever the number
   // of segments. Fails for any other kind (rmt's memory tokens go from the last layer of a segment
   // to the first of the next: no two layer-steps are independent).
-  // Fails, saying why, where forward_diagonal does not apply to this model.
-  void check_diagonal() const;
-  // Whether forward_diagonal runs a diagonal's layer-steps at once: on the CPU backend with more
-  // than one thread. Otherwise they run in turn, and the grid walked segment by segment (the
-  // sequential order) computes the same with a segment's rows still in cache from layer to layer.
-  bool diagonal_overlaps() const;
   void forward_diagonal(int B, const std::vector<int>& seg_len, float loss_scale,
                         const std::function<DiagonalSegmentInput(int s)>& input,
                         const std::function<void(int s, const SegmentActivations& seg)>& done,
@@ -259,8 +259,8 @@ class Engine {
   // After the last layer (output x): the final dropout, the logits and loss, rmt's memory out.
   void end_segment(SegmentActivations& seg, const float* x, const int32_t* targets,
                    RecurrentState& next, bool training, const uint64_t* seed, float loss_scale);
-  // task(0), .., task(n - 1), independent of each other: at once on the CPU backend (each on one
-  // thread, run_cpu_tasks_concurrently), in turn on any other.
+  // task(0), .., task(n - 1), independent of each other: at once where diagonal_overlaps() (each
+  // on one thread, run_cpu_tasks_concurrently), else in turn.
   void run_independent(int n, const std::function<void(int)>& task);
   // tokens (and targets, when targets_dev is given) [B, T] on the host -> [T, B] in ids (targets_dev).
   void upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,

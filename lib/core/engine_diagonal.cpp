@@ -17,9 +17,11 @@
 //                   touch other layers of them, and layer l of states[(s + 1) % 2] was last read
 //                   by (s - 1, l), one diagonal before.
 // On the CPU the layer-steps of a diagonal run concurrently (run_cpu_tasks_concurrently), each on
-// one thread; every CPU kernel computes the same bits on one thread as on several
+// one thread. That is the sequential run's bits at any thread count because no CPU kernel's
+// result depends on its threads: rmt's loops split independent items and sum in a fixed order,
+// and oneDNN's sgemm gave the same bits on one thread as on two at every shape tested
 // (tests/test_diagonal.cpp checks the whole evaluation against the sequential one at 1 and 2
-// threads). Another backend runs them in turn.
+// threads; rmt bench --diagonal at its own shape). With one thread, or on another backend, they run in turn.
 #include <algorithm>
 
 #include "lib/core/engine.h"
