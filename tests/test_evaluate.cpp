@@ -208,19 +208,19 @@ void generate(const std::string& task, int length, int64_t train, int64_t test, 
 
 // A run of `kind` on `data`, a few dozen steps of a tiny model.
 std::string tiny_run(const std::string& root, const std::string& kind, const std::string& data,
-                     int segments) {
+                     int segments, int layers = 1) {
   Config c;
   c.data = data;
   c.segments = segments;
   c.model.kind = kind;
-  c.model.n_layer = 1;
+  c.model.n_layer = layers;
   c.model.n_head = 2;
   c.model.d_head = 4;
   c.model.d_model = 8;
   c.model.d_inner = 16;
   c.model.dropout = 0;
   c.model.mem_len = (kind == "xl" || kind == "xl_rmt") ? 4 : 0;
-  c.model.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt") ? 2 : 0;
+  c.model.num_mem_tokens = (kind == "rmt" || kind == "mt" || kind == "xl_rmt" || kind == "armt") ? 2 : 0;
   c.train.batch_size = 8;
   c.train.lr = 3e-3;
   c.train.schedule = "constant";
@@ -375,4 +375,29 @@ TEST_CASE("a split read a batch at a time: load_sample_split's rows, the same ev
   CHECK(error_of([&] { cut.read(24, 8, in, tg); }).find(x_path + ": the file changed while it was read") !=
         std::string::npos);
   std::filesystem::remove_all(root);
+}
+
+TEST_CASE("rmt eval --schedule diagonal: an armt run's results bit for bit, other kinds refused") {
+  OneThread one_thread;
+  const std::string root = fresh_tmp("rmt_test_evaluate", "diagonal");
+  generate("copy", 4, 160, 16, root + "/copy4");  // 12 input positions: 3 x 4
+  generate("copy", 8, 8, 24, root + "/copy8");    // 24: 6 segments of 4, more than the 3 layers
+  const std::string armt = tiny_run(root, "armt", root + "/copy4", 3, 3);
+  for (const char* threads : {"1", "2"}) {
+    CAPTURE(threads);
+    const std::string eval = fmt::format("eval --threads {} --run {} --data {}/copy8", threads, armt, root);
+    const Run sequential = rmt_run(eval, true);
+    REQUIRE_MESSAGE(sequential.status == 0, sequential.output);
+    const Run diagonal = rmt_run(eval + " --schedule diagonal", true);
+    REQUIRE_MESSAGE(diagonal.status == 0, diagonal.output);
+    CHECK(diagonal.output == sequential.output);  // every double printed to its last bit
+  }
+  const std::string rmt = tiny_run(root, "rmt", root + "/copy4", 3);
+  const Run refused = rmt_run("eval --threads 1 --run " + rmt + " --schedule diagonal");
+  CHECK(refused.status == 1);
+  CHECK(refused.output.find("--schedule diagonal is for model.kind armt only, and run " + rmt + " is rmt") !=
+        std::string::npos);
+  const Run misspelt = rmt_run("eval --run " + rmt + " --schedule diagonals");
+  CHECK(misspelt.status == 1);
+  CHECK(misspelt.output.find("did you mean 'diagonal'?") != std::string::npos);
 }

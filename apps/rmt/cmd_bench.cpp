@@ -28,6 +28,8 @@ void add_bench_command(CLI::App& app) {
     std::string model = "all", device = kDefaultDevice;
     int threads = 0, reps = 10, warmup = 3, gemm_size = 2048, batch = 0, pack = 1;
     bool json = false, tiny = false, no_eval = false, no_capture = false, peak_only = false, list = false;
+    bool diagonal = false;
+    int diagonal_layers = 4, diagonal_segments = 1024;
     double peak_gflops = 0;
   };
   auto args = std::make_shared<Args>();
@@ -43,10 +45,12 @@ void add_bench_command(CLI::App& app) {
       ->check(one_of(models))->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
       ->transform(an_int())->capture_default_str();
-  cmd->add_option("--reps", args->reps, "Timed training steps (min and median reported)")
-      ->transform(int_range(1, 100000))->capture_default_str();
-  cmd->add_option("--warmup", args->warmup, "Untimed steps first")
-      ->transform(int_range(0, 100000))->capture_default_str();
+  auto* reps = cmd->add_option("--reps", args->reps,
+                               "Timed training steps (min and median reported; --diagonal: timed "
+                               "evaluations of each schedule, default 3)")
+                   ->transform(int_range(1, 100000))->capture_default_str();
+  auto* warmup = cmd->add_option("--warmup", args->warmup, "Untimed steps first (--diagonal: evaluations, default 1)")
+                     ->transform(int_range(0, 100000))->capture_default_str();
   auto* batch = cmd->add_option(
       "--batch", args->batch,
       "Samples per step (language model: streams); default the workload's: copy and copy120 "
@@ -71,15 +75,38 @@ void add_bench_command(CLI::App& app) {
                 "On a device that can capture a step (cuda): time the copy steps uncaptured, one "
                 "launch per kernel (default: captured once warm and replayed, when dropout is 0)");
   cmd->add_flag("--tiny", args->tiny, "A tiny model of the same structure (for tests)");
+  auto* diagonal = cmd->add_flag(
+      "--diagonal", args->diagonal,
+      "Instead of training steps, time armt's teacher-forced evaluation of one batch segment by "
+      "segment and by diagonals of the (segment, layer) grid (rmt eval --schedule; docs/armt.md): "
+      "d_model 64, segments of 16 tokens, batch 8 (--batch)");
+  cmd->add_option("--diagonal-layers", args->diagonal_layers, "--diagonal: layers")
+      ->transform(int_range(1, 64))->capture_default_str()->needs(diagonal);
+  cmd->add_option("--diagonal-segments", args->diagonal_segments, "--diagonal: segments")
+      ->transform(int_range(1, 1 << 20))->capture_default_str()->needs(diagonal);
   add_device_option(cmd, args->device, kDefaultDevice);
-  cmd->add_flag("--list", args->list,
+  auto* list = cmd->add_flag("--list", args->list,
                 "Describe the selected models' workloads (sizes, batch, parameters, FLOPs per "
                 "step) as JSON lines without running them")
       ->excludes(peak_only);
 
-  cmd->callback([args] {
+  diagonal->excludes(peak_only)->excludes(pack)->excludes(list);
+  cmd->callback([args, reps, warmup] {
     check_threads(args->threads, "--threads");
     set_num_threads(args->threads);
+    if (args->diagonal) {
+      DiagonalBenchOptions o;
+      o.layers = args->diagonal_layers;
+      o.segments = args->diagonal_segments;
+      o.batch = args->batch;
+      o.tiny = args->tiny;
+      o.device = args->device;
+      if (reps->count() > 0) o.reps = args->reps;
+      if (warmup->count() > 0) o.warmup = args->warmup;
+      const DiagonalBenchResult r = run_diagonal_bench(o);
+      std::printf("%s", args->json ? (diagonal_bench_json(r) + "\n").c_str() : diagonal_bench_text(r).c_str());
+      return;
+    }
     if (args->peak_only) {
       GemmPeak g = measure_gemm_gflops(args->gemm_size, 10, args->device);
       if (args->json)

@@ -208,11 +208,20 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--predictions", req->predictions,
                   "Also write each sample's input, target and prediction (greedy decoding) to FILE, one JSON "
                   "object a line");
+  auto schedule = std::make_shared<std::string>("sequential");
+  cmd->add_option("--schedule", *schedule,
+                  "sequential | diagonal: the order of the teacher-forced pass. diagonal (model.kind "
+                  "armt only) runs the layer-steps of each diagonal of the (segment, layer) grid at "
+                  "once on the CPU's threads, with the same results bit for bit (docs/armt.md, "
+                  "\"Diagonal evaluation\"); greedy decoding runs the segments before the answer's so, and "
+                  "the answer's segments one by one")
+      ->check(one_of({"sequential", "diagonal"}))->capture_default_str();
   add_device_option(cmd, req->device, "the device the run was trained on");
   auto allow_changed = std::make_shared<bool>(false);
   add_allow_changed_data_flag(cmd, *allow_changed);
-  cmd->callback([req, allow_changed, run_opt, run_arg, run_positional] {
+  cmd->callback([req, allow_changed, run_opt, run_arg, run_positional, schedule] {
     if (run_arg->count() > 0) req->run_dir = *run_positional;
+    req->schedule = parse_eval_schedule(*schedule);
     if (run_opt->count() == 0 && run_arg->count() == 0) throw CLI::RequiredError("RUN (or --run)");
     if (req->data_dir.empty()) check_run_dataset_unchanged(req->run_dir, *allow_changed);
     std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str());

@@ -10,6 +10,7 @@
 //   * Results are bit-identical for a fixed thread count (no atomics, fixed reduction order).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -256,6 +257,12 @@ int64_t guarded_cpu_allocations();
 // The CPU kernels' thread count; 0 = default_num_threads().
 void set_num_threads(int threads);
 int num_threads();
+// Runs task(0), .., task(n - 1), up to num_threads() of them at once, each task's kernels on its
+// host thread alone (nested OpenMP regions, oneDNN's sgemm: one thread); the first exception a
+// task threw is rethrown once all have run. With one thread or one task they run in turn, their
+// kernels on every thread. For the CPU backend's calls only (it is reentrant: packed runs rely on
+// it too); the tasks must write disjoint buffers.
+void run_cpu_tasks_concurrently(int n, const std::function<void(int)>& task);
 // What "all cores" (train.threads 0) means: OMP_NUM_THREADS where it is set, else every core.
 int default_num_threads();
 // The CPU backend's GEMM, with its version: "oneDNN 2.6.3" or "Eigen 3.4.0".

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 #include <vector>
@@ -519,6 +520,31 @@ void set_num_threads(int threads) {
 }
 
 int num_threads() { return omp_get_max_threads(); }
+
+void run_cpu_tasks_concurrently(int n, const std::function<void(int)>& task) {
+  const int threads = std::min(n, num_threads());
+  if (threads <= 1) {
+    for (int i = 0; i < n; ++i) task(i);
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+  {
+    // This thread's nested regions (every kernel's loops; oneDNN asks omp_get_max_threads) run
+    // on it alone: a kernel computes as it does on one thread.
+    omp_set_num_threads(1);
+#pragma omp for schedule(dynamic, 1)
+    for (int i = 0; i < n; ++i) {
+      try {
+        task(i);
+      } catch (...) {
+#pragma omp critical(rmt_concurrent_task_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
 
 std::string cpu_gemm_library() {
 #ifdef RMT_ONEDNN

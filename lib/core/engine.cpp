@@ -157,11 +157,23 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
                          const int32_t* targets, int B, const RecurrentState& state,
                          RecurrentState& next, bool training, const uint64_t* seed,
                          float loss_scale) {
+  const float* x = begin_segment(seg, plan, ids, B, state, next, training, seed);  // layer input [q, B, d]
+  seg.layers.resize(size_t(model_.L));
+  for (int l = 0; l < model_.L && x; ++l)
+    x = run_layer(seg, seg.layers[size_t(l)], l, x, state, next, training, seed);
+  next.mlen = plan.next_mlen;
+  next.assoc_written = seg.assoc_write;
+  if (plan.live() > 0) end_segment(seg, x, targets, next, training, seed, loss_scale);
+}
+
+const float* Engine::begin_segment(SegmentActivations& seg, const SegmentPlan& plan,
+                                   const int32_t* ids, int B, const RecurrentState& state,
+                                   RecurrentState& next, bool training, const uint64_t* seed) {
   Model& M = model_;
   const Weights& W = M.W;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = plan.m_read;  // token rows from m
-  const int T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
-  if (state.mlen != mlen) throw std::logic_error("run_segment: the plan's cache is not the state's");
+  const int d = M.d, m = plan.m_read;  // token rows from m
+  const int T = plan.T, q = plan.q, klen = plan.klen;
+  if (state.mlen != plan.mlen) throw std::logic_error("run_segment: the plan's cache is not the state's");
   const bool assoc = M.d_key > 0;  // armt
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
@@ -174,11 +186,8 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   seg.assoc_write = assoc && plan.memory_out;
   if (seg.assoc_write) sized(next.assoc, memory_floats(B));
   ++segment_runs_;
-  const uint8_t* mask = mask_for(plan);
-
-  // The last layer's rows past attention (plan.live_begin, plan.live_end): the token rows if
-  // logits are needed, the memory rows passed on if memory is. Everything in evaluation.
-  const bool last_layer = plan.live() > 0;
+  seg.mask = mask_for(plan);
+  next.cache.resize(state.cache.size());
 
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
@@ -191,95 +200,107 @@ void Engine::run_segment(SegmentActivations& seg, const SegmentPlan& plan, const
   be_.positional_embedding(pos, klen, d);
   if (p > 0) be_.dropout_forward(pos, pos, sized(seg.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
                                  {seed, 2});
+  return h0;
+}
 
-  seg.layers.resize(size_t(M.L));
-  next.cache.resize(state.cache.size());
-  AttentionShape shape{B, M.H, M.Dh, q, klen};
-  const float scale = 1.f / std::sqrt(float(M.Dh));
-  const float* x = h0;  // layer input [q, B, d]
-  for (int l = 0; l < M.L; ++l) {
-    const LayerWeights& w = W.layers[size_t(l)];
-    LayerActivations& act = seg.layers[size_t(l)];
-    x = assoc_read(seg, act, l, x);  // armt: x + what the associative memory gives (else x)
-    // keys and values over [cache; x]; only the current rows ask queries.
-    const float* cat = x;
-    if (mlen > 0) {
-      float* c = sized(act.cat, int64_t(klen) * Bd);
-      be_.copy_device_to_device(c, state.cache[size_t(l)].data(), fbytes(mlen * Bd));
-      be_.copy_device_to_device(c + mlen * Bd, x, fbytes(q * Bd));
-      cat = c;
-    }
-    if (plan.next_mlen > 0) update_cache(be_, next.cache[size_t(l)], cat, plan, Bd);  // models with a cache
-    if (l == M.L - 1 && !last_layer) break;  // the next state has what it needs
-    float* qkv = sized(act.qkv, int64_t(klen) * B * 3 * HD);
-    if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
-      be_.matmul_strided(qkv + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
-                         2 * HD, d, false, true);
-    be_.matmul(qkv + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
-    float* r = sized(act.r, int64_t(klen) * HD);
-    be_.matmul(r, pos, w.r_w, klen, HD, d, false, true);
-    float* av = sized(act.av, q * int64_t(B) * HD);
-    if (l == M.L - 1) shape.q_begin = plan.live_begin, shape.q_end = plan.live_end;  // live rows only
-    be_.rel_attention_forward(av, sized(act.prob, int64_t(B) * M.H * q * klen), qkv, r, W.u, W.v,
-                              mask, shape, scale);
-    // Past attention each row is on its own: the last layer runs only the live rows.
-    const int r0 = l == M.L - 1 ? plan.live_begin : 0, r1 = l == M.L - 1 ? plan.live_end : q;
-    const int n = (r1 - r0) * B;
-    const int64_t o = int64_t(r0) * B;  // first buffer row
-    // attn_res = x + dropout(o_net(av)); h1 = LayerNorm(attn_res)
-    float* ares = sized(act.attn_res, q * Bd) + o * d;
-    be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
-    if (p > 0)
-      be_.dropout_forward(ares, ares, sized(act.keep_o, q * Bd) + o * d, n * int64_t(d), p,
-                          {seed, 3, uint64_t(l)});
-    be_.add_inplace(ares, x + o * d, n * int64_t(d));
-    float* h1 = sized(act.h1, q * Bd) + o * d;
-    be_.layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
-                          w.ln1_w, w.ln1_b, n, d);
-    // ff_res = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(ff_res)
-    float* f1 = sized(act.f1, int64_t(q) * B * di) + o * di;
-    be_.matmul(f1, h1, w.ff1_w, n, di, d, false, true);
-    be_.add_bias(f1, w.ff1_b, n, di);
-    be_.relu_forward(f1, f1, int64_t(n) * di);
-    const float* f1_used = f1;
-    if (p > 0) {
-      float* f1d = sized(act.f1_drop, int64_t(q) * B * di) + o * di;
-      be_.dropout_forward(f1d, f1, sized(act.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
-                          {seed, 4, uint64_t(l)});
-      f1_used = f1d;
-    }
-    float* fres = sized(act.ff_res, q * Bd) + o * d;
-    be_.matmul(fres, f1_used, w.ff2_w, n, d, di, false, true);
-    be_.add_bias(fres, w.ff2_b, n, d);
-    if (p > 0)
-      be_.dropout_forward(fres, fres, sized(act.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
-                          {seed, 5, uint64_t(l)});
-    be_.add_inplace(fres, h1, n * int64_t(d));
-    float* h2 = sized(act.h2, q * Bd);
-    be_.layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
-                          fres, w.ln2_w, w.ln2_b, n, d);
-    if (seg.assoc_write) assoc_write(seg, act, l, h2 + plan.mem_out_row * Bd, next.assoc.data());
-    x = h2;
+const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, int l,
+                               const float* x, const RecurrentState& state, RecurrentState& next,
+                               bool training, const uint64_t* seed) {
+  Model& M = model_;
+  const LayerWeights& w = M.W.layers[size_t(l)];
+  const SegmentPlan& plan = seg.plan;
+  const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner;
+  const int q = plan.q, mlen = plan.mlen, klen = plan.klen;
+  const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
+  const float p = dropout_p(training);
+  x = assoc_read(seg, act, l, x);  // armt: x + what the associative memory gives (else x)
+  // keys and values over [cache; x]; only the current rows ask queries.
+  const float* cat = x;
+  if (mlen > 0) {
+    float* c = sized(act.cat, int64_t(klen) * Bd);
+    be_.copy_device_to_device(c, state.cache[size_t(l)].data(), fbytes(mlen * Bd));
+    be_.copy_device_to_device(c + mlen * Bd, x, fbytes(q * Bd));
+    cat = c;
   }
-  next.mlen = plan.next_mlen;
-  next.assoc_written = seg.assoc_write;
-  if (!last_layer) return;
+  if (plan.next_mlen > 0) update_cache(be_, next.cache[size_t(l)], cat, plan, Bd);  // models with a cache
+  // The last layer's rows past attention (plan.live_begin, plan.live_end): the token rows if
+  // logits are needed, the memory rows passed on if memory is. Everything in evaluation.
+  if (l == M.L - 1 && plan.live() == 0) return nullptr;  // the next state has what it needs
+  float* qkv = sized(act.qkv, int64_t(klen) * B * 3 * HD);
+  if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
+    be_.matmul_strided(qkv + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
+                       2 * HD, d, false, true);
+  be_.matmul(qkv + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
+  float* r = sized(act.r, int64_t(klen) * HD);
+  be_.matmul(r, seg.pos.data(), w.r_w, klen, HD, d, false, true);
+  float* av = sized(act.av, q * int64_t(B) * HD);
+  AttentionShape shape{B, M.H, M.Dh, q, klen};
+  if (l == M.L - 1) shape.q_begin = plan.live_begin, shape.q_end = plan.live_end;  // live rows only
+  be_.rel_attention_forward(av, sized(act.prob, int64_t(B) * M.H * q * klen), qkv, r, M.W.u, M.W.v,
+                            seg.mask, shape, 1.f / std::sqrt(float(M.Dh)));
+  // Past attention each row is on its own: the last layer runs only the live rows.
+  const int r0 = l == M.L - 1 ? plan.live_begin : 0, r1 = l == M.L - 1 ? plan.live_end : q;
+  const int n = (r1 - r0) * B;
+  const int64_t o = int64_t(r0) * B;  // first buffer row
+  // attn_res = x + dropout(o_net(av)); h1 = LayerNorm(attn_res)
+  float* ares = sized(act.attn_res, q * Bd) + o * d;
+  be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
+  if (p > 0)
+    be_.dropout_forward(ares, ares, sized(act.keep_o, q * Bd) + o * d, n * int64_t(d), p,
+                        {seed, 3, uint64_t(l)});
+  be_.add_inplace(ares, x + o * d, n * int64_t(d));
+  float* h1 = sized(act.h1, q * Bd) + o * d;
+  be_.layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
+                        w.ln1_w, w.ln1_b, n, d);
+  // ff_res = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(ff_res)
+  float* f1 = sized(act.f1, int64_t(q) * B * di) + o * di;
+  be_.matmul(f1, h1, w.ff1_w, n, di, d, false, true);
+  be_.add_bias(f1, w.ff1_b, n, di);
+  be_.relu_forward(f1, f1, int64_t(n) * di);
+  const float* f1_used = f1;
+  if (p > 0) {
+    float* f1d = sized(act.f1_drop, int64_t(q) * B * di) + o * di;
+    be_.dropout_forward(f1d, f1, sized(act.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
+                        {seed, 4, uint64_t(l)});
+    f1_used = f1d;
+  }
+  float* fres = sized(act.ff_res, q * Bd) + o * d;
+  be_.matmul(fres, f1_used, w.ff2_w, n, d, di, false, true);
+  be_.add_bias(fres, w.ff2_b, n, d);
+  if (p > 0)
+    be_.dropout_forward(fres, fres, sized(act.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
+                        {seed, 5, uint64_t(l)});
+  be_.add_inplace(fres, h1, n * int64_t(d));
+  float* h2 = sized(act.h2, q * Bd);
+  be_.layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
+                        fres, w.ln2_w, w.ln2_b, n, d);
+  if (seg.assoc_write) assoc_write(seg, act, l, h2 + plan.mem_out_row * Bd, next.assoc.data());
+  return h2;
+}
 
+void Engine::end_segment(SegmentActivations& seg, const float* x, const int32_t* targets,
+                         RecurrentState& next, bool training, const uint64_t* seed,
+                         float loss_scale) {
+  const Model& M = model_;
+  const SegmentPlan& plan = seg.plan;
+  const int B = seg.B, T = plan.T, V = M.V, q = plan.q;
+  const int64_t Bd = int64_t(B) * M.d;
   // The live rows of the last layer's output, after the final dropout.
   const int64_t lo = plan.live_begin * Bd, n_out = plan.live() * Bd;
   float* out = sized(seg.out, q * Bd);
-  be_.dropout_forward(out + lo, x + lo, sized(seg.keep_out, q * Bd) + lo, n_out, p, {seed, 6});
+  be_.dropout_forward(out + lo, x + lo, sized(seg.keep_out, q * Bd) + lo, n_out, dropout_p(training),
+                      {seed, 6});
   if (plan.logits) {  // logits of the token rows through the tied embedding
     float* logits = sized(seg.logits, int64_t(T) * B * V);
-    be_.matmul(logits, out + m * Bd, W.emb, T * B, V, d, false, true);
-    be_.add_bias(logits, W.out_bias, T * B, V);
+    be_.matmul(logits, out + plan.m_read * Bd, M.W.emb, T * B, V, M.d, false, true);
+    be_.add_bias(logits, M.W.out_bias, T * B, V);
     seg.has_logits = true;
     if (targets) {
       be_.cross_entropy(sized(seg.loss_rows, int64_t(T) * B), sized(seg.dlogits, int64_t(T) * B * V),
                         logits, targets, T * B, V, loss_scale);
     }
   }
-  if (plan.memory_out && !assoc) pass_memory_on(be_, next.mem, out, plan, Bd);
+  if (plan.memory_out && M.d_key == 0) pass_memory_on(be_, next.mem, out, plan, Bd);
 }
 
 std::vector<uint8_t> Engine::segment_mask(const SegmentActivations& seg) const {

@@ -5,6 +5,7 @@
 // on first use and reused, so a training step allocates nothing once warm.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -94,6 +95,15 @@ struct SegmentActivations {
   // and whether it read one and wrote the next.
   const float* assoc_in = nullptr;
   bool assoc_read = false, assoc_write = false;
+  const uint8_t* mask = nullptr;  // [q, klen] its attention mask (Engine::mask_for's, kept by shape)
+};
+
+// Evaluation by diagonals (Engine::forward_diagonal): what the caller gives for segment s, read
+// when the segment starts. tokens and targets [B, T_s] on the host (targets null: no loss).
+struct DiagonalSegmentInput {
+  const int32_t* tokens = nullptr;
+  const int32_t* targets = nullptr;
+  SegmentOutputs outputs;
 };
 
 class Engine {
@@ -179,6 +189,28 @@ class Engine {
   // The state before the first segment: the learned memory, an empty cache.
   void initial_state(RecurrentState& state, int B) const;
 
+  // Fails, saying why, where forward_diagonal does not apply to this model.
+  void check_diagonal() const;
+  // Whether forward_diagonal runs a diagonal's layer-steps at once: on the CPU backend with more
+  // than one thread. Otherwise they run in turn, and the grid walked segment by segment (the
+  // sequential order) computes the same with a segment's rows still in cache from layer to layer.
+  bool diagonal_overlaps() const;
+  // Evaluation (no dropout) of segments of seg_len tokens from the initial state, the
+  // (segment, layer) grid walked by diagonals (lib/core/engine_diagonal.cpp, docs/armt.md
+  // "Diagonal evaluation"): armt only, whose layer l of segment s needs only layer l - 1 of
+  // segment s (its input) and layer l of segment s - 1 (A_l and z_l), so the layer-steps of a
+  // diagonal are independent. Every layer-step runs the kernels run_segment runs, on the same
+  // shapes: the results are forward_segment's bit for bit. input(s) gives segment s when it
+  // starts; done(s, seg) is called for every segment in order once its last layer has run (seg:
+  // its logits and per-position losses, as forward_segment leaves them). `after` gets the state
+  // after the last segment. Holds at most min(L, segments) segments at once, whatever the number
+  // of segments. Fails for any other kind (rmt's memory tokens go from the last layer of a segment
+  // to the first of the next: no two layer-steps are independent).
+  void forward_diagonal(int B, const std::vector<int>& seg_len, float loss_scale,
+                        const std::function<DiagonalSegmentInput(int s)>& input,
+                        const std::function<void(int s, const SegmentActivations& seg)>& done,
+                        RecurrentState& after);
+
  private:
   // Backward of one segment. with_loss: include the segment's loss gradient; dmem_out: gradient
   // w.r.t. the memory this segment passed on (null if none); dmem_in: where to write the
@@ -213,6 +245,23 @@ class Engine {
   void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                    const int32_t* targets, int B, const RecurrentState& state,
                    RecurrentState& next, bool training, const uint64_t* seed, float loss_scale);
+  // run_segment in its three parts, which forward_diagonal runs separately. begin_segment: the
+  // segment's fields, its mask, the next state's shape and its input rows (returned, [q, B, d]).
+  const float* begin_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
+                             int B, const RecurrentState& state, RecurrentState& next,
+                             bool training, const uint64_t* seed);
+  // Layer l on its input x into act: armt's read, the layer, armt's write into next; the cache
+  // handed on. Returns its output (act.h2), or null for a last layer that stops at its input
+  // (no live rows: the next state has what it needs).
+  const float* run_layer(SegmentActivations& seg, LayerActivations& act, int l, const float* x,
+                         const RecurrentState& state, RecurrentState& next, bool training,
+                         const uint64_t* seed);
+  // After the last layer (output x): the final dropout, the logits and loss, rmt's memory out.
+  void end_segment(SegmentActivations& seg, const float* x, const int32_t* targets,
+                   RecurrentState& next, bool training, const uint64_t* seed, float loss_scale);
+  // task(0), .., task(n - 1), independent of each other: at once where diagonal_overlaps() (each
+  // on one thread, run_cpu_tasks_concurrently), else in turn.
+  void run_independent(int n, const std::function<void(int)>& task);
   // tokens (and targets, when targets_dev is given) [B, T] on the host -> [T, B] in ids (targets_dev).
   void upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
                       const int32_t* tokens, const int32_t* targets, int B, int T);
@@ -252,6 +301,11 @@ class Engine {
   uint64_t segment_runs_ = 0;
   SegmentActivations work_;                                      // the one recomputed segment
   RecurrentState work_next_;
+  // forward_diagonal: segment s in slot s % slots (its input, its layers ping-ponged by parity:
+  // layers[l % 2]), and the states entering even and odd segments (layer l of the state entering
+  // s + 1 is written by layer-step (s, l) while (s + 1, l - 1) reads layer l - 1 of it).
+  std::vector<SegmentActivations> diagonal_slots_;
+  RecurrentState diagonal_states_[2];
   // attention masks by shape (q, mlen, m_read, m_write)
   std::map<std::array<int, 4>, DeviceArray<uint8_t>> masks_;
   // host staging, reused: a segment's ids and targets [B, T] and transposed, a mask being built

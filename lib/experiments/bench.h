@@ -169,4 +169,31 @@ void set_peak(BenchResult& r, double peak_gflops);  // peak_gflops and mfu
 // One JSON object (one line) with the keys bench/pytorch_reference.py also prints.
 std::string bench_json(const BenchResult& r, const std::string& peak_source);
 
+// `rmt bench --diagonal`: the teacher-forced evaluation of one armt batch segment by segment and
+// by diagonals of the (segment, layer) grid (Engine::forward_diagonal; docs/armt.md "Diagonal
+// evaluation"), timed in alternation (sequential, diagonal, sequential, ...) so that a change of
+// the machine's load falls on both. The model: 4 layers (--diagonal-layers), d_model 64, 4 heads
+// x 16, d_inner 128, vocab 16, 8 memory tokens, d_mem 8; segments of 16 tokens, 1024 of them
+// (--diagonal-segments), the answer the last segment; batch 8 (--batch). --tiny: 2 layers,
+// d_model 16, 2 heads x 8, segments of 4, batch 2.
+struct DiagonalBenchOptions {
+  int layers = 4, segments = 1024;
+  int batch = 0;  // 0: 8 (--tiny: 2)
+  int reps = 3, warmup = 1;
+  bool tiny = false;
+  std::string device = kDefaultDevice;
+};
+struct DiagonalBenchResult {
+  std::string device;
+  int threads = 0, layers = 0, segments = 0, segment_length = 0, batch = 0, d_model = 0, reps = 0;
+  int64_t tokens = 0;  // per evaluation: batch x segments x segment length
+  double sequential_s_min = 0, sequential_s_median = 0, diagonal_s_min = 0, diagonal_s_median = 0;
+  double sequential_tokens_per_s = 0, diagonal_tokens_per_s = 0;  // at the median times
+  double speedup = 0;       // sequential median / diagonal median
+  bool identical = false;   // the two schedules' losses and accuracies have the same bits
+};
+DiagonalBenchResult run_diagonal_bench(const DiagonalBenchOptions& options);
+std::string diagonal_bench_json(const DiagonalBenchResult& r);
+std::string diagonal_bench_text(const DiagonalBenchResult& r);
+
 }  // namespace rmt

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/core/model_kind.h"
 #include "lib/files/io.h"
 #include "lib/run/checkpoint.h"
 #include "lib/run/config.h"
@@ -156,6 +157,11 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   const Config config = load_run_config(req.run_dir);
   const bool config_sets_n_token = config.model.n_token != 0;
   const RunSetup run = family_of(config).prepare_eval(req, config, config_path);
+  if (req.schedule == EvalSchedule::diagonal && !kind_has_assoc(run.config.model.kind))
+    fail("--schedule diagonal is for model.kind armt only, and run {} is {}: its memory goes from "
+         "the last layer of a segment to the first layer of the next, or it has none, so no two "
+         "layer-steps are independent (docs/armt.md, \"Diagonal evaluation\"); use --schedule sequential",
+         req.run_dir, run.config.model.kind);
   if (!req.predictions.empty()) {
     run.family->check_command("rmt eval --predictions", req.run_dir, config);
     std::error_code ec;
@@ -185,7 +191,8 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   PredictionCallback list_predictions;
   if (!req.predictions.empty()) list_predictions = prediction_lister(run, predictions);
   try {
-    out.result = run.family->evaluate_split(engine, run, req.split, batch, req.samples, list_predictions);
+    out.result = run.family->evaluate_split(engine, run, req.split, batch, req.samples, list_predictions,
+                                            req.schedule);
   } catch (const Error& e) {
     fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
   }

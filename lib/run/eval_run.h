@@ -30,6 +30,9 @@ struct EvalRunRequest {
   // {"sample", "input" (what it reads before the answer), "target", "prediction", "correct"},
   // decoded with the dataset's vocabulary; written once the evaluation is done. Empty: none.
   std::string predictions;
+  // The teacher-forced pass's order (rmt eval --schedule): sequential, or diagonal (armt only;
+  // the same numbers, docs/armt.md "Diagonal evaluation"). Greedy decoding is sequential.
+  EvalSchedule schedule = EvalSchedule::sequential;
 };
 struct EvalRunResult {
   EvalResult result;

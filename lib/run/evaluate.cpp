@@ -13,23 +13,23 @@ int argmax(const float* x, int n) {
   return int(std::max_element(x, x + n) - x);
 }
 
-// The teacher-forced pass over one batch input, target [B, T], one segment at a time: only the
-// running segment's activations and the state entering it are held, so memory does not grow
-// with the number of segments (inputs far longer than training's are evaluated in the memory of
-// one segment). Calls on_scored(t0, Ts, logits [B, Ts, V]) for each segment holding answer
-// positions and returns the loss as Engine::forward(training = false) does, bit for bit.
+// The teacher-forced pass over one batch input, target [B, T]: only the running segment's
+// activations (diagonal: at most one per layer) and the state entering it are held, so memory
+// does not grow with the number of segments (inputs far longer than training's are evaluated in
+// the memory of one segment). Calls on_scored(t0, Ts, logits [B, Ts, V]) for each segment holding
+// answer positions, in order, and returns the loss as Engine::forward(training = false) does, bit
+// for bit, whichever the schedule.
 template <typename OnScored>
 double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* target, int B, int T,
-                           const std::vector<int>& seg_len, int answer_size, OnScored on_scored) {
-  RecurrentState state, next;
-  engine.initial_state(state, B);
-  SegmentActivations seg;
+                           const std::vector<int>& seg_len, int answer_size, EvalSchedule schedule,
+                           OnScored on_scored) {
+  const int N = int(seg_len.size());
+  std::vector<int> seg_start(size_t(N) + 1, 0);  // segment s is positions [seg_start[s], seg_start[s + 1])
+  for (int s = 0; s < N; ++s) seg_start[size_t(s) + 1] = seg_start[size_t(s)] + seg_len[size_t(s)];
   std::vector<int32_t> tokens, targets;
-  const float loss_scale = 1.f / float(int64_t(B) * answer_size);
-  double loss_sum = 0;
-  int t0 = 0;
-  for (int Ts : seg_len) {
-    const bool scored = t0 + Ts > T - answer_size;
+  // Segment s's tokens and targets [B, Ts] (-1 where not scored); whether it holds answer positions.
+  auto gather = [&](int s) {
+    const int t0 = seg_start[size_t(s)], Ts = seg_len[size_t(s)];
     tokens.resize(size_t(B) * Ts);
     targets.resize(size_t(B) * Ts);
     for (int b = 0; b < B; ++b)
@@ -38,14 +38,38 @@ double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* 
         tokens[size_t(b) * Ts + t] = input[p];
         targets[size_t(b) * Ts + t] = t0 + t >= T - answer_size ? target[p] : -1;
       }
-    engine.forward_segment(seg, tokens.data(), scored ? targets.data() : nullptr, B, Ts, state, next,
-                           false, 0, loss_scale, SegmentOutputs{scored, true});
-    if (scored) {
-      loss_sum = engine.add_segment_loss(seg, loss_sum);
-      on_scored(t0, Ts, engine.segment_logits(seg));
-    }
+    return t0 + Ts > T - answer_size;
+  };
+  const float loss_scale = 1.f / float(int64_t(B) * answer_size);
+  double loss_sum = 0;
+  auto add_scored = [&](int s, const SegmentActivations& seg) {
+    loss_sum = engine.add_segment_loss(seg, loss_sum);
+    on_scored(seg_start[size_t(s)], seg_len[size_t(s)], engine.segment_logits(seg));
+  };
+  if (schedule == EvalSchedule::diagonal) {
+    RecurrentState after;
+    engine.forward_diagonal(
+        B, seg_len, loss_scale,
+        [&](int s) {
+          const bool scored = gather(s);
+          return DiagonalSegmentInput{tokens.data(), scored ? targets.data() : nullptr,
+                                      SegmentOutputs{scored, true}};
+        },
+        [&](int s, const SegmentActivations& seg) {
+          if (seg.plan.logits) add_scored(s, seg);
+        },
+        after);
+    return loss_sum * loss_scale;
+  }
+  RecurrentState state, next;
+  engine.initial_state(state, B);
+  SegmentActivations seg;
+  for (int s = 0; s < N; ++s) {
+    const bool scored = gather(s);
+    engine.forward_segment(seg, tokens.data(), scored ? targets.data() : nullptr, B, seg_len[size_t(s)],
+                           state, next, false, 0, loss_scale, SegmentOutputs{scored, true});
+    if (scored) add_scored(s, seg);
     std::swap(state, next);
-    t0 += Ts;
   }
   return loss_sum * loss_scale;
 }
@@ -66,7 +90,7 @@ double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* 
 //    predictions.
 void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
                    const std::vector<int>& seg_len, int answer_size, bool kv_cache,
-                   std::vector<int32_t>& pred) {
+                   std::vector<int32_t>& pred, EvalSchedule schedule) {
   if (answer_size < 1 || answer_size > T)
     fail("decode_greedy: answer size {} must be in 1..{} (the sequence length)", answer_size, T);
   std::vector<int32_t> inp(input, input + int64_t(B) * T);
@@ -78,13 +102,14 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   std::vector<float> row_logits, seg_logits;  // host copies: [B, V], [B, Ts, V]
   const int answer_start = T - answer_size;
   int t0 = 0;
-  auto gather = [&](int Ts) {
+  // positions [start, start + Ts) of every row into tokens [B, Ts]
+  auto gather = [&](int start, int Ts) {
     tokens.resize(size_t(B) * Ts);
     for (int b = 0; b < B; ++b)
-      std::copy_n(inp.begin() + int64_t(b) * T + t0, Ts, tokens.begin() + int64_t(b) * Ts);
+      std::copy_n(inp.begin() + int64_t(b) * T + start, Ts, tokens.begin() + int64_t(b) * Ts);
   };
   auto full_forward = [&](int Ts, bool read_logits) {
-    gather(Ts);
+    gather(t0, Ts);
     engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
     if (read_logits) seg_logits = engine.segment_logits(a);
   };
@@ -96,7 +121,29 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
       if (p + 1 < T) inp[size_t(b) * T + p + 1] = y;
     }
   };
-  for (int Ts : seg_len) {
+  size_t one_by_one = 0;  // the first segment run one by one
+  if (schedule == EvalSchedule::diagonal) {
+    // The segments before the answer's, by diagonals, asked for what full_forward asks (logits
+    // and memory: the same plans, so the same state).
+    std::vector<int> prefix;
+    while (one_by_one < seg_len.size() && t0 + seg_len[one_by_one] <= answer_start) {
+      prefix.push_back(seg_len[one_by_one]);
+      t0 += seg_len[one_by_one++];
+    }
+    if (!prefix.empty()) {
+      int start = 0;  // the next segment's first position: the segments start in order
+      engine.forward_diagonal(
+          B, prefix, 0.f,
+          [&](int s) {
+            gather(start, prefix[size_t(s)]);
+            start += prefix[size_t(s)];
+            return DiagonalSegmentInput{tokens.data(), nullptr, SegmentOutputs{}};
+          },
+          [](int, const SegmentActivations&) {}, state);
+    }
+  }
+  for (size_t i = one_by_one; i < seg_len.size(); ++i) {
+    const int Ts = seg_len[i];
     if (t0 + Ts > answer_start) {
       const int first = std::max(0, answer_start - t0);  // the segment's first answer row
       if (kv_cache) {
@@ -128,6 +175,16 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
   }
 }
 
+EvalSchedule parse_eval_schedule(const std::string& name) {
+  if (name == "sequential") return EvalSchedule::sequential;
+  if (name == "diagonal") return EvalSchedule::diagonal;
+  fail("schedule '{}' is not one of sequential, diagonal", name);
+}
+
+const char* eval_schedule_name(EvalSchedule schedule) {
+  return schedule == EvalSchedule::diagonal ? "diagonal" : "sequential";
+}
+
 EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions& opt) {
   const int T = split.seq_len;
   auto read = [&](int64_t start, int B, std::vector<int32_t>& input, std::vector<int32_t>& target) {
@@ -145,6 +202,14 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   // One answer token is predicted from the true inputs before it: its greedy decoding is the
   // teacher-forced prediction, so it is not run again.
   const bool decode = fr && A > 1;
+  // Diagonal (armt only): where the engine cannot run a diagonal's layer-steps at once (one
+  // thread), the grid is walked segment by segment instead: the same numbers, in the order that
+  // keeps a segment's rows in cache from layer to layer.
+  EvalSchedule schedule = opt.schedule;
+  if (schedule == EvalSchedule::diagonal) {
+    engine.check_diagonal();
+    if (!engine.diagonal_overlaps()) schedule = EvalSchedule::sequential;
+  }
   double loss_sum = 0;
   int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, exact = 0, exact_tf = 0, positions = 0;
   std::vector<int32_t> pred, batch_input, batch_target;
@@ -171,7 +236,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
     };
-    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, score) * B;
+    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, schedule, score) * B;
     correct_tf += batch_correct;
     positions += int64_t(B) * A;
     int64_t batch_solved_tf = 0, batch_exact_tf = 0;
@@ -180,7 +245,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
     exact_tf += batch_exact_tf;
     if (!decode) correct_fr += batch_correct, solved += batch_solved_tf, exact += batch_exact_tf;
     if (decode) {
-      decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred);
+      decode_greedy(engine, input, B, T, opt.seg_len, A, opt.kv_cache_decoding, pred, schedule);
       std::fill(sample_ok.begin(), sample_ok.end(), 1);
       std::fill(sample_exact.begin(), sample_exact.end(), 1);
       for (int b = 0; b < B; ++b)

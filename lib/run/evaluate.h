@@ -14,6 +14,13 @@ namespace rmt {
 using PredictionCallback =
     std::function<void(int64_t start, int B, const int32_t* input, const int32_t* target, const int32_t* pred)>;
 
+// The order of the teacher-forced pass's layer-steps: segment by segment, or (armt only) by
+// diagonals of the (segment, layer) grid (Engine::forward_diagonal; the same bits).
+enum class EvalSchedule { sequential, diagonal };
+// "sequential" | "diagonal"; fails naming them for anything else.
+EvalSchedule parse_eval_schedule(const std::string& name);
+const char* eval_schedule_name(EvalSchedule schedule);
+
 struct EvalOptions {
   std::vector<int> seg_len;   // segment lengths (sum = the split's seq_len)
   int answer_size = 0;
@@ -21,6 +28,10 @@ struct EvalOptions {
   int64_t max_samples = 0;    // 0 = the whole split
   bool free_running = true;   // also decode greedily (wherever the answer starts)
   bool kv_cache_decoding = true;  // false: re-run each segment per generated token (slower)
+  // The teacher-forced pass's schedule, and greedy decoding's up to the answer's first segment:
+  // an answer segment's inputs are the last layer's predictions, so its layer-steps form no
+  // diagonal.
+  EvalSchedule schedule = EvalSchedule::sequential;
   // sqeq: a sample is solved when its last solve_positions predictions are all right (the
   // answer block); 0 = no solve rate.
   int solve_positions = 0;
@@ -62,8 +73,11 @@ EvalResult evaluate(Engine& engine, const SampleSplit& split, const EvalOptions&
 // prediction is the next input. pred [B, T] gets the predictions at the answer positions (-1
 // elsewhere). kv_cache: decode token rows incrementally against cached keys and values instead
 // of re-running the segment for every token (same predictions, several times faster).
+// schedule diagonal (armt): the segments wholly before the answer, whose inputs are the true
+// ones, run by diagonals (Engine::forward_diagonal; the same state bit for bit); the answer's
+// segments run one by one.
 void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
                    const std::vector<int>& seg_len, int answer_size, bool kv_cache,
-                   std::vector<int32_t>& pred);
+                   std::vector<int32_t>& pred, EvalSchedule schedule = EvalSchedule::sequential);
 
 }  // namespace rmt

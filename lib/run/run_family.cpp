@@ -136,8 +136,9 @@ class SamplesFamily : public RunFamily {
   }
 
   EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
-                            int64_t samples, const PredictionCallback& on_predictions) const override {
-    return evaluate_sample_split(engine, run, split, batch, samples, on_predictions);
+                            int64_t samples, const PredictionCallback& on_predictions,
+                            EvalSchedule schedule) const override {
+    return evaluate_sample_split(engine, run, split, batch, samples, on_predictions, schedule);
   }
 
   std::string result_json(const EvalResult& r, const std::vector<int>& seg_len) const override {
@@ -275,8 +276,11 @@ class TextFamily : public RunFamily {
   }
 
   EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
-                            int64_t samples, const PredictionCallback& on_predictions) const override {
+                            int64_t samples, const PredictionCallback& on_predictions,
+                            EvalSchedule schedule) const override {
     if (on_predictions) throw std::logic_error("a language model's evaluation has no per-sample predictions");
+    if (schedule != EvalSchedule::sequential)
+      throw std::logic_error("a language model's evaluation carries its state stream by stream: sequential only");
     return evaluate_text_split(engine, run, split, batch, samples);
   }
 

@@ -61,7 +61,8 @@ std::unique_ptr<TrainingData> open_text_data(const RunSetup& run);
 // `split` in full, or its first `samples` samples (text: positions), in batches (streams) of
 // `batch`: what rmt eval reports and training's test.
 EvalResult evaluate_sample_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
-                                 int64_t samples, const PredictionCallback& on_predictions = {});
+                                 int64_t samples, const PredictionCallback& on_predictions = {},
+                                 EvalSchedule schedule = EvalSchedule::sequential);
 EvalResult evaluate_text_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                                int64_t samples);
 
