@@ -142,6 +142,9 @@ TEST_CASE("reproduce: bad manifests are refused naming the file, the item and th
   std::string bad_metric = text;
   bad_metric.replace(bad_metric.find("acc_free_running]"), 16, "accuracy");
   CHECK(error_for(bad_metric).find("unknown metric 'accuracy'") != std::string::npos);
+  std::string exact_match = text;  // the associative-retrieval items' measure (a whole value right)
+  exact_match.replace(exact_match.find("acc_free_running]"), 16, "exact_match");
+  CHECK(error_for(exact_match).empty());
   // A length item may take every run of its sweep; an attention item names its runs.
   std::string all_runs = text;
   const std::string two_runs = "runs: [{model: rmt, segments: 3, seed: 1}, {model: xl, segments: 3, seed: 2}]";

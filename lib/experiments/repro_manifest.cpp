@@ -175,11 +175,12 @@ void read_sweep_item(const ManifestReader& r, const YAML::Node& n, const std::st
   it.sweep = r.file(n["sweep"], w + ".sweep");
   if (n["paper_section"]) s.paper_section = r.text(n["paper_section"], w + ".paper_section");
   if (!n["metrics"] || !n["metrics"].IsSequence() || n["metrics"].size() == 0)
-    r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, solve_rate, solve_rate_teacher_forced, loss)");
+    r.bad(w + ".metrics", "expected a non-empty list (acc_teacher_forced, acc_free_running, exact_match, solve_rate, "
+                           "solve_rate_teacher_forced, loss)");
   for (size_t i = 0; i < n["metrics"].size(); ++i) {
     std::string metric = r.text(n["metrics"][i], fmt::format("{}.metrics[{}]", w, i));
-    static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "solve_rate",
-                                                 "solve_rate_teacher_forced", "loss"};
+    static const std::vector<std::string> ok = {"acc_teacher_forced", "acc_free_running", "exact_match",
+                                                 "solve_rate", "solve_rate_teacher_forced", "loss"};
     if (std::find(ok.begin(), ok.end(), metric) == ok.end())
       r.bad(w + ".metrics", fmt::format("unknown metric '{}' (metrics: {})", metric, fmt::join(ok, ", ")));
     s.metrics.push_back(metric);
