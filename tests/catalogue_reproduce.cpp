@@ -72,7 +72,7 @@ RMT_CATALOGUE({
     {"reproduce", "unknown key in an item", [](const std::string& d) { manifest(d, kSweepItem + "    colour: red\n"); },
      "reproduce --manifest {dir}/m.yaml --list", 1, "items.a: unknown key 'colour'"},
     {"reproduce", "unknown item kind", [](const std::string& d) { manifest(d, "    kind: film\n    title: t\n    paper_says: p\n"); },
-     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.kind: unknown kind 'film' (kinds: sweep, attention, length, lm)"},
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.kind: unknown kind 'film' (kinds: sweep, attention, length, lm, bench)"},
     {"reproduce", "claim without a bound",
      [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: rmt, segments: [3]}]\n"); },
      "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.claims[0]: a claim needs paper, min, max or above"},

@@ -575,6 +575,65 @@ items:
   CHECK(report.find("1 of 4 checks hold") != std::string::npos);
 }
 
+TEST_CASE("reproduce: a bench item times this machine once; --report-only reprints the committed numbers") {
+  fs::path dir = fresh_tmp("rmt_reproduce", "bench");
+  copy_report_templates(dir);
+  write(dir / "paper.yaml", kPaper);
+  write(dir / "m.yaml", R"Y(paper: paper.yaml
+items:
+  diag:
+    beyond_the_paper: true
+    kind: bench
+    title: "diagonal evaluation"
+    paper_says: "(not in the paper)"
+    notes: "Read from the table above."
+    bench: diagonal
+    threads: [1, 2]
+    layers: 2
+    segments: 3
+    batch: 2
+    reps: 1
+    min_speedup: 1000
+)Y");
+  const std::string base = "reproduce --manifest " + (dir / "m.yaml").string() + " --runs-dir " +
+                           (dir / "runs").string() + " --out " + (dir / "out").string();
+  Run r = rmt_run(base);
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  const nlohmann::json results = nlohmann::json::parse(read_file(dir / "out/diag/results.json"));
+  REQUIRE(results.at("timings").size() == 2);
+  CHECK(results.at("timings")[0].at("threads") == 1);
+  CHECK(results.at("timings")[1].at("threads") == 2);
+  CHECK(results.at("timings")[1].at("segments") == 3);
+  CHECK(results.at("timings")[1].at("identical") == true);  // the two schedules' bits agree
+  CHECK(results.at("cpu_model") == cpu_model_name());
+  const std::string report = read_file(dir / "out/REPORT.md");
+  CHECK(report.find("| 2 | 2 layers x 3 segments of 16, batch 2, d_model 64 |") != std::string::npos);
+  // The bound is out of reach: both checks fail, and the summary says so.
+  CHECK(report.find("FAILS: diagonal evaluation at least 1000.00x sequential, bit for bit, at 1 threads") !=
+        std::string::npos);
+  CHECK(report.find("| diagonal evaluation | 0 of 2 checks hold |") != std::string::npos);
+  CHECK(report.find("**Reading.** Read from the table above.") != std::string::npos);
+  // --report-only times nothing: the numbers of results.json come back unchanged.
+  nlohmann::json edited = results;
+  edited["timings"][0]["speedup"] = 2000.0;
+  write(dir / "out/diag/results.json", edited.dump(2));
+  Run again = rmt_run(base + " --report-only");
+  CAPTURE(again.output);
+  REQUIRE(again.status == 0);
+  CHECK(nlohmann::json::parse(read_file(dir / "out/diag/results.json")) == edited);
+  const std::string reprinted = read_file(dir / "out/REPORT.md");
+  CHECK(reprinted.find("holds: diagonal evaluation at least 1000.00x sequential, bit for bit, at 1 threads") !=
+        std::string::npos);
+  CHECK(reprinted.find("| diagonal evaluation | 1 of 2 checks hold |") != std::string::npos);
+  // A benchmark that does not exist, and a bench item headed as the paper's, are refused.
+  write(dir / "m.yaml", read_file(dir / "m.yaml").replace(read_file(dir / "m.yaml").find("bench: diagonal"), 15,
+                                                           "bench: sideways"));
+  Run bad = rmt_run(base + " --list");
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("items.diag.bench: unknown benchmark 'sideways' (benchmarks: diagonal)") != std::string::npos);
+}
+
 TEST_CASE("reproduce: a call stopped after some runs keeps their time, and the next adds to it") {
   fs::path dir = tiny_project("stopped", manifest_text());
   const std::string base = "reproduce tiny --manifest " + (dir / "m.yaml").string() + " --runs-dir " +

@@ -1,5 +1,5 @@
 #pragma once
-// The items of `rmt reproduce`, one handler per kind (sweep, lm, attention, length), and what
+// The items of `rmt reproduce`, one handler per kind (sweep, lm, attention, length, bench), and what
 // they share (ReproContext). reproduce.cpp runs the handlers in manifest order and puts their
 // sections together into REPORT.md.
 #include <chrono>
@@ -79,6 +79,7 @@ std::unique_ptr<ItemHandler> make_sweep_handler(const ReproItem& item, ReproCont
 std::unique_ptr<ItemHandler> make_lm_handler(const ReproItem& item, ReproContext& context);
 std::unique_ptr<ItemHandler> make_attention_handler(const ReproItem& item, ReproContext& context);
 std::unique_ptr<ItemHandler> make_length_handler(const ReproItem& item, ReproContext& context);
+std::unique_ptr<ItemHandler> make_bench_handler(const ReproItem& item, ReproContext& context);
 
 // An item that reads another's runs (attention, length): computed in this call and timed; its
 // section is where its runs come from, its command, the markdown it wrote (`md_file` in its

@@ -261,6 +261,21 @@ void read_length_item(const ManifestReader& r, const YAML::Node& n, const std::s
   it.part = std::move(l);
 }
 
+void read_bench_item(const ManifestReader& r, const YAML::Node& n, const std::string& w, const ReproManifest&,
+                     ReproItem& it) {
+  BenchItem b;
+  b.bench = r.text(n["bench"], w + ".bench");
+  if (b.bench != "diagonal") r.bad(w + ".bench", fmt::format("unknown benchmark '{}' (benchmarks: diagonal)", b.bench));
+  b.threads = r.integers(n["threads"], w + ".threads", 1, 1024);
+  if (n["layers"]) b.layers = r.integer(n["layers"], w + ".layers", 1, 64);
+  if (n["segments"]) b.segments = r.integer(n["segments"], w + ".segments", 1, 1 << 20);
+  if (n["batch"]) b.batch = r.integer(n["batch"], w + ".batch", 1, 4096);
+  if (n["reps"]) b.reps = r.integer(n["reps"], w + ".reps", 1, 1000);
+  if (n["min_speedup"]) b.min_speedup = r.number(n["min_speedup"], w + ".min_speedup");
+  if (!it.beyond_the_paper) r.bad(w, "a bench item measures rmt, not the paper: it needs beyond_the_paper: true");
+  it.part = std::move(b);
+}
+
 // Each kind: the keys of its part, and how it is read.
 struct ItemReader {
   std::string kind;
@@ -274,6 +289,7 @@ const ItemReader* item_reader(const std::string& kind) {
       {"attention", {"from", "runs", "samples", "measures", "claims"}, read_attention_item},
       {"length", {"from", "runs", "lengths", "claims"}, read_length_item},
       {"lm", {"sweep", "claims"}, read_lm_item},
+      {"bench", {"bench", "threads", "layers", "segments", "batch", "reps", "min_speedup"}, read_bench_item},
   };
   for (const ItemReader& reader : readers)
     if (reader.kind == kind) return &reader;
@@ -376,7 +392,7 @@ static ReproManifest read_manifest(const std::string& path) {
       it.beyond_the_paper = b == "true";
     }
     const ItemReader* reader = item_reader(it.kind);
-    if (!reader) r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm)", it.kind));
+    if (!reader) r.bad(w + ".kind", fmt::format("unknown kind '{}' (kinds: sweep, attention, length, lm, bench)", it.kind));
     std::vector<std::string> keys = {"kind", "title", "paper_says", "notes", "outside_records", "beyond_the_paper"};
     keys.insert(keys.end(), reader->keys.begin(), reader->keys.end());
     r.only_keys(n, w, keys);

@@ -26,6 +26,9 @@
 //              against claims comparing two runs:
 //                {text, run: SEL, below: SEL, margin: M}  run's test bpc < the other's + M (M = 0)
 //              SEL = {model, cache, memory, bptt} (cache, memory, bptt optional: any)
+//   bench:     a benchmark of this machine (`bench: diagonal`, armt's evaluation by diagonals
+//              against segment by segment, `rmt bench --diagonal`) at each of `threads`, its
+//              results.json committed; checked against the project's bound `min_speedup` at each.
 #include <optional>
 #include <string>
 #include <variant>
@@ -86,8 +89,15 @@ struct LengthItem {
   std::vector<Claim> claims;         // on acc_teacher_forced of the evaluated segments
 };
 
+struct BenchItem {
+  std::string bench;                 // diagonal (the one benchmark so far)
+  std::vector<int> threads;          // each timed in turn
+  int layers = 4, segments = 1024, batch = 8, reps = 3;
+  double min_speedup = 1.0;          // the check at each thread count: diagonal / sequential tokens/s
+};
+
 struct ReproItem {
-  std::string name, kind;        // kind: sweep | attention | length | lm
+  std::string name, kind;        // kind: sweep | attention | length | lm | bench
   std::string title, paper_says; // the figure or table, and the paper's finding in one line
   std::string notes;             // the researcher's reading of the results (printed after them),
                                  // its numbers as placeholders filled in from the data (repro_readings.h)
@@ -96,7 +106,7 @@ struct ReproItem {
   bool beyond_the_paper = false; // its claims are the project's own, not the paper's
   std::string sweep;             // sweep, lm: the sweep file the item trains ("" for the others)
   std::string from;              // attention, length: the sweep item whose runs they read ("" else)
-  std::variant<SweepItem, LmItem, AttentionItem, LengthItem> part;
+  std::variant<SweepItem, LmItem, AttentionItem, LengthItem, BenchItem> part;
 };
 
 struct ReproManifest {

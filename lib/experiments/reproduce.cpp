@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 // The templates the report is written from (experiments/reproduce/report_templates.md).
 const std::vector<std::string> kReportTemplates = {"report", "device", "item_heading", "reading", "not_run",
                                                    "in_progress", "reading_in_progress", "sweep_item", "runs_provenance", "sweep_wall_time", "length_heatmap", "from_item",
-                                                   "wall_time", "outside_records"};
+                                                   "bench_item", "wall_time", "outside_records"};
 
 const SweepPlan& ReproContext::plan_of(const ReproItem& item) const {
   auto found = plans_.find(item.name);
@@ -110,7 +110,8 @@ std::unique_ptr<ItemHandler> make_handler(const ReproItem& item, ReproContext& c
   static const std::map<std::string, Make> makers = {{"sweep", make_sweep_handler},
                                                      {"lm", make_lm_handler},
                                                      {"attention", make_attention_handler},
-                                                     {"length", make_length_handler}};
+                                                     {"length", make_length_handler},
+                                                     {"bench", make_bench_handler}};
   return makers.at(item.kind)(item, context);  // the manifest admits these kinds only
 }
 
