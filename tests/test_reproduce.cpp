@@ -352,6 +352,32 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   r = rmt_run(base + " longer");
   CHECK(r.status == 0);
   CHECK(read_file(out / "longer/results.csv").find("rmt,6,4,0,1,4,8,3,0.125,") != std::string::npos);
+  // An evaluation whose outputs were not finite (kept so by the evaluation that met them) is a
+  // failed row without accuracy: left out of the means, listed under the table, and a claim on
+  // its cell fails naming it instead of holding on the seeds left.
+  for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals"))
+    if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos) {
+      nlohmann::json j = nlohmann::json::parse(read_file(e.path()));
+      j.erase("acc_teacher_forced");
+      j.erase("acc_free_running");
+      j["non_finite"] = "the loss over 50 samples is -nan: the model's outputs are not finite numbers";
+      write(e.path(), j.dump());
+    }
+  r = rmt_run(base + " longer");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "longer/results.csv").find("rmt,6,4,0,1,4,8,3,,,") != std::string::npos);
+  CHECK(read_file(out / "longer/results.csv").find(",failed\n") != std::string::npos);
+  const std::string failed_md = read_file(out / "longer/table.md");
+  CHECK(failed_md.find("Evaluations whose outputs were not finite numbers (no accuracy; left out of the means "
+                       "above): rmt seed 1 at 6 segments.") != std::string::npos);
+  CHECK(failed_md.find("FAILS: RMT is at most 1 at 6 segments") != std::string::npos);
+  CHECK(failed_md.find("rmt seed 1 at 6 segments: outputs not finite") != std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals"))
+    if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos)
+      fs::remove(e.path());
+  r = rmt_run(base + " longer");  // evaluated again: a number once more
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
 
   // --report-only trains nothing. An unfinished run (its results.json gone) leaves the item in
   // progress; without the runs directory the committed results of the same config are reported;
