@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "build_info.h"
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/provenance.h"
-#include "lib/core/backend.h"
 #include "lib/experiments/bench.h"
 #include "lib/experiments/repro_claims.h"
 #include "lib/experiments/repro_items.h"
@@ -60,8 +60,7 @@ void BenchHandler::summarise() {
   const fs::path dir = ctx_.out_dir(item_);
   const fs::path file = dir / "results.json";
   if (!fs::exists(file)) return;
-  std::string md, checks_md;
-  int holding = 0;
+  std::string md;
   try {
     const json r = json::parse(read_file(file));
     md += fmt::format("Measured on {} ({}), build {} {} {}, commit {}.\n\n", r.at("cpu_model").get<std::string>(),
@@ -92,8 +91,8 @@ void BenchHandler::summarise() {
     md += fmt::format("\n(medians of {} timed evaluations of each schedule, alternating)\n\n",
                       r.at("timings").at(0).at("reps").get<int>());
     md += claims_markdown(lines, results, item_.beyond_the_paper) + "\n";
-    holding = claims_holding(results);
-    write_file_atomic(dir / "checks.json", json{{"holding", holding}, {"total", results.size()}}.dump() + "\n");
+    write_file_atomic(dir / "checks.json",
+                      json{{"holding", claims_holding(results)}, {"total", results.size()}}.dump() + "\n");
   } catch (const json::exception& e) {
     fail("{}: not the results `rmt reproduce {}` writes ({}); run the item again", file.string(), item_.name, e.what());
   }
