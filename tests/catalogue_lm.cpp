@@ -222,6 +222,8 @@ RMT_CATALOGUE({
      "eval --run {dir}/run --data {dir}/c", 1, "/c is not a text dataset, but run"},
     {"lm-eval", "--predictions of a language model", [](const std::string& dir) { tiny_lm_run(dir); },
      "eval --run {dir}/run --predictions {dir}/p.jsonl", 1, "is a language model; it has no samples whose answers"},
+    {"lm-eval", "--count-non-finite of a language model", [](const std::string& dir) { tiny_lm_run(dir); },
+     "eval --run {dir}/run --count-non-finite", 1, "is a language model; its loss is over every position"},
     {"lm-eval", "rmt attn of a language model", [](const std::string& dir) { tiny_lm_run(dir); },
      "attn --run {dir}/run --out {dir}/a.png", 1, "is a language model (segment_length 8, text"},
     {"lm-eval", "more streams than the test split has bytes for", [](const std::string& dir) { tiny_lm_run(dir); },

@@ -15,6 +15,7 @@
 
 #include "lib/core/backend.h"
 #include "lib/core/engine.h"
+#include "lib/core/error.h"
 #include "lib/core/optim.h"
 #include "lib/core/random.h"
 #include "lib/files/io.h"
@@ -400,4 +401,76 @@ TEST_CASE("rmt eval --schedule diagonal: an armt run's results bit for bit, othe
   const Run misspelt = rmt_run("eval --run " + rmt + " --schedule diagonals");
   CHECK(misspelt.status == 1);
   CHECK(misspelt.output.find("did you mean 'diagonal'?") != std::string::npos);
+}
+
+TEST_CASE("samples whose outputs are not finite: scored as wrong answers and counted, or the evaluation fails naming how many") {
+  // Token X's embedding overflows once scaled by sqrt(d) (inf at the input, so NaN after the
+  // first layer) while its logit stays finite and never the largest (the last LayerNorm's output
+  // is 0 where X's tied output row is not): the samples that read X have outputs that are not
+  // finite, the others are evaluated as usual (rows of a batch do not mix).
+  OneThread one_thread;
+  const std::vector<int> seg_len{4, 4, 4};
+  const int n = 24, TT = 12, AA = 3, VV = 7, X = VV - 1;
+  SplitMixRng rng(11);
+  SampleSplit all, finite;  // every sample; those without X
+  all.seq_len = finite.seq_len = TT;
+  int64_t with_x = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> in(TT), tg(TT);
+    const bool reads_x = i % 3 == 0;
+    for (int t = 0; t < TT; ++t) in[size_t(t)] = int32_t(rng.below(VV - 1)), tg[size_t(t)] = int32_t(rng.below(VV - 1));
+    if (reads_x) in[TT - AA - 1] = X, ++with_x;  // in the answer's segment: every kind reads it
+    for (SampleSplit* s : {&all, reads_x ? nullptr : &finite}) {
+      if (!s) continue;
+      s->input.insert(s->input.end(), in.begin(), in.end());
+      s->target.insert(s->target.end(), tg.begin(), tg.end());
+      ++s->n;
+    }
+  }
+  for (const char* kind : {"baseline", "rmt", "armt"}) {
+    CAPTURE(kind);
+    ModelConfig c;
+    c.kind = kind;
+    c.n_token = VV, c.n_layer = 2, c.n_head = 2, c.d_head = 8, c.d_model = 64, c.d_inner = 32;
+    c.dropout = 0;
+    c.mem_init = "normal";
+    c.num_mem_tokens = std::string(kind) == "baseline" ? 0 : 2;
+    c.d_mem = 2;
+    Model model(c);
+    model.init_weights(4);
+    std::fill_n(model.W.emb + int64_t(X) * c.d_model, c.d_model, 0.f);
+    model.W.emb[int64_t(X) * c.d_model] = 5e37f;  // x 8 at the input: inf
+    model.W.layers.back().ln2_w[0] = model.W.layers.back().ln2_b[0] = 0.f;
+    model.W.out_bias[X] = -100.f;
+    Engine engine(model, cpu_backend());
+    EvalOptions opt;
+    opt.seg_len = seg_len, opt.answer_size = AA, opt.batch_size = 5;
+    // Without count_non_finite: an error naming how many, and the first.
+    try {
+      evaluate(engine, all, opt);
+      FAIL("evaluated outputs that are not finite");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find(fmt::format("{} of {} samples (the first: sample 0) have answer outputs that "
+                                                   "are not finite numbers", with_x, n)) != std::string::npos);
+    }
+    opt.count_non_finite = true;
+    const EvalResult counted = evaluate(engine, all, opt);
+    const EvalResult reference = evaluate(engine, finite, opt);
+    CHECK(counted.non_finite_samples == with_x);
+    CHECK(reference.non_finite_samples == 0);
+    CHECK(!std::isfinite(counted.loss));
+    CHECK(std::isfinite(reference.loss));
+    // The samples without X score as they do alone; the others are wrong at every position.
+    CHECK(std::llround(counted.acc_teacher_forced * n * AA) == std::llround(reference.acc_teacher_forced * finite.n * AA));
+    CHECK(std::llround(*counted.acc_free_running * n * AA) == std::llround(*reference.acc_free_running * finite.n * AA));
+    CHECK(std::llround(*counted.exact_match * n) == std::llround(*reference.exact_match * finite.n));
+    // What --predictions lists: -1 (no prediction) at every answer position of a sample with X.
+    int64_t no_prediction = 0;
+    opt.on_predictions = [&](int64_t start, int B, const int32_t*, const int32_t*, const int32_t* pred) {
+      for (int b = 0; b < B; ++b)
+        for (int p = TT - AA; p < TT; ++p) no_prediction += pred[int64_t(b) * TT + p] < 0 && (start + b) % 3 == 0;
+    };
+    evaluate(engine, all, opt);
+    CHECK(no_prediction == with_x * AA);
+  }
 }

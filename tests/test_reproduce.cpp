@@ -292,12 +292,12 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(report.find("](length_heatmap.png)") != std::string::npos);
 
   // -j 2 evaluated 2 at a time (threads of one CPU thread each); -j 1 one after another: the same numbers.
-  auto without_seconds = [](const std::string& text) {  // eval_seconds, the 11th column, dropped
+  auto without_seconds = [](const std::string& text) {  // eval_seconds, the 13th column, dropped
     std::string kept, line;
     std::istringstream in(text);
     while (std::getline(in, line)) {
       size_t start = 0;
-      for (int k = 0; k < 10; ++k) start = line.find(',', start) + 1;
+      for (int k = 0; k < 12; ++k) start = line.find(',', start) + 1;
       kept += line.substr(0, start) + line.substr(line.find(',', start)) + "\n";
     }
     return kept;
@@ -352,31 +352,61 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   r = rmt_run(base + " longer");
   CHECK(r.status == 0);
   CHECK(read_file(out / "longer/results.csv").find("rmt,6,4,0,1,4,8,3,0.125,") != std::string::npos);
-  // An evaluation whose outputs were not finite (kept so by the evaluation that met them) is a
-  // failed row without accuracy: left out of the means, listed under the table, and a claim on
-  // its cell fails naming it instead of holding on the seeds left.
+  // An evaluation with samples whose outputs were not finite (as the evaluation that met them
+  // keeps it: scored as wrong answers, and counted) is listed under the table with its count.
   for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals"))
     if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos) {
       nlohmann::json j = nlohmann::json::parse(read_file(e.path()));
-      j.erase("acc_teacher_forced");
-      j.erase("acc_free_running");
-      j["non_finite"] = "the loss over 50 samples is -nan: the model's outputs are not finite numbers";
+      CHECK(j.at("non_finite_samples") == 0);
+      j["non_finite_samples"] = 7;
       write(e.path(), j.dump());
     }
   r = rmt_run(base + " longer");
   REQUIRE_MESSAGE(r.status == 0, r.output);
-  CHECK(read_file(out / "longer/results.csv").find("rmt,6,4,0,1,4,8,3,,,") != std::string::npos);
-  CHECK(read_file(out / "longer/results.csv").find(",failed\n") != std::string::npos);
-  const std::string failed_md = read_file(out / "longer/table.md");
-  CHECK(failed_md.find("Evaluations whose outputs were not finite numbers (no accuracy; left out of the means "
-                       "above): rmt seed 1 at 6 segments.") != std::string::npos);
-  CHECK(failed_md.find("FAILS: RMT is at most 1 at 6 segments") != std::string::npos);
-  CHECK(failed_md.find("rmt seed 1 at 6 segments: outputs not finite") != std::string::npos);
+  {
+    const std::string csv_text = read_file(out / "longer/results.csv");
+    const size_t row = csv_text.find("rmt,6,4,0,1,4,8,3,0.125,");
+    REQUIRE(row != std::string::npos);
+    std::istringstream cells(csv_text.substr(row, csv_text.find('\n', row) - row));
+    std::string cell;
+    for (int k = 0; k <= 10; ++k) std::getline(cells, cell, ',');
+    CHECK(cell == "7");  // non_finite_samples, the 11th column
+  }
+  CHECK(read_file(out / "longer/table.md").find("Samples whose outputs were not finite numbers, scored as wrong "
+                                                "answers (in the accuracies above): rmt seed 1 at 6 segments (7 of ")
+        != std::string::npos);
+  // An evaluation kept by an older rmt, without the count, had only finite outputs (it failed
+  // otherwise): read back as none.
+  for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals"))
+    if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos) {
+      nlohmann::json j = nlohmann::json::parse(read_file(e.path()));
+      j.erase("non_finite_samples");
+      j.erase("samples");
+      write(e.path(), j.dump());
+    }
+  r = rmt_run(base + " longer");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "longer/table.md").find("not finite") == std::string::npos);
+  // A failed evaluation kept by an older rmt (which stopped at outputs that are not finite) is
+  // refused, naming the way out.
+  for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals"))
+    if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos) {
+      nlohmann::json j = nlohmann::json::parse(read_file(e.path()));
+      for (const char* key : {"non_finite_samples", "samples", "acc_teacher_forced", "acc_free_running"}) j.erase(key);
+      j["non_finite"] = "the loss over 50 samples is -nan: the model's outputs are not finite numbers";
+      write(e.path(), j.dump());
+    }
+  r = rmt_run(base + " longer");
+  CHECK(r.status != 0);
+  CHECK(r.output.find("kept by an older rmt, which failed on outputs that are not finite") != std::string::npos);
+  CHECK(r.output.find("not an evaluation this reproduction wrote") != std::string::npos);
+  CHECK(r.output.find("delete it to evaluate again") != std::string::npos);
   for (const auto& e : fs::directory_iterator(dir / "runs/longer/evals"))
     if (e.path().filename().string().rfind("rmt-seg3-seed1-", 0) == 0 && e.path().string().find("_8.json") != std::string::npos)
       fs::remove(e.path());
-  r = rmt_run(base + " longer");  // evaluated again: a number once more
+  r = rmt_run(base + " longer");  // evaluated again
   REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(read_file(out / "longer/table.md").find("not finite") == std::string::npos);
   CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
 
   // --report-only trains nothing. An unfinished run (its results.json gone) leaves the item in

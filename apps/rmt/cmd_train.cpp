@@ -216,6 +216,10 @@ void add_eval_command(CLI::App& app) {
                   "\"Diagonal evaluation\"); greedy decoding runs the segments before the answer's so, and "
                   "the answer's segments one by one")
       ->check(one_of({"sequential", "diagonal"}))->capture_default_str();
+  cmd->add_flag("--count-non-finite", req->count_non_finite,
+                "Score a sample whose outputs are not finite numbers (a memory that overflows far past "
+                "the trained length) as a wrong answer and report how many (non_finite_samples; the "
+                "loss is then null) instead of failing");
   add_device_option(cmd, req->device, "the device the run was trained on");
   auto allow_changed = std::make_shared<bool>(false);
   add_allow_changed_data_flag(cmd, *allow_changed);

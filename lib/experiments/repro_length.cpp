@@ -9,18 +9,17 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
-#include "lib/core/model.h"
 #include "lib/experiments/generated_data.h"
 #include "lib/experiments/repro_claims.h"
 #include "lib/experiments/repro_items.h"
 #include "lib/experiments/results_table.h"
 #include "lib/files/io.h"
 #include "lib/run/eval_run.h"
-#include "tasks/dataset_check.h"
 #include "tasks/generate.h"
 #include "tasks/task_kind.h"
 
@@ -110,9 +109,9 @@ namespace {
 
 void write_kept(const fs::path& kept, const std::string& run_id, const fs::path& data_dir, const LengthEval& e) {
   json j = {{"run_id", run_id}, {"data", data_dir.string()}, {"segments", e.segments},
-            {"segment_length", e.segment_length}, {"seconds", e.seconds}};
-  if (e.non_finite.empty()) j["acc_teacher_forced"] = e.acc_teacher_forced, j["acc_free_running"] = e.acc_free_running;
-  else j["non_finite"] = e.non_finite;
+            {"segment_length", e.segment_length}, {"seconds", e.seconds},
+            {"acc_teacher_forced", e.acc_teacher_forced}, {"acc_free_running", e.acc_free_running},
+            {"samples", e.samples}, {"non_finite_samples", e.non_finite_samples}};
   create_directories_or_fail(kept.parent_path());
   write_file_atomic(kept, j.dump(2) + "\n");
 }
@@ -124,49 +123,37 @@ LengthEval read_kept(const fs::path& kept) {
     e.segments = j.at("segments").get<int>();
     e.segment_length = j.at("segment_length").get<int>();
     e.seconds = j.at("seconds").get<double>();
-    if (j.contains("non_finite")) {
-      e.non_finite = j.at("non_finite").get<std::string>();
-    } else {
-      e.acc_teacher_forced = j.at("acc_teacher_forced").get<double>();
-      e.acc_free_running = j.at("acc_free_running").get<std::string>();
-    }
+    if (j.contains("non_finite"))
+      fail("kept by an older rmt, which failed on outputs that are not finite instead of counting them");
+    e.acc_teacher_forced = j.at("acc_teacher_forced").get<double>();
+    e.acc_free_running = j.at("acc_free_running").get<std::string>();
+    // Kept by an older rmt without these: every output was finite (it failed otherwise).
+    e.samples = j.value("samples", int64_t(0));
+    e.non_finite_samples = j.value("non_finite_samples", int64_t(0));
   } catch (const std::exception& ex) {
     fail("{}: not an evaluation this reproduction wrote ({}); delete it to evaluate again", kept.string(), ex.what());
   }
   return e;
 }
 
-// `rmt eval --split test --threads 1` of one job, kept.
+// `rmt eval --split test --threads 1 --count-non-finite` of one job, kept.
 LengthEval evaluate_and_keep(const LengthEvalJob& job) {
   EvalRunRequest req;
   req.run_dir = job.run->dir.string();
   req.data_dir = job.data_dir.string();
   req.split = "test";
   req.threads = 1;
+  req.count_non_finite = true;
   LengthEval e;
   const auto t0 = std::chrono::steady_clock::now();
-  EvalRunResult r;
-  try {
-    r = evaluate_run(req);
-  } catch (const Error& error) {
-    const std::string what = error.what();
-    if (what.find("not finite numbers") == std::string::npos) throw;
-    // Kept as a failed evaluation, in the segments evaluate_run had planned: the data's input
-    // positions in segments of the run's trained longest one.
-    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const int trained_positions = implied_meta(read_dataset_meta(job.run->config.data)).input_length;
-    e.segment_length = segment_lengths(trained_positions, job.run->config.segments)[0];
-    const int positions = implied_meta(read_dataset_meta(job.data_dir.string())).input_length;
-    e.segments = (positions + e.segment_length - 1) / e.segment_length;
-    e.non_finite = what;
-    write_kept(job.kept, job.run->run_id, job.data_dir, e);
-    return e;
-  }
+  const EvalRunResult r = evaluate_run(req);
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   e.segments = int(r.seg_len.size());
   e.segment_length = *std::max_element(r.seg_len.begin(), r.seg_len.end());
   e.acc_teacher_forced = r.result.acc_teacher_forced;
   if (r.result.acc_free_running) e.acc_free_running = fmt::format("{}", *r.result.acc_free_running);
+  e.samples = r.result.samples;
+  e.non_finite_samples = r.result.non_finite_samples;
   write_kept(job.kept, job.run->run_id, job.data_dir, e);
   return e;
 }
@@ -247,7 +234,8 @@ void LengthHandler::compute() const {
   // A results.csv like a sweep's (so `rmt table` / `rmt plot` read it): one row per run and
   // evaluation length; `segments` is the number of segments evaluated at the trained length.
   std::string csv = "model.kind,segments,model.num_mem_tokens,model.mem_len,train.seed,segment_length,"
-                    "eval_length,trained_segments,acc_teacher_forced,acc_free_running,eval_seconds,status\n";
+                    "eval_length,trained_segments,acc_teacher_forced,acc_free_running,non_finite_samples,"
+                    "samples,eval_seconds,status\n";
   const fs::path work = fs::path(ctx_.options.runs_dir) / item_.name;
   // The datasets (one per length), then the evaluations still to do, -j at a time, in order.
   std::vector<fs::path> data_dirs;  // generated once, and only when some run is there to evaluate
@@ -264,12 +252,10 @@ void LengthHandler::compute() const {
   for (size_t j = 0; j < jobs.size(); ++j) {
     const Config& c = jobs[j].run->config;
     const LengthEval& e = evals[j];
-    // A failed row is an evaluation whose outputs were not finite (the others stop the item).
-    const bool failed = !e.non_finite.empty();
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", c.model.kind, e.segments,
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},done\n", c.model.kind, e.segments,
                        c.model.num_mem_tokens, c.model.mem_len, c.train.seed, e.segment_length, jobs[j].length,
-                       c.segments, failed ? "" : fmt::format("{}", e.acc_teacher_forced),
-                       failed ? "" : e.acc_free_running, e.seconds, failed ? "failed" : "done");
+                       c.segments, e.acc_teacher_forced, e.acc_free_running, e.non_finite_samples, e.samples,
+                       e.seconds);
   }
   write_file_atomic(dir / "results.csv", csv);
 }
@@ -282,20 +268,20 @@ void LengthHandler::summarise() {
   double eval_seconds = 0;
   const int c_tf = table.column("acc_teacher_forced"), c_fr = table.column("acc_free_running"),
             c_seconds = table.column("eval_seconds");
-  // The failed evaluations (outputs not finite): model kind, seed and segments of each.
-  struct NonFinite {
-    std::string kind, seed;
-    int segments;
-  };
-  std::vector<NonFinite> non_finite;
-  const int c_status = table.column("status"), c_kind = table.column("model.kind"),
-            c_seed = table.column("train.seed"), c_segments = table.column("segments");
+  // The evaluations with samples whose outputs were not finite (scored as wrong answers), each
+  // "kind seed S at N segments (K of M samples)"; results.csv of older rmt has no such column.
+  std::vector<std::string> non_finite;
+  const int c_non_finite = table.column("non_finite_samples"), c_samples = table.column("samples"),
+            c_kind = table.column("model.kind"), c_seed = table.column("train.seed"),
+            c_segments = table.column("segments");
   for (const auto& row : table.rows) {
     if (c_tf >= 0 && c_fr >= 0 && !row[size_t(c_fr)].empty())
       free_running_differs |= std::stod(row[size_t(c_fr)]) != std::stod(row[size_t(c_tf)]);
     if (c_seconds >= 0) eval_seconds += std::stod(row[size_t(c_seconds)]);
-    if (c_status >= 0 && row[size_t(c_status)] == "failed")
-      non_finite.push_back({row[size_t(c_kind)], row[size_t(c_seed)], std::stoi(row[size_t(c_segments)])});
+    if (c_non_finite >= 0 && std::stoll(row[size_t(c_non_finite)]) > 0)
+      non_finite.push_back(fmt::format("{} seed {} at {} segments ({} of {} samples)", row[size_t(c_kind)],
+                                       row[size_t(c_seed)], row[size_t(c_segments)], row[size_t(c_non_finite)],
+                                       row[size_t(c_samples)]));
   }
   std::string md;
   std::vector<ClaimResult> checks;
@@ -308,27 +294,12 @@ void LengthHandler::summarise() {
       const fs::path png = dir / (item_.name + ".png");
       draw_plot(gnuplot_script(pivot, png.string(), item_.title), png.string());
       md += fmt::format("![{}]({}/{})\n\n", item_.name, item_.name, png.filename().string());
-      for (const Claim& claim : part_.claims) {
-        // A mean over the seeds left is not the cell's: a claim on a cell with a failed
-        // evaluation fails, naming it.
-        ClaimResult check = check_claim(claim, pivot, ctx_.manifest.tolerance);
-        for (const NonFinite& f : non_finite)
-          if (f.kind == claim.model &&
-              std::find(claim.segments.begin(), claim.segments.end(), f.segments) != claim.segments.end()) {
-            check.state = ClaimResult::fails;
-            check.detail += fmt::format("; {} seed {} at {} segments: outputs not finite", f.kind, f.seed, f.segments);
-          }
-        checks.push_back(check);
-      }
+      for (const Claim& claim : part_.claims) checks.push_back(check_claim(claim, pivot, ctx_.manifest.tolerance));
     }
   }
-  if (!non_finite.empty()) {
-    md += "Evaluations whose outputs were not finite numbers (no accuracy; left out of the means above):";
-    for (size_t i = 0; i < non_finite.size(); ++i)
-      md += fmt::format("{} {} seed {} at {} segments", i ? "," : "", non_finite[i].kind, non_finite[i].seed,
-                        non_finite[i].segments);
-    md += ".\n\n";
-  }
+  if (!non_finite.empty())
+    md += fmt::format("Samples whose outputs were not finite numbers, scored as wrong answers (in the accuracies "
+                      "above): {}.\n\n", fmt::join(non_finite, ", "));
   if (!table.rows.empty())
     md += fmt::format("Evaluation: {} test splits (one thread each), {} in all.\n\n", table.rows.size(),
                       seconds_text(eval_seconds));

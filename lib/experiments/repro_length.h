@@ -23,10 +23,9 @@ struct LengthEval {
   double acc_teacher_forced = 0;
   std::string acc_free_running;          // "" when not decoded
   double seconds = 0;                    // the evaluation's wall time
-  // Not empty when the model's outputs were not finite numbers on this data (a memory that
-  // overflows far past the trained length): the evaluation's error, and no accuracy. The item
-  // reports it as a failed evaluation, not as a number.
-  std::string non_finite;
+  // Samples whose outputs were not finite numbers on this data (a memory that overflows far past
+  // the trained length), scored as wrong answers, of `samples` evaluated; the item lists them.
+  int64_t non_finite_samples = 0, samples = 0;
 };
 
 // One evaluation a length item needs.
@@ -39,8 +38,9 @@ struct LengthEvalJob {
 // Each job's evaluation: the test split of its data_dir with its run's best checkpoint, on one
 // CPU thread (the same numbers on every machine and re-run). A job whose `kept` file exists is
 // read back from it; the others are evaluated, `parallel` at a time, and kept (written
-// atomically), so an interrupted item resumes where it stopped. An evaluation whose outputs are
-// not finite is kept as such (LengthEval::non_finite); fails, after all finished, if another failed.
+// atomically), so an interrupted item resumes where it stopped. Samples whose outputs are not
+// finite count as wrong answers (LengthEval::non_finite_samples); fails, after all finished, if
+// an evaluation failed.
 std::vector<LengthEval> evaluate_lengths(const std::vector<LengthEvalJob>& jobs, int parallel);
 
 }  // namespace rmt

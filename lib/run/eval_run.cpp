@@ -94,6 +94,9 @@ PredictionCallback prediction_lister(const RunSetup& run, std::string& out) {
 }  // namespace
 
 RunSetup eval_setup_text(const EvalRunRequest& req, Config config, const std::string& config_path) {
+  if (req.count_non_finite)
+    fail("--count-non-finite: run {} is a language model; its loss is over every position of its "
+         "streams, with no samples to score as wrong", req.run_dir);
   if (req.segments > 0)
     fail("--segments {}: run {} is a language model; it reads its streams in segments of its "
          "segment_length ({}), not in a number of segments", req.segments, req.run_dir,
@@ -192,7 +195,7 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   if (!req.predictions.empty()) list_predictions = prediction_lister(run, predictions);
   try {
     out.result = run.family->evaluate_split(engine, run, req.split, batch, req.samples, list_predictions,
-                                            req.schedule);
+                                            req.schedule, req.count_non_finite);
   } catch (const Error& e) {
     fail("{} on the {} split of {}: {}", ck, req.split, run.config.data, e.what());
   }

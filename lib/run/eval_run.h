@@ -33,6 +33,10 @@ struct EvalRunRequest {
   // The teacher-forced pass's order (rmt eval --schedule): sequential, or diagonal (armt only;
   // the same numbers, docs/armt.md "Diagonal evaluation"). Greedy decoding is sequential.
   EvalSchedule schedule = EvalSchedule::sequential;
+  // Samples whose outputs are not finite numbers count as wrong answers (EvalResult::
+  // non_finite_samples; the loss is then not reported) instead of failing the evaluation
+  // (rmt eval --count-non-finite; algorithmic tasks only).
+  bool count_non_finite = false;
 };
 struct EvalRunResult {
   EvalResult result;

@@ -13,6 +13,12 @@ int argmax(const float* x, int n) {
   return int(std::max_element(x, x + n) - x);
 }
 
+// A row of logits holding a number that is not finite has no prediction (argmax would pick one
+// by the order of the comparisons).
+bool all_finite(const float* x, int n) {
+  return std::all_of(x, x + n, [](float v) { return std::isfinite(v); });
+}
+
 // The teacher-forced pass over one batch input, target [B, T]: only the running segment's
 // activations (diagonal: at most one per layer) and the state entering it are held, so memory
 // does not grow with the number of segments (inputs far longer than training's are evaluated in
@@ -113,11 +119,14 @@ void decode_greedy(Engine& engine, const int32_t* input, int B, int T,
     engine.forward_segment(a, tokens.data(), nullptr, B, Ts, state, next, false, 0, 0.f);
     if (read_logits) seg_logits = engine.segment_logits(a);
   };
-  // Takes the argmax of logits [B, V] as the prediction at position p and the input at p+1.
+  // Takes the argmax of logits [B, V] as the prediction at position p and the input at p+1; a row
+  // that is not finite predicts -1 (wrong), and its argmax, a token whatever it is, goes on as
+  // the input (the sample is lost already; its row does not touch the others').
   auto emit = [&](const float* logits, int64_t row_stride, int V, int p) {
     for (int b = 0; b < B; ++b) {
-      int y = argmax(logits + b * row_stride, V);
-      pred[size_t(b) * T + p] = y;
+      const float* row = logits + b * row_stride;
+      const int y = argmax(row, V);
+      pred[size_t(b) * T + p] = all_finite(row, V) ? y : -1;
       if (p + 1 < T) inp[size_t(b) * T + p + 1] = y;
     }
   };
@@ -212,6 +221,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   }
   double loss_sum = 0;
   int64_t correct_tf = 0, correct_fr = 0, solved = 0, solved_tf = 0, exact = 0, exact_tf = 0, positions = 0;
+  int64_t non_finite = 0, first_non_finite = -1;  // samples whose answer logits are not all finite
   std::vector<int32_t> pred, batch_input, batch_target;
   for (int64_t start = 0; start < n; start += opt.batch_size) {
     const int B = int(std::min<int64_t>(opt.batch_size, n - start));
@@ -219,7 +229,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
     const int32_t* input = batch_input.data();
     const int32_t* target = batch_target.data();
     // teacher-forced predictions of the segments holding answer positions
-    std::vector<uint8_t> sample_ok(size_t(B), 1), sample_exact(size_t(B), 1);
+    std::vector<uint8_t> sample_ok(size_t(B), 1), sample_exact(size_t(B), 1), sample_finite(size_t(B), 1);
     int64_t batch_correct = 0;
     if (opt.on_predictions && !decode) pred.assign(size_t(B) * T, -1);
     auto score = [&](int t0, int Ts, const std::vector<float>& logits) {
@@ -228,7 +238,9 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
         for (int j = 0; j < Ts; ++j) {
           int p = t0 + j;
           if (p < T - A) continue;
-          const int y = argmax(logits.data() + (int64_t(b) * Ts + j) * V, V);
+          const float* row = logits.data() + (int64_t(b) * Ts + j) * V;
+          int y = argmax(row, V);
+          if (!all_finite(row, V)) y = -1, sample_finite[size_t(b)] = 0;
           if (opt.on_predictions && !decode) pred[size_t(b) * T + p] = y;
           bool ok = y == target[int64_t(b) * T + p];
           batch_correct += ok;
@@ -250,6 +262,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
       std::fill(sample_exact.begin(), sample_exact.end(), 1);
       for (int b = 0; b < B; ++b)
         for (int p = T - A; p < T; ++p) {
+          if (pred[size_t(b) * T + p] < 0) sample_finite[size_t(b)] = 0;
           bool ok = pred[size_t(b) * T + p] == target[int64_t(b) * T + p];
           correct_fr += ok;
           if (!ok) sample_exact[size_t(b)] = 0;
@@ -257,13 +270,23 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
         }
       for (int b = 0; b < B; ++b) solved += sample_ok[size_t(b)], exact += sample_exact[size_t(b)];
     }
+    for (int b = 0; b < B; ++b) {
+      if (sample_finite[size_t(b)]) continue;
+      if (non_finite == 0) first_non_finite = start + b;
+      ++non_finite;
+    }
     if (opt.on_predictions) opt.on_predictions(start, B, input, target, pred.data());
   }
   // The solve rate uses greedy decoding when it runs, teacher forcing otherwise.
   EvalResult r;
   r.samples = n;
   r.loss = loss_sum / double(n);
-  if (!std::isfinite(r.loss))
+  r.non_finite_samples = non_finite;
+  if (non_finite > 0 && !opt.count_non_finite)
+    fail("{} of {} samples (the first: sample {}) have answer outputs that are not finite numbers: the model's "
+         "outputs are not finite numbers (rmt eval --count-non-finite scores them as wrong answers instead)",
+         non_finite, n, first_non_finite);
+  if (!std::isfinite(r.loss) && non_finite == 0)
     fail("the loss over {} samples is {}: the model's outputs are not finite numbers", n, r.loss);
   r.acc_teacher_forced = double(correct_tf) / double(positions);
   if (fr) r.acc_free_running = double(correct_fr) / double(positions);

@@ -35,8 +35,13 @@ struct EvalOptions {
   // sqeq: a sample is solved when its last solve_positions predictions are all right (the
   // answer block); 0 = no solve rate.
   int solve_positions = 0;
+  // A sample whose answer logits hold a number that is not finite (a memory that overflows far
+  // past the trained length): true, it counts as a wrong answer (EvalResult::non_finite_samples;
+  // the loss is then not finite); false, the evaluation fails naming how many.
+  bool count_non_finite = false;
   // Called with each batch's predictions: pred [B, T] holds the greedy decoding at the answer
-  // positions (teacher-forced argmax where the answer is one token), -1 elsewhere. For
+  // positions (teacher-forced argmax where the answer is one token; -1 where its logits are not
+  // finite), -1 elsewhere. For
   // `rmt eval --predictions`.
   PredictionCallback on_predictions;
 };
@@ -53,6 +58,8 @@ struct EvalResult {
   // (teacher forcing where the answer is one token) and teacher-forced. Every algorithmic task.
   std::optional<double> exact_match, exact_match_teacher_forced;
   int64_t samples = 0;
+  // Samples whose answer outputs were not finite, scored as wrong (EvalOptions::count_non_finite).
+  int64_t non_finite_samples = 0;
   // Language models (evaluate_lm, lib/run/lm.h): bits per character = loss / ln 2, the
   // positions scored and the number of streams.
   std::optional<double> bpc;

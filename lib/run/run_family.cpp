@@ -26,9 +26,11 @@ using json = nlohmann::json;
 
 namespace {
 
-// JSON has no NaN: nlohmann would print null, a number that silently went missing.
+// JSON has no NaN: nlohmann would print null, a number that silently went missing. The one
+// exception is said aloud: the loss of an evaluation that counted samples whose outputs were not
+// finite (EvalOptions::count_non_finite), written as null beside their number.
 void refuse_non_finite(const EvalResult& r) {
-  for (double x : {r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
+  for (double x : {r.non_finite_samples > 0 ? 0.0 : r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
                    r.solve_rate_teacher_forced.value_or(0.0), r.exact_match.value_or(0.0),
                    r.exact_match_teacher_forced.value_or(0.0), r.bpc.value_or(0.0)})
     if (!std::isfinite(x)) fail("a non-finite evaluation metric ({}); no result is reported", x);
@@ -137,14 +139,15 @@ class SamplesFamily : public RunFamily {
 
   EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                             int64_t samples, const PredictionCallback& on_predictions,
-                            EvalSchedule schedule) const override {
-    return evaluate_sample_split(engine, run, split, batch, samples, on_predictions, schedule);
+                            EvalSchedule schedule, bool count_non_finite) const override {
+    return evaluate_sample_split(engine, run, split, batch, samples, on_predictions, schedule, count_non_finite);
   }
 
   std::string result_json(const EvalResult& r, const std::vector<int>& seg_len) const override {
     refuse_non_finite(r);
     json j;
-    j["loss"] = r.loss;
+    j["loss"] = r.non_finite_samples > 0 ? json(nullptr) : json(r.loss);
+    if (r.non_finite_samples > 0) j["non_finite_samples"] = r.non_finite_samples;
     j["acc_teacher_forced"] = r.acc_teacher_forced;
     j["acc_free_running"] = r.acc_free_running ? json(*r.acc_free_running) : json(nullptr);
     j["solve_rate"] = r.solve_rate ? json(*r.solve_rate) : json(nullptr);
@@ -277,8 +280,9 @@ class TextFamily : public RunFamily {
 
   EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                             int64_t samples, const PredictionCallback& on_predictions,
-                            EvalSchedule schedule) const override {
+                            EvalSchedule schedule, bool count_non_finite) const override {
     if (on_predictions) throw std::logic_error("a language model's evaluation has no per-sample predictions");
+    if (count_non_finite) throw std::logic_error("a language model's evaluation has no samples to count");
     if (schedule != EvalSchedule::sequential)
       throw std::logic_error("a language model's evaluation carries its state stream by stream: sequential only");
     return evaluate_text_split(engine, run, split, batch, samples);

@@ -57,10 +57,12 @@ class RunFamily {
   // `batch`: what rmt eval reports and training's test.
   // on_predictions (samples only): each batch's predictions, for `rmt eval --predictions`.
   // schedule (samples only; evaluate_run refuses diagonal for any kind but armt): the
-  // teacher-forced pass's order (EvalOptions::schedule).
+  // teacher-forced pass's order (EvalOptions::schedule). count_non_finite (samples only):
+  // EvalOptions::count_non_finite.
   virtual EvalResult evaluate_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                                     int64_t samples, const PredictionCallback& on_predictions = {},
-                                    EvalSchedule schedule = EvalSchedule::sequential) const = 0;
+                                    EvalSchedule schedule = EvalSchedule::sequential,
+                                    bool count_non_finite = false) const = 0;
   // `rmt eval`'s JSON object (shared with results.json).
   virtual std::string result_json(const EvalResult& r, const std::vector<int>& seg_len) const = 0;
   // Whether runs of the same pack_shape can train packed, one computation per step

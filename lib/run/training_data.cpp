@@ -153,7 +153,7 @@ EvalResult evaluate_text_split(Engine& engine, const RunSetup& run, const std::s
 
 EvalResult evaluate_sample_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                                  int64_t samples, const PredictionCallback& on_predictions,
-                                 EvalSchedule schedule) {
+                                 EvalSchedule schedule, bool count_non_finite) {
   // A batch at a time from the files: evaluation far past the trained length (hundreds of MB of
   // test split) needs memory for one batch only.
   SampleSplitReader reader(run.config.data, run.meta, split);
@@ -163,6 +163,7 @@ EvalResult evaluate_sample_split(Engine& engine, const RunSetup& run, const std:
   EvalOptions options = eval_options(run, batch, samples);
   options.on_predictions = on_predictions;
   options.schedule = schedule;
+  options.count_non_finite = count_non_finite;
   return evaluate(engine, reader.n(), reader.seq_len(), read, options);
 }
 

@@ -62,7 +62,7 @@ std::unique_ptr<TrainingData> open_text_data(const RunSetup& run);
 // `batch`: what rmt eval reports and training's test.
 EvalResult evaluate_sample_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                                  int64_t samples, const PredictionCallback& on_predictions = {},
-                                 EvalSchedule schedule = EvalSchedule::sequential);
+                                 EvalSchedule schedule = EvalSchedule::sequential, bool count_non_finite = false);
 EvalResult evaluate_text_split(Engine& engine, const RunSetup& run, const std::string& split, int batch,
                                int64_t samples);
 
