@@ -21,6 +21,7 @@
 #include "lib/files/io.h"
 #include "lib/run/evaluate.h"
 #include "lib/run/eval_run.h"
+#include "lib/run/run_family.h"
 #include "lib/files/npy.h"
 #include "lib/run/train.h"
 #include "tasks/generate.h"
@@ -473,4 +474,20 @@ TEST_CASE("samples whose outputs are not finite: scored as wrong answers and cou
     evaluate(engine, all, opt);
     CHECK(no_prediction == with_x * AA);
   }
+}
+
+TEST_CASE("results JSON: a loss made not finite by counted samples is null beside their number; any other is refused") {
+  EvalResult r;
+  r.samples = 10, r.acc_teacher_forced = 0.5, r.acc_free_running = 0.5, r.exact_match = 0.5;
+  r.exact_match_teacher_forced = 0.5;
+  r.loss = std::nan("");
+  r.non_finite_samples = 3;
+  const nlohmann::json j = nlohmann::json::parse(samples_family().result_json(r, {4, 4}));
+  CHECK(j.at("loss").is_null());
+  CHECK(j.at("non_finite_samples") == 3);
+  CHECK(j.at("acc_teacher_forced") == 0.5);
+  r.non_finite_samples = 0;
+  CHECK_THROWS_WITH_AS(samples_family().result_json(r, {4, 4}), doctest::Contains("a non-finite evaluation metric"), Error);
+  r.loss = 1.5;  // all finite: no count in the JSON (results of every earlier run read the same)
+  CHECK(!nlohmann::json::parse(samples_family().result_json(r, {4, 4})).contains("non_finite_samples"));
 }
