@@ -283,9 +283,8 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   r.loss = loss_sum / double(n);
   r.non_finite_samples = non_finite;
   if (non_finite > 0 && !opt.count_non_finite)
-    fail("{} of {} samples (the first: sample {}) have answer outputs that are not finite numbers: the model's "
-         "outputs are not finite numbers (rmt eval --count-non-finite scores them as wrong answers instead)",
-         non_finite, n, first_non_finite);
+    fail("{} of {} samples (the first: sample {}) have answer outputs that are not finite numbers (rmt eval "
+         "--count-non-finite scores them as wrong answers instead)", non_finite, n, first_non_finite);
   if (!std::isfinite(r.loss) && non_finite == 0)
     fail("the loss over {} samples is {}: the model's outputs are not finite numbers", n, r.loss);
   r.acc_teacher_forced = double(correct_tf) / double(positions);

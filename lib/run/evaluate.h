@@ -41,8 +41,7 @@ struct EvalOptions {
   bool count_non_finite = false;
   // Called with each batch's predictions: pred [B, T] holds the greedy decoding at the answer
   // positions (teacher-forced argmax where the answer is one token; -1 where its logits are not
-  // finite), -1 elsewhere. For
-  // `rmt eval --predictions`.
+  // finite), -1 elsewhere. For `rmt eval --predictions`.
   PredictionCallback on_predictions;
 };
 

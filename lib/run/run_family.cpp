@@ -30,7 +30,8 @@ namespace {
 // exception is said aloud: the loss of an evaluation that counted samples whose outputs were not
 // finite (EvalOptions::count_non_finite), written as null beside their number.
 void refuse_non_finite(const EvalResult& r) {
-  for (double x : {r.non_finite_samples > 0 ? 0.0 : r.loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
+  const double loss = r.non_finite_samples > 0 ? 0.0 : r.loss;  // written as null
+  for (double x : {loss, r.acc_teacher_forced, r.acc_free_running.value_or(0.0), r.solve_rate.value_or(0.0),
                    r.solve_rate_teacher_forced.value_or(0.0), r.exact_match.value_or(0.0),
                    r.exact_match_teacher_forced.value_or(0.0), r.bpc.value_or(0.0)})
     if (!std::isfinite(x)) fail("a non-finite evaluation metric ({}); no result is reported", x);
