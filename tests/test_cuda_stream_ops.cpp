@@ -145,7 +145,7 @@ void copy_steps(const std::string& kind, int segments, int B, bool compare, bool
 
 // One training step of a bench workload's model (the reproduction's shapes, lib/experiments/
 // bench.h) counted as copy_steps counts: random tokens, batch 1, the second step.
-void workload_steps(const std::string& name) {
+cu::StreamOps workload_steps(const std::string& name) {
   const BenchWorkload w = bench_workload(name, false, 1);
   ModelConfig c = w.model;
   resolve_kind(c);
@@ -168,6 +168,59 @@ void workload_steps(const std::string& name) {
     CHECK(r.applied);
     if (step == 1) table().push_back({fmt::format("{} {}x{}", name, w.segments, T / w.segments), host.ops()});
   }
+  return table().back().ops;
+}
+
+// Runs of a bench workload's model packed on the host-run CUDA backend, their calls merged
+// (lib/cuda/run_merge.h) or made run by run: steps[i] is the group of step i. Returns the stream
+// operations of the last step; each run's losses go to losses[slot], its parameters to params.
+struct PackedTrace {
+  cu::StreamOps last;
+  std::vector<std::vector<double>> losses;
+  std::vector<std::vector<float>> params;
+};
+PackedTrace packed_workload(const std::string& name, int runs, bool merge, const std::vector<std::vector<int>>& steps) {
+  const BenchWorkload w = bench_workload(name, false, 1);
+  ModelConfig c = w.model;
+  resolve_kind(c);
+  cu::HostDriverBackend host;
+  host.set_merge_runs(merge);
+  PackedBackend pb(host, runs);
+  Model model(c, pb);
+  for (int k = 0; k < runs; ++k) {
+    pb.activate(k);
+    model.init_weights(5 + uint64_t(k));
+  }
+  pb.activate_all();
+  Engine engine(model, pb);
+  Adam adam(pb, model.num_params());
+  const int T = w.seq_len(), A = w.answer_size();
+  const std::vector<int> seg_len = segment_lengths(T, w.segments);
+  PackedTrace t;
+  t.losses.resize(size_t(runs));
+  std::vector<int64_t> adam_steps(size_t(runs), 0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::vector<std::vector<int32_t>> input(steps[i].size()), target(steps[i].size());
+    std::vector<PackedRunStep> group;
+    for (size_t j = 0; j < steps[i].size(); ++j) {
+      const int k = steps[i][j];
+      SplitMixRng rng(mix_seed(30 + uint64_t(i), uint64_t(k)));
+      for (int q = 0; q < T; ++q) input[j].push_back(int32_t(2 + rng.below(uint64_t(c.n_token - 2))));
+      for (int q = 0; q < T; ++q) target[j].push_back(int32_t(2 + rng.below(uint64_t(c.n_token - 2))));
+      StepSettings s;
+      s.bptt = w.bptt, s.clip = w.clip, s.lr = w.lr;
+      group.push_back({k, {input[j].data(), target[j].data(), 1, T, &seg_len, A}, s, &adam_steps[size_t(k)]});
+    }
+    host.reset_ops();
+    const std::vector<StepResult> r = packed_train_step(engine, model, pb, adam, group);
+    t.last = host.ops();
+    for (size_t j = 0; j < r.size(); ++j) t.losses[size_t(steps[i][j])].push_back(r[j].loss);
+  }
+  for (int k = 0; k < runs; ++k) {
+    pb.activate(k);
+    t.params.push_back(model.params.download());
+  }
+  return t;
 }
 
 }  // namespace
@@ -389,6 +442,65 @@ TEST_CASE("cuda host backend: packed steps captured give the bits of uncaptured 
     plain.activate(k), captured.activate(k);
     CHECK(a.params.download() == b.params.download());
   }
+}
+
+TEST_CASE("cuda host backend: packed runs merged, one launch per pass for the group; the same bits as run by run") {
+  // 16 runs of the reproduction's RMT copy model (issue 40): a packed step with the runs' calls
+  // merged against the same step made run by run, and against one run alone.
+  const cu::StreamOps one = workload_steps("repro_copy_rmt");
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const PackedTrace merged = packed_workload("repro_copy_rmt", 16, true, {all, all});
+  const PackedTrace in_turn = packed_workload("repro_copy_rmt", 16, false, {all, all});
+  CHECK(merged.losses == in_turn.losses);
+  CHECK(merged.params == in_turn.params);
+  CHECK(merged.losses[0] != merged.losses[1]);  // the runs are their own
+  table().push_back({"repro_copy_rmt x16 in turn", in_turn.last});
+  table().push_back({"repro_copy_rmt x16 merged", merged.last});
+  // Run by run, the group's forward and backward are 16 runs' launches; merged, about one run's:
+  // a pass is one launch, a product one batched call (those of the attention, batched over (b, h)
+  // already, one call over pointer arrays and the pass that writes them). What stays per run is
+  // each run's own part of the step: its batch, its reading of loss and norm, its clip and Adam.
+  CHECK(in_turn.last.kernels + in_turn.last.gemms >= 15 * (one.kernels + one.gemms));
+  CHECK(merged.last.gemms <= one.gemms + 16);
+  CHECK(merged.last.kernels <= one.kernels + one.gemms / 2 + 16 * 4);
+  CHECK(merged.last.total() * 5 < in_turn.last.total());
+
+  // Four runs, then a group without run 2: slots 0, 1, 3 are at no one stride, so even the
+  // single products go through pointer arrays.
+  const std::vector<std::vector<int>> steps = {{0, 1, 2, 3}, {0, 1, 3}, {0, 1, 3}};
+  const PackedTrace gap = packed_workload("repro_retrieval_rmt", 4, true, steps);
+  const PackedTrace gap_in_turn = packed_workload("repro_retrieval_rmt", 4, false, steps);
+  CHECK(gap.losses == gap_in_turn.losses);
+  CHECK(gap.params == gap_in_turn.params);
+  CHECK(gap.losses[2].size() == 1);
+}
+
+TEST_CASE("cuda host backend: merged runs that issue different operations are refused") {
+  cu::HostDriverBackend be;
+  DeviceArray<float> x(be, 8), y(be, 8);
+  be.fill(x.data(), 8, 1.f);
+  be.begin_run_merge(2);
+  be.merge_run(0);
+  be.scale(x.data(), 4, 2.f);
+  be.merge_run(1);
+  be.add_inplace(y.data(), x.data(), 4);  // another pass
+  CHECK_THROWS_WITH_AS(be.end_run_merge(),
+                       "merged runs: run 1 issued another kind of operation at operation 0 than run 0 (packed runs must "
+                       "run one shape)",
+                       std::logic_error);
+  be.begin_run_merge(2);  // the failed merge left nothing behind
+  be.merge_run(0);
+  be.scale(x.data(), 4, 2.f);
+  float host[8];
+  CHECK_THROWS_WITH_AS(be.copy_device_to_host(host, x.data(), sizeof host), "a download inside merged packed runs",
+                       std::logic_error);
+  be.merge_run(1);
+  be.scale(x.data() + 4, 4, 3.f);
+  be.end_run_merge();
+  be.copy_device_to_host(host, x.data(), sizeof host);
+  CHECK(host[0] == 2.f);
+  CHECK(host[7] == 3.f);
+  CHECK(be.ops().kernels >= 1);
 }
 
 TEST_CASE("cuda host backend: the LM's training steps match the CPU; stream operations per step") {

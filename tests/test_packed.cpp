@@ -16,6 +16,7 @@
 #include "lib/core/optim.h"
 #include "lib/core/packed_backend.h"
 #include "lib/core/random.h"
+#include "lib/cuda/host_backend.h"
 #include "lib/run/train_step.h"
 
 using namespace rmt;
@@ -136,7 +137,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute, Backend& inner) {
+// Packed on `inner` against each run alone on a backend alone_on() makes.
+template <class AloneOn>
+void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute, Backend& inner, AloneOn alone_on) {
   CAPTURE(kind);
   CAPTURE(bptt);
   CAPTURE(recompute);
@@ -144,13 +147,16 @@ void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute
   const std::vector<Trace> p = packed(c, bptt, recompute, inner);
   for (int k = 0; k < kRuns; ++k) {
     CAPTURE(k);
-    const Trace a = alone(c, k, bptt, recompute, cpu_backend());
+    const Trace a = alone(c, k, bptt, recompute, alone_on());
     CHECK(p[size_t(k)].loss == a.loss);  // exactly: the same bits
     CHECK(p[size_t(k)].norm == a.norm);
     CHECK(p[size_t(k)].eval_loss == a.eval_loss);
     CHECK(same_bits(p[size_t(k)].params, a.params));
   }
   CHECK(!same_bits(p[0].params, p[1].params));  // the runs are their own
+}
+void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute, Backend& inner) {
+  check_packed_equals_alone(kind, bptt, recompute, inner, []() -> Backend& { return cpu_backend(); });
 }
 
 }  // namespace
@@ -172,6 +178,28 @@ TEST_CASE("packed runs: through cpu-guarded (no host access, unwritten slices ho
   check_packed_equals_alone("xl_rmt", 1, false, guarded_cpu_backend());
   check_packed_equals_alone("armt", 1, false, guarded_cpu_backend());
   check_packed_equals_alone("xl", -1, false, guarded_cpu_backend());
+  set_num_threads(threads_before);
+}
+
+TEST_CASE("packed runs: merged on the host-run CUDA backend, each run's bits alone there, every kind and BPTT") {
+  // The CUDA backend's drivers run on the host (lib/cuda/host_backend.h): packed runs' calls are
+  // recorded and issued once per pass for the group (lib/cuda/run_merge.h), run by run alone on a
+  // backend of their own. The groups change from step to step, {0, 2} among them.
+  const int threads_before = num_threads();
+  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt", "armt"}) {
+    const std::vector<int> bptts =
+        (kind == "rmt" || kind == "xl_rmt" || kind == "armt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
+    for (int bptt : bptts) {
+      cuda::HostDriverBackend merged;
+      merged.set_nan_scratch(true);  // a run reading scratch outside its region reads NaN
+      REQUIRE(merged.can_merge_runs());
+      std::vector<std::unique_ptr<cuda::HostDriverBackend>> own;
+      check_packed_equals_alone(kind, bptt, false, merged, [&]() -> Backend& {
+        own.push_back(std::make_unique<cuda::HostDriverBackend>());
+        return *own.back();
+      });
+    }
+  }
   set_num_threads(threads_before);
 }
 

@@ -286,10 +286,16 @@ scaling() {
   local repo rc=0
   repo=$(cd "$bundle/.." && pwd)
   cd "$repo" || return 1
-  for k in ${RMT_PACKS:-1 4 16 64}; do
+  for k in ${RMT_PACKS:-1 4 16 64 256}; do
     in_bundle "$bundle/rmt" bench --device "${RMT_SCALING_DEVICE:-cuda}" --model repro --pack "$k" \
       --reps "${RMT_SCALING_REPS:-300}" --warmup "${RMT_SCALING_WARMUP:-50}" --no-eval --peak-gflops 1 --json \
       >> "$logs/scaling.jsonl" || rc=1
+  done
+  # What merging the packed runs' calls gains: the same packs with each run's calls in turn.
+  for k in ${RMT_PACKS_IN_TURN:-16}; do
+    in_bundle env RMT_CUDA_MERGE_RUNS=0 "$bundle/rmt" bench --device "${RMT_SCALING_DEVICE:-cuda}" --model repro \
+      --pack "$k" --reps "${RMT_SCALING_REPS:-300}" --warmup "${RMT_SCALING_WARMUP:-50}" --no-eval --peak-gflops 1 \
+      --json >> "$logs/scaling.jsonl" || rc=1
   done
   RMT_SCALING_N=${RMT_SCALING_N:-1 4 16 64} LD_LIBRARY_PATH="$rmt_path" \
     bash bench/gpu/mps_scaling.sh "$bundle/rmt" "$logs/scaling.jsonl" || rc=1

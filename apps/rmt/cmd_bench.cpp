@@ -186,8 +186,9 @@ void add_bench_command(CLI::App& app) {
                         "until the carried state is full\n",
                         r.batch, r.seq_len, bench_workload("lm_rmt", args->tiny).lm_window);
           if (r.pack > 1)
-            std::printf("%d runs packed into one computation (%d at a time): a step is one step of each, "
-                        "steps/s counts every run's\n", r.pack, r.threads);
+            std::printf("%d runs packed into one computation (%d at a time%s): a step is one step of each, "
+                        "steps/s counts every run's\n",
+                        r.pack, r.threads, r.merged_runs ? ", one launch per pass for all" : "");
           std::printf("%-20s %10s %10s %10s %12s %10s %8s %7s %9s %12s %12s\n", "model", "step ms",
                       "median", "steps/s", "tokens/s", "GFLOP/st", "GFLOP/s", "MFU", "RSS MB", "greedy ms",
                       "re-run ms");

@@ -227,6 +227,19 @@ class Backend {
   // Changes whenever this backend allocates or frees memory, its scratch included: buffers a
   // capture uses may have moved, so it must be captured again.
   virtual int64_t memory_epoch() const { return 0; }
+
+  // ---- Merging packed runs (lib/core/packed_backend.h, issue 40). A backend that can records
+  // the work of `runs` calls of one kernel made between begin_run_merge and end_run_merge, each
+  // for one run on that run's buffers (merge_run(r) before run r's), and at end_run_merge issues
+  // each of their passes once for all of them (the CUDA backend: one launch over the runs,
+  // batched GEMMs; lib/cuda/run_merge.h). The results are those of the calls made in turn.
+  // Between begin and end nothing may be copied to or from the host or waited for.
+  virtual bool can_merge_runs() const { return false; }
+  virtual void begin_run_merge(int) { throw std::logic_error("begin_run_merge: this backend cannot merge runs"); }
+  virtual void merge_run(int) { throw std::logic_error("merge_run: this backend cannot merge runs"); }
+  virtual void end_run_merge() { throw std::logic_error("end_run_merge: this backend cannot merge runs"); }
+  // Drops what was recorded (never throws: called while an error unwinds).
+  virtual void abort_run_merge() {}
 };
 
 // The backend a run asks for by name (`device:` in the config, `--device` on the CLI):

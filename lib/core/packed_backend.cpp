@@ -104,8 +104,29 @@ T* PackedBackend::at(T* p, int k) const {
 }
 
 template <typename F>
+void PackedBackend::each_slot(const std::vector<int>& slots, F&& f) {
+  if (slots.size() < 2 || !inner_.can_merge_runs()) {
+    for (int k : slots) f(k);
+    return;
+  }
+  // A backend that merges runs (the CUDA backend) records the runs' calls, then issues each of
+  // their passes once for all of them.
+  inner_.begin_run_merge(int(slots.size()));
+  try {
+    for (size_t r = 0; r < slots.size(); ++r) {
+      inner_.merge_run(int(r));
+      f(slots[r]);
+    }
+    inner_.end_run_merge();
+  } catch (...) {
+    inner_.abort_run_merge();
+    throw;
+  }
+}
+
+template <typename F>
 void PackedBackend::each_active(F&& f) {
-  for (int k : active_) f(k);
+  each_slot(active_, f);
 }
 
 int PackedBackend::single_active(const char* what) const {
@@ -125,14 +146,14 @@ std::vector<int> PackedBackend::write_slots(Allocation& a) const {
 void PackedBackend::fill(float* x, int64_t n, float value) {
   if (n <= 0) return;
   Allocation& a = allocation_of(x);
-  for (int k : write_slots(a)) inner_.fill(at(x, k), n, value);
+  each_slot(write_slots(a), [&](int k) { inner_.fill(at(x, k), n, value); });
   a.written = true;
 }
 
 void PackedBackend::fill_bytes(void* p, uint8_t value, size_t bytes) {
   if (bytes == 0) return;
   Allocation& a = allocation_of(p);
-  for (int k : write_slots(a)) inner_.fill_bytes(at(static_cast<char*>(p), k), value, bytes);
+  each_slot(write_slots(a), [&](int k) { inner_.fill_bytes(at(static_cast<char*>(p), k), value, bytes); });
   a.written = true;
 }
 
@@ -155,7 +176,9 @@ void PackedBackend::copy_device_to_device(void* dst, const void* src, size_t byt
   Allocation& a = allocation_of(dst);
   const std::vector<int> slots = write_slots(a);  // each slice from its own run's source
   touch({dst, src});
-  for (int k : slots) inner_.copy_device_to_device(at(static_cast<char*>(dst), k), at(static_cast<const char*>(src), k), bytes);
+  each_slot(slots, [&](int k) {
+    inner_.copy_device_to_device(at(static_cast<char*>(dst), k), at(static_cast<const char*>(src), k), bytes);
+  });
 }
 
 // ---- kernels

@@ -22,9 +22,10 @@
 // on the CPU a packed run is bit-identical to the same run trained alone with train.threads 1
 // (tests/test_packed.cpp). Several cores train several packs, one per host thread (lib/run/train.h
 // train_packed; the CPU backend is reentrant): a pack never waits on another core inside a step,
-// which a fork and join per kernel did, badly so beside other processes. A native device
-// implementation (one launch over the runs, strided-batched cuBLAS) is the CUDA backend's to add;
-// through this wrapper a device runs each run's kernels in turn.
+// which a fork and join per kernel did, badly so beside other processes. On a backend that merges
+// runs (Backend::can_merge_runs: the CUDA backend) a kernel called for a group is one call of the
+// inner backend per run, recorded, then issued once for all the runs: one launch per pass over
+// the runs, one batched cuBLAS call per product (lib/cuda/run_merge.h).
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -136,7 +137,10 @@ class PackedBackend final : public Backend {
   // p moved to run slot k's slice (null stays null). Only reads the allocation table.
   template <typename T>
   T* at(T* p, int k) const;
-  // Runs f(slot) for each active slot, in turn.
+  // Runs f(slot) for each of `slots` in turn, the inner backend's calls merged where it can
+  // (Backend::can_merge_runs); each_active for the active slots.
+  template <typename F>
+  void each_slot(const std::vector<int>& slots, F&& f);
   template <typename F>
   void each_active(F&& f);
   // The one active slot (reading back to the host needs one run); fails otherwise.

@@ -13,6 +13,7 @@
 
 #include "lib/core/error.h"
 #include "lib/cuda/exec.h"
+#include "lib/cuda/run_merge.h"
 
 namespace rmt::cuda {
 
@@ -134,6 +135,35 @@ __global__ void __launch_bounds__(kBlockThreads) for_each_block_kernel(int64_t n
   for (int64_t b = blockIdx.x; b < n; b += gridDim.x) f(blk, b);  // the same b in every thread
 }
 
+// Packed runs' passes merged (lib/cuda/run_merge.h): up to Cap runs' closures and item counts as
+// the launch's parameters (__grid_constant__: read in place, not copied per thread), run r on
+// blockIdx.y.
+template <class F, int Cap>
+struct MergedClosures {
+  int64_t n[Cap];
+  alignas(F) unsigned char f[Cap][sizeof(F)];
+};
+
+template <class F, int Cap>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    merged_for_each_kernel(const __grid_constant__ MergedClosures<F, Cap> m) {
+  const int r = blockIdx.y;
+  const F& f = *reinterpret_cast<const F*>(m.f[r]);
+  const int64_t n = m.n[r];
+  const int64_t stride = int64_t(blockDim.x) * int64_t(gridDim.x);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+template <class F, int Cap>
+__global__ void __launch_bounds__(kBlockThreads)
+    merged_for_each_block_kernel(const __grid_constant__ MergedClosures<F, Cap> m) {
+  __shared__ double shared[kBlockThreads];
+  CudaBlock blk{shared};
+  const int r = blockIdx.y;
+  const F& f = *reinterpret_cast<const F*>(m.f[r]);
+  for (int64_t b = blockIdx.x; b < m.n[r]; b += gridDim.x) f(blk, b);  // the same b in every thread
+}
+
 // ---- the Exec -------------------------------------------------------------------------------
 
 // What the backend creates at its first use: the stream, the cuBLAS handle, the scratch buffers,
@@ -141,8 +171,8 @@ __global__ void __launch_bounds__(kBlockThreads) for_each_block_kernel(int64_t n
 struct CudaState {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
-  void* scratch[kScratchSlots] = {};
-  size_t scratch_bytes[kScratchSlots] = {};
+  void* scratch[kExecSlots] = {};
+  size_t scratch_bytes[kExecSlots] = {};
   double* sum_result = nullptr;  // device
   void* cublas_workspace = nullptr;  // device, kCublasWorkspaceBytes
 
@@ -166,6 +196,7 @@ struct CudaExec {
   template <class F>
   void for_each(int64_t n, F f) {
     if (n <= 0) return;
+    if (merge.recording()) return merge.record_pass(n, f, &CudaExec::launch_merged<F, false>);
     const int64_t blocks = std::min((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
     for_each_kernel<F><<<unsigned(blocks), kThreadsPerBlock, 0, state->stream>>>(n, f);
     check(cudaGetLastError(), "launch of for_each_kernel");
@@ -174,15 +205,46 @@ struct CudaExec {
   template <class F>
   void for_each_block(int64_t n, F f) {
     if (n <= 0) return;
+    if (merge.recording()) return merge.record_pass(n, f, &CudaExec::launch_merged<F, true>);
     const int64_t blocks = std::min(n, kMaxBlocks);
     for_each_block_kernel<F><<<unsigned(blocks), kBlockThreads, 0, state->stream>>>(n, f);
     check(cudaGetLastError(), "launch of for_each_block_kernel");
     ++ops.kernels;
   }
 
+  // Packed runs' calls recorded, then issued as one launch per pass (lib/cuda/run_merge.h).
+  RunMerge<CudaExec> merge;
+  template <class F, bool Blocks>
+  static void launch_merged(CudaExec& ex, const std::vector<const unsigned char*>& closure, const std::vector<int64_t>& n) {
+    constexpr int Cap = merged_capacity(sizeof(F));
+    const int runs = int(closure.size());
+    for (int r0 = 0; r0 < runs; r0 += Cap) {
+      const int count = std::min(Cap, runs - r0);
+      MergedClosures<F, Cap> m;
+      int64_t most = 0;
+      for (int r = 0; r < count; ++r) {
+        m.n[r] = n[size_t(r0 + r)];
+        std::memcpy(m.f[r], closure[size_t(r0 + r)], sizeof(F));
+        most = std::max(most, m.n[r]);
+      }
+      if constexpr (Blocks) {
+        const dim3 grid(unsigned(std::min(most, kMaxBlocks)), unsigned(count));
+        merged_for_each_block_kernel<F, Cap><<<grid, kBlockThreads, 0, ex.state->stream>>>(m);
+        check(cudaGetLastError(), "launch of merged_for_each_block_kernel");
+      } else {
+        const dim3 grid(unsigned(std::min((most + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks)),
+                        unsigned(count));
+        merged_for_each_kernel<F, Cap><<<grid, kThreadsPerBlock, 0, ex.state->stream>>>(m);
+        check(cudaGetLastError(), "launch of merged_for_each_kernel");
+      }
+      ++ex.ops.kernels;
+    }
+  }
+
   // cuBLAS in fp32 (pedantic math, set at the handle's creation): one call, strided-batched when
   // g.batch > 1. cuBLAS ignores C when beta is 0 (NaN in it included), as the Backend contract says.
   void sgemm(const Gemm& g) {
+    if (merge.recording()) return merge.record_gemm(g);
     const ColumnMajorGemm c = column_major(g);
     const cublasOperation_t op_first = c.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_second = c.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -198,7 +260,21 @@ struct CudaExec {
     ++ops.gemms;
   }
 
+  // cuBLAS's SgemmBatched over the pointer arrays (device memory) a pass wrote: column-major, the
+  // first operand B, the second A, as column_major() maps a Gemm.
+  void sgemm_arrays(const GemmArrays& g) {
+    const cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    RMT_CUDA_CHECK(cublasSgemmBatched(state->cublas, op_first, op_second, g.N, g.M, g.K, &g.alpha, g.B, g.ldb,
+                                      g.A, g.lda, &g.beta, g.C, g.ldc, g.count));
+    ++ops.gemms;
+  }
+
   void memset(void* p, uint8_t value, size_t bytes) {
+    if (merge.recording()) return memset_pass(*this, p, value, bytes);
+    memset_now(p, value, bytes);
+  }
+  void memset_now(void* p, uint8_t value, size_t bytes) {
     RMT_CUDA_CHECK(cudaMemsetAsync(p, value, bytes, state->stream));
     ++ops.memsets;
   }
@@ -206,6 +282,7 @@ struct CudaExec {
   // wait for their copy.
   void copy_to_device(void* dst, const void* host, size_t bytes) {
     no_capture("an upload");
+    no_merge("an upload");
     CudaState& s = *state;
     ++ops.copies;
     if (bytes > kUploadSlotBytes) {
@@ -225,23 +302,35 @@ struct CudaExec {
   // The data is on the host on return.
   void copy_to_host(void* host, const void* src, size_t bytes) {
     no_capture("a download");
+    no_merge("a download");
     RMT_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, state->stream));
     RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
     ++ops.copies;
     ++ops.syncs;
   }
   void copy_on_device(void* dst, const void* src, size_t bytes) {
+    if (merge.recording()) return copy_pass(*this, dst, src, bytes);
     RMT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, state->stream));
     ++ops.copies;
   }
   void synchronize() {
     no_capture("a wait for the stream");
+    no_merge("a wait for the stream");
     RMT_CUDA_CHECK(cudaStreamSynchronize(state->stream));
     ++ops.syncs;
   }
 
+  // A driver's scratch: the slot itself, or while packed runs are merged, the run's region of it.
   void* scratch(int slot, size_t bytes) {
     if (slot < 0 || slot >= kScratchSlots) fail("cuda: scratch slot {} out of range", slot);
+    void* p = merge.recording()
+                  ? merge.run_scratch(slot, bytes, [this](int s, size_t b) { return slot_buffer(s, b); })
+                  : slot_buffer(slot, bytes);
+    if (nan_scratch) memset_now(p, 0xff, bytes);
+    return p;
+  }
+  // Slot `slot` (kExecSlots of them) grown to at least `bytes`.
+  void* slot_buffer(int slot, size_t bytes) {
     if (bytes > state->scratch_bytes[slot]) {
       no_capture("a scratch buffer grown");
       // A kernel still queued may read the old buffer: let the stream drain before freeing it.
@@ -257,7 +346,6 @@ struct CudaExec {
       RMT_CUDA_CHECK(cudaMalloc(&state->scratch[slot], grown));
       state->scratch_bytes[slot] = grown;
     }
-    if (nan_scratch) memset(state->scratch[slot], 0xff, bytes);
     return state->scratch[slot];
   }
   bool nan_scratch = nan_scratch_requested();  // exec.h: every request filled with 0xff first
@@ -295,6 +383,9 @@ struct CudaExec {
  private:
   void no_capture(const char* what) const {
     if (capturing_) fail("cuda: {} while capturing a step (a CUDA graph cannot hold it)", what);
+  }
+  void no_merge(const char* what) const {
+    if (merge.recording()) fail("cuda: {} inside merged packed runs", what);
   }
   void drop_step() {
     if (state->step) cudaGraphExecDestroy(state->step);

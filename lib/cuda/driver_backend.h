@@ -7,6 +7,8 @@
 // host through exactly the calls the GPU gets, and their stream operations can be counted.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -18,6 +20,12 @@
 #include "lib/cuda/kernels.h"
 
 namespace rmt::cuda {
+
+// Unless RMT_CUDA_MERGE_RUNS is "0" (read when a backend is made).
+inline bool merge_runs_requested() {
+  const char* v = std::getenv("RMT_CUDA_MERGE_RUNS");
+  return !(v && std::strcmp(v, "0") == 0);
+}
 
 template <class Exec>
 class DriverBackend : public Backend {
@@ -177,6 +185,16 @@ class DriverBackend : public Backend {
   }
   int64_t memory_epoch() const override { return allocations_ + scratch_growths(); }
 
+  // ---- packed runs merged: the Exec records each run's calls, then issues them once for all
+  // (lib/cuda/run_merge.h). RMT_CUDA_MERGE_RUNS=0 in the environment (or set_merge_runs(false))
+  // runs each run's calls in turn instead, to measure what merging gains.
+  bool can_merge_runs() const override { return merge_runs_; }
+  void begin_run_merge(int runs) override { ex().merge.begin(runs); }
+  void merge_run(int r) override { ex().merge.set_run(r); }
+  void end_run_merge() override { ex().merge.issue(ex()); }
+  void abort_run_merge() override { ex().merge.abort(); }
+  void set_merge_runs(bool on) { merge_runs_ = on; }
+
  protected:
   // The Exec every call goes through (a device backend makes its stream on first use here).
   virtual Exec& ex() = 0;
@@ -202,6 +220,7 @@ class DriverBackend : public Backend {
   }
 
   int64_t captures_ = 0;  // the number of the capture kept
+  bool merge_runs_ = merge_runs_requested();
 };
 
 }  // namespace rmt::cuda

@@ -12,6 +12,9 @@
 //     threads of a block run f together and cooperate through `blk` (below): a row of a
 //     LayerNorm, a softmax, a chunk of a sum;
 //   * `ex.sgemm(...)`: one cuBLAS-style product (column-major, strided batches) on the stream.
+// While packed runs are merged (lib/cuda/run_merge.h) an Exec records these per run instead of
+// issuing them, and issues each once for all the runs (`ex.sgemm_arrays`: products over arrays of
+// pointers); drivers are written as for one run and need not know.
 // So:
 //   * f writes only what its item or block owns, and reads nothing another item or block of the
 //     same pass writes;
@@ -62,6 +65,9 @@
 namespace rmt::cuda {
 
 inline constexpr int kScratchSlots = 5;
+// One more slot, not the drivers': the pointer arrays of merged GEMMs (lib/cuda/run_merge.h).
+inline constexpr int kPointerSlot = kScratchSlots;
+inline constexpr int kExecSlots = kScratchSlots + 1;
 
 // RMT_CUDA_NAN_SCRATCH set and not "0" (read when an Exec is made).
 inline bool nan_scratch_requested() {
@@ -108,6 +114,34 @@ struct Gemm {
   float alpha = 1.f, beta = 0.f;
   int batch = 1;
 };
+
+// `count` row-major products given by arrays of pointers in the Exec's memory (cuBLAS's
+// SgemmBatched): C[q][M, N] = alpha * op(A[q]) op(B[q]) + beta * C[q], the rest as Gemm's. The
+// merged GEMMs of packed runs whose operands are not at one stride (lib/cuda/run_merge.h).
+struct GemmArrays {
+  float* const* C;
+  int ldc;
+  const float* const* A;
+  int lda;
+  const float* const* B;
+  int ldb;
+  int M, N, K;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  int count;
+};
+
+// Runs of a pack whose closures of `closure_bytes` one merged launch carries as its parameters
+// (lib/cuda/run_merge.h): as many as fit 4000 bytes (the kernel-parameter limit of every CUDA
+// version), at most 64; more runs take more launches. The host counts launches the same way.
+inline constexpr int merged_capacity(size_t closure_bytes) {
+  const size_t fit = 3968 / (closure_bytes + sizeof(int64_t));
+  return fit < 1 ? 1 : fit > 64 ? 64 : int(fit);
+}
+inline int64_t merged_launches(size_t closure_bytes, int64_t runs) {
+  const int cap = merged_capacity(closure_bytes);
+  return (runs + cap - 1) / cap;
+}
 
 // The same product as cuBLAS (column-major) computes it. A row-major [r, c] matrix with row
 // stride ld is, read column-major, its transpose [c, r] with leading dimension ld; so the

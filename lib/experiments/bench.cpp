@@ -334,6 +334,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   r.workload = w.workload;
   r.device = opt.device;
   r.pack = opt.pack;
+  r.merged_runs = opt.pack > 1 && be.can_merge_runs();
   if (opt.pack > 1) {
     bench_packed(r, w, mc, be, opt);
   } else {
@@ -372,6 +373,7 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source) {
   j["params"] = r.params;
   j["reps"] = r.reps;
   j["pack"] = r.pack;
+  j["merged_runs"] = r.merged_runs;
   j["steps_per_s"] = r.steps_per_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["step_ms"] = r.step_ms_min;

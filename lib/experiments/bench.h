@@ -144,6 +144,7 @@ struct BenchResult {
   int warmup = 0;              // untimed steps run (language model: at least lm_fill_steps)
   int64_t params = 0;
   int pack = 1;                // runs per step (BenchOptions::pack); the figures below are of all of them
+  bool merged_runs = false;    // the packed runs' calls merged, one launch per pass (lib/cuda/run_merge.h)
   double step_ms_min = 0, step_ms_median = 0;  // one step of every packed run together
   double steps_per_s = 0;      // training steps of single runs per second: pack / min step time
   double tokens_per_s = 0;     // pack * B*T / min step time (language model: T = one new segment)

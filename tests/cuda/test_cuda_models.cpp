@@ -271,17 +271,18 @@ TEST_CASE("cuda models: ten optimizer steps (clip, Adam) give the cpu's paramete
   }
 }
 
-TEST_CASE("cuda models: packed runs (lib/core/packed_backend.h) on the device give each run the cpu's alone") {
-  // Three runs of RMT packed on the device, each its own weights, batches and dropout, against
-  // each trained alone on the cpu: five clip + Adam steps, run 1 sitting one out.
-  constexpr int kRuns = 3;
-  const ModelConfig c = copy_model("rmt");
-  PackedBackend pb(nan_filled_gpu(), kRuns);
+namespace {
+
+// `runs` runs of model c packed on the device (their calls merged, lib/cuda/run_merge.h), each its
+// own weights, batches and dropout, against each trained alone on the cpu: a clip + Adam step per
+// group of `groups`, each run's loss and norm compared, then its parameters.
+void check_packed_on_device(const ModelConfig& c, int runs, int B, const std::vector<std::vector<int>>& groups) {
+  PackedBackend pb(nan_filled_gpu(), runs);
   Model packed(c, pb);
   std::vector<std::unique_ptr<Model>> alone;
   std::vector<std::unique_ptr<Engine>> alone_engines;
   std::vector<std::unique_ptr<Adam>> alone_adams;
-  for (int k = 0; k < kRuns; ++k) {
+  for (int k = 0; k < runs; ++k) {
     alone.push_back(std::make_unique<Model>(c, cpu()));
     alone[size_t(k)]->init_weights(40 + uint64_t(k));
     pb.activate(k);
@@ -292,13 +293,13 @@ TEST_CASE("cuda models: packed runs (lib/core/packed_backend.h) on the device gi
   pb.activate_all();
   Adam adam(pb, packed.num_params());
   Engine engine(packed, pb);
-  std::vector<int64_t> adam_steps(kRuns, 0);
-  std::vector<int> taken(kRuns, 0);
-  for (const std::vector<int>& group : std::vector<std::vector<int>>{{0, 1, 2}, {0, 2}, {1}, {0, 1, 2}}) {
+  std::vector<int64_t> adam_steps(size_t(runs), 0);
+  std::vector<int> taken(size_t(runs), 0);
+  for (const std::vector<int>& group : groups) {
     std::vector<std::unique_ptr<Batch>> batches;
     std::vector<PackedRunStep> steps;
     for (int k : group) {
-      batches.push_back(std::make_unique<Batch>(8, std::vector<int>{24, 24, 24}, 12, 700 + 10 * uint64_t(k) + uint64_t(taken[size_t(k)])));
+      batches.push_back(std::make_unique<Batch>(B, std::vector<int>{24, 24, 24}, 12, 700 + 10 * uint64_t(k) + uint64_t(taken[size_t(k)])));
       StepSettings s;
       s.bptt = -1, s.clip = 0.25, s.lr = 1e-3;
       s.dropout_seed = 900 + 10 * uint64_t(k) + uint64_t(taken[size_t(k)]);
@@ -309,17 +310,35 @@ TEST_CASE("cuda models: packed runs (lib/core/packed_backend.h) on the device gi
       const int k = group[i];
       const StepResult r = train_step(*alone_engines[size_t(k)], *alone[size_t(k)], cpu(), *alone_adams[size_t(k)],
                                       steps[i].batch, steps[i].settings);
-      const std::string what = fmt::format("packed run {} step {}", k, taken[size_t(k)]);
+      const std::string what = fmt::format("packed run {} of {} step {}", k, runs, taken[size_t(k)]);
       CHECK(close_scalar(what + " loss", r.loss, d[i].loss, kModelLimit));
       CHECK(close_scalar(what + " gradient norm", r.grad_norm, d[i].grad_norm, kModelLimit));
       taken[size_t(k)] += 1;
     }
   }
-  for (int k = 0; k < kRuns; ++k) {
+  for (int k = 0; k < runs; ++k) {
     pb.activate(k);
-    compare_tensors(fmt::format("packed run {} after its steps: param", k), *alone[size_t(k)],
+    compare_tensors(fmt::format("packed run {} of {} after its steps: param", k, runs), *alone[size_t(k)],
                     alone[size_t(k)]->params.download(), packed.params.download());
   }
+}
+
+}  // namespace
+
+TEST_CASE("cuda models: packed runs (lib/core/packed_backend.h) on the device give each run the cpu's alone") {
+  // Four RMT runs, their calls merged: all four (products strided-batched over the runs), runs
+  // 0, 1, 3 (no one stride: pointer arrays), run 2 alone (not merged), all four again.
+  check_packed_on_device(copy_model("rmt"), 4, 8, {{0, 1, 2, 3}, {0, 1, 3}, {2}, {0, 1, 2, 3}});
+}
+
+TEST_CASE("cuda models: 70 packed runs merged, more than one launch's parameters") {
+  // More runs than one merged launch carries (exec.h merged_capacity: at most 64): each pass is
+  // two launches or more. A smaller model, batch 2, two steps.
+  ModelConfig c = copy_model("rmt");
+  c.n_layer = 2, c.d_head = 16, c.d_model = 32, c.d_inner = 64;
+  std::vector<int> all;
+  for (int k = 0; k < 70; ++k) all.push_back(k);
+  check_packed_on_device(c, 70, 2, {all, all});
 }
 
 TEST_CASE("cuda models: captured steps (a CUDA graph replayed) give the bits of uncaptured ones") {

@@ -169,10 +169,11 @@ grep -q 'say which items in RMT_REPRO_ITEMS' <<< "$out" || fail "run.sh reproduc
 mkdir -p "$tmp/bench/gpu"
 cp "$root/bench/gpu/mps_scaling.sh" "$tmp/bench/gpu/"
 out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/scaling-logs" RMT_SCALING_DEVICE=cpu \
-      RMT_PACKS="1 2" RMT_SCALING_N="1 2" RMT_SCALING_MPS=off RMT_SCALING_MODELS="repro_copy_rmt repro_retrieval_rmt" RMT_SCALING_REPS=3 RMT_SCALING_WARMUP=1 \
+      RMT_PACKS="1 2" RMT_PACKS_IN_TURN="2" RMT_SCALING_N="1 2" RMT_SCALING_MPS=off RMT_SCALING_MODELS="repro_copy_rmt repro_retrieval_rmt" RMT_SCALING_REPS=3 RMT_SCALING_WARMUP=1 \
       bash "$bundle/run.sh" scaling 2>&1) || fail "run.sh scaling (cpu): $out"
 lines=$(wc -l < "$tmp/scaling-logs/scaling.jsonl")
-[ "$lines" -eq 8 ] || fail "run.sh scaling wrote $lines lines, not 8 (2 models x 2 packs + 2 models x 2 process counts): $(cat "$tmp/scaling-logs/scaling.jsonl")"
+[ "$lines" -eq 10 ] || fail "run.sh scaling wrote $lines lines, not 10 (2 models x 2 packs, 2 models x 1 pack in turn, 2 models x 2 process counts): $(cat "$tmp/scaling-logs/scaling.jsonl")"
+grep -q '"merged_runs":false' "$tmp/scaling-logs/scaling.jsonl" || fail "run.sh scaling: no merged_runs field"
 grep -q '"pack":2' "$tmp/scaling-logs/scaling.jsonl" || fail "run.sh scaling: no packed point"
 grep -q '"processes": 2' "$tmp/scaling-logs/scaling.jsonl" || fail "run.sh scaling: no point of 2 processes"
 
