@@ -314,13 +314,13 @@ void captured_steps(double dropout) {
     CHECK(cap.params.download() == plain.params.download());
     if (step > 0) CHECK(ops.syncs == 1);  // the one download of the loss and the norm (step 0 grows scratch)
     if (step == 2 || step == 5) {
-      // one launch for forward, backward and norm; outside it the batch's uploads (ids and
-      // targets of 3 segments, and with dropout the segments' seeds), the download, the clip
-      // and Adam
+      // one launch for forward, backward and norm; outside it the batch's uploads (the ids and
+      // targets of every segment in one, and with dropout the segments' seeds), the download,
+      // the clip and Adam
       CHECK(ops.graphs == 1);
       CHECK(ops.gemms == 0);
       CHECK(ops.kernels <= 2);
-      CHECK(ops.copies == 2 * 3 + (dropout > 0 ? 1 : 0) + 1);
+      CHECK(ops.copies == 1 + (dropout > 0 ? 1 : 0) + 1);
       if (step == 5)
         table().push_back({dropout > 0 ? "rmt copy 3x24 dropout, captured" : "rmt copy 3x24, captured", ops});
     }

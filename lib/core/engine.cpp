@@ -409,8 +409,6 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
   batch_ = B;
   recomputing_ = recompute_;
   segs_.resize(recomputing_ ? 0 : size_t(N));
-  batch_ids_.resize(size_t(N));
-  batch_targets_.resize(size_t(N));
   seg_logits_.resize(recomputing_ ? size_t(N) : 0);
   states_.resize(size_t(N) + 1);
   from_initial_ = carry.start == nullptr;
@@ -425,24 +423,29 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
     segment_seeds_.upload(be_, seeds);
   }
   loss_scale_ = 1.f / float(int64_t(B) * answer_size);
-  // Each segment's tokens and targets (-1 where the position is not scored), [B, T_s].
+  // Each segment's tokens and targets (-1 where the position is not scored), time-major [T_s, B],
+  // one after the other in one upload.
+  batch_at_.assign(size_t(N), 0);
+  host_batch_.clear();
   int t0 = 0;
   for (int s = 0; s < N; ++s) {
     const int Ts = seg_len[size_t(s)];
     if (plans_[size_t(s)].run) {  // a segment that feeds nothing is not run (run_forward)
-      host_seg_tokens_.resize(size_t(B) * Ts);
-      host_seg_targets_.resize(size_t(B) * Ts);
-      for (int b = 0; b < B; ++b)
-        for (int t = 0; t < Ts; ++t) {
+      const size_t at = host_batch_.size();
+      batch_at_[size_t(s)] = int64_t(at);
+      host_batch_.resize(at + 2 * size_t(Ts) * B);
+      int32_t* ids = host_batch_.data() + at;
+      int32_t* targets = ids + size_t(Ts) * B;
+      for (int t = 0; t < Ts; ++t)
+        for (int b = 0; b < B; ++b) {
           const int pos = t0 + t;
-          host_seg_tokens_[size_t(b) * Ts + t] = input[int64_t(b) * T + pos];
-          host_seg_targets_[size_t(b) * Ts + t] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
+          ids[size_t(t) * B + b] = input[int64_t(b) * T + pos];
+          targets[size_t(t) * B + b] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
         }
-      upload_segment(batch_ids_[size_t(s)], &batch_targets_[size_t(s)], host_seg_tokens_.data(),
-                     host_seg_targets_.data(), B, Ts);
     }
     t0 += Ts;
   }
+  batch_tokens_.upload(be_, host_batch_);
 }
 
 void Engine::run_forward(double* loss_sum) {
@@ -459,7 +462,7 @@ void Engine::run_forward(double* loss_sum) {
       continue;
     }
     SegmentActivations& seg = recomputing_ ? work_ : segs_[size_t(s)];
-    run_segment(seg, plan, batch_ids_[size_t(s)].data(), batch_targets_[size_t(s)].data(), batch_,
+    run_segment(seg, plan, segment_ids(s), segment_targets(s), batch_,
                 states_[size_t(s)], states_[size_t(s) + 1], training_, segment_seed(s), loss_scale_);
     if (!plan.logits) continue;
     be_.accumulate_sum(loss_sum, seg.loss_rows.data(), seg.loss_rows.size());

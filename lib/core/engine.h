@@ -291,8 +291,14 @@ class Engine {
   bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
   float loss_scale_ = 0;
   RecurrentState carry_in_;  // the carried state the staged forward starts from (stage_forward)
-  // per segment: its tokens and targets [T_s, B], uploaded by stage_forward (recomputing reads them too)
-  std::vector<DeviceArray<int32_t>> batch_ids_, batch_targets_;
+  // The batch's tokens and targets, uploaded by stage_forward in one copy (recomputing reads them
+  // too): segment s's ids [T_s, B] at batch_at_[s], its targets [T_s, B] right after.
+  DeviceArray<int32_t> batch_tokens_;
+  std::vector<int64_t> batch_at_;
+  const int32_t* segment_ids(int s) const { return batch_tokens_.data() + batch_at_[size_t(s)]; }
+  const int32_t* segment_targets(int s) const {
+    return segment_ids(s) + int64_t(seg_len_[size_t(s)]) * batch_;
+  }
   // per segment: its dropout seed mix_seed(step's seed, s), uploaded by stage_forward with the
   // batch, so that a captured step reads the seeds of the step it replays
   DeviceArray<uint64_t> segment_seeds_;
@@ -309,7 +315,7 @@ class Engine {
   // attention masks by shape (q, mlen, m_read, m_write)
   std::map<std::array<int, 4>, DeviceArray<uint8_t>> masks_;
   // host staging, reused: a segment's ids and targets [B, T] and transposed, a mask being built
-  std::vector<int32_t> host_seg_tokens_, host_seg_targets_, host_ids_, host_targets_;
+  std::vector<int32_t> host_batch_, host_ids_, host_targets_;
   std::vector<uint8_t> host_mask_;
   // backward scratch, reused
   DeviceArray<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dr_, dmem_in_, dmem_out_;

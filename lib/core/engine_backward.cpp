@@ -28,9 +28,8 @@ void read_memory_backward(Backend& be, float* dmem, const float* dh0, const Segm
 SegmentActivations& Engine::activations_for_backward(int s) {
   if (!recomputing_) return segs_[size_t(s)];
   // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
-  run_segment(work_, plans_[size_t(s)], batch_ids_[size_t(s)].data(),
-              batch_targets_[size_t(s)].data(), batch_, states_[size_t(s)], work_next_, training_,
-              segment_seed(s), loss_scale_);
+  run_segment(work_, plans_[size_t(s)], segment_ids(s), segment_targets(s), batch_, states_[size_t(s)],
+              work_next_, training_, segment_seed(s), loss_scale_);
   return work_;
 }
 
