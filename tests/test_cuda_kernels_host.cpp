@@ -198,6 +198,49 @@ TEST_CASE("cuda kernels (host): add_bias and bias_backward (one chunk, many chun
   }
 }
 
+TEST_CASE("cuda kernels (host): the fused add_bias_relu and add_layernorm_forward") {
+  // add_bias_relu: the CPU's bits. add_layernorm_forward: the sum kept in x with the CPU's bits,
+  // the LayerNorm as the driver's layernorm_forward of that sum (the same bits), also with out
+  // the residual itself.
+  for (int n : {1, 65, 300}) {
+    CAPTURE(n);
+    const int d = 96;
+    const size_t nd = size_t(n) * d;
+    const Vec x = randn(nd, 2.f, 80, 1.f), bias = randn(d, 1.f, 81), res = randn(nd, 1.f, 82);
+    const Vec w = randn(d, 1.f, 83, 1.f), b = randn(d, 1.f, 84);
+    Vec cpu_relu = x;
+    cpu().add_bias_relu(cpu_relu.data(), bias.data(), n, d);
+    Buffers r = host_run({{x}, {}}, [&](auto& ex, Buffers& bufs) {
+      cu::add_bias_relu(ex, bufs.f[0].data(), bias.data(), n, d);
+    });
+    check_bits("add_bias_relu", r.f[0], cpu_relu);
+    for (const bool with_bias : {false, true}) {
+      CAPTURE(with_bias);
+      Vec sum = x, out(nd), mean(n), rstd(n);
+      cpu().add_layernorm_forward(out.data(), mean.data(), rstd.data(), sum.data(), with_bias ? bias.data() : nullptr,
+                                  res.data(), w.data(), b.data(), n, d);
+      Buffers fused = host_run({{x, Vec(nd, 7.f), Vec(n, 7.f), Vec(n, 7.f)}, {}}, [&](auto& ex, Buffers& bufs) {
+        cu::add_layernorm_forward(ex, bufs.f[1].data(), bufs.f[2].data(), bufs.f[3].data(), bufs.f[0].data(),
+                                  with_bias ? bias.data() : nullptr, res.data(), w.data(), b.data(), n, d);
+      });
+      check_bits("add_layernorm_forward: the sum", fused.f[0], sum);
+      Buffers ln = host_run({{Vec(nd, 7.f), Vec(n, 7.f), Vec(n, 7.f)}, {}}, [&](auto& ex, Buffers& bufs) {
+        cu::layernorm_forward(ex, bufs.f[0].data(), bufs.f[1].data(), bufs.f[2].data(), sum.data(), w.data(),
+                              b.data(), n, d);
+      });
+      check_bits("add_layernorm_forward: out", fused.f[1], ln.f[0]);
+      check_bits("add_layernorm_forward: mean", fused.f[2], ln.f[1]);
+      check_bits("add_layernorm_forward: rstd", fused.f[3], ln.f[2]);
+      check_rel("add_layernorm_forward against the cpu", fused.f[1], out, 1e-6);
+      Buffers inplace = host_run({{x, res, Vec(n), Vec(n)}, {}}, [&](auto& ex, Buffers& bufs) {
+        cu::add_layernorm_forward(ex, bufs.f[1].data(), bufs.f[2].data(), bufs.f[3].data(), bufs.f[0].data(),
+                                  with_bias ? bias.data() : nullptr, bufs.f[1].data(), w.data(), b.data(), n, d);
+      });
+      check_bits("add_layernorm_forward, out the residual", inplace.f[1], fused.f[1]);
+    }
+  }
+}
+
 TEST_CASE("cuda kernels (host): embedding forward/backward, repeated and distinct ids") {
   struct Shape { int n, d, V; };
   for (Shape s : {Shape{1, 1, 1}, Shape{1, 128, 12}, Shape{9, 5, 3}, Shape{50, 7, 100},

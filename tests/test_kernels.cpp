@@ -4,6 +4,7 @@
 // reference (tighter), and the rel_shift against a literal pad/reshape implementation.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -251,6 +252,44 @@ TEST_CASE("add_bias / bias_backward") {
   Vec db(cols, 0.25f);  // accumulates
   be().bias_backward(db.data(), W.data(), rows, cols);
   check_close("dbias", minus(db, 0.25f), fd(bias, loss, 1e-2), 1e-3);
+}
+
+TEST_CASE("fused kernels: add_bias_relu and add_layernorm_forward give the bits of the kernels in turn") {
+  // The fused forward kernels (fewer launches on a device) against add_bias, relu_forward,
+  // add_inplace and layernorm_forward called one after the other: the same bits, with and without
+  // the bias, with out the residual itself (the row decoding's in-place step), above and below the
+  // parallel grain. Their gradients are those kernels' (tested above).
+  for (int rows : {3, 700}) {
+    CAPTURE(rows);
+    const int d = 96;
+    const Vec x = randn(rows * d, 2.f, 70), bias = randn(d, 1.f, 71), res = randn(rows * d, 1.f, 72);
+    const Vec w = randn(d, 1.f, 73), b = randn(d, 1.f, 74);
+    Vec fused = x, apart = x;
+    be().add_bias_relu(fused.data(), bias.data(), rows, d);
+    be().add_bias(apart.data(), bias.data(), rows, d);
+    be().relu_forward(apart.data(), apart.data(), int64_t(rows) * d);
+    CHECK(fused == apart);
+    CHECK(std::count(fused.begin(), fused.end(), 0.f) > rows * d / 4);  // the ReLU cut some
+    for (const bool with_bias : {false, true}) {
+      CAPTURE(with_bias);
+      Vec xf = x, xa = x, out_f(rows * d), out_a(rows * d), mf(rows), ma(rows), rf(rows), ra(rows);
+      be().add_layernorm_forward(out_f.data(), mf.data(), rf.data(), xf.data(), with_bias ? bias.data() : nullptr,
+                                 res.data(), w.data(), b.data(), rows, d);
+      if (with_bias) be().add_bias(xa.data(), bias.data(), rows, d);
+      be().add_inplace(xa.data(), res.data(), int64_t(rows) * d);
+      be().layernorm_forward(out_a.data(), ma.data(), ra.data(), xa.data(), w.data(), b.data(), rows, d);
+      CHECK(xf == xa);  // the sum is kept for the backward
+      CHECK(out_f == out_a);
+      CHECK(mf == ma);
+      CHECK(rf == ra);
+      // out = residual: each row read before it is written
+      Vec xi = x, inplace = res, mi(rows), ri(rows);
+      be().add_layernorm_forward(inplace.data(), mi.data(), ri.data(), xi.data(), with_bias ? bias.data() : nullptr,
+                                 inplace.data(), w.data(), b.data(), rows, d);
+      CHECK(inplace == out_a);
+      CHECK(xi == xa);
+    }
+  }
 }
 
 TEST_CASE("embedding forward/backward with repeated ids") {

@@ -89,6 +89,19 @@ class Backend {
   virtual void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n,
                                   int d, float scale) = 0;
 
+  // x[rows, cols] = max(x + bias[cols], 0): add_bias, then relu_forward in place, in one pass
+  // (the feed-forward's first layer; fewer launches on a device).
+  virtual void add_bias_relu(float* x, const float* bias, int rows, int cols) = 0;
+
+  // The residual connection and the LayerNorm after it in one pass: x[n, d] = (x + bias_x) +
+  // residual, in that order (bias_x [d] broadcast over rows; null: x + residual), kept in x (the
+  // LayerNorm's backward reads it); then layernorm_forward(out, mean, rstd, x, weight, bias, n,
+  // d). The same bits as add_bias, add_inplace and layernorm_forward called in turn. out may be
+  // residual (each row is summed before it is written).
+  virtual void add_layernorm_forward(float* out, float* mean, float* rstd, float* x,
+                                     const float* bias_x, const float* residual,
+                                     const float* weight, const float* bias, int n, int d) = 0;
+
   // Post-LN LayerNorm over the last dim (eps 1e-5, biased variance, as torch.nn.LayerNorm).
   // Saves mean[n] and rstd[n] for backward.
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,

@@ -204,25 +204,40 @@ class CpuBackend final : public Backend {
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
                          const float* weight, const float* bias, int n, int d) override {
 #pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+    for (int i = 0; i < n; ++i)
+      layernorm_row(out + (int64_t)i * d, mean + i, rstd + i, x + (int64_t)i * d, weight, bias, d);
+  }
+  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                             const float* residual, const float* weight, const float* bias, int n,
+                             int d) override {
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
     for (int i = 0; i < n; ++i) {
-      const float* xi = x + (int64_t)i * d;
-      float* oi = out + (int64_t)i * d;
-      // Two-pass mean and variance (robust for large-offset inputs), summed in SIMD lanes.
-      const float mf = packet_sum(
-          d, [&](int k) { return ei::ploadu<Packet>(xi + k); }, [&](int k) { return xi[k]; }) / d;
-      const Packet mp = ei::pset1<Packet>(mf);
-      const float var = packet_sum(
-          d,
-          [&](int k) {
-            const Packet c = ei::psub(ei::ploadu<Packet>(xi + k), mp);
-            return ei::pmul(c, c);
-          },
-          [&](int k) { return (xi[k] - mf) * (xi[k] - mf); }) / d;
-      const float rs = 1.f / std::sqrt(var + 1e-5f);
-      for (int k = 0; k < d; ++k) oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k];
-      mean[i] = mf;
-      rstd[i] = rs;
+      float* xi = x + (int64_t)i * d;
+      const float* ri = residual + (int64_t)i * d;
+      if (bias_x)
+        for (int k = 0; k < d; ++k) xi[k] += bias_x[k];
+      for (int k = 0; k < d; ++k) xi[k] += ri[k];
+      layernorm_row(out + (int64_t)i * d, mean + i, rstd + i, xi, weight, bias, d);
     }
+  }
+  // One row of layernorm_forward: out[d], *mean, *rstd from x[d].
+  static void layernorm_row(float* oi, float* mean, float* rstd, const float* xi, const float* weight,
+                            const float* bias, int d) {
+    // Two-pass mean and variance (robust for large-offset inputs), summed in SIMD lanes.
+    const float mf = packet_sum(
+        d, [&](int k) { return ei::ploadu<Packet>(xi + k); }, [&](int k) { return xi[k]; }) / d;
+    const Packet mp = ei::pset1<Packet>(mf);
+    const float var = packet_sum(
+        d,
+        [&](int k) {
+          const Packet c = ei::psub(ei::ploadu<Packet>(xi + k), mp);
+          return ei::pmul(c, c);
+        },
+        [&](int k) { return (xi[k] - mf) * (xi[k] - mf); }) / d;
+    const float rs = 1.f / std::sqrt(var + 1e-5f);
+    for (int k = 0; k < d; ++k) oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k];
+    *mean = mf;
+    *rstd = rs;
   }
   // xhat = (x-mean)*rstd, g = dout*w:
   //   dx = rstd * (g - mean(g) - xhat * mean(g*xhat));  dw += sum dout*xhat;  db += sum dout
@@ -274,6 +289,16 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void add_bias_relu(float* x, const float* bias, int rows, int cols) override {
+#pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
+    for (int i = 0; i < rows; ++i) {
+      float* xi = x + (int64_t)i * cols;
+      for (int j = 0; j < cols; ++j) {
+        const float v = xi[j] + bias[j];
+        xi[j] = v > 0.f ? v : 0.f;
+      }
+    }
+  }
   void relu_forward(float* out, const float* x, int64_t n) override {
 #pragma omp parallel for schedule(static) if (n > kGrain)
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;

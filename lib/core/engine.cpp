@@ -248,15 +248,13 @@ const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, i
   if (p > 0)
     be_.dropout_forward(ares, ares, sized(act.keep_o, q * Bd) + o * d, n * int64_t(d), p,
                         {seed, 3, uint64_t(l)});
-  be_.add_inplace(ares, x + o * d, n * int64_t(d));
   float* h1 = sized(act.h1, q * Bd) + o * d;
-  be_.layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
-                        w.ln1_w, w.ln1_b, n, d);
+  be_.add_layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
+                            nullptr, x + o * d, w.ln1_w, w.ln1_b, n, d);
   // ff_res = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(ff_res)
   float* f1 = sized(act.f1, int64_t(q) * B * di) + o * di;
   be_.matmul(f1, h1, w.ff1_w, n, di, d, false, true);
-  be_.add_bias(f1, w.ff1_b, n, di);
-  be_.relu_forward(f1, f1, int64_t(n) * di);
+  be_.add_bias_relu(f1, w.ff1_b, n, di);
   const float* f1_used = f1;
   if (p > 0) {
     float* f1d = sized(act.f1_drop, int64_t(q) * B * di) + o * di;
@@ -266,14 +264,16 @@ const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, i
   }
   float* fres = sized(act.ff_res, q * Bd) + o * d;
   be_.matmul(fres, f1_used, w.ff2_w, n, d, di, false, true);
-  be_.add_bias(fres, w.ff2_b, n, d);
-  if (p > 0)
+  const float* ff2_bias = w.ff2_b;  // added with the residual, unless dropout comes between
+  if (p > 0) {
+    be_.add_bias(fres, w.ff2_b, n, d);
     be_.dropout_forward(fres, fres, sized(act.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
                         {seed, 5, uint64_t(l)});
-  be_.add_inplace(fres, h1, n * int64_t(d));
+    ff2_bias = nullptr;
+  }
   float* h2 = sized(act.h2, q * Bd);
-  be_.layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
-                        fres, w.ln2_w, w.ln2_b, n, d);
+  be_.add_layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
+                            fres, ff2_bias, h1, w.ln2_w, w.ln2_b, n, d);
   if (seg.assoc_write) assoc_write(seg, act, l, h2 + plan.mem_out_row * Bd, next.assoc.data());
   return h2;
 }
@@ -371,15 +371,11 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
                               act.r.data() + int64_t(seg.plan.klen - klen) * HD, W.u, W.v,
                               row_mask_.data(), shape, scale);
     be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
-    be_.add_inplace(ares, x, int64_t(B) * d);
-    be_.layernorm_forward(x, stats, stats + B, ares, w.ln1_w, w.ln1_b, B, d);  // x = h1
+    be_.add_layernorm_forward(x, stats, stats + B, ares, nullptr, x, w.ln1_w, w.ln1_b, B, d);  // x = h1
     be_.matmul(f1, x, w.ff1_w, B, di, d, false, true);
-    be_.add_bias(f1, w.ff1_b, B, di);
-    be_.relu_forward(f1, f1, int64_t(B) * di);
+    be_.add_bias_relu(f1, w.ff1_b, B, di);
     be_.matmul(ares, f1, w.ff2_w, B, d, di, false, true);
-    be_.add_bias(ares, w.ff2_b, B, d);
-    be_.add_inplace(ares, x, int64_t(B) * d);
-    be_.layernorm_forward(x, stats, stats + B, ares, w.ln2_w, w.ln2_b, B, d);
+    be_.add_layernorm_forward(x, stats, stats + B, ares, w.ff2_b, x, w.ln2_w, w.ln2_b, B, d);
   }
   float* out = sized(row_logits_, int64_t(B) * V);
   be_.matmul(out, x, W.emb, B, V, d, false, true);

@@ -170,6 +170,26 @@ class GuardedBackend final : public Backend {
     c.dev(ids, size_t(n) * 4, "embedding_backward ids");
     inner_.embedding_backward(dtable, dout, ids, n, d, scale);
   }
+  void add_bias_relu(float* x, const float* bias, int rows, int cols) override {
+    Call c(*this);
+    c.dev(x, f(int64_t(rows) * cols), "add_bias_relu x");
+    c.dev(bias, f(cols), "add_bias_relu bias");
+    inner_.add_bias_relu(x, bias, rows, cols);
+  }
+  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                             const float* residual, const float* weight, const float* bias, int n,
+                             int d) override {
+    Call c(*this);
+    c.dev(out, f(int64_t(n) * d), "add_layernorm_forward out");
+    c.dev(mean, f(n), "add_layernorm_forward mean");
+    c.dev(rstd, f(n), "add_layernorm_forward rstd");
+    c.dev(x, f(int64_t(n) * d), "add_layernorm_forward x");
+    if (bias_x) c.dev(bias_x, f(d), "add_layernorm_forward bias_x");
+    c.dev(residual, f(int64_t(n) * d), "add_layernorm_forward residual");
+    c.dev(weight, f(d), "add_layernorm_forward weight");
+    c.dev(bias, f(d), "add_layernorm_forward bias");
+    inner_.add_layernorm_forward(out, mean, rstd, x, bias_x, residual, weight, bias, n, d);
+  }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
                          const float* weight, const float* bias, int n, int d) override {
     Call c(*this);

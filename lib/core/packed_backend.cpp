@@ -218,6 +218,21 @@ void PackedBackend::embedding_backward(float* dtable, const float* dout, const i
   each_active([&](int k) { inner_.embedding_backward(at(dtable, k), at(dout, k), at(ids, k), n, d, scale); });
 }
 
+void PackedBackend::add_bias_relu(float* x, const float* bias, int rows, int cols) {
+  touch({x, bias});
+  each_active([&](int k) { inner_.add_bias_relu(at(x, k), at(bias, k), rows, cols); });
+}
+
+void PackedBackend::add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                                          const float* residual, const float* weight, const float* bias, int n,
+                                          int d) {
+  touch({out, mean, rstd, x, bias_x, residual, weight, bias});
+  each_active([&](int k) {
+    inner_.add_layernorm_forward(at(out, k), at(mean, k), at(rstd, k), at(x, k), at(bias_x, k), at(residual, k),
+                                 at(weight, k), at(bias, k), n, d);
+  });
+}
+
 void PackedBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
                                       const float* bias, int n, int d) {
   touch({out, mean, rstd, x, weight, bias});

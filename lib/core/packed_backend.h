@@ -75,6 +75,9 @@ class PackedBackend final : public Backend {
   void bias_backward(float* dbias, const float* dy, int rows, int cols) override;
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int d, float scale) override;
   void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n, int d, float scale) override;
+  void add_bias_relu(float* x, const float* bias, int rows, int cols) override;
+  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                             const float* residual, const float* weight, const float* bias, int n, int d) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
                          const float* bias, int n, int d) override;
   void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout, const float* x,

@@ -70,6 +70,14 @@ class DriverBackend : public Backend {
                           float scale) override {
     rmt::cuda::embedding_backward(ex(), dtable, dout, ids, n, d, scale);
   }
+  void add_bias_relu(float* x, const float* bias, int rows, int cols) override {
+    rmt::cuda::add_bias_relu(ex(), x, bias, rows, cols);
+  }
+  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                             const float* residual, const float* weight, const float* bias, int n,
+                             int d) override {
+    rmt::cuda::add_layernorm_forward(ex(), out, mean, rstd, x, bias_x, residual, weight, bias, n, d);
+  }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
                          const float* weight, const float* bias, int n, int d) override {
     rmt::cuda::layernorm_forward(ex(), out, mean, rstd, x, weight, bias, n, d);

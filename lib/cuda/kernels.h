@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA backend's element-wise and gather/scatter drivers (lib/core/backend.h's kernels):
-// fill, add_bias, embedding, relu, dropout, positional_embedding, broadcast_batch, scale,
+// fill, add_bias, add_bias_relu, embedding, relu, dropout, positional_embedding, broadcast_batch, scale,
 // add_inplace, adam_update. The reductions (LayerNorm, cross_entropy, sum_squares, the column
 // sums) are in reduction_kernels.h, the attention in attention_kernels.h, the GEMMs are ex.sgemm
 // (cuBLAS). Each follows lib/cuda/exec.h: passes of ex.for_each(n, item), items write only what
@@ -24,8 +24,9 @@
 //   * embedding_backward: its first pass scans the ids (O(n * distance to the neighbours with the
 //     same id); quadratic only when ids are mostly distinct): a sort of (id, position) by a
 //     deterministic radix sort would bound it;
-//   * vectorised float4 loads in the elementwise kernels, and fusing chains of them (dropout +
-//     add_inplace + LayerNorm of the engine) once the CUDA graph of a step is in place.
+//   * vectorised float4 loads in the elementwise kernels, and fusing more chains of them (the
+//     backward's dropout, ReLU and bias gradients; add_bias_relu and add_layernorm_forward fuse
+//     the forward's).
 #include <math.h>
 
 #include <cmath>
@@ -54,6 +55,17 @@ void add_bias(Exec& ex, float* x, const float* bias, int rows, int cols) {
   const int64_t total = (int64_t)rows * cols;
   if (total <= 0) return;
   ex.for_each(total, [=] RMT_HOST_DEVICE(int64_t i) { x[i] += bias[i % cols]; });
+}
+
+// x[rows, cols] = max(x + bias[cols], 0)
+template <class Exec>
+void add_bias_relu(Exec& ex, float* x, const float* bias, int rows, int cols) {
+  const int64_t total = (int64_t)rows * cols;
+  if (total <= 0) return;
+  ex.for_each(total, [=] RMT_HOST_DEVICE(int64_t i) {
+    const float v = x[i] + bias[i % cols];
+    x[i] = v > 0.f ? v : 0.f;
+  });
 }
 
 // out[n, d] = table[ids[n], :] * scale

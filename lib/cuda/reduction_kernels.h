@@ -72,25 +72,44 @@ void bias_backward(Exec& ex, float* dbias, const float* dy, int rows, int cols) 
       [=] RMT_HOST_DEVICE(int64_t c, float total) { dbias[c] += total; });
 }
 
-// A block per row: mean and variance (two passes, float terms summed in a double), then the
-// normalised row. out may be x (the sums read the whole row before any element is written).
-// mean[n], rstd[n] saved (eps 1e-5, biased variance).
+// One row of layernorm_forward by a block: mean and variance (two passes, float terms summed in a
+// double), then the normalised row. oi may be xi (the sums read the whole row before any element
+// is written). *mean, *rstd saved (eps 1e-5, biased variance).
+template <class Block>
+RMT_HOST_DEVICE void layernorm_row(Block& blk, float* oi, float* mean, float* rstd, const float* xi,
+                                   const float* weight, const float* bias, int d) {
+  const double s = blk.sum(d, [=](int64_t k) { return (double)xi[k]; });
+  const float mf = (float)(s / d);
+  const double sv = blk.sum(d, [=](int64_t k) { return (double)((xi[k] - mf) * (xi[k] - mf)); });
+  const float rs = 1.f / ::sqrtf((float)(sv / d) + 1e-5f);
+  if (blk.leader()) {
+    *mean = mf;
+    *rstd = rs;
+  }
+  blk.for_each(d, [=](int64_t k) { oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k]; });
+}
+
+// A block per row: layernorm_row. mean[n], rstd[n] saved.
 template <class Exec>
 void layernorm_forward(Exec& ex, float* out, float* mean, float* rstd, const float* x,
                        const float* weight, const float* bias, int n, int d) {
   if (n <= 0 || d <= 0) return;
   ex.for_each_block(n, [=] RMT_HOST_DEVICE(typename Exec::Block & blk, int64_t i) {
-    const float* xi = x + i * d;
-    const double s = blk.sum(d, [=](int64_t k) { return (double)xi[k]; });
-    const float mf = (float)(s / d);
-    const double sv = blk.sum(d, [=](int64_t k) { return (double)((xi[k] - mf) * (xi[k] - mf)); });
-    const float rs = 1.f / ::sqrtf((float)(sv / d) + 1e-5f);
-    if (blk.leader()) {
-      mean[i] = mf;
-      rstd[i] = rs;
-    }
-    float* oi = out + i * d;
-    blk.for_each(d, [=](int64_t k) { oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k]; });
+    layernorm_row(blk, out + i * d, mean + i, rstd + i, x + i * d, weight, bias, d);
+  });
+}
+
+// x = (x + bias_x) + residual (bias_x may be null), kept in x, then layernorm_forward, a block
+// per row: the row is summed (and the block waits) before out, which may be residual, is written.
+template <class Exec>
+void add_layernorm_forward(Exec& ex, float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                           const float* residual, const float* weight, const float* bias, int n, int d) {
+  if (n <= 0 || d <= 0) return;
+  ex.for_each_block(n, [=] RMT_HOST_DEVICE(typename Exec::Block & blk, int64_t i) {
+    float* xi = x + i * d;
+    const float* ri = residual + i * d;
+    blk.for_each(d, [=](int64_t k) { xi[k] = (bias_x ? xi[k] + bias_x[k] : xi[k]) + ri[k]; });
+    layernorm_row(blk, out + i * d, mean + i, rstd + i, xi, weight, bias, d);
   });
 }
 

@@ -64,6 +64,14 @@ class NanFilledBackend final : public Backend {
                           float scale) override {
     be_.embedding_backward(dtable, dout, ids, n, d, scale);
   }
+  void add_bias_relu(float* x, const float* bias, int rows, int cols) override {
+    be_.add_bias_relu(x, bias, rows, cols);
+  }
+  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
+                             const float* residual, const float* weight, const float* bias, int n,
+                             int d) override {
+    be_.add_layernorm_forward(out, mean, rstd, x, bias_x, residual, weight, bias, n, d);
+  }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
                          const float* weight, const float* bias, int n, int d) override {
     be_.layernorm_forward(out, mean, rstd, x, weight, bias, n, d);
@@ -148,6 +156,12 @@ class NanFilledBackend final : public Backend {
   void abort_capture() override { be_.abort_capture(); }
   void replay(int64_t id) override { be_.replay(id); }
   int64_t memory_epoch() const override { return be_.memory_epoch(); }
+  // Packed runs merged as on the cuda backend itself (lib/cuda/run_merge.h).
+  bool can_merge_runs() const override { return be_.can_merge_runs(); }
+  void begin_run_merge(int runs) override { be_.begin_run_merge(runs); }
+  void merge_run(int r) override { be_.merge_run(r); }
+  void end_run_merge() override { be_.end_run_merge(); }
+  void abort_run_merge() override { be_.abort_run_merge(); }
 
  private:
   Backend& be_;

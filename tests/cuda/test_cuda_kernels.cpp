@@ -338,6 +338,32 @@ TEST_CASE("cuda layernorm forward and backward") {
   }
 }
 
+TEST_CASE("cuda fused add_bias_relu and add_layernorm_forward (with and without the bias, out = residual)") {
+  for (const bool with_bias : {false, true}) {
+    compare(fmt::format("add_bias_relu, add_layernorm_forward{}", with_bias ? " with bias" : ""), [&](Backend& be) {
+      const int n = kRows, d = kD;
+      const int64_t nd = int64_t(n) * d;
+      auto f1 = on(be, uniform(int64_t(n) * kInner, 40, -1.f, 1.f));
+      auto b1 = on(be, uniform(kInner, 41));
+      be.add_bias_relu(f1.data(), b1.data(), n, kInner);
+      auto x = on(be, uniform(nd, 42, -2.f, 3.f)), res = on(be, uniform(nd, 43));
+      auto bx = on(be, uniform(d, 44));
+      auto w = on(be, uniform(d, 45, 0.5f, 1.5f)), b = on(be, uniform(d, 46));
+      DeviceArray<float> out = nans(be, nd), mean = nans(be, n), rstd = nans(be, n);
+      be.add_layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), with_bias ? bx.data() : nullptr,
+                               res.data(), w.data(), b.data(), n, d);
+      // out the residual itself (the row decoding's step)
+      auto x2 = on(be, uniform(nd, 42, -2.f, 3.f)), inplace = on(be, uniform(nd, 43));
+      DeviceArray<float> mean2 = nans(be, n), rstd2 = nans(be, n);
+      be.add_layernorm_forward(inplace.data(), mean2.data(), rstd2.data(), x2.data(), with_bias ? bx.data() : nullptr,
+                               inplace.data(), w.data(), b.data(), n, d);
+      return Outs{{"relu(f1 + b1)", f1.download()}, {"x + bias + residual", x.download()},
+                  {"out", out.download()}, {"mean", mean.download()}, {"rstd", rstd.download()},
+                  {"out, in place", inplace.download()}};
+    });
+  }
+}
+
 // The positions' sines and cosines: the same float argument p * inv_freq gives the same value to
 // within a rounding or two (1e-6 of the largest, 1), but an inv_freq one ulp off moves the
 // argument of a far position (p up to 511 here) by ~3e-5: rows are compared in blocks of near and
