@@ -119,20 +119,31 @@ std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBa
     engine.stage_forward(r.batch.input, r.batch.target, r.batch.B, r.batch.T, *r.batch.seg_len,
                          r.batch.answer_size, r.settings.training, r.settings.dropout_seed, r.batch.carry);
   }
-  // ---- The device's part, once for the group: forward, backward, each run's gradient norm.
-  be.activate(slots);
+  // ---- The device's part: forward, backward, each run's gradient norm. On a device (a backend
+  // that merges runs or captures) once for the group; on the CPU run by run, each run's part
+  // whole, so that its buffers stay in cache (the runs' turns kernel by kernel evict each other's:
+  // bench/README.md, "Packed runs"). Either way each run computes what it computes alone.
   double* results = engine.result_words();  // per run: [loss sum, gradient sum of squares]
-  std::vector<int64_t> key;
-  if (capture) {  // the group's slots are part of what was captured
-    key = capture_key(engine, first.batch, first.settings);
-    key.insert(key.end(), slots.begin(), slots.end());
-  }
-  run_captured(be, engine, capture, key, [&] {
+  auto issue = [&] {
     be.fill_bytes(results, 0, sizeof(double));
     engine.run_forward(results);
     engine.backward(first.settings.bptt);
     be.sum_squares_to(results + 1, model.grads.data(), model.grads.size());
-  });
+  };
+  if (be.inner().can_merge_runs() || be.can_capture()) {
+    be.activate(slots);
+    std::vector<int64_t> key;
+    if (capture) {  // the group's slots are part of what was captured
+      key = capture_key(engine, first.batch, first.settings);
+      key.insert(key.end(), slots.begin(), slots.end());
+    }
+    run_captured(be, engine, capture, key, issue);
+  } else {
+    for (int slot : slots) {
+      be.activate(slot);
+      issue();
+    }
+  }
 
   // ---- Run by run: one download of its loss and norm, its clip and Adam step.
   std::vector<StepResult> out;

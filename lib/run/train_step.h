@@ -90,9 +90,10 @@ struct PackedRunStep {
 
 // train_step for a group of packed runs on a model built on `be`: each run's batch is staged with
 // that run alone active; the forward, the backward and the gradient norms run once for the group
-// (every kernel over the group's slices); then each run reads its loss and norm and takes its
-// own clip and Adam step (its learning rate, its step count). Each run's result has the bits
-// train_step gives that run alone. The group's batches must have one shape (B, T, segments,
+// on a device (every kernel over the group's slices, merged where the backend merges runs), run
+// by run on the CPU (each run's whole, for its cache); then each run reads its loss and norm and
+// takes its own clip and Adam step (its learning rate, its step count). Each run's result has the
+// bits train_step gives that run alone. The group's batches must have one shape (B, T, segments,
 // answer size) and one bptt and training setting; no carried state (language models run alone).
 // With `capture` (and an inner backend that can), the group's forward, backward and norms are one
 // captured launch once warm, as train_step's (captured again when the group changes). Leaves the
