@@ -5,16 +5,15 @@
 // slices. On a driver backend (lib/cuda/driver_backend.h) those calls are merged: between
 // begin() and issue() the Exec records what each run's driver issues (its passes with their
 // closures and its GEMMs; a memset or a device copy becomes a pass, memset_pass and copy_pass)
-// instead of issuing it. The runs' records must
-// then match op by op (one driver on one shape issues the same ops; a mismatch is a logic_error),
-// and op p is issued once for all the runs:
+// instead of issuing it. The runs' records must then match op by op (one driver on one shape
+// issues the same ops; a mismatch is a logic_error), and op p is issued once for all the runs:
 //   * a pass: one launch over (run, item), run r's items calling run r's closure (the Exec's
 //     launcher for the closure's type; runs beyond one launch's parameter space take more
 //     launches, exec.h merged_capacity);
 //   * a GEMM: one strided-batched call over the runs where every run's product is a single one
 //     and the runs' operands lie at one distance from each other (a packed buffer's slices do);
 //     else one call over arrays of pointers that a pass writes first (the attention's products,
-//     already batched over (b, h)): two operations for all the runs;
+//     already batched over (b, h)): two operations for all the runs.
 // Every item computes what it computes when its run runs alone, so merging changes no bit on the
 // host (tests/test_cuda_stream_ops.cpp); on the GPU a batched cuBLAS call may sum in another order.
 //
@@ -24,7 +23,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -105,7 +103,6 @@ class RunMerge {
   };
 
  public:
-
   bool recording() const { return recording_; }
   int run() const { return run_; }
 
