@@ -112,8 +112,10 @@ class RunMerge {
     clear();
     recording_ = true;
     runs_ = runs;
-    ops_.resize(size_t(runs));
-    bytes_.resize(size_t(runs));
+    if (ops_.size() < size_t(runs)) {
+      ops_.resize(size_t(runs));
+      bytes_.resize(size_t(runs));
+    }
   }
   // The calls that follow are run r's.
   void set_run(int r) {
@@ -264,8 +266,8 @@ class RunMerge {
     recording_ = false;
     runs_ = 0;
     run_ = 0;
-    ops_.clear();
-    bytes_.clear();
+    for (std::vector<Op>& o : ops_) o.clear();  // capacities kept: a step merges every kernel call
+    for (std::vector<unsigned char>& b : bytes_) b.clear();
     for (Slot& s : slots_) s = Slot{};
   }
 
