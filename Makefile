@@ -12,6 +12,7 @@ else
 BUILD   ?= build
 endif
 NATIVE  ?= ON            # NATIVE=OFF for a portable binary (no -march=native)
+MARCH   ?=               # e.g. MARCH=x86-64-v3: that -march target instead of native (at configure)
 # CUDA=1 / CUDA=0: build with / without the CUDA backend (-DRMT_CUDA=ON/OFF, docs/cuda.md); unset:
 # the build directory's choice (at first configure: on where nvcc is found).
 CUDA    ?=
@@ -58,7 +59,7 @@ $(error CUDA=$(CUDA): expected CUDA=1 (build the CUDA backend) or CUDA=0 (withou
 endif
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE)) $(CUDA_OPTION) $(CMAKE_OPTIONS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_NATIVE=$(strip $(NATIVE)) $(if $(strip $(MARCH)),-DRMT_MARCH=$(strip $(MARCH))) $(CUDA_OPTION) $(CMAKE_OPTIONS)
 
 # CUDA=1/0 on an existing build directory reconfigures it with that choice.
 build: deps-build $(BUILD)/CMakeCache.txt
@@ -93,6 +94,26 @@ GPU_BUNDLE       ?= gpu-bundle
 .PHONY: gpu-bundle
 gpu-bundle: deps-build
 	JOBS=$(JOBS) tools/gpu_bundle.sh $(GPU_BUNDLE_BUILD) $(GPU_BUNDLE)
+
+# Two builds compute the same bits (issue 54; docs/reliability.md, "Compilers and CPUs"): builds
+# CHECK_FLAGS_BUILD for a fixed -march target instead of native, runs its unit suite, then
+# tools/check_build_flags.sh: every task's dataset, every kind's training, evaluation and
+# predictions from both binaries, compared file for file with this build's. The target keeps
+# native's vector width, since the CPU engine's row sums run one lane per float of a SIMD packet
+# (lib/core/cpu_simd.h): x86-64-v4 (AVX-512) where the CPU has AVX-512, x86-64-v3 (AVX2)
+# elsewhere. CHECK_FLAGS_OPTIONS configures it otherwise, e.g. "-DRMT_MARCH=x86-64-v4
+# -DRMT_GCC_MOVE_GUARD=OFF": GCC 12's miscompile on any AVX-512 machine. CI runs it, so a
+# miscompile tied to one -march target fails on every machine of that vector width.
+CHECK_FLAGS_BUILD   ?= build-flags
+CHECK_FLAGS_MARCH   ?= $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo x86-64-v4 || echo x86-64-v3)
+CHECK_FLAGS_OPTIONS ?= -DRMT_MARCH=$(CHECK_FLAGS_MARCH)
+.PHONY: check-build-flags
+check-build-flags: deps-test build
+	cmake -S . -B $(CHECK_FLAGS_BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_CUDA=OFF $(CHECK_FLAGS_OPTIONS)
+	cmake --build $(CHECK_FLAGS_BUILD) -j $(JOBS) --target rmt rmt_tests
+	@$(CHECK_FLAGS_BUILD)/rmt --version | grep '^build_flags'
+	cd $(CHECK_FLAGS_BUILD) && ./rmt_tests
+	tools/check_build_flags.sh $(RMT) $(CHECK_FLAGS_BUILD)/rmt $(CHECK_FLAGS_BUILD)/check-build-flags
 
 # A real SLURM on this machine: Debian's slurm-wlm and munge (installed when missing; needs root
 # or sudo), one node, state in a temp directory, runs an `rmt sweep --emit slurm` job array of a
