@@ -109,6 +109,7 @@ CHECK_FLAGS_MARCH   ?= $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && ech
 CHECK_FLAGS_OPTIONS ?= -DRMT_MARCH=$(CHECK_FLAGS_MARCH)
 .PHONY: check-build-flags
 check-build-flags: deps-test build
+	@rm -f $(CHECK_FLAGS_BUILD)/CMakeCache.txt   # configured from CHECK_FLAGS_OPTIONS alone, nothing kept from a last run
 	cmake -S . -B $(CHECK_FLAGS_BUILD) -DCMAKE_BUILD_TYPE=Release -DRMT_CUDA=OFF $(CHECK_FLAGS_OPTIONS)
 	cmake --build $(CHECK_FLAGS_BUILD) -j $(JOBS) --target rmt rmt_tests
 	@$(CHECK_FLAGS_BUILD)/rmt --version | grep '^build_flags'
