@@ -53,6 +53,23 @@ Pivot load_pivot(const ReportArgs& a) {
   return pivot;
 }
 
+// What `--curves DIR...` reads: each run's metrics.jsonl and config.yaml, of DIR itself (a run)
+// and of the directories in it (a sweep's runs). An --out among them would destroy a run.
+std::vector<NamedPath> curve_inputs(const std::vector<std::string>& dirs) {
+  std::vector<NamedPath> inputs;
+  auto add_run = [&](const fs::path& run) {
+    for (const char* f : {"metrics.jsonl", "config.yaml"}) inputs.push_back({"--curves", (run / f).string()});
+  };
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;  // curves_of_dirs names it
+    add_run(d);
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_directory(ec)) add_run(e.path());
+  }
+  return inputs;
+}
+
 void add_common(CLI::App* cmd, ReportArgs& a) {
   cmd->add_option("results", a.csv, "results.csv written by rmt sweep")->required();
   cmd->add_option("--metric", a.metric,
@@ -98,13 +115,14 @@ void add_report_commands(CLI::App& app) {
   add_common(plot, *pargs);
   plot->get_option("results")->required(false);
   plot->footer("Learning curves of your runs: rmt plot --curves runs/quick_copy --out curves.png (one line per run;\n"
-               "RUN_DIR or SWEEP_DIR, several allowed); --format csv prints the points instead, for pandas.\n"
+               "RUN_DIR or SWEEP_DIR, several allowed); --format csv gives the points instead (to --out, else stdout), for pandas.\n"
                "Task x length heat map: rmt plot --heatmap experiments/results/length_*/results.csv --out lengths.pdf\n"
                "For a paper: --out FIG.pdf or FIG.eps (vector, needs gnuplot's cairo terminals).");
   auto* curves_opt = plot->add_option("--curves", *curves,
                                       "Run or sweep directories: draw each run's validation accuracy against step "
                                       "instead of a results.csv");
-  plot->add_option("--format", *curves_format, "With --curves: plot (the figure, --out) | csv (the points, to stdout)")
+  plot->add_option("--format", *curves_format,
+                   "With --curves: plot (the figure, --out) | csv (the points, to --out or else stdout)")
       ->capture_default_str()->check(one_of({"plot", "csv"}))->needs(curves_opt);
   auto* heatmap_opt = plot->add_option("--heatmap", *heatmap,
                                        "results.csv files: draw a heat map instead, rows each file's models (named "
@@ -138,14 +156,24 @@ void add_report_commands(CLI::App& app) {
       for (const char* o : {"--metric", "--paper", "--paper-section", "--by"})
         if (plot->count(o) > 0)
           throw CLI::RequiresError(fmt::format("{} is for a results.csv, not --curves", o), CLI::ExitCodes::RequiresError);
+      const bool csv = *curves_format == "csv";
+      if (!csv && pargs->out.empty()) throw CLI::RequiredError("--out (or --format csv)");
+      if (!pargs->out.empty()) {  // checked before any work
+        check_output_file("--out", pargs->out);
+        check_outputs_safe({{"--out", pargs->out}}, curve_inputs(*curves));
+        if (!csv) figure_format(pargs->out);  // .svg, .png, .pdf or .eps
+      }
       const std::vector<LearningCurve> c = curves_of_dirs(*curves);
-      if (*curves_format == "csv") {
-        fmt::print("{}", curves_csv(c));
+      if (csv) {
+        // To stdout, or (--out) written whole like every other output, never half a file.
+        if (pargs->out.empty()) {
+          fmt::print("{}", curves_csv(c));
+        } else {
+          write_file_atomic(pargs->out, curves_csv(c));
+          fmt::print("wrote {}\n", pargs->out);
+        }
         return;
       }
-      if (pargs->out.empty()) throw CLI::RequiredError("--out (or --format csv)");
-      check_output_file("--out", pargs->out);
-      figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
       draw_plot(curves_gnuplot_script(c, pargs->out, fmt::format("learning curves: {} run{}", c.size(), c.size() == 1 ? "" : "s")), pargs->out);
       fmt::print("wrote {}\n", pargs->out);
       return;

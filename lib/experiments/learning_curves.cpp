@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -22,19 +22,57 @@ namespace rmt {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+namespace {
+
+// The rules a curve's point obeys wherever it is read (a run's metrics.jsonl, learning_curves.csv):
+// a step >= 0, an accuracy in [0, 1] (a bits per character: finite and >= 0), val_segments >= 1.
+// `where` is "FILE: line N"; the message names the field as that file spells it.
+void check_curve_point(const CurvePoint& p, bool bpc, const std::string& where, const char* value_field) {
+  auto out_of_range = [&](const char* field, const std::string& value, const char* range) {
+    fail("{}: {} {} is out of range ({})", where, field, value, range);
+  };
+  if (bpc ? !(std::isfinite(p.val_acc) && p.val_acc >= 0) : !(p.val_acc >= 0 && p.val_acc <= 1))
+    out_of_range(value_field, fmt::format("{}", p.val_acc), bpc ? "a finite number >= 0" : "0 to 1");
+  if (p.step < 0) out_of_range("step", fmt::format("{}", p.step), ">= 0");
+  if (p.val_segments < 1) out_of_range("val_segments", fmt::format("{}", p.val_segments), ">= 1");
+}
+
+}  // namespace
+
 std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments, const std::string& key) {
   std::vector<CurvePoint> points;
-  std::istringstream in(read_file(metrics_path));
-  for (std::string line; std::getline(in, line);) {
+  const std::string text = read_file(metrics_path);
+  const bool bpc = key == "val_bpc";
+  size_t begin = 0;
+  for (int number = 1; begin < text.size(); ++number) {
+    const size_t newline = text.find('\n', begin);
+    // append_line writes a line and its '\n' in one write(2): a kill leaves at most the last line
+    // without its '\n' (torn), which is skipped. A damaged line anywhere else is refused: drawn
+    // without it, the curve would be quietly wrong.
+    const bool torn_last = newline == std::string::npos;
+    const std::string line = text.substr(begin, torn_last ? std::string::npos : newline - begin);
+    begin = torn_last ? text.size() : newline + 1;
+    if (line.empty()) continue;
+    const std::string where = fmt::format("{}: line {}", metrics_path, number);
     const json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains(key)) continue;
-    const json &step = j["step"], &acc = j[key];
-    if (!step.is_number_integer() || !acc.is_number()) continue;
+    if (j.is_discarded() || !j.is_object()) {
+      if (torn_last) continue;
+      fail("{}: not a JSON object (a damaged line; only the last line of a run killed mid-write may be torn)", where);
+    }
+    if (!j.contains(key)) continue;  // a training interval's or an event's line
+    const json step = j.value("step", json()), value = j[key];
+    if (!step.is_number_integer()) fail("{}: step is {}, expected an integer", where, step.dump());
+    if (!value.is_number()) fail("{}: {} is {}, expected a number", where, key, value.dump());
     CurvePoint p;
     p.step = step.get<int64_t>();
-    p.val_acc = acc.get<double>();
-    p.val_segments = j.contains("val_segments") && j["val_segments"].is_number_integer()
-                         ? j["val_segments"].get<int>() : segments;
+    p.val_acc = value.get<double>();
+    p.val_segments = segments;  // where not recorded: the run's task
+    if (j.contains("val_segments")) {
+      if (!j["val_segments"].is_number_integer())
+        fail("{}: val_segments is {}, expected an integer", where, j["val_segments"].dump());
+      p.val_segments = j["val_segments"].get<int>();
+    }
+    check_curve_point(p, bpc, where, key.c_str());
     points.push_back(p);
   }
   return points;
@@ -157,13 +195,8 @@ std::vector<LearningCurve> parse_curves_csv(const std::string& text, const std::
     number(4, p.step, "step");
     number(5, p.val_acc, "val_acc");
     number(6, p.val_segments, "val_segments");
-    auto out_of_range = [&](const char* what, const std::string& value, const char* range) {
-      fail("{}: line {}: {} {} is out of range ({})", origin, csv.row_lines[r], what, value, range);
-    };
-    if (!(p.val_acc >= 0 && p.val_acc <= 1)) out_of_range("val_acc", row[5], "0 to 1");
-    if (p.step < 0) out_of_range("step", row[4], ">= 0");
-    if (key.segments < 1) out_of_range("segments", row[2], ">= 1");
-    if (p.val_segments < 1) out_of_range("val_segments", row[6], ">= 1");
+    if (key.segments < 1) fail("{}: line {}: segments {} is out of range (>= 1)", origin, csv.row_lines[r], row[2]);
+    check_curve_point(p, false, fmt::format("{}: line {}", origin, csv.row_lines[r]), "val_acc");
     if (curves.empty() || curves.back().run_id != key.run_id) curves.push_back(key);
     curves.back().points.push_back(p);
   }

@@ -27,9 +27,11 @@ struct LearningCurve {
   bool bpc = false;  // a language model's: validation bits per character, not accuracy
 };
 
-// The evaluations in a run's metrics.jsonl (torn or foreign lines are skipped: the file of a
-// run in progress may end mid-line). val_segments defaults to `segments` where not recorded.
-// key: the metric (val_acc_teacher_forced, or a language model's val_bpc).
+// The evaluations in a run's metrics.jsonl (lines without `key` are skipped: training intervals,
+// events). Only a torn last line (no '\n': a run killed mid-write) is skipped too; a damaged line
+// elsewhere, or a value parse_curves_csv would refuse (an accuracy outside [0, 1], a negative
+// step or bpc, val_segments < 1), fails naming the file, line and field. val_segments defaults to
+// `segments` where not recorded. key: the metric (val_acc_teacher_forced, or a language model's val_bpc).
 std::vector<CurvePoint> read_validation_curve(const std::string& metrics_path, int segments,
                                               const std::string& key = "val_acc_teacher_forced");
 

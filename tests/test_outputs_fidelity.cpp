@@ -1,0 +1,81 @@
+// Outputs that were silently wrong with exit 0 (issue 58): what a command wrote or printed was
+// short of what it read or measured. The refusals of the same issue are catalogue cases
+// (tests/catalogue_curves_results.cpp).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/backend.h"
+#include "lib/experiments/bench.h"
+#include "lib/experiments/learning_curves.h"
+#include "lib/files/io.h"
+#include "lib/files/npy.h"
+#include "tasks/dataset.h"
+#include "tests/cli.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// ROOT/run: a run directory (config.yaml of a tiny baseline) whose metrics.jsonl is `metrics`.
+void run_with_metrics(const fs::path& root, const std::string& metrics) {
+  fs::create_directories(root / "run");
+  rmt::write_file_atomic(root / "run/config.yaml", "data: " + (root / "d").string() +
+                                                       "\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, n_head: 1, "
+                                                       "d_head: 4, d_model: 4, d_inner: 8}\n");
+  rmt::write_file_atomic(root / "run/metrics.jsonl", metrics);
+}
+
+const std::string kMetrics =
+    "{\"step\":1,\"loss\":2.5,\"lr\":0.001}\n"  // a training interval: no point
+    "{\"step\":2,\"val_acc_teacher_forced\":0.5}\n"
+    "{\"step\":4,\"val_acc_teacher_forced\":0.75,\"val_segments\":1}\n";
+
+}  // namespace
+
+TEST_CASE("plot --curves --format csv --out writes the CSV to --out, whole, and prints the same to stdout without it") {
+  const fs::path root = fresh_dir("rmt_test_outputs_fidelity", "curves_out");
+  // A torn last line (a run killed mid-write: no '\n') is still skipped.
+  run_with_metrics(root, kMetrics + "{\"step\":6,\"val_acc");
+  const std::string args = "plot --curves " + (root / "run").string() + " --format csv";
+  Run printed = rmt_run(args, true);
+  REQUIRE_MESSAGE(printed.status == 0, printed.output);
+  CHECK(printed.output ==
+        "kind,seed,segments,run_id,step,val_acc,val_segments\nbaseline,1,1,run,2,0.5,1\nbaseline,1,1,run,4,0.75,1\n");
+  const fs::path out = root / "curves.csv";
+  Run written = rmt_run(args + " --out " + out.string(), true);
+  REQUIRE_MESSAGE(written.status == 0, written.output);
+  REQUIRE(fs::exists(out));
+  CHECK(rmt::read_file(out) == printed.output);
+  CHECK(written.output == "wrote " + out.string() + "\n");
+  // Written through write_file_atomic: no temporary file left beside it.
+  for (const auto& e : fs::directory_iterator(root))
+    CHECK_MESSAGE(e.path().filename().string().find(".tmp.") == std::string::npos, e.path());
+}
+
+TEST_CASE("learning curves: only the last line of metrics.jsonl may be torn") {
+  const fs::path root = fresh_dir("rmt_test_outputs_fidelity", "torn");
+  const fs::path file = root / "metrics.jsonl";
+  rmt::write_file_atomic(file, kMetrics + "{\"step\":6,\"val_acc");
+  const auto points = rmt::read_validation_curve(file.string(), 3);
+  REQUIRE(points.size() == 2);
+  CHECK(points[1].step == 4);
+  CHECK(points[1].val_acc == 0.75);
+  CHECK(points[0].val_segments == 3);  // not recorded: the run's segments
+  CHECK(points[1].val_segments == 1);
+  rmt::write_file_atomic(file, "{\"step\":6,\"val_acc\n" + kMetrics);
+  CHECK(error_of([&] { rmt::read_validation_curve(file.string(), 3); }) ==
+        file.string() + ": line 1: not a JSON object (a damaged line; only the last line of a run killed mid-write "
+                        "may be torn)");
+  // A language model's curve: bits per character are >= 0, not at most 1.
+  rmt::write_file_atomic(file, "{\"step\":2,\"val_bpc\":3.5}\n{\"step\":4,\"val_bpc\":-1}\n");
+  CHECK(error_of([&] { rmt::read_validation_curve(file.string(), 1, "val_bpc"); }) ==
+        file.string() + ": line 2: val_bpc -1 is out of range (a finite number >= 0)");
+  rmt::write_file_atomic(file, "{\"step\":2,\"val_bpc\":3.5}\n");
+  CHECK(rmt::read_validation_curve(file.string(), 1, "val_bpc").at(0).val_acc == 3.5);
+}
