@@ -488,6 +488,6 @@ TEST_CASE("results JSON: a loss made not finite by counted samples is null besid
   CHECK(j.at("acc_teacher_forced") == 0.5);
   r.non_finite_samples = 0;
   CHECK_THROWS_WITH_AS(samples_family().result_json(r, {4, 4}), doctest::Contains("a non-finite evaluation metric"), Error);
-  r.loss = 1.5;  // all finite: no count in the JSON (results of every earlier run read the same)
-  CHECK(!nlohmann::json::parse(samples_family().result_json(r, {4, 4})).contains("non_finite_samples"));
+  r.loss = 1.5;  // all finite: the count is there, 0 (issue 58: it was left out, as if not counted)
+  CHECK(nlohmann::json::parse(samples_family().result_json(r, {4, 4})).at("non_finite_samples") == 0);
 }

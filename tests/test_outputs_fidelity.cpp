@@ -22,6 +22,19 @@ using nlohmann::json;
 
 namespace {
 
+// ROOT/run: a 2-step run of a tiny baseline on ROOT/d, a dataset made by `generate_args`
+// ("copy --length 4 --symbols 4").
+void train_tiny_run(const fs::path& root, const std::string& generate_args) {
+  Run gen = rmt_run("generate " + generate_args + " --train 40 --val 8 --test 8 --out " + (root / "d").string());
+  REQUIRE_MESSAGE(gen.status == 0, gen.output);
+  rmt::write_file_atomic(root / "c.yaml", "data: " + (root / "d").string() +
+                                              "\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, n_head: 1, "
+                                              "d_head: 4, d_model: 4, d_inner: 8}\n"
+                                              "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
+  Run train = rmt_run("train --config " + (root / "c.yaml").string() + " --out " + (root / "run").string());
+  REQUIRE_MESSAGE(train.status == 0, train.output);
+}
+
 // ROOT/run: a run directory (config.yaml of a tiny baseline) whose metrics.jsonl is `metrics`.
 void run_with_metrics(const fs::path& root, const std::string& metrics) {
   fs::create_directories(root / "run");
@@ -37,6 +50,23 @@ const std::string kMetrics =
     "{\"step\":4,\"val_acc_teacher_forced\":0.75,\"val_segments\":1}\n";
 
 }  // namespace
+
+TEST_CASE("results JSON: non_finite_samples is there when it is 0, in results.json and rmt eval's object") {
+  const fs::path root = fresh_dir("rmt_test_outputs_fidelity", "results_json");
+  train_tiny_run(root, "copy --length 4 --symbols 4");
+  const json results = json::parse(rmt::read_file(root / "run/results.json"));
+  REQUIRE(results.contains("non_finite_samples"));
+  CHECK(results["non_finite_samples"] == 0);
+  Run eval = rmt_run("eval --threads 1 --run " + (root / "run").string(), true);
+  REQUIRE_MESSAGE(eval.status == 0, eval.output);
+  const json evaluated = json::parse(eval.output);
+  REQUIRE(evaluated.contains("non_finite_samples"));
+  CHECK(evaluated["non_finite_samples"] == 0);
+  // Counted (--count-non-finite) and none found: 0 as well.
+  Run counted = rmt_run("eval --threads 1 --count-non-finite --run " + (root / "run").string(), true);
+  REQUIRE_MESSAGE(counted.status == 0, counted.output);
+  CHECK(json::parse(counted.output)["non_finite_samples"] == 0);
+}
 
 TEST_CASE("plot --curves --format csv --out writes the CSV to --out, whole, and prints the same to stdout without it") {
   const fs::path root = fresh_dir("rmt_test_outputs_fidelity", "curves_out");

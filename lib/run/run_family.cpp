@@ -148,7 +148,8 @@ class SamplesFamily : public RunFamily {
     refuse_non_finite(r);
     json j;
     j["loss"] = r.non_finite_samples > 0 ? json(nullptr) : json(r.loss);
-    if (r.non_finite_samples > 0) j["non_finite_samples"] = r.non_finite_samples;
+    // Always written, 0 included: an absent count reads as "not counted", not as "none".
+    j["non_finite_samples"] = r.non_finite_samples;
     j["acc_teacher_forced"] = r.acc_teacher_forced;
     j["acc_free_running"] = r.acc_free_running ? json(*r.acc_free_running) : json(nullptr);
     j["solve_rate"] = r.solve_rate ? json(*r.solve_rate) : json(nullptr);
