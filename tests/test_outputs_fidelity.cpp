@@ -51,6 +51,35 @@ const std::string kMetrics =
 
 }  // namespace
 
+TEST_CASE("rmt eval --predictions: the input shown is the sample's whole X where the answer is all of y") {
+  const fs::path root = fresh_dir("rmt_test_outputs_fidelity", "predictions");
+  // ar_remember: the answer is all of y (the value and its '.'), so X's last id ('?') comes right
+  // before it; it was dropped from every line's input.
+  train_tiny_run(root, "ar_remember --pairs 2");
+  const rmt::DatasetMeta meta = rmt::load_dataset_meta((root / "d").string());
+  REQUIRE(meta.stacked);
+  REQUIRE(meta.answer_size == meta.len_y);
+  Run eval = rmt_run("eval --threads 1 --run " + (root / "run").string() + " --predictions " +
+                     (root / "p.jsonl").string());
+  REQUIRE_MESSAGE(eval.status == 0, eval.output);
+  int64_t rows = 0, cols = 0;
+  const std::vector<int64_t> x =
+      rmt::read_npy_int_matrix(rmt::dataset_file((root / "d").string(), meta.file_prefix, "test", "X"), rows, cols);
+  REQUIRE(cols == meta.len_x);
+  std::istringstream lines(rmt::read_file(root / "p.jsonl"));
+  int64_t listed = 0;
+  for (std::string line; std::getline(lines, line); ++listed) {
+    const json p = json::parse(line);
+    REQUIRE(p["sample"] == listed);
+    REQUIRE(listed < rows);
+    const std::string sample_input = rmt::decode_ids(meta, x.data() + listed * cols, int(cols));
+    CHECK(p["input"] == sample_input);
+    CHECK(sample_input.back() == '?');  // the id that was dropped
+    CHECK(p["target"].get<std::string>().size() == size_t(meta.answer_size));
+  }
+  CHECK(listed == rows);
+}
+
 TEST_CASE("results JSON: non_finite_samples is there when it is 0, in results.json and rmt eval's object") {
   const fs::path root = fresh_dir("rmt_test_outputs_fidelity", "results_json");
   train_tiny_run(root, "copy --length 4 --symbols 4");

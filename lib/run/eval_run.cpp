@@ -67,11 +67,19 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
            "evaluate on data of the same symbols", other_dir, i, b[i], a[i], trained_dir, run_dir);
 }
 
-// Appends one JSON line per sample of a batch to `out`: the input before the answer, the target
-// answer, the predicted one, decoded with the dataset's vocabulary.
+// The ids of a model-view input row that a predictions line shows as the sample's input. Stacked
+// (input = concat(X, y)[:-1]): X, its first len_x ids; the answer is y's last answer_size ids, so
+// T - answer_size ids would drop X's last one where the answer is all of y (ar_remember). Aligned
+// (sqeq: input X, target y position by position): X's ids before the first answer position.
+int prediction_input_length(const DatasetMeta& meta, int seq_len) {
+  return meta.stacked ? meta.len_x : seq_len - meta.answer_size;
+}
+
+// Appends one JSON line per sample of a batch to `out`: the sample's input, the target answer,
+// the predicted one, decoded with the dataset's vocabulary.
 PredictionCallback prediction_lister(const RunSetup& run, std::string& out) {
   return [&run, &out](int64_t start, int B, const int32_t* input, const int32_t* target, const int32_t* pred) {
-    const int T = run.seq_len, A = run.meta.answer_size;
+    const int T = run.seq_len, A = run.meta.answer_size, shown = prediction_input_length(run.meta, T);
     auto text = [&](const int32_t* ids, int n) {
       const std::vector<int64_t> wide(ids, ids + n);
       return decode_ids(run.meta, wide.data(), n);
@@ -82,7 +90,7 @@ PredictionCallback prediction_lister(const RunSetup& run, std::string& out) {
       const int32_t* got = pred + int64_t(b) * T + (T - A);
       nlohmann::ordered_json line;  // in the order a reader expects
       line["sample"] = start + b;
-      line["input"] = text(in, T - A);
+      line["input"] = text(in, shown);
       line["target"] = text(want, A);
       line["prediction"] = text(got, A);
       line["correct"] = std::equal(want, want + A, got);
