@@ -138,3 +138,32 @@ TEST_CASE("learning curves: only the last line of metrics.jsonl may be torn") {
   rmt::write_file_atomic(file, "{\"step\":2,\"val_bpc\":3.5}\n");
   CHECK(rmt::read_validation_curve(file.string(), 1, "val_bpc").at(0).val_acc == 3.5);
 }
+
+TEST_CASE("bench --diagonal: each schedule is warmed up, and with one thread the schedules are said to coincide") {
+  const int threads_before = rmt::num_threads();
+  rmt::DiagonalBenchOptions o;
+  o.tiny = true;
+  o.segments = 2;
+  o.reps = 2;
+  o.warmup = 0;  // still one untimed evaluation of each: a cold first one is no schedule's speed
+  rmt::set_num_threads(1);
+  const rmt::DiagonalBenchResult one = rmt::run_diagonal_bench(o);
+  CHECK(one.warmup == 1);
+  CHECK(one.identical);
+  CHECK(one.schedules_coincide);
+  CHECK(rmt::diagonal_bench_text(one).find("the two schedules coincide: with one thread the diagonal schedule runs "
+                                           "each diagonal's layer-steps in turn, the sequential path") !=
+        std::string::npos);
+  const json j = json::parse(rmt::diagonal_bench_json(one));
+  CHECK(j.at("schedules_coincide") == true);
+  CHECK(j.at("warmup") == 1);
+  // Two threads overlap a diagonal's layer-steps: the schedules differ, and nothing says otherwise.
+  rmt::set_num_threads(2);
+  o.warmup = 2;
+  const rmt::DiagonalBenchResult two = rmt::run_diagonal_bench(o);
+  CHECK(two.warmup == 2);
+  CHECK_FALSE(two.schedules_coincide);
+  CHECK(rmt::diagonal_bench_text(two).find("coincide") == std::string::npos);
+  CHECK(json::parse(rmt::diagonal_bench_json(two)).at("schedules_coincide") == false);
+  rmt::set_num_threads(threads_before);
+}

@@ -49,7 +49,7 @@ void add_bench_command(CLI::App& app) {
                                "Timed training steps (min and median reported; --diagonal: timed "
                                "evaluations of each schedule, default 3)")
                    ->transform(int_range(1, 100000))->capture_default_str();
-  auto* warmup = cmd->add_option("--warmup", args->warmup, "Untimed steps first (--diagonal: evaluations, default 1)")
+  auto* warmup = cmd->add_option("--warmup", args->warmup, "Untimed steps first (--diagonal: evaluations of each schedule, default and at least 1)")
                      ->transform(int_range(0, 100000))->capture_default_str();
   auto* batch = cmd->add_option(
       "--batch", args->batch,

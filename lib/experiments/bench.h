@@ -172,8 +172,9 @@ std::string bench_json(const BenchResult& r, const std::string& peak_source);
 
 // `rmt bench --diagonal`: the teacher-forced evaluation of one armt batch segment by segment and
 // by diagonals of the (segment, layer) grid (Engine::forward_diagonal; docs/armt.md "Diagonal
-// evaluation"), timed in alternation (sequential, diagonal, sequential, ...) so that a change of
-// the machine's load falls on both. The model: 4 layers (--diagonal-layers), d_model 64, 4 heads
+// evaluation"), timed in alternating rounds (sequential then diagonal, diagonal then sequential,
+// ...) after untimed evaluations of each (--warmup, at least 1), so that a change of the
+// machine's load or a cold start falls on both. The model: 4 layers (--diagonal-layers), d_model 64, 4 heads
 // x 16, d_inner 128, vocab 16, 8 memory tokens, d_mem 8; segments of 16 tokens, 1024 of them
 // (--diagonal-segments), the answer the last segment; batch 8 (--batch). --tiny: 2 layers,
 // d_model 16, 2 heads x 8, segments of 4, batch 2.
@@ -192,6 +193,10 @@ struct DiagonalBenchResult {
   double sequential_tokens_per_s = 0, diagonal_tokens_per_s = 0;  // at the median times
   double speedup = 0;       // sequential median / diagonal median
   bool identical = false;   // the two schedules' losses and accuracies have the same bits
+  int warmup = 0;           // untimed evaluations of each schedule first (at least 1)
+  // The diagonal schedule runs the sequential path (one thread, or a backend other than the
+  // CPU: Engine::diagonal_overlaps): the speed-up can only be noise, and the text says so.
+  bool schedules_coincide = false;
 };
 DiagonalBenchResult run_diagonal_bench(const DiagonalBenchOptions& options);
 std::string diagonal_bench_json(const DiagonalBenchResult& r);
