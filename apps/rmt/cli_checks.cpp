@@ -192,20 +192,10 @@ std::string special_kind(const fs::file_status& st) {
   }
 }
 
-// Whether a and b name the same file: the same inode where both exist, else the same path once
-// made absolute and normalised (an output not written yet, named twice).
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
-  const fs::path ca = fs::weakly_canonical(a, ec), cb = fs::weakly_canonical(b, ec);
-  return !ec && ca == cb;
-}
-
 }  // namespace
 
 void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const NamedPath& out = outputs[i];
+  for (const NamedPath& out : outputs) {
     std::error_code ec;
     const std::string kind = special_kind(fs::status(out.path, ec));
     if (!ec && !kind.empty()) {
@@ -214,15 +204,8 @@ void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector
            "whole), which would remove it: give a regular file's name", out.option, out.path,
            link ? "a link to " : "", kind);
     }
-    for (const NamedPath& in : inputs)
-      if (same_file(out.path, in.path))
-        fail("{} {}: is also the input {} {}; writing it would destroy the input: give another "
-             "output", out.option, out.path, in.option, in.path);
-    for (size_t j = 0; j < i; ++j)
-      if (same_file(out.path, outputs[j].path))
-        fail("{} {} and {} {} are the same file: give each output its own file", outputs[j].option,
-             outputs[j].path, out.option, out.path);
   }
+  check_outputs_not_inputs(outputs, inputs);
 }
 
 void check_device_name(const std::string& device) {

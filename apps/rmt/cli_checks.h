@@ -10,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lib/files/output_safety.h"
+
 namespace rmt::cli {
 
 // A base-10 integer in [lo, hi] (no hex, no octal, no exponent); the value is rewritten in
@@ -52,11 +54,7 @@ void check_output_dir(const std::string& option, const std::string& dir);
 // The same for an output file: its directory is checked, and the file must not be a directory.
 void check_output_file(const std::string& option, const std::string& file);
 
-// A file named on the command line, with the option that named it ("--dump", "--input").
-struct NamedPath {
-  std::string option;
-  std::string path;
-};
+// NamedPath, and the test of outputs against inputs: lib/files/output_safety.h.
 // Checks a command's output files before anything is written, so that no output destroys
 // something: none may be a special file (device node, FIFO, socket, or a link to one: rmt
 // replaces an output whole, which would remove it), none may be one of the command's inputs,

@@ -50,28 +50,6 @@ void prepare_output(const char* flag, const std::string& path) {
          ec ? ec.message() : "not a directory");
 }
 
-// The files rmt attn reads, which its outputs must not overwrite: the run's config.yaml, the
-// checkpoint, and the files of the run's dataset (config.yaml's data). What cannot be read here
-// is left out: loading the run names it.
-std::vector<NamedPath> attn_inputs(const std::string& run, const std::string& checkpoint) {
-  const fs::path config = fs::path(run) / "config.yaml";
-  std::vector<NamedPath> inputs{{"--run", config.string()}};
-  const bool named = checkpoint == "best" || checkpoint == "last";
-  inputs.push_back({"--checkpoint", named ? (fs::path(run) / (checkpoint + ".safetensors")).string() : checkpoint});
-  std::error_code ec;
-  if (!fs::is_regular_file(config, ec)) return inputs;
-  std::string data;
-  try {
-    data = load_config(config.string()).data;
-  } catch (const Error&) {
-    return inputs;
-  }
-  if (data.empty() || !fs::is_directory(data, ec)) return inputs;
-  for (const auto& entry : fs::directory_iterator(data, ec))
-    if (entry.is_regular_file(ec)) inputs.push_back({"(the run's dataset)", entry.path().string()});
-  return inputs;
-}
-
 }  // namespace
 
 void add_attn_command(CLI::App& app) {
@@ -118,7 +96,7 @@ void add_attn_command(CLI::App& app) {
     std::vector<NamedPath> outputs;
     if (!args->dump.empty() && args->dump != "-") outputs.push_back({"--dump", args->dump});
     if (!args->out.empty()) outputs.push_back({"--out", args->out});
-    check_outputs_safe(outputs, attn_inputs(args->run, args->checkpoint));
+    check_outputs_safe(outputs, trained_run_inputs(args->run, args->checkpoint));
     for (const NamedPath& o : outputs) prepare_output(o.option.c_str(), o.path);
     check_threads(args->threads, "--threads");
 

@@ -12,6 +12,7 @@
 #include "lib/core/messages.h"
 #include "lib/files/io.h"
 #include "lib/run/config.h"
+#include "lib/run/run_directory.h"
 #include "tasks/family.h"
 #include "tasks/dataset.h"
 
@@ -93,6 +94,28 @@ void check_run_dataset_unchanged(const std::string& run_dir, bool allow_changed)
   fail("dataset {} changed since run {} was trained: its fingerprint is now {}, the run recorded "
        "{}; regenerate it with the run's options, evaluate on other data with --data, or pass "
        "--allow-changed-data", data_dir, run_dir, now, recorded);
+}
+
+std::vector<NamedPath> trained_run_inputs(const std::string& run_dir, const std::string& checkpoint,
+                                          const std::string& data_dir) {
+  const fs::path run(run_dir);
+  const bool named = checkpoint == "best" || checkpoint == "last";
+  // The checkpoint first: an output that is it is named as the checkpoint, not as a run file.
+  std::vector<NamedPath> inputs{{"--checkpoint", named ? (run / (checkpoint + ".safetensors")).string() : checkpoint}};
+  for (const std::string& f : kRunFiles) inputs.push_back({"--run", (run / f).string()});
+  std::error_code ec;
+  const fs::path config = run / "config.yaml";
+  std::string run_data;
+  if (fs::is_regular_file(config, ec)) {
+    try {
+      run_data = load_config(config.string()).data;
+    } catch (const Error&) {  // named where the run is loaded
+    }
+  }
+  // --data first: where it is the run's own dataset, the option the user gave names it.
+  for (NamedPath& f : files_in_dir("--data", data_dir)) inputs.push_back(std::move(f));
+  for (NamedPath& f : files_in_dir("(the run's dataset)", run_data)) inputs.push_back(std::move(f));
+  return inputs;
 }
 
 }  // namespace rmt
