@@ -10,6 +10,7 @@
 #include "lib/core/error.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
+#include "lib/files/output_safety.h"
 #include "tasks/dataset_check.h"
 #include "tasks/generate.h"
 #include "tasks/imported.h"
@@ -194,6 +195,16 @@ ImportResult import_dataset(const ImportRequest& r) {
   std::vector<std::string> targets = {meta_path};
   for (const char* split : kSplits)
     for (const char* which : {"X", "y"}) targets.push_back(dataset_file(r.out_dir, name, split, which));
+  // The source arrays (and --vocab) first: --out SRC would write them over in int64 and record
+  // the hashes of files no longer there, and --force, which the refusal below offers, would do it.
+  if (same_file(r.out_dir, r.source_dir))
+    fail("--out {}: is the source directory {}; importing there would write the dataset over your "
+         "arrays (in int64): give --out a directory of its own", r.out_dir, r.source_dir);
+  std::vector<NamedPath> outputs, inputs;
+  for (const std::string& f : targets) outputs.push_back({"--out", f});
+  for (const SourceArray& a : arrays) inputs.push_back({"SRC", a.path});
+  if (!r.vocab_file.empty()) inputs.push_back({"--vocab", r.vocab_file});
+  check_outputs_not_inputs(outputs, inputs);
   refuse_existing_outputs(targets, r.out_dir, r.force);
   prepare_out_dir(r.out_dir);
   fs::remove(meta_path, ec);  // until the new one is written, the directory is visibly incomplete
