@@ -227,6 +227,10 @@ void add_eval_command(CLI::App& app) {
     if (run_arg->count() > 0) req->run_dir = *run_positional;
     req->schedule = parse_eval_schedule(*schedule);
     if (run_opt->count() == 0 && run_arg->count() == 0) throw CLI::RequiredError("RUN (or --run)");
+    // Before any work: the predictions must not be written over what the evaluation reads.
+    if (!req->predictions.empty())
+      check_outputs_not_inputs({{"--predictions", req->predictions}},
+                               trained_run_inputs(req->run_dir, req->checkpoint, req->data_dir));
     if (req->data_dir.empty()) check_run_dataset_unchanged(req->run_dir, *allow_changed);
     std::printf("%s\n", eval_run_json(evaluate_run(*req)).c_str());
   });
