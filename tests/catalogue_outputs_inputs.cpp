@@ -1,7 +1,8 @@
 // Catalogue of bad inputs (tests/catalogue.h): an output that is one of the command's inputs,
 // refused before anything is written (lib/files/output_safety.h check_outputs_not_inputs), also
 // where it is reached by another spelling, a symlink or a hard link: `rmt eval --predictions`
-// over the run's checkpoint, files or dataset, and `rmt data import` over its source arrays.
+// over the run's checkpoint, files or dataset, `rmt train` and `rmt sweep` over the config or
+// sweep file they read, and `rmt data import` over its source arrays.
 // The other commands' cases are in catalogue_outputs.cpp and catalogue_attn.cpp.
 #include <unistd.h>
 
@@ -80,6 +81,26 @@ RMT_CATALOGUE({
      },
      "eval {dir}/run --predictions {dir}/p.jsonl", 1,
      "--predictions {dir}/p.jsonl: is also the input (the run's dataset) {dir}/d/copy_val_y.npy"},
+
+    // ---- train --out and sweep --runs-dir: the files they write over the file they read ------
+    {"outputs", "train: a run file of --out is a hard link to --config",
+     [](const std::string& dir) {
+       copy_data_and_config(dir);
+       fs::create_directories(dir + "/run");
+       hard_link(dir + "/c.yaml", dir + "/run/metrics.jsonl");
+     },
+     "train --config {dir}/c.yaml --out {dir}/run", 1,
+     "--out {dir}/run/metrics.jsonl: is also the input --config {dir}/c.yaml"},
+    {"outputs", "sweep --collect: the sweep file is the results.csv it writes (another spelling)",
+     [](const std::string& dir) {
+       copy_data_and_config(dir);
+       fs::create_directories(dir + "/runs/results");
+       rmt::write_file_atomic(dir + "/runs/results/results.csv",
+                              "data: {dir: " + dir + "/d}\nbase: {model: {n_layer: 1}}\ngrid: {segments: [1]}\n");
+     },
+     "sweep {dir}/runs/results/results.csv --runs-dir {dir}/runs/../runs --collect", 1,
+     "--runs-dir {dir}/runs/../runs/results/results.csv: is also the input the sweep file "
+     "{dir}/runs/results/results.csv"},
 
     // ---- data import: the dataset written over the user's source arrays ---------------------
     {"outputs", "data import: --out is the source directory", sort_source,

@@ -147,6 +147,11 @@ void add_sweep_command(CLI::App& app) {
       threads = args->threads;
     }
     SweepPlan plan = plan_sweep(spec, args->runs_dir, threads, args->device);
+    // The sweep's own files must not be written over the sweep file (a sweep file kept beside
+    // its results, or named as one of them).
+    check_outputs_not_inputs({{"--runs-dir", (plan.sweep_dir / "results.csv").string()},
+                              {"--runs-dir", (plan.sweep_dir / "sweep.slurm").string()}},
+                             {{"the sweep file", args->file}});
     SweepOptions opt;
     opt.rmt_binary = fs::read_symlink("/proc/self/exe").string();
     opt.jobs = args->jobs;

@@ -17,6 +17,7 @@
 #include "lib/core/model.h"
 #include "lib/files/io.h"
 #include "lib/run/run_data.h"
+#include "lib/run/run_directory.h"
 #include "lib/run/curriculum.h"
 #include "lib/run/eval_run.h"
 #include "lib/run/step_dump.h"
@@ -97,6 +98,13 @@ void add_train_command(CLI::App& app) {
   add_device_option(cmd, args->device, "the config's device; --device X is --set device=X");
   cmd->callback([args] {
     check_output_dir("--out", args->out);
+    // The run's files must not be written over the config it reads. config.yaml is left out: a
+    // directory holding one is refused without --resume, and with it that is the run's own saved
+    // config, rewritten with the same keys.
+    std::vector<NamedPath> run_files;
+    for (const std::string& f : kRunFiles)
+      if (f != "config.yaml") run_files.push_back({"--out", (fs::path(args->out) / f).string()});
+    if (!args->config.empty()) check_outputs_not_inputs(run_files, {{"--config", args->config}});
     Config config = train_config(args->config, args->out, args->resume);
     for (const auto& s : args->sets) apply_override(config, s);
     if (!args->device.empty()) config.device = args->device;  // checked as the config's device
