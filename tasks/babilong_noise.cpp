@@ -50,9 +50,7 @@ void for_each_word(const std::string& bytes, OnWord on_word) {
 }  // namespace
 
 std::shared_ptr<const BabilongNoiseText> load_babilong_noise_text(const std::string& path, int k) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    fail("--noise-text {}: {}", path, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
+  require_regular_file(path, "--noise-text");
   const std::string bytes = read_file(path);
   auto text = std::make_shared<BabilongNoiseText>();
   text->name = std::filesystem::path(path).filename().string();

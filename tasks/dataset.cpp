@@ -74,10 +74,14 @@ static int64_t check_matrix_header(const std::string& path, int cols, const std:
 int64_t check_split_layout(const std::string& dir, const DatasetMeta& meta, const std::string& split, Violations& v) {
   const std::string x_path = dataset_file(dir, meta.file_prefix, split, "X");
   const std::string y_path = dataset_file(dir, meta.file_prefix, split, "y");
-  const bool has_x = fs::is_regular_file(x_path), has_y = fs::is_regular_file(y_path);
-  if (!has_x || !has_y) {
-    v.add(fmt::format("{}: missing {} split ({} not found)", dir, split,
-                      fs::path(has_x ? y_path : x_path).filename().string()));
+  for (const std::string& path : {x_path, y_path}) {
+    const std::string problem = not_a_regular_file(path);
+    if (problem.empty()) continue;
+    // Absent: the split is missing; present (a directory, a FIFO ...): say what it is.
+    if (!fs::exists(fs::symlink_status(path)))
+      v.add(fmt::format("{}: missing {} split ({} not found)", dir, split, fs::path(path).filename().string()));
+    else
+      v.add(fmt::format("{}: {}", path, problem));
     return -1;
   }
   const int64_t nx = check_matrix_header(x_path, meta.len_x, meta.task, v);
@@ -151,6 +155,7 @@ SampleSplitReader::SampleSplitReader(const std::string& dir, const DatasetMeta& 
   for (auto [f, which, cols] : {std::tuple{&x_, "X", meta_.len_x}, std::tuple{&y_, "y", meta_.len_y}}) {
     f->path = dataset_file(dir, meta_.file_prefix, split, which);
     f->cols = cols;
+    require_regular_file(f->path);  // a FIFO would block the open; say what the path is instead
     f->in.open(f->path, std::ios::binary);
     if (!f->in) fail("cannot open {}", f->path);
     f->data_offset = read_npy_header(f->path).data_offset;
@@ -186,6 +191,7 @@ void SampleSplitReader::read(int64_t start, int count, std::vector<int32_t>& inp
 
 // sha256 of a file, read in 1 MiB chunks (a split of copy360 is 750 MB).
 std::string file_sha256_hex(const std::string& path) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}", path);
   Sha256 sha;
@@ -196,6 +202,7 @@ std::string file_sha256_hex(const std::string& path) {
 
 
 std::string read_checked_matrix(const std::string& path, int64_t n, int cols, std::vector<int64_t>& out) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}", path);
   std::string head(1 << 17, '\0');
@@ -234,7 +241,8 @@ std::string task_dataset_fingerprint(const std::string& dir) {
   for (const char* split : kSplits)
     for (const char* which : {"X", "y"}) {
       const std::string path = dataset_file(dir, meta.file_prefix, split, which);
-      if (!fs::is_regular_file(path)) fail("{}: missing dataset file (needed for the dataset's fingerprint)", path);
+      if (const std::string problem = not_a_regular_file(path); !problem.empty())
+        fail("{}: {} (a dataset file, needed for the dataset's fingerprint)", path, problem);
       text += fmt::format("{} {}\n", fs::path(path).filename().string(), file_sha256_hex(path));
     }
   return sha256_hex(text);

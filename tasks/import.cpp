@@ -85,7 +85,7 @@ std::vector<SourceArray> read_source(const std::string& src, const std::string& 
       a.path = dataset_file(src, name, split, which);
       a.file = fs::path(a.path).filename().string();
       try {
-        if (!fs::is_regular_file(a.path)) fail("{}: missing {} split ({} not found)", src, split, a.file);
+        if (!fs::exists(fs::symlink_status(a.path))) fail("{}: missing {} split ({} not found)", src, split, a.file);
         const std::string bytes = read_file(a.path);
         a.dtype = parse_npy_header(bytes, a.path).dtype;
         a.ids = parse_npy_int_matrix(bytes, a.path, a.rows, a.cols);
@@ -117,8 +117,7 @@ std::vector<SourceArray> read_source(const std::string& src, const std::string& 
 // --vocab FILE: one symbol per line, line k naming id k-1 (a last line break is optional; a '\r'
 // before it is dropped).
 std::vector<std::string> read_vocab_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) fail("--vocab {}: no such file", path);
+  require_regular_file(path, "--vocab");
   const std::string text = read_file(path);
   std::vector<std::string> symbols;
   size_t start = 0;

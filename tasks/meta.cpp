@@ -48,6 +48,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // The header of an .npy file from its first bytes only (the data is never read here).
 NpyHeader read_header_only(const std::string& path) {
+  require_regular_file(path);  // a FIFO would block the open; say what the path is instead
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}", path);
   std::string head(1 << 17, '\0');  // a version 1.0 header is at most 65545 bytes
@@ -427,7 +428,7 @@ DatasetMeta read_dataset_meta(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
   const fs::path path = fs::path(dir) / "meta.yaml";
   if (fs::exists(path, ec)) {
-    if (!fs::is_regular_file(path, ec)) fail("{} is not a regular file", path.string());
+    require_regular_file(path);
     return meta_from_yaml(path.string());
   }
   return meta_from_file_names(dir);

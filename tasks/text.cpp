@@ -80,8 +80,9 @@ std::string meta_yaml_text(const TextMeta& m) {
 // The layout of one split file against its count: present, an .npy header, dtype uint8, 1-D of
 // `count` bytes, and the file exactly that long. Returns the data offset, or 0 after a violation.
 size_t check_split_layout_text(const std::string& path, int64_t count, Violations& v) {
-  if (!fs::is_regular_file(path)) {
-    v.add(fmt::format("{}: missing split file", path));
+  if (const std::string problem = not_a_regular_file(path); !problem.empty()) {
+    v.add(fs::exists(fs::symlink_status(path)) ? fmt::format("{}: {}", path, problem)
+                                               : fmt::format("{}: missing split file", path));
     return 0;
   }
   NpyHeader h;
@@ -122,6 +123,7 @@ size_t check_split_layout_text(const std::string& path, int64_t count, Violation
 // the data bytes to sink(const uint8_t*, size_t) in order. Fails if the file changed meanwhile.
 template <typename Sink>
 std::string read_split_data(const std::string& path, size_t data_offset, int64_t count, Sink sink) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}", path);
   Sha256 sha;
@@ -274,7 +276,8 @@ TextMeta read_text_meta(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail_no_dataset_dir(dir);
   const std::string path = (fs::path(dir) / "meta.yaml").string();
-  if (!fs::is_regular_file(path, ec)) fail("{}: missing meta.yaml", dir);
+  if (!fs::exists(fs::symlink_status(path, ec))) fail("{}: missing meta.yaml", dir);
+  require_regular_file(path);
   YAML::Node y;
   try {
     y = YAML::LoadFile(path);
@@ -431,7 +434,8 @@ std::string text_dataset_fingerprint(const std::string& dir) {
   std::string text = "rmt text dataset fingerprint v1\n";
   for (const char* split : kTextSplits) {
     const std::string path = text_split_file(dir, split);
-    if (!fs::is_regular_file(path)) fail("{}: missing dataset file (needed for the dataset's fingerprint)", path);
+    if (const std::string problem = not_a_regular_file(path); !problem.empty())
+      fail("{}: {} (a dataset file, needed for the dataset's fingerprint)", path, problem);
     text += fmt::format("{} {}\n", fs::path(path).filename().string(), file_sha256_hex(path));
   }
   return sha256_hex(text);
@@ -474,6 +478,7 @@ std::vector<std::string> show_text(const std::string& dir, const std::vector<std
     if (v.total > 0) fail("{}", invalid_dataset_message(dir, v.list));
     const int64_t shown = std::min(n, bytes);
     std::string data(size_t(shown), '\0');
+    require_regular_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("cannot open {}", path);
     in.seekg(std::streamoff(offset));

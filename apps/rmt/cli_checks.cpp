@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/core/model.h"
+#include "lib/files/io.h"
 
 namespace rmt::cli {
 
@@ -128,9 +129,9 @@ CLI::Validator existing_file() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
         std::error_code ec;
-        auto st = fs::status(s, ec);
-        if (ec || !fs::exists(st)) return fmt::format("{}: no such file", s);
-        if (fs::is_directory(st)) return fmt::format("{}: is a directory, expected a file", s);
+        if (!fs::exists(fs::symlink_status(s, ec))) return fmt::format("{}: no such file", s);
+        // Else what the path is when it is no file: a directory, a FIFO, a dangling link ...
+        if (std::string problem = not_a_regular_file(s); !problem.empty()) return fmt::format("{}: {}", s, problem);
         if (::access(s.c_str(), R_OK) != 0) return fmt::format("{}: cannot read: {}", s, std::strerror(errno));
         return "";
       },

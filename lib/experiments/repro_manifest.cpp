@@ -79,7 +79,9 @@ struct ManifestReader {
   std::string file(const YAML::Node& node, const std::string& where) const {
     fs::path p = text(node, where);
     if (p.is_relative()) p = (fs::path(path).parent_path() / p).lexically_normal();
-    if (!fs::is_regular_file(p)) bad(where, fmt::format("{} is not a file", p.string()));
+    if (const std::string problem = not_a_regular_file(p); !problem.empty())
+      bad(where, fs::exists(fs::symlink_status(p)) ? fmt::format("{}: {}", p.string(), problem)
+                                                   : fmt::format("{} is not a file", p.string()));
     return p.string();
   }
 };

@@ -24,7 +24,7 @@ fs::path report_templates_file(const std::string& manifest_path) {
 }
 
 ReportTemplates ReportTemplates::load(const fs::path& file, const std::vector<std::string>& names) {
-  if (!fs::is_regular_file(file))
+  if (!fs::exists(fs::symlink_status(file)))
     fail("{}: not found: the report's templates, beside the manifest (experiments/reproduce/report_templates.md "
          "is the project's; copy it beside yours)", file.string());
   return parse(read_file(file), file.string(), names);

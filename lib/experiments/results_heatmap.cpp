@@ -85,7 +85,8 @@ void draw_results_heatmap(const std::vector<std::string>& results_csvs, const st
                           const std::string& out, const std::string& title) {
   std::vector<HeatmapBlock> blocks;
   for (const std::string& path : results_csvs) {
-    if (!fs::is_regular_file(path)) fail("{}: not a file (a results.csv written by rmt sweep or rmt reproduce)", path);
+    if (const std::string problem = not_a_regular_file(path); !problem.empty())
+      fail("{}: {} (a results.csv written by rmt sweep or rmt reproduce)", path, problem);
     const CsvTable csv = parse_csv(read_file(path), path);
     if (csv.column(metric) < 0) fail("--metric {}: {} has no such column", metric, path);
     const std::string task = results_csvs.size() == 1 ? "" : fs::absolute(path).parent_path().filename().string();

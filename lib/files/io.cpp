@@ -122,10 +122,33 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
   if (hooked) kill_point();
 }
 
-std::string read_file(const fs::path& path) {
+std::string not_a_regular_file(const fs::path& path) {
   std::error_code ec;
-  // An ifstream opens a directory and then reads nothing: say so rather than return "".
-  if (fs::is_directory(path, ec)) fail("cannot read {}: it is a directory, expected a file", path.string());
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_regular_file(st)) return "";
+  if (!fs::exists(st)) {
+    if (fs::is_symlink(fs::symlink_status(path, ec))) return "is a link to nothing (a dangling link)";
+    if (ec && ec != std::errc::no_such_file_or_directory) return fmt::format("cannot be read: {}", ec.message());
+    return "no such file";
+  }
+  if (fs::is_directory(st)) return "is a directory, expected a file";
+  const char* kind = st.type() == fs::file_type::fifo        ? "a FIFO"
+                     : st.type() == fs::file_type::character ? "a character device"
+                     : st.type() == fs::file_type::block     ? "a block device"
+                     : st.type() == fs::file_type::socket    ? "a socket"
+                                                             : "a special file";
+  return fmt::format("is {}, not a regular file", kind);
+}
+
+void require_regular_file(const fs::path& path, const std::string& label) {
+  const std::string problem = not_a_regular_file(path);
+  if (!problem.empty()) fail("{}{}{}: {}", label, label.empty() ? "" : " ", path.string(), problem);
+}
+
+std::string read_file(const fs::path& path) {
+  // An ifstream opens a directory and then reads nothing, and waits on a FIFO for a writer:
+  // say what the path is instead.
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}: {}", path.string(), std::strerror(errno));
   std::ostringstream ss;

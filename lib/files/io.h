@@ -10,7 +10,18 @@
 namespace rmt {
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+// The whole file; fails naming what `path` is when it is no regular file (not_a_regular_file).
 std::string read_file(const std::filesystem::path& path);
+
+// What is wrong with `path` where a reader expects a regular file (links followed), or "" when
+// it is one: "no such file", "is a directory, expected a file", "is a FIFO, not a regular file"
+// (a socket, a character or block device alike), "is a link to nothing (a dangling link)". Every
+// reader's message says it after the path, so a FIFO is never "not found" nor a directory "no
+// such file"; a FIFO is also never opened, which would wait for a writer forever.
+std::string not_a_regular_file(const std::filesystem::path& path);
+// Fails with "PATH: <not_a_regular_file>" (`label`, such as "--vocab", before the path) unless
+// `path` is a regular file.
+void require_regular_file(const std::filesystem::path& path, const std::string& label = "");
 // Appends one line (a '\n' is added) with a single write(2) and fsync, so a killed process
 // never leaves half a line behind for readers that stop at the last '\n'.
 void append_line(const std::filesystem::path& path, std::string_view line);

@@ -192,6 +192,7 @@ static void check_data_size(const NpyHeader& h, uint64_t have, const std::string
 
 NpyHeader read_npy_header(const fs::path& path) {
   const std::string name = path.string();
+  require_regular_file(path);  // a FIFO would block the open; say what the path is instead
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {}", name);
   std::string head(12, '\0');
