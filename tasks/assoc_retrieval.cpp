@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lib/core/error.h"
 #include "tasks/dataset.h"
@@ -27,6 +28,12 @@ int last_pair_of_query(const TaskOptions& t, const int64_t* x) {
   for (int p = t.pairs - 1; p >= 0; --p)
     if (same_key(x + p * block(t), query, t.key_size)) return p;
   return -1;
+}
+
+// A key as its symbol ids, "4" or "[4, 0]".
+std::string key_text(const TaskOptions& t, const int64_t* key) {
+  if (t.key_size == 1) return fmt::format("{}", key[0]);
+  return fmt::format("[{}]", fmt::join(key, key + t.key_size, ", "));
 }
 
 // Key number `code` (0 .. S^key_size - 1) written as key_size symbols, least significant first
@@ -132,13 +139,22 @@ std::string ar_rewrite_row_problem(const TaskOptions& t, const DatasetMeta&, con
     const int b = p * block(t);
     for (int j = 0; j < t.key_size; ++j)
       if (std::string e = symbol(b + j); !e.empty()) return e;
-    if (p == t.pairs) return special(b + t.key_size, gen_id(t), "GEN '?'");
+    if (p == t.pairs) {  // the query: its key, then GEN
+      if (std::string e = special(b + t.key_size, gen_id(t), "GEN '?'"); !e.empty()) return e;
+      break;
+    }
     if (std::string e = special(b + t.key_size, sep_id(t), "SEP '='"); !e.empty()) return e;
     for (int j = 0; j < t.value_size; ++j)
       if (std::string e = symbol(b + t.key_size + 1 + j); !e.empty()) return e;
     if (std::string e = special(b + block(t) - 1, eos_id(t), "EOS '.'"); !e.empty()) return e;
   }
-  if (last_pair_of_query(t, x) < 0) return "the query key is none of the pairs' keys";
+  // The cause before its symptom: without the query's key among the pairs, y has no answer to
+  // be compared with (the target computed from X would be a made-up 0).
+  if (last_pair_of_query(t, x) < 0) {
+    const int q = t.pairs * block(t);
+    const std::string where = t.key_size == 1 ? fmt::format("X[{}]", q) : fmt::format("X[{}..{}]", q, q + t.key_size - 1);
+    return fmt::format("the query key {} ({}) is none of the pairs' keys", key_text(t, x + q), where);
+  }
   return "";
 }
 

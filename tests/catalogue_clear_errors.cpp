@@ -124,4 +124,15 @@ RMT_CATALOGUE({
      [](const std::string& dir) { fifo(dir + "/n.txt"); },
      "generate memorize --noise text --noise-text {dir}/n.txt --out {dir}/d", 1,
      "--noise-text {dir}/n.txt: is a FIFO, not a regular file"},
+
+    // ---- ARMT's tasks: the cause (no pair has the query key), not the made-up target ---------
+    {"data check", "ar_remember: the query key is no pair's (was \"y[0] = .., expected 0\")",
+     [](const std::string& dir) { ar_query_of_no_pair(dir, "ar_remember"); }, "data check {dir}/d", 1,
+     "ar_remember_train_X.npy row 0: the query key"},
+    {"data check", "ar_remember: the query key is no pair's, named with its position",
+     [](const std::string& dir) { ar_query_of_no_pair(dir, "ar_remember"); }, "data check {dir}/d", 1,
+     "(X[12]) is none of the pairs' keys"},
+    {"data check", "ar_rewrite: the query key is no pair's (was \"y[0] = .., expected 0\")",
+     [](const std::string& dir) { ar_query_of_no_pair(dir, "ar_rewrite"); }, "data check {dir}/d", 1,
+     "ar_rewrite_train_X.npy row 0: the query key"},
 });
