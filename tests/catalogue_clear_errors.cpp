@@ -135,4 +135,13 @@ RMT_CATALOGUE({
     {"data check", "ar_rewrite: the query key is no pair's (was \"y[0] = .., expected 0\")",
      [](const std::string& dir) { ar_query_of_no_pair(dir, "ar_rewrite"); }, "data check {dir}/d", 1,
      "ar_rewrite_train_X.npy row 0: the query key"},
+
+    // ---- ranges: the option's own, not its integer type's ------------------------------------
+    {"cli-value", "eval: --threads beyond int (was \"from -2147483648 to 2147483647\")", nullptr,
+     "eval --run {dir} --threads 99999999999", 1, "--threads must be from 0 to 1024 (got 99999999999)"},
+    {"cli-value", "sample: --threads beyond int", nullptr, "sample {dir} --prompt a --threads 99999999999", 1,
+     "--threads must be from 0 to 1024 (got 99999999999)"},
+    {"--set", "train.threads beyond int (was \"at most 2147483647\")", copy_data_and_config,
+     "train --config {dir}/c.yaml --set train.threads=99999999999 --out {dir}/run", 1,
+     "for 'train.threads': expected a non-negative integer (at most 1024)"},
 });

@@ -80,7 +80,7 @@ RMT_CATALOGUE({
     {"sample", "negative seed", [](const std::string& d) { tiny_lm_run(d); },
      "sample {dir}/run --prompt ab --temperature 1 --seed -1", 1, "--seed"},
     {"sample", "negative thread count", [](const std::string& d) { tiny_lm_run(d); },
-     "sample {dir}/run --prompt ab --threads -1", 1, "--threads -1 is outside 0..1024"},
+     "sample {dir}/run --prompt ab --threads -1", 1, "--threads must be from 0 to 1024 (got -1)"},
     {"sample", "run directory missing", nullptr, "sample {dir}/nowhere --prompt ab", 1, "/nowhere: no such directory"},
     {"sample", "directory that is not a run", [](const std::string& d) { fs::create_directories(d + "/run"); },
      "sample {dir}/run --prompt ab", 1, "/run: no config.yaml (is this an rmt run directory?)"},

@@ -81,6 +81,8 @@ CLI::Validator an_int() {
       "");
 }
 
+CLI::Validator thread_count() { return int_range(0, kMaxThreads); }
+
 CLI::Validator any_uint64() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

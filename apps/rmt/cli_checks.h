@@ -18,8 +18,11 @@ namespace rmt::cli {
 // canonical form so CLI11's own conversion (base 0: "010" would be octal) reads the same number.
 CLI::Validator int_range(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
 // Any int: only the type is checked here; the command checks the range where it knows it (the
-// columns of --input for --answer-size, check_threads for --threads).
+// columns of --input for --answer-size).
 CLI::Validator an_int();
+// `--threads N`: 0 (all cores) or 1..kMaxThreads, checked here so that a value beyond int is told
+// that range too, not int's.
+CLI::Validator thread_count();
 // Any uint64 (seeds): rejects negatives instead of wrapping them.
 CLI::Validator any_uint64();
 // A finite number in [lo, hi]; `lo_open` makes the lower bound exclusive ("greater than 0").

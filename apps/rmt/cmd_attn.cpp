@@ -84,7 +84,7 @@ void add_attn_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "Picture file, .png, .svg, .pdf or .eps (needs gnuplot; .pdf and .eps its cairo terminals)");
   cmd->add_option("--dump", args->dump,
                   "Write the probabilities, mask, blocks and labels as JSON ('-': stdout); --out, --dump or both");
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(an_int());
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->transform(thread_count());
   add_device_option(cmd, args->device, "the device the run was trained on");
   add_allow_changed_data_flag(cmd, args->allow_changed_data);
   cmd->callback([args, segment, layer, head] {

@@ -44,7 +44,7 @@ void add_bench_command(CLI::App& app) {
                   "2 at d_model 64) | copy | lm | copy120 | repro (those groups) | all (copy and lm)")
       ->check(one_of(models))->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
-      ->transform(an_int())->capture_default_str();
+      ->transform(thread_count())->capture_default_str();
   auto* reps = cmd->add_option("--reps", args->reps,
                                "Timed training steps (min and median reported; --diagonal: timed "
                                "evaluations of each schedule, default 3)")

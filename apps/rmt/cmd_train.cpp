@@ -94,7 +94,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "Run directory (checkpoints, metrics, results)")->required();
   cmd->add_flag("--resume", args->resume, "Continue the run in --out from its last checkpoint");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores, or OMP_NUM_THREADS where set); "
-                  "--threads N is --set train.threads=N")->transform(int_range(0, kMaxThreads));
+                  "--threads N is --set train.threads=N")->transform(thread_count());
   add_device_option(cmd, args->device, "the config's device; --device X is --set device=X");
   cmd->callback([args] {
     check_output_dir("--out", args->out);
@@ -212,7 +212,7 @@ void add_eval_command(CLI::App& app) {
       ->transform(int_range(1, int_max));
   cmd->add_option("--samples", req->samples, "Evaluate only the first N samples (default: all)")
       ->transform(int_range(1));
-  cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(an_int());
+  cmd->add_option("--threads", req->threads, "CPU threads (0 = all cores)")->transform(thread_count());
   cmd->add_option("--predictions", req->predictions,
                   "Also write each sample's input, target and prediction (greedy decoding) to FILE, one JSON "
                   "object a line");

@@ -17,6 +17,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
+#include "lib/core/model.h"  // kMaxThreads
 #include "lib/core/model_kind.h"
 #include "lib/files/io.h"
 #include "lib/run/config_family.h"
@@ -315,7 +316,7 @@ const std::vector<KeyDescriptor>& key_table() {
       integer_key("train.log_every", FIELD(train.log_every), 1),
       integer_key("train.eval_samples", FIELD(train.eval_samples), 0),
       integer_key("train.seed", FIELD(train.seed), 0),
-      integer_key("train.threads", FIELD(train.threads), 0),
+      integer_key("train.threads", FIELD(train.threads), 0, kMaxThreads),
       // Each stage is walked by the memory estimate and listed in results.json: a bound keeps a
       // typo (2147483647) from hanging before training starts; no curriculum needs more stages
       // than it has segments to grow (the paper's largest, copy360, has 18).
