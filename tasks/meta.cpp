@@ -12,9 +12,11 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "lib/core/error.h"
+#include "lib/core/messages.h"
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/babilong.h"
@@ -152,19 +154,31 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   DatasetMeta m;
   m.from_meta_yaml = true;
   m.task = meta_string(e["task"], path, "task");
+  // The kind first, since it decides which options are known: an edited kind is named as such,
+  // never as an unknown option key of the kind it now claims.
+  m.kind = meta_string(e["kind"], path, "kind");
+  const TaskKindTraits* stated_kind = find_task_kind(m.kind);
+  if (!stated_kind) {
+    std::vector<std::string> kinds;
+    for (const TaskKindTraits& k : task_kinds()) kinds.push_back(k.name);
+    fail("{}: kind '{}' is not a task kind (kinds: {}){}", path, m.kind, fmt::join(kinds, ", "),
+         did_you_mean(closest_match(m.kind, kinds)));
+  }
   // A kind that meta.yaml defines (imported) names its task freely; the others name a preset.
-  const TaskKindTraits* stated_kind = e["kind"].IsScalar() ? find_task_kind(e["kind"].Scalar()) : nullptr;
-  const bool own_task = stated_kind && stated_kind->defined_by_meta;
+  const bool own_task = stated_kind->defined_by_meta;
   if (own_task && !is_plain_name(m.task)) fail("{}: 'task' must be a plain name, got '{}'", path, m.task);
   std::string tasks_known;
   for (const std::string& n : task_names()) tasks_known += (tasks_known.empty() ? "" : ", ") + n;
   const std::vector<std::string> names = task_names();
+  // An imported task's file (it records its source) whose kind was edited to a built-in one.
+  if (!own_task && !is_task_name(m.task) && e.count("source"))
+    fail("{}: kind '{}' does not match task {}, a task of your own (meta.yaml records its source): its kind is "
+         "'imported'", path, m.kind, m.task);
   if (!own_task && std::find(names.begin(), names.end(), m.task) == names.end())
     fail("{}: unknown task '{}' (known: {}; a task of your own is kind imported: `rmt data import`)", path, m.task,
          tasks_known);
   const TaskOptions preset = own_task ? TaskOptions{m.task, stated_kind->name} : resolve_task(m.task);
   const bool base = m.task == preset.kind || own_task;  // copy, reverse, retrieval, sqeq: options are free
-  m.kind = meta_string(e["kind"], path, "kind");
   m.file_prefix = meta_string(e["file_prefix"], path, "file_prefix");
   if (!is_plain_name(m.file_prefix))
     fail("{}: 'file_prefix' must be a plain file name part, got '{}'", path, m.file_prefix);
@@ -181,6 +195,15 @@ DatasetMeta meta_from_yaml(const std::string& path) {
                           e["options"]["noise"].Scalar() == "text";
   if (text_noise)
     for (const char* k : {"noise_text", "noise_text_sha256"}) option_keys.push_back(k), required_options.push_back(k);
+  // kind: imported on a built-in task's file (the kind edited): its options are the task's kind's,
+  // which is what to say rather than that they are unknown keys.
+  if (own_task && is_task_name(m.task) && e["options"].IsMap())
+    for (auto it : e["options"])
+      if (it.first.IsScalar() && std::find(option_keys.begin(), option_keys.end(), it.first.Scalar()) == option_keys.end()) {
+        const std::string task_kind_name = resolve_task(m.task).kind;
+        fail("{}: kind '{}' does not match task {}, whose kind is '{}': options.{} is an option of kind {}, not of {}",
+             path, m.kind, m.task, task_kind_name, it.first.Scalar(), task_kind_name, m.kind);
+      }
   auto o = meta_map(e["options"], path, "options.", option_keys, required_options);
   m.length = preset.length;
   m.symbols = preset.symbols;

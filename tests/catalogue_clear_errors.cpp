@@ -144,4 +144,49 @@ RMT_CATALOGUE({
     {"--set", "train.threads beyond int (was \"at most 2147483647\")", copy_data_and_config,
      "train --config {dir}/c.yaml --set train.threads=99999999999 --out {dir}/run", 1,
      "for 'train.threads': expected a non-negative integer (at most 1024)"},
+
+    // ---- meta.yaml: an edited kind is named as such ------------------------------------------
+    {"meta.yaml", "kind: imported on a copy dataset (was \"unknown key 'options.length'\")",
+     [](const std::string& dir) {
+       tiny_copy(dir);
+       edit_meta(dir, "kind: copy", "kind: imported");
+     },
+     "data check {dir}/d", 1,
+     "meta.yaml: kind 'imported' does not match task copy, whose kind is 'copy': options.length is an option of "
+     "kind copy"},
+    {"meta.yaml", "kind that is no kind",
+     [](const std::string& dir) {
+       tiny_copy(dir);
+       edit_meta(dir, "kind: copy", "kind: coppy");
+     },
+     "data check {dir}/d", 1, "meta.yaml: kind 'coppy' is not a task kind (kinds: copy, reverse, retrieval"},
+    {"meta.yaml", "an imported task's kind edited to copy (was \"unknown task 'sort'\")",
+     [](const std::string& dir) {
+       fs::create_directories(dir + "/src");
+       write_sort_task(dir + "/src", sort_task());
+       rmt_setup("data import " + dir + "/src --out " + dir + "/d");
+       edit_meta(dir, "kind: imported", "kind: copy");
+     },
+     "data check {dir}/d", 1, "meta.yaml: kind 'copy' does not match task sort, a task of your own"},
+
+    // ---- results.csv: language-model and algorithmic rows together ---------------------------
+    {"results.csv", "a language-model row among algorithmic ones, named (was a field count)",
+     [](const std::string& dir) {
+       results_csv_with(dir, kAlgorithmicHeader, "rmt,1,1,0,all,1,6,0.9,0.5,a1,done\nxl,1,0,8,all,1,64,0.3,0.9,1.3,l1,done\n");
+     },
+     "table {dir}/r.csv", 1,
+     "r.csv: mixes language-model and algorithmic rows: line 3 (run_id 'l1') is a language-model run's row (with "
+     "bpc) in a file of algorithmic runs"},
+    {"results.csv", "an algorithmic row among language-model ones, named (was a field count)",
+     [](const std::string& dir) {
+       results_csv_with(dir, kLmHeader, "xl,1,0,8,all,1,64,0.3,0.9,1.3,l1,done\nrmt,1,1,0,all,1,6,0.9,0.5,a1,done\n");
+     },
+     "plot {dir}/r.csv --out {dir}/f.svg", 1,
+     "r.csv: mixes language-model and algorithmic rows: line 3 (run_id 'a1') is an algorithmic run's row (without "
+     "bpc) in a file of language-model runs"},
+    {"results.csv", "a bpc column, empty on an algorithmic row: the first of the other sort named",
+     [](const std::string& dir) {
+       results_csv_with(dir, kLmHeader, "xl,1,0,8,all,1,64,0.3,0.9,1.3,l1,done\nrmt,1,1,0,all,1,6,0.9,0.5,,a1,done\n");
+     },
+     "table {dir}/r.csv", 1, "line 3 is the first algorithmic run (after a language-model run on line 2)"},
 });

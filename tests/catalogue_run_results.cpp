@@ -117,14 +117,16 @@ RMT_CATALOGUE({
                                               "rmt,1,1,0,0.5,done\nxl,1,0,8,0.9,1.3,done\n");
      },
      "table {dir}/r.csv --metric loss", 1,
-     "r.csv: line 3 has 7 fields, the header has 6 (a language-model run's row, with bpc, among algorithmic runs?"},
+     "r.csv: mixes language-model and algorithmic rows: line 3 is a language-model run's row (with bpc) in a file of "
+     "algorithmic runs"},
     {"results.csv", "an algorithmic row among language-model ones",
      [](const std::string& dir) {
        rmt::write_file_atomic(dir + "/r.csv", "model.kind,segments,model.num_mem_tokens,model.mem_len,loss,bpc,status\n"
                                               "xl,1,0,8,0.9,1.3,done\nrmt,1,1,0,0.5,done\n");
      },
      "table {dir}/r.csv --metric bpc", 1,
-     "r.csv: line 3 has 6 fields, the header has 7 (an algorithmic run's row, without bpc, among language-model runs?"},
+     "r.csv: mixes language-model and algorithmic rows: line 3 is an algorithmic run's row (without bpc) in a file "
+     "of language-model runs"},
     // ---- reproduce: one runs directory per item ----------------------------------------------
     {"reproduce", "two items' sweep files share a file name (and so a runs directory)", same_named_sweeps,
      "reproduce --manifest {dir}/m.yaml --list", 1,

@@ -62,20 +62,25 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
     for (size_t d = 0; d < c; ++d)
       if (csv.header[d] == csv.header[c]) fail("{}: line 1: column '{}' appears twice in the header", origin, csv.header[c]);
   }
-  // A language-model sweep's file has a bpc column that an algorithmic one lacks: a row one field
-  // apart that way is most likely one family's row in the other's file, and is named as such.
+  // A language-model sweep's file has a bpc column that an algorithmic one lacks (it comes before
+  // run_id and status): a row one field apart that way whose status sits one column off is one
+  // family's row in the other's file, and is named as such rather than by its field count.
   const bool lm_header = csv.column("bpc") >= 0;
+  const int c_status = csv.column("status"), c_run_id = csv.column("run_id");
+  const int shift = lm_header ? -1 : 1;  // where a column after bpc sits in the other family's row
+  auto is_status = [](const std::string& f) { return f == "done" || f == "failed"; };
   for (size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() != csv.header.size()) {
-      const bool other_family = lm_header ? records[r].size() + 1 == csv.header.size()
-                                          : records[r].size() == csv.header.size() + 1;
-      fail("{}: line {} has {} fields, the header has {}{}", origin, record_lines[r], records[r].size(),
-           csv.header.size(),
-           !other_family ? ""
-           : lm_header   ? " (an algorithmic run's row, without bpc, among language-model runs? a results.csv "
-                           "holds one family: table each from its own)"
-                         : " (a language-model run's row, with bpc, among algorithmic runs? a results.csv holds "
-                           "one family: table each from its own)");
+    const std::vector<std::string>& row = records[r];
+    if (row.size() != csv.header.size()) {
+      if (c_status > 0 && row.size() == csv.header.size() + shift && is_status(row[size_t(c_status + shift)])) {
+        const bool run_id_shifted = c_run_id > csv.column("bpc") && c_run_id < c_status;  // rmt's layout
+        const std::string run = run_id_shifted ? fmt::format(" (run_id '{}')", row[size_t(c_run_id + shift)]) : "";
+        fail("{}: mixes language-model and algorithmic rows: line {}{} is {} row ({} bpc) in a file of {} runs; a "
+             "results.csv holds one family: table each from its own", origin, record_lines[r], run,
+             lm_header ? "an algorithmic run's" : "a language-model run's", lm_header ? "without" : "with",
+             lm_header ? "language-model" : "algorithmic");
+      }
+      fail("{}: line {} has {} fields, the header has {}", origin, record_lines[r], row.size(), csv.header.size());
     }
     csv.rows.push_back(records[r]);
     csv.row_lines.push_back(record_lines[r]);

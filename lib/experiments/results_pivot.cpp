@@ -174,11 +174,23 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   // columns, so a file of both is refused rather than half of it dropped.
   if (const int c_bpc = csv.column("bpc"); c_bpc >= 0) {
     int lm = 0, algorithmic = 0;
-    for (const auto& row : csv.rows)
-      if (row[c_status] == "done") ++(row[size_t(c_bpc)].empty() ? algorithmic : lm);
-    if (lm > 0 && algorithmic > 0)
-      fail("{}: mixes {} language-model run(s) (with bpc) and {} algorithmic run(s) (without): table "
-           "each family from its own results.csv", source, lm, algorithmic);
+    size_t first_lm = 0, first_algorithmic = 0;  // rows, for the message
+    for (size_t r = 0; r < csv.rows.size(); ++r) {
+      const auto& row = csv.rows[r];
+      if (row[c_status] != "done") continue;
+      const bool is_lm = !row[size_t(c_bpc)].empty();
+      if ((is_lm ? lm : algorithmic)++ == 0) (is_lm ? first_lm : first_algorithmic) = r;
+    }
+    if (lm > 0 && algorithmic > 0) {
+      // The first row of the other sort than the file's first finished row.
+      const bool other_is_lm = first_lm > first_algorithmic;
+      const size_t other = other_is_lm ? first_lm : first_algorithmic;
+      fail("{}: mixes {} language-model run(s) (with bpc) and {} algorithmic run(s) (without): line {} is the first "
+           "{} (after {} on line {}); table each family from its own results.csv", source, lm, algorithmic,
+           csv.row_lines[other], other_is_lm ? "language-model run" : "algorithmic run",
+           other_is_lm ? "an algorithmic run" : "a language-model run",
+           csv.row_lines[other_is_lm ? first_algorithmic : first_lm]);
+    }
   }
   // Each kind's memory and cache, over its finished runs: one description if one holds for all.
   std::map<std::string, std::vector<std::pair<int, int>>> mem_runs, cache_runs;
