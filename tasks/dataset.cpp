@@ -241,8 +241,9 @@ std::string task_dataset_fingerprint(const std::string& dir) {
   for (const char* split : kSplits)
     for (const char* which : {"X", "y"}) {
       const std::string path = dataset_file(dir, meta.file_prefix, split, which);
-      if (const std::string problem = not_a_regular_file(path); !problem.empty())
-        fail("{}: {} (a dataset file, needed for the dataset's fingerprint)", path, problem);
+      if (!fs::exists(fs::symlink_status(path)))
+        fail("{}: missing dataset file (needed for the dataset's fingerprint)", path);
+      require_regular_file(path);  // present but a directory, a FIFO ...: say what it is
       text += fmt::format("{} {}\n", fs::path(path).filename().string(), file_sha256_hex(path));
     }
   return sha256_hex(text);
