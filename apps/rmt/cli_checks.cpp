@@ -211,25 +211,63 @@ void check_outputs_safe(const std::vector<NamedPath>& outputs, const std::vector
   check_outputs_not_inputs(outputs, inputs);
 }
 
-void check_device_name(const std::string& device) {
-  // An empty name is not "the default": some commands read it as cpu, others refused it. The
-  // name itself is checked where the backend is taken (backend_by_name), the same for all.
-  if (device.empty())
-    throw CLI::ValidationError("--device", fmt::format("must name a device ({} in this build, cuda in one "
-                                                       "built with CUDA); got '' (leave --device out for the "
-                                                       "default)", known_devices()));
-}
-
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text) {
-  CLI::Option* option = cmd->add_option(
+  // An empty name is refused by refuse_empty_values, with empty_device_message.
+  return cmd->add_option(
       "--device", device,
       fmt::format("Backend that runs it: {} in this build{} (default: {})", known_devices(),
                   known_devices().find("cuda") == std::string::npos ? ", cuda in one built with CUDA" : "",
                   default_text));
-  // CLI11 runs no validator on an empty value: checked once the command line is read.
-  cmd->parse_complete_callback([option, &device] {
-    if (option->count() > 0) check_device_name(device);
+}
+
+namespace {
+
+std::vector<const CLI::Option*>& options_checking_own_empty_value() {
+  static std::vector<const CLI::Option*> options;
+  return options;
+}
+
+// An empty device name is not "the default" (some commands read it as cpu, others refused it);
+// the devices are listed. A name is checked where the backend is taken (backend_by_name).
+std::string empty_device_message() {
+  return fmt::format("--device must name a device ({} in this build, cuda in one built with CUDA); got '' "
+                     "(leave --device out for the default)", known_devices());
+}
+
+// The first option of `cmd`, or of the subcommand it ran, given an empty value: what to say.
+std::string empty_value_in(CLI::App* cmd) {
+  const auto& own = options_checking_own_empty_value();
+  for (const CLI::Option* option : cmd->get_options()) {
+    if (option->get_type_size() == 0 || option->count() == 0) continue;  // a flag, or not given
+    if (std::find(own.begin(), own.end(), option) != own.end()) continue;
+    const auto& values = option->results();
+    if (std::find(values.begin(), values.end(), std::string()) == values.end()) continue;
+    if (option->get_name() == "--device") return empty_device_message();
+    const bool positional = option->get_lnames().empty() && option->get_snames().empty();
+    if (positional) return fmt::format("argument {}: empty value ''; give one", option->get_name());
+    if (option->get_required()) return fmt::format("{}: empty value ''; give one", option->get_name());
+    return fmt::format("{0}: empty value ''; give one, or leave {0} out for its default", option->get_name());
+  }
+  for (CLI::App* sub : cmd->get_subcommands())
+    if (std::string problem = empty_value_in(sub); !problem.empty()) return problem;
+  return "";
+}
+
+}  // namespace
+
+std::string empty_value_problem(CLI::App& app) { return empty_value_in(&app); }
+
+void refuse_empty_values(CLI::App& app) {
+  // The root's parse-complete callback runs once every option is read, validated and the
+  // required ones found, and before any subcommand's own callback (the command) runs. A
+  // validator that failed on the empty value is reported as this too (main.cpp).
+  app.parse_complete_callback([&app] {
+    if (std::string problem = empty_value_problem(app); !problem.empty()) throw Error(problem);
   });
+}
+
+CLI::Option* checks_own_empty_value(CLI::Option* option) {
+  options_checking_own_empty_value().push_back(option);
   return option;
 }
 

@@ -31,11 +31,19 @@ CLI::Validator number_range(double lo, double hi, bool lo_open = false);
 CLI::Validator one_of(std::vector<std::string> choices);
 // `--device NAME`: the backend (backend_by_name, lib/core/backend.h). The name is checked where
 // the backend is taken, so a device this build lacks is one clear error line with exit 1.
-// default_text says what an absent --device means.
+// default_text says what an absent --device means. An empty name is refused alike by every
+// command (refuse_empty_values, with the devices listed).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device, const std::string& default_text);
-// Every command's --device goes through it (add_device_option): an empty name is refused
-// alike everywhere (a CLI::ValidationError, exit 1).
-void check_device_name(const std::string& device);
+// An option or argument given an empty value ('') is refused, naming it (exit 1), by every
+// command: CLI11 runs no validator on an empty value, and a command that reads an empty string
+// as "not given" would silently use its default instead. Installed once on the whole CLI
+// (main.cpp); it runs after CLI11 has read and checked the command line, before the command.
+void refuse_empty_values(CLI::App& app);
+// What refuse_empty_values says of the command line `app` has read ("" when no value is empty).
+std::string empty_value_problem(CLI::App& app);
+// Marks an option whose command checks an empty value itself, saying what it wants and why
+// (--prompt, the SLURM values); refuse_empty_values leaves it to that check.
+CLI::Option* checks_own_empty_value(CLI::Option* option);
 // `--mps auto|on|off` of the commands that run sweeps (rmt sweep, rmt reproduce): how runs on a
 // GPU share it (lib/experiments/mps.h).
 CLI::Option* add_mps_option(CLI::App* cmd, std::string& mps);

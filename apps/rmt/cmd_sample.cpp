@@ -42,8 +42,9 @@ void add_sample_command(CLI::App& app) {
   req->bytes = 200;
   cmd->add_option("run", req->run_dir, "Run directory written by rmt train on a text dataset")
       ->required()->check(existing_dir());
-  cmd->add_option("--prompt", req->prompt, "The text to continue (its bytes as given; at least one)")
-      ->required();
+  // An empty prompt is refused with the reason (lib/run/sample.cpp): no start-of-text symbol.
+  checks_own_empty_value(
+      cmd->add_option("--prompt", req->prompt, "The text to continue (its bytes as given; at least one)")->required());
   cmd->add_option("--bytes", req->bytes, fmt::format("Bytes to generate, 1..{}", kMaxSampleBytes))
       ->transform(int_range(1, kMaxSampleBytes))->capture_default_str();
   cmd->add_option("--temperature", req->settings.temperature,

@@ -87,13 +87,14 @@ void add_sweep_command(CLI::App& app) {
       ->capture_default_str()->transform(int_range(1, kMaxThreads))->group(commands_group);
   cmd->add_option("--cpus-per-task", args->slurm.cpus_per_task, "Cores per run; its train.threads")
       ->capture_default_str()->transform(int_range(1, kMaxThreads))->group(slurm_group);
-  cmd->add_option("--time", args->slurm.time, "Time limit per run: MM, HH:MM:SS or D-HH:MM:SS")
-      ->capture_default_str()->group(slurm_group);
-  cmd->add_option("--mem", args->slurm.mem, "Memory per run, e.g. 4G or 4000M")->group(slurm_group);
-  cmd->add_option("--partition", args->slurm.partition, "Partition(s)")->group(slurm_group);
-  cmd->add_option("--account", args->slurm.account, "Account to charge")->group(slurm_group);
-  cmd->add_option("--gpus", args->slurm.gpus, "GPUs per run: N or TYPE:N (only requests them; the runs "
-                  "use one with --device cuda)")->group(slurm_group);
+  // The SLURM values' empty form is checked with their other forms (check_slurm_option).
+  checks_own_empty_value(cmd->add_option("--time", args->slurm.time, "Time limit per run: MM, HH:MM:SS or D-HH:MM:SS")
+                             ->capture_default_str()->group(slurm_group));
+  checks_own_empty_value(cmd->add_option("--mem", args->slurm.mem, "Memory per run, e.g. 4G or 4000M")->group(slurm_group));
+  checks_own_empty_value(cmd->add_option("--partition", args->slurm.partition, "Partition(s)")->group(slurm_group));
+  checks_own_empty_value(cmd->add_option("--account", args->slurm.account, "Account to charge")->group(slurm_group));
+  checks_own_empty_value(cmd->add_option("--gpus", args->slurm.gpus, "GPUs per run: N or TYPE:N (only requests them; "
+                                         "the runs use one with --device cuda)")->group(slurm_group));
   cmd->callback([args, cmd] {
     // Options of one output mode given with another: a command line of the wrong shape (exit 2).
     for (const char* name : {"--cpus-per-task", "--time", "--mem", "--partition", "--account", "--gpus"})

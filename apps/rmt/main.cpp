@@ -221,6 +221,7 @@ int main(int argc, char** argv) {
   rmt::cli::add_attn_command(app);
   rmt::cli::add_sample_command(app);
   rmt::cli::add_reproduce_command(app);
+  rmt::cli::refuse_empty_values(app);
   // OMP_NUM_THREADS sets what "all cores" means (train.threads 0); a value that is no count is
   // refused rather than ignored.
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
@@ -254,6 +255,9 @@ int main(int argc, char** argv) {
           break;
         }
     }
+    // A validator that failed on an empty value ("-n ''": not an integer) is told as that.
+    if (value_error)
+      if (std::string empty = rmt::cli::empty_value_problem(app); !empty.empty()) message = empty;
     if (value_error) {
       std::fprintf(stderr, "rmt: error: %s\n", message.c_str());
       return 1;

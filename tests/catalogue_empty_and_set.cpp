@@ -1,0 +1,53 @@
+// Catalogue of bad inputs (tests/catalogue.h), issue 58: an option given an empty value was taken
+// as left out (`eval --predictions ''` wrote none, `--checkpoint ''` read the best) or failed on a
+// symptom ("--data : no such directory", "-n must be an integer"): every command now refuses it
+// naming the option (cli_checks.h refuse_empty_values).
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "tests/catalogue.h"
+
+namespace {
+
+// {dir}/d, {dir}/c.yaml (copy_data_and_config) and {dir}/run, trained on them.
+void trained_run(const std::string& dir) {
+  copy_data_and_config(dir);
+  const std::string cmd = std::string(RMT_BINARY) + " train --config " + dir + "/c.yaml --out " + dir +
+                          "/run >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("catalogue setup: rmt train failed");
+}
+
+// {dir}/s.yaml: a sweep whose grid sets segments and data.length, and derive: the memory size.
+void sweep_file(const std::string& dir) {
+  std::ofstream(dir + "/s.yaml") << "data: {task: copy, length: 4, symbols: 4, train: 64, val: 16, test: 16, seed: 0}\n"
+                                    "base: {model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16}}\n"
+                                    "grid: {model.kind: [rmt], segments: [1, 2], data.length: [4, 5]}\n"
+                                    "derive: {model.num_mem_tokens: segment_length}\n";
+}
+
+}  // namespace
+
+// ---- an empty value: refused naming the option, never read as the default ------------------
+RMT_CATALOGUE({
+    {"empty value", "eval --predictions ''", trained_run, "eval {dir}/run --predictions ''", 1,
+     "--predictions: empty value ''; give one, or leave --predictions out for its default"},
+    {"empty value", "eval --checkpoint '' (was the best)", trained_run, "eval {dir}/run --checkpoint ''", 1,
+     "--checkpoint: empty value ''; give one, or leave --checkpoint out for its default"},
+    {"empty value", "eval --data '' (was \"--data : no such directory\")", trained_run, "eval {dir}/run --data ''", 1,
+     "--data: empty value ''; give one, or leave --data out for its default"},
+    {"empty value", "eval --split ''", trained_run, "eval {dir}/run --split ''", 1,
+     "--split: empty value ''; give one, or leave --split out for its default"},
+    {"empty value", "eval: the run ''", nullptr, "eval ''", 1, "argument run: empty value ''; give one"},
+    {"empty value", "train --out '' with a config", copy_data_and_config, "train --config {dir}/c.yaml --out ''", 1,
+     "--out: empty value ''; give one"},
+    {"empty value", "train --set ''", copy_data_and_config, "train --config {dir}/c.yaml --out {dir}/run --set ''", 1,
+     "--set: empty value ''; give one, or leave --set out for its default"},
+    {"empty value", "data show -n '' (was \"must be an integer\")", copy_data_and_config, "data show {dir}/d -n ''", 1,
+     "-n: empty value ''; give one, or leave -n out for its default"},
+    {"empty value", "sweep --runs-dir ''", sweep_file, "sweep {dir}/s.yaml --runs-dir '' --dry-run", 1,
+     "--runs-dir: empty value ''; give one, or leave --runs-dir out for its default"},
+    {"empty value", "generate --noise-text ''", nullptr, "generate memorize --noise text --noise-text '' --out {dir}/d", 1,
+     "--noise-text: empty value ''; give one, or leave --noise-text out for its default"},
+});
