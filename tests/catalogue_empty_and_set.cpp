@@ -1,7 +1,8 @@
 // Catalogue of bad inputs (tests/catalogue.h), issue 58: an option given an empty value was taken
 // as left out (`eval --predictions ''` wrote none, `--checkpoint ''` read the best) or failed on a
 // symptom ("--data : no such directory", "-n must be an integer"): every command now refuses it
-// naming the option (cli_checks.h refuse_empty_values).
+// naming the option (cli_checks.h refuse_empty_values). `rmt sweep --set` of a key the sweep sets
+// itself in every run (train.threads, device with --device) was accepted and then overwritten.
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -27,6 +28,8 @@ void sweep_file(const std::string& dir) {
                                     "derive: {model.num_mem_tokens: segment_length}\n";
 }
 
+const std::string kSweep = "sweep {dir}/s.yaml --runs-dir {dir}/runs ";
+
 }  // namespace
 
 // ---- an empty value: refused naming the option, never read as the default ------------------
@@ -50,4 +53,19 @@ RMT_CATALOGUE({
      "--runs-dir: empty value ''; give one, or leave --runs-dir out for its default"},
     {"empty value", "generate --noise-text ''", nullptr, "generate memorize --noise text --noise-text '' --out {dir}/d", 1,
      "--noise-text: empty value ''; give one, or leave --noise-text out for its default"},
+});
+
+// ---- sweep --set of a key the sweep sets in every run itself --------------------------------
+RMT_CATALOGUE({
+    {"--set", "sweep --set train.threads (the sweep sets it)", sweep_file, kSweep + "--set train.threads=2 --dry-run",
+     1, "--set train.threads=2: the sweep sets each run's train.threads (the cores split between the -j runs); "
+        "give --threads N"},
+    {"--set", "sweep --set device with --device", sweep_file, kSweep + "--set device=cpu --device cpu --dry-run", 1,
+     "--set device=cpu: --device cpu sets the runs' device; give one of them"},
+    {"--set", "sweep --set data (the sweep fills it in)", sweep_file, kSweep + "--set data={dir}/d --dry-run", 1,
+     "the sweep's dataset is its data: block"},
+    {"--set", "sweep --set of a grid's data key", sweep_file, kSweep + "--set data.length=6 --dry-run", 1,
+     "--set data.length=6: the sweep's dataset is its data: block"},
+    {"--set", "sweep --set of a grid key, spaced", sweep_file, kSweep + "--set ' segments = 3' --dry-run", 1,
+     "s.yaml's grid sets segments run by run"},
 });

@@ -131,7 +131,7 @@ void add_sweep_command(CLI::App& app) {
     }
     if (!args->dry_run) check_output_dir("--runs-dir", args->runs_dir);
     SweepSpec spec = load_sweep(args->file);
-    for (const std::string& assignment : args->sets) apply_sweep_override(spec, assignment);
+    for (const std::string& assignment : args->sets) apply_sweep_override(spec, assignment, args->device);
     int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     if (args->jobs == 0)
       args->jobs = sweep_default_jobs(device_is_gpu(args->device.empty() ? spec.base.device : args->device));

@@ -43,8 +43,9 @@ struct SweepSpec {
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);
 SweepSpec load_sweep(const std::string& path);
 // `rmt sweep --set KEY=VALUE`: the value in every run's config (the base config's), refused for a
-// key the grid or derive: sets (which would override it run by run) and for the dataset's keys.
-void apply_sweep_override(SweepSpec& spec, const std::string& assignment);
+// key the sweep sets itself, which would override it: one the grid or derive: sets (run by run),
+// the dataset's keys, train.threads (--threads, -j), and device when `device` (--device) is given.
+void apply_sweep_override(SweepSpec& spec, const std::string& assignment, const std::string& device = "");
 
 struct SweepRun {
   std::string run_id;

@@ -310,7 +310,7 @@ SweepSpec load_sweep(const std::string& path) {
   return parse_sweep(read_file(path), path);
 }
 
-void apply_sweep_override(SweepSpec& spec, const std::string& assignment) {
+void apply_sweep_override(SweepSpec& spec, const std::string& assignment, const std::string& device) {
   const size_t equals = assignment.find('=');
   std::string key = assignment.substr(0, equals);
   key.erase(key.find_last_not_of(" \t") + 1);
@@ -322,6 +322,12 @@ void apply_sweep_override(SweepSpec& spec, const std::string& assignment) {
       if (grid_key == key) fail("--set {}: {}'s grid sets {} run by run", assignment, spec.path, key);
   for (const auto& [derive_key, expr] : spec.derive)
     if (derive_key == key) fail("--set {}: {}'s derive: sets {} ({})", assignment, spec.path, key, expr);
+  // What plan_sweep sets in every run after the base config, over any --set.
+  if (key == "train.threads")
+    fail("--set {}: the sweep sets each run's train.threads (the cores split between the -j runs); give "
+         "--threads N", assignment);
+  if (key == "device" && !device.empty())
+    fail("--set {}: --device {} sets the runs' device; give one of them", assignment, device);
   apply_override(spec.base, assignment);  // the config's own checks: unknown keys, values
 }
 
