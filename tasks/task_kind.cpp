@@ -44,6 +44,12 @@ const std::vector<TaskOptionInfo>& task_option_info() {
   return options;
 }
 
+std::optional<std::pair<int, int>> task_option_bounds(const std::string& key) {
+  for (const TaskOptionInfo& info : task_option_info())
+    if (info.value && key == info.key && info.lo > INT_MIN && info.hi < INT_MAX) return std::pair{info.lo, info.hi};
+  return std::nullopt;
+}
+
 const std::vector<TaskKindTraits>& task_kinds() {
   constexpr unsigned kSequence = kOptLength | kOptSymbols;
   constexpr unsigned kAr = kOptPairs | kOptSymbols | kOptKeySize | kOptValueSize;

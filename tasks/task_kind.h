@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tasks/rng.h"
@@ -91,6 +92,11 @@ struct TaskOptionInfo {
   std::optional<int> fallback;   // the value of a meta.yaml written before the option existed
 };
 const std::vector<TaskOptionInfo>& task_option_info();  // every option, in TaskOption's order
+// The range the table gives the integer option `key` (meta.yaml's name, "key_size") where it
+// bounds it (length, symbols, pairs, key_size, value_size): what every task taking it allows,
+// stated by `rmt generate` and a sweep's data: block instead of int's limits. A task checks its
+// narrower one after (ar_*'s symbols 2..36). nullopt where only the task bounds it (max_root ...).
+std::optional<std::pair<int, int>> task_option_bounds(const std::string& key);
 
 struct TaskKindTraits {
   const char* name;        // meta.yaml kind, and the base task of that name

@@ -106,7 +106,7 @@ RMT_CATALOGUE({
     {"cli-value", "generate: size beyond int64", nullptr, "generate copy --out {dir}/d --test 99999999999999999999", 1,
      "--test must be at most 9223372036854775807 (got 99999999999999999999)"},
     {"cli-value", "generate: --length beyond int", nullptr, "generate copy --out {dir}/d --length 3000000000", 1,
-     "--length must be at most 2147483647 (got 3000000000)"},
+     "--length must be from 1 to 100000 (got 3000000000)"},
     {"cli-value", "data show: -n negative", nullptr, "data show {dir} -n -1", 1, "-n must be at least 0 (got -1)"},
     {"cli-value", "data show: -n beyond int", nullptr, "data show {dir} -n 10000000000", 1,
      "-n must be at most 2147483647 (got 10000000000)"},

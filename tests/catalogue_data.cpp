@@ -405,7 +405,7 @@ RMT_CATALOGUE({
      "generate ar_remember --pairs 300 --key-size 2 --out {dir}/d", 1,
      "--pairs 300 is too many for distinct keys: 16 symbols in keys of 2 make 256; a longer --key-size"},
     {"generate", "ar_rewrite: a key of 9 symbols", nullptr, "generate ar_rewrite --key-size 9 --out {dir}/d", 1,
-     "--key-size must be in 1..8 (got 9)"},
+     "--key-size must be from 1 to 8 (got 9)"},
     {"generate", "--value-size on retrieval", nullptr, "generate retrieval --value-size 2 --out {dir}/d", 1,
      "--value-size is not an option of task retrieval"},
     {"generate", "an empty train split", nullptr, "generate copy --train 0 --out {dir}/d", 1,

@@ -3,6 +3,8 @@
 // symptom ("--data : no such directory", "-n must be an integer"): every command now refuses it
 // naming the option (cli_checks.h refuse_empty_values). `rmt sweep --set` of a key the sweep sets
 // itself in every run (train.threads, device with --device) was accepted and then overwritten.
+// A task option beyond int stated int's range ("at most 2147483647", "[1, 2147483647]"), not
+// the task table's (--key-size 1..8, length 1..100000).
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -26,6 +28,13 @@ void sweep_file(const std::string& dir) {
                                     "base: {model: {n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16}}\n"
                                     "grid: {model.kind: [rmt], segments: [1, 2], data.length: [4, 5]}\n"
                                     "derive: {model.num_mem_tokens: segment_length}\n";
+}
+
+// A sweep file of `data` and a one-point grid.
+std::function<void(const std::string&)> sweep_with_data(const std::string& data) {
+  return [data](const std::string& dir) {
+    std::ofstream(dir + "/s.yaml") << "data: " << data << "\ngrid: {segments: [1]}\n";
+  };
 }
 
 const std::string kSweep = "sweep {dir}/s.yaml --runs-dir {dir}/runs ";
@@ -68,4 +77,24 @@ RMT_CATALOGUE({
      "--set data.length=6: the sweep's dataset is its data: block"},
     {"--set", "sweep --set of a grid key, spaced", sweep_file, kSweep + "--set ' segments = 3' --dry-run", 1,
      "s.yaml's grid sets segments run by run"},
+});
+
+// ---- a task option's real range, not int's ----------------------------------------------------
+RMT_CATALOGUE({
+    {"generate", "--key-size beyond int (was \"at most 2147483647\")", nullptr,
+     "generate ar_remember --key-size 99999999999 --out {dir}/d", 1, "--key-size must be from 1 to 8 (got 99999999999)"},
+    {"generate", "--value-size beyond int", nullptr, "generate ar_rewrite --value-size 99999999999 --out {dir}/d", 1,
+     "--value-size must be from 1 to 8 (got 99999999999)"},
+    {"generate", "--symbols beyond int", nullptr, "generate copy --symbols 3000000000 --out {dir}/d", 1,
+     "--symbols must be from 1 to 36 (got 3000000000)"},
+    {"generate", "--pairs beyond int", nullptr, "generate ar_remember --pairs 3000000000 --out {dir}/d", 1,
+     "--pairs must be from 1 to 100000 (got 3000000000)"},
+    {"sweep", "data key_size beyond int (was \"[1, 2147483647]\")",
+     sweep_with_data("{task: ar_remember, key_size: 99999999999}"), kSweep + "--dry-run", 1,
+     "invalid value '99999999999' for data option 'key_size': expected an integer in [1, 8]"},
+    {"sweep", "grid data.length beyond the tasks' lengths",
+     [](const std::string& dir) {
+       std::ofstream(dir + "/s.yaml") << "data: {task: copy, symbols: 4}\ngrid: {data.length: [4, 200000]}\n";
+     },
+     kSweep + "--dry-run", 1, "invalid value '200000' for data option 'length': expected an integer in [1, 100000]"},
 });

@@ -235,7 +235,7 @@ RMT_CATALOGUE({
     {"sweep", "grid key given twice", file_case("s.yaml", kSweepData + "grid: {segments: [1], segments: [2]}\n"), kSweepDry, 1,
      "s.yaml: grid.segments: given twice"},
     {"sweep", "data option beyond int", file_case("s.yaml", "data: {task: copy, length: 99999999999}\ngrid: {segments: [1]}\n"),
-     kSweepDry, 1, "invalid value '99999999999' for data option 'length': expected an integer in [1, 2147483647]"},
+     kSweepDry, 1, "invalid value '99999999999' for data option 'length': expected an integer in [1, 100000]"},
     {"sweep", "key that is a mapping", file_case("s.yaml", kSweepData + "grid: {{a: 1}: [1]}\n"), kSweepDry, 1,
      "s.yaml: grid: keys must be plain names, got a mapping"},
     {"sweep", "grid value that is a list", file_case("s.yaml", kSweepData + "grid: {segments: [[1, 2]]}\n"), kSweepDry, 1,

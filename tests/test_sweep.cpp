@@ -116,7 +116,7 @@ TEST_CASE("sweep: malformed sweep files: duplicate keys, non-scalar keys, out-of
         "bad.yaml: derive.model.mem_len: given twice");
   CHECK(error(data + "grid: {[a, b]: [1]}") == "bad.yaml: grid: keys must be plain names, got a list");
   CHECK(error("data: {task: copy, length: 99999999999}\ngrid: {segments: [1]}") ==
-        "bad.yaml: data: invalid value '99999999999' for data option 'length': expected an integer in [1, 2147483647]");
+        "bad.yaml: data: invalid value '99999999999' for data option 'length': expected an integer in [1, 100000]");
   CHECK(error("data: {task: copy, length: 4x}\ngrid: {segments: [1]}").find("expected an integer") != std::string::npos);
   CHECK(error(data + "grid: {data.length: [4, 99999999999], segments: [1]}").find("'99999999999' for data option 'length'") !=
         std::string::npos);

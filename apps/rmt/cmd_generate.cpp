@@ -68,20 +68,26 @@ void add_generate_command(CLI::App& app) {
   auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)")->transform(int_range(1));
   auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)")->transform(int_range(1));
   const int int_max = std::numeric_limits<int>::max();
+  // A task option's range as the task table states it (its largest over the tasks: length
+  // 1..100000, --key-size 1..8), not int's; the task checks its own narrower one after.
+  auto task_option_range = [](const char* key) {
+    const auto bounds = task_option_bounds(key);
+    return bounds ? int_range(bounds->first, bounds->second) : int_range(1, std::numeric_limits<int>::max());
+  };
   auto* length = cmd->add_option("--length", args->length,
                                  "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the "
                                  "model's input positions (default 64)")
-      ->transform(int_range(1, int_max));
+      ->transform(task_option_range("length"));
   auto* symbols = cmd->add_option("--symbols", args->symbols, "copy/reverse: alphabet size V, ids 2..V+1 (default 10)")
-      ->transform(int_range(1, int_max));
+      ->transform(task_option_range("symbols"));
   auto* pairs = cmd->add_option("--pairs", args->pairs,
                                 "retrieval: key-value pairs K, 1..10 (default 4); ar_*: 1..100000 (default 10)")
-      ->transform(int_range(1, int_max));
+      ->transform(task_option_range("pairs"));
   auto* key_size = cmd->add_option("--key-size,--key_size", args->key_size, "ar_*: symbols per key, 1..8 (default 1)")
-      ->transform(int_range(1, int_max));
+      ->transform(task_option_range("key_size"));
   auto* value_size = cmd->add_option("--value-size,--value_size", args->value_size,
                                      "ar_*: symbols per value, 1..8 (default 1)")
-      ->transform(int_range(1, int_max));
+      ->transform(task_option_range("value_size"));
   // The underscore spellings let a sweep's data block say max_root: / max_alpha:.
   auto* max_root = cmd->add_option("--max-root,--max_root", args->max_root,
                                    "sqeq: roots int(uniform(-R, R)), R in 2..208 (default: the paper's 100); "

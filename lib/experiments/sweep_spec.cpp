@@ -14,6 +14,7 @@
 #include "lib/core/messages.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
+#include "tasks/task_kind.h"
 #include "tasks/text.h"
 
 namespace rmt {
@@ -67,9 +68,11 @@ void check_data_option(const std::string& option, const std::string& value, cons
   if (value.empty() || ptr != end || ec == std::errc::invalid_argument)
     fail("{}: invalid value '{}' for data option '{}': expected an integer", where, value, option);
   const bool zero_ok = option == "seed" || option == "distractors";
-  if (ec == std::errc::result_out_of_range || v > max || v < 0 || (v == 0 && !zero_ok))
-    fail("{}: invalid value '{}' for data option '{}': expected an integer in [{}, {}]", where, value, option,
-         zero_ok ? 0 : 1, max);
+  // The task table's range where it states one (length [1, 100000], key_size [1, 8]), else the type's.
+  const auto bounds = task_option_bounds(option);
+  const long long lo = bounds ? bounds->first : zero_ok ? 0 : 1, hi = bounds ? bounds->second : max;
+  if (ec == std::errc::result_out_of_range || v < lo || v > hi)
+    fail("{}: invalid value '{}' for data option '{}': expected an integer in [{}, {}]", where, value, option, lo, hi);
 }
 
 }  // namespace
