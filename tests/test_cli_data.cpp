@@ -44,7 +44,7 @@ TEST_CASE("rmt generate, data check, data show") {
 TEST_CASE("rmt generate rejects bad options before writing anything") {
   std::string dir = cli_tmp("bad");
   expect_error("generate nosuchtask --out " + dir, "unknown task 'nosuchtask'");
-  expect_error("generate copy --length 0 --out " + dir, "--length must be at least 1");
+  expect_error("generate copy --length 0 --out " + dir, "--length must be from 1 to 100000 (got 0)");
   expect_error("generate retrieval --pairs 11 --out " + dir, "at most 10");
   expect_error("generate copy --pairs 3 --out " + dir, "--pairs is not an option of task copy");
   expect_error("generate sqeq --length 3 --out " + dir, "--length is not an option of task sqeq");
