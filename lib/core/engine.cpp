@@ -109,10 +109,10 @@ float Engine::dropout_p(bool training) const {
 const uint8_t* Engine::mask_for(const SegmentPlan& plan) {
   DeviceArray<uint8_t>& mask = masks_[{plan.q, plan.mlen, plan.m_read, plan.m_write}];
   if (mask.empty()) {
-    host_mask_.resize(size_t(plan.q) * size_t(plan.klen));
-    build_mask(host_mask_.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
+    host_.mask.resize(size_t(plan.q) * size_t(plan.klen));
+    build_mask(host_.mask.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
                model_.config.read_mem_from_cache, model_.d_key > 0);
-    mask.upload(be_, host_mask_);
+    mask.upload(be_, host_.mask);
   }
   return mask.data();
 }
@@ -131,13 +131,13 @@ void Engine::initial_state(RecurrentState& state, int B) const {
 void Engine::upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
                             const int32_t* tokens, const int32_t* targets, int B, int T) {
   // [B, T] on the host -> time-major [T, B] in the backend's memory.
-  host_ids_.resize(size_t(T) * B);
-  transpose(host_ids_.data(), tokens, B, T);
-  ids.upload(be_, host_ids_);
+  host_.ids.resize(size_t(T) * B);
+  transpose(host_.ids.data(), tokens, B, T);
+  ids.upload(be_, host_.ids);
   if (targets_dev) {
-    host_targets_.resize(size_t(T) * B);
-    transpose(host_targets_.data(), targets, B, T);
-    targets_dev->upload(be_, host_targets_);
+    host_.targets.resize(size_t(T) * B);
+    transpose(host_.targets.data(), targets, B, T);
+    targets_dev->upload(be_, host_.targets);
   }
 }
 
@@ -337,15 +337,14 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   ++segment_runs_;
   const int row = seg.plan.mlen + seg.plan.m_read + t;  // the token's row among the keys
   const int klen = row + 1;                  // it attends to every key up to itself
-  row_ids_.sized(be_, B);
-  row_ids_.write(0, ids, B);
-  float* x = sized(row_x_, int64_t(B) * d);
-  be_.embedding_forward(x, row_ids_.data(), W.emb, B, d, std::sqrt(float(d)));
-  float* av = sized(row_av_, int64_t(B) * HD);
-  float* ares = sized(row_attn_res_, int64_t(B) * d);
-  float* f1 = sized(row_f_, int64_t(B) * di);
-  float* stats = sized(row_stats_, 2 * int64_t(B));
-  if (row_mask_.size() < klen) row_mask_.zeroed(be_, klen);  // zero: nothing blocked
+  decode_.size(be_, M, B, klen);
+  decode_.ids.write(0, ids, B);
+  float* x = decode_.x.data();
+  be_.embedding_forward(x, decode_.ids.data(), W.emb, B, d, std::sqrt(float(d)));
+  float* av = decode_.av.data();
+  float* ares = decode_.attn_res.data();
+  float* f1 = decode_.f.data();
+  float* stats = decode_.stats.data();
   // One query row over keys [0, klen), a prefix of the segment's qkv buffer; the position table
   // is the segment's, shifted so that its last row is distance 0 from the query.
   const AttentionShape shape{B, M.H, M.Dh, 1, klen};
@@ -355,21 +354,21 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
     LayerActivations& act = seg.layers[size_t(l)];
     if (seg.assoc_read) {  // armt: the row's input plus what the associative memory gives (assoc_read)
       const float* A = seg.assoc_in + int64_t(l) * B * M.assoc_floats();
-      float* rq = sized(row_q_, int64_t(B) * M.d_mem);
+      float* rq = decode_.q.data();
       be_.matmul(rq, x, w.mq_w, B, M.d_mem, d, false, true);
-      float* rphi = sized(row_phi_, int64_t(B) * M.d_key);
+      float* rphi = decode_.phi.data();
       be_.dpfp_forward(rphi, rq, B, M.d_mem);
-      float* rout = sized(row_read_, int64_t(B) * d);
-      be_.assoc_read_forward(rout, sized(row_den_, B), rphi, A, A + int64_t(B) * M.d_key * d, 1, B,
+      float* rout = decode_.read.data();
+      be_.assoc_read_forward(rout, decode_.den.data(), rphi, A, A + int64_t(B) * M.d_key * d, 1, B,
                              M.d_key, d, 1e-5f);
       be_.add_inplace(rout, x, int64_t(B) * d);  // read + x, as assoc_read adds them
       be_.copy_device_to_device(x, rout, sizeof(float) * size_t(B) * d);
     }
     // the row's q, k, v go into the key/value cache (row `row` of every sample)
     be_.matmul(act.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
-    be_.rel_attention_forward(av, sized(row_prob_, int64_t(B) * M.H * klen), act.qkv.data(),
+    be_.rel_attention_forward(av, decode_.prob.data(), act.qkv.data(),
                               act.r.data() + int64_t(seg.plan.klen - klen) * HD, W.u, W.v,
-                              row_mask_.data(), shape, scale);
+                              decode_.mask.data(), shape, scale);
     be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
     be_.add_layernorm_forward(x, stats, stats + B, ares, nullptr, x, w.ln1_w, w.ln1_b, B, d);  // x = h1
     be_.matmul(f1, x, w.ff1_w, B, di, d, false, true);
@@ -377,10 +376,10 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
     be_.matmul(ares, f1, w.ff2_w, B, d, di, false, true);
     be_.add_layernorm_forward(x, stats, stats + B, ares, w.ff2_b, x, w.ln2_w, w.ln2_b, B, d);
   }
-  float* out = sized(row_logits_, int64_t(B) * V);
+  float* out = decode_.logits.data();
   be_.matmul(out, x, W.emb, B, V, d, false, true);
   be_.add_bias(out, W.out_bias, B, V);
-  row_logits_.read(0, logits, int64_t(B) * V);
+  decode_.logits.read(0, logits, int64_t(B) * V);
 }
 
 void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, int T,
@@ -400,37 +399,37 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
       if (c.size() != int64_t(st->mlen) * B * M.d)
         fail("forward: the start state's cache does not fit this model and batch of {}", B);
   }
-  seg_len_ = seg_len;
-  training_ = training;
-  batch_ = B;
-  recomputing_ = recompute_;
-  segs_.resize(recomputing_ ? 0 : size_t(N));
-  seg_logits_.resize(recomputing_ ? size_t(N) : 0);
-  states_.resize(size_t(N) + 1);
-  from_initial_ = carry.start == nullptr;
+  fwd_.seg_len = seg_len;
+  fwd_.training = training;
+  fwd_.batch = B;
+  fwd_.recomputing = recompute_;
+  fwd_.segs.resize(fwd_.recomputing ? 0 : size_t(N));
+  fwd_.seg_logits.resize(fwd_.recomputing ? size_t(N) : 0);
+  fwd_.states.resize(size_t(N) + 1);
+  fwd_.from_initial = carry.start == nullptr;
   // A carried start state is copied into the engine's own buffers here, before the device's part:
   // a captured step then reads it where every replay finds the step's own (train_step).
-  if (carry.start) carry_in_ = *carry.start;
-  plan_forward(plans_, plan_model_, seg_len, T - answer_size, training, carry.pass_on,
-               from_initial_ ? 0 : carry.start->mlen);
+  if (carry.start) fwd_.carry_in = *carry.start;
+  plan_forward(fwd_.plans, plan_model_, seg_len, T - answer_size, training, carry.pass_on,
+               fwd_.from_initial ? 0 : carry.start->mlen);
   if (dropout_p(training) > 0) {  // each segment's dropout seed, with the batch
     std::vector<uint64_t> seeds(static_cast<size_t>(N));
     for (int s = 0; s < N; ++s) seeds[size_t(s)] = mix_seed(dropout_seed, uint64_t(s));
-    segment_seeds_.upload(be_, seeds);
+    fwd_.segment_seeds.upload(be_, seeds);
   }
-  loss_scale_ = 1.f / float(int64_t(B) * answer_size);
+  fwd_.loss_scale = 1.f / float(int64_t(B) * answer_size);
   // Each segment's tokens and targets (-1 where the position is not scored), time-major [T_s, B],
   // one after the other in one upload.
-  batch_at_.assign(size_t(N), 0);
-  host_batch_.clear();
+  fwd_.batch_at.assign(size_t(N), 0);
+  host_.batch.clear();
   int t0 = 0;
   for (int s = 0; s < N; ++s) {
     const int Ts = seg_len[size_t(s)];
-    if (plans_[size_t(s)].run) {  // a segment that feeds nothing is not run (run_forward)
-      const size_t at = host_batch_.size();
-      batch_at_[size_t(s)] = int64_t(at);
-      host_batch_.resize(at + 2 * size_t(Ts) * B);
-      int32_t* ids = host_batch_.data() + at;
+    if (fwd_.plans[size_t(s)].run) {  // a segment that feeds nothing is not run (run_forward)
+      const size_t at = host_.batch.size();
+      fwd_.batch_at[size_t(s)] = int64_t(at);
+      host_.batch.resize(at + 2 * size_t(Ts) * B);
+      int32_t* ids = host_.batch.data() + at;
       int32_t* targets = ids + size_t(Ts) * B;
       for (int t = 0; t < Ts; ++t)
         for (int b = 0; b < B; ++b) {
@@ -441,28 +440,28 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
     }
     t0 += Ts;
   }
-  batch_tokens_.upload(be_, host_batch_);
+  fwd_.batch_tokens.upload(be_, host_.batch);
 }
 
 void Engine::run_forward(double* loss_sum) {
   const int N = num_segments();
-  if (from_initial_)
-    initial_state(states_[0], batch_);
+  if (fwd_.from_initial)
+    initial_state(fwd_.states[0], fwd_.batch);
   else
-    states_[0] = carry_in_;
+    fwd_.states[0] = fwd_.carry_in;
   for (int s = 0; s < N; ++s) {
     // A segment that feeds nothing (plan.run: no loss, no memory or cache passed on) is not run.
-    const SegmentPlan& plan = plans_[size_t(s)];
+    const SegmentPlan& plan = fwd_.plans[size_t(s)];
     if (!plan.run) {
-      states_[size_t(s) + 1] = states_[size_t(s)];
+      fwd_.states[size_t(s) + 1] = fwd_.states[size_t(s)];
       continue;
     }
-    SegmentActivations& seg = recomputing_ ? work_ : segs_[size_t(s)];
-    run_segment(seg, plan, segment_ids(s), segment_targets(s), batch_,
-                states_[size_t(s)], states_[size_t(s) + 1], training_, segment_seed(s), loss_scale_);
+    SegmentActivations& seg = fwd_.recomputing ? recomputed_.seg : fwd_.segs[size_t(s)];
+    run_segment(seg, plan, segment_ids(s), segment_targets(s), fwd_.batch,
+                fwd_.states[size_t(s)], fwd_.states[size_t(s) + 1], fwd_.training, segment_seed(s), fwd_.loss_scale);
     if (!plan.logits) continue;
     be_.accumulate_sum(loss_sum, seg.loss_rows.data(), seg.loss_rows.size());
-    if (recomputing_) seg_logits_[size_t(s)] = seg.logits;
+    if (fwd_.recomputing) fwd_.seg_logits[size_t(s)] = seg.logits;
   }
 }
 
@@ -475,22 +474,22 @@ double Engine::forward(const int32_t* input, const int32_t* target, int B, int T
   run_forward(words);
   double loss_sum = 0;
   be_.copy_device_to_host(&loss_sum, words, sizeof loss_sum);
-  loss_ = loss_sum * loss_scale_;
-  return loss_;
+  fwd_.loss = loss_sum * fwd_.loss_scale;
+  return fwd_.loss;
 }
 
 const RecurrentState& Engine::state(int s) const {
-  if (s < 0 || s >= int(states_.size())) fail("state({}): the last forward had {} segments", s, num_segments());
-  return states_[size_t(s)];
+  if (s < 0 || s >= int(fwd_.states.size())) fail("state({}): the last forward had {} segments", s, num_segments());
+  return fwd_.states[size_t(s)];
 }
 
 std::vector<float> Engine::logits(int s) const {
-  if (!plans_[size_t(s)].logits)
+  if (!fwd_.plans[size_t(s)].logits)
     fail("the logits of segment {} were not computed: no loss depends on them in training", s);
-  if (!recomputing_) return segment_logits(segs_[size_t(s)]);
-  const std::vector<float> tb = seg_logits_[size_t(s)].download();  // [T, B, V]
+  if (!fwd_.recomputing) return segment_logits(fwd_.segs[size_t(s)]);
+  const std::vector<float> tb = fwd_.seg_logits[size_t(s)].download();  // [T, B, V]
   std::vector<float> bt(tb.size());
-  transpose(bt.data(), tb.data(), seg_len_[size_t(s)], batch_, model_.V);
+  transpose(bt.data(), tb.data(), fwd_.seg_len[size_t(s)], fwd_.batch, model_.V);
   return bt;
 }
 

@@ -9,102 +9,13 @@
 #include <map>
 #include <vector>
 
+#include "lib/core/activations.h"
 #include "lib/core/backend.h"
 #include "lib/core/device_array.h"
 #include "lib/core/model.h"
 #include "lib/core/segment_plan.h"
 
 namespace rmt {
-
-// Every activation is time-major, [rows, B, width] as in the authors' code: row t of sample b
-// is buffer row t*B + b. A block of positions (the memory rows, the token rows, the cache) is
-// then one contiguous range for the whole batch, so it is sliced, skipped or handed on without
-// gathering.
-
-// Every buffer below is in the backend's memory (DeviceArray): kernels read and write it, the
-// host only through the backend's copies.
-
-// What flows from one segment to the next.
-struct RecurrentState {
-  DeviceArray<float> mem;                 // [num_mem, B, d]  memory tokens (rmt, mt, xl_rmt)
-  std::vector<DeviceArray<float>> cache;  // per layer [mlen, B, d], detached (xl, xl_rmt)
-  int mlen = 0;                           // rows currently in the cache
-  // armt: every layer's associative memory, layer l at l * B * assoc_floats(): A [B, Dk, d] then
-  // z [B, Dk] (docs/armt.md). Empty until a segment has written it (assoc_written): the first
-  // segment neither reads it nor corrects its write (the authors' first_seg).
-  DeviceArray<float> assoc;
-  bool assoc_written = false;
-};
-
-// Language modelling carries the state across forward() calls (docs/paper.md: Transformer-XL's
-// LM setting): a forward may start from a state handed out by an earlier one.
-struct Carry {
-  // The state entering the first segment; null: initial_state (the learned memory, an empty
-  // cache). A given state is detached: no gradient flows into it.
-  const RecurrentState* start = nullptr;
-  // Compute the whole state after the last segment (training otherwise skips its memory).
-  bool pass_on = false;
-};
-
-// Saved activations of one layer in one segment, in the shapes of its SegmentPlan
-// (lib/core/segment_plan.h). Query rows are [read num_mem | tokens | write m_write]; key rows are
-// [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end): the
-// rows whose output something needs (the rest hold stale values).
-struct LayerActivations {
-  DeviceArray<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)
-  DeviceArray<float> qkv;        // [klen, B, 3*H*Dh] (cache rows: keys and values only)
-  DeviceArray<float> r;          // [klen, H*Dh]     r_net(pos)
-  DeviceArray<float> prob;       // [B, H, q, klen]
-  DeviceArray<float> av;         // [q, B, H*Dh]     attention vectors
-  DeviceArray<float> attn_res;   // [q, B, d]        x + attn_out (LayerNorm 1 input)
-  DeviceArray<float> h1;         // [q, B, d]        LayerNorm 1 output
-  DeviceArray<float> f1;         // [q, B, d_inner]  ReLU output
-  DeviceArray<float> f1_drop;    // [q, B, d_inner]  after dropout (only when dropout > 0)
-  DeviceArray<float> ff_res;     // [q, B, d]        h1 + ff (LayerNorm 2 input)
-  DeviceArray<float> h2;         // [q, B, d]        layer output
-  DeviceArray<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // [q*B]
-  DeviceArray<uint8_t> keep_o, keep_f1, keep_f2;              // dropout masks
-  // armt (docs/armt.md). The read before the layer, when the state holds a memory:
-  DeviceArray<float> x_in;      // [q, B, d]      layer input + read: what the layer runs on
-  DeviceArray<float> rq, rphi;  // [q, B, d_mem], [q, B, Dk]  W_mq x and its DPFP
-  DeviceArray<float> rout, rden;  // [q, B, d], [q*B]  the read and its denominators
-  // The write after it, from the write block's output rows (when the memory is passed on):
-  DeviceArray<float> wk, wphi;  // [m, B, d_mem], [m, B, Dk]  W_mk m and its DPFP (the keys)
-  DeviceArray<float> wv, wbar;  // [m, B, d]      W_mv m, and what A already gives for the keys
-  DeviceArray<float> wden, wb;  // [m*B]          wbar's denominators; the logits of beta
-};
-
-struct SegmentActivations {
-  int B = 0;                 // samples
-  SegmentPlan plan;          // what the segment ran: T, q, mlen, klen, m_write, live rows, ...
-  bool has_logits = false;   // logits (and, with targets, the loss) were computed
-  const int32_t* token_ids = nullptr;  // [T, B] the input tokens it ran with (ids or the engine's)
-  DeviceArray<int32_t> ids;      // [T, B] input tokens (forward_segment's upload)
-  DeviceArray<int32_t> targets;  // [T, B] -1 where the position is not scored
-  DeviceArray<uint64_t> seed;    // [1] forward_segment's dropout seed (uploaded when training)
-  DeviceArray<float> pos;        // [klen, d] position embedding (after dropout)
-  DeviceArray<float> h0;         // [q, B, d] embedded input (after dropout)
-  std::vector<LayerActivations> layers;
-  DeviceArray<float> out;        // [q, B, d] last layer output after the final dropout
-  DeviceArray<float> logits;     // [T, B, V] (time-major; Engine::segment_logits reorders)
-  DeviceArray<float> dlogits;    // [T, B, V] d(loss)/d(logits), set whenever targets are given
-  DeviceArray<float> loss_rows;  // [T*B] per-position cross-entropy (0 where unscored)
-  DeviceArray<uint8_t> keep_h0, keep_pos, keep_out;
-  // armt: the associative memory the segment read (the entering state's; valid while that state
-  // lives: the engine keeps every state of a forward, decoding runs before its state moves on)
-  // and whether it read one and wrote the next.
-  const float* assoc_in = nullptr;
-  bool assoc_read = false, assoc_write = false;
-  const uint8_t* mask = nullptr;  // [q, klen] its attention mask (Engine::mask_for's, kept by shape)
-};
-
-// Evaluation by diagonals (Engine::forward_diagonal): what the caller gives for segment s, read
-// when the segment starts. tokens and targets [B, T_s] on the host (targets null: no loss).
-struct DiagonalSegmentInput {
-  const int32_t* tokens = nullptr;
-  const int32_t* targets = nullptr;
-  SegmentOutputs outputs;
-};
 
 class Engine {
  public:
@@ -131,7 +42,7 @@ class Engine {
                      const std::vector<int>& seg_len, int answer_size, bool training,
                      uint64_t dropout_seed, const Carry& carry = {});
   void run_forward(double* loss_sum);
-  float loss_scale() const { return loss_scale_; }
+  float loss_scale() const { return fwd_.loss_scale; }
   // Two doubles of the backend's memory, for a step's results read back in one download:
   // [0] a loss sum (forward, add_segment_loss), [1] the gradient's sum of squares (train_step).
   static constexpr int kResultWords = 2;
@@ -151,8 +62,8 @@ class Engine {
   void set_recompute(bool on) { recompute_ = on; }
   bool recompute() const { return recompute_; }
 
-  int num_segments() const { return int(seg_len_.size()); }
-  int segment_length(int s) const { return seg_len_[size_t(s)]; }
+  int num_segments() const { return int(fwd_.seg_len.size()); }
+  int segment_length(int s) const { return fwd_.seg_len[size_t(s)]; }
   // Logits [B, T_s, V] of segment s from the last forward, copied to the host.
   std::vector<float> logits(int s) const;
   // The logits of a segment run by forward_segment, [B, T, V] on the host.
@@ -169,7 +80,7 @@ class Engine {
   // The saved activations of segment s of the last forward (none for a segment not run, or with
   // recompute). Mutable for the GPU suite, which aligns the cpu's ReLU ties with the device's
   // before re-running backward (tests/cuda/test_cuda_models.cpp).
-  SegmentActivations& activations(int s) { return segs_.at(size_t(s)); }
+  SegmentActivations& activations(int s) { return fwd_.segs.at(size_t(s)); }
 
   // One segment forward from an explicit state (used by forward and by greedy decoding).
   // tokens [B, T] (host); targets (host) may be null (no loss). Writes the next state into next.
@@ -237,7 +148,7 @@ class Engine {
   int64_t memory_floats(int B) const;
   // Segment s's dropout seed in the backend's memory (stage_forward), null without dropout.
   const uint64_t* segment_seed(int s) const {
-    return dropout_p(training_) > 0 ? segment_seeds_.data() + s : nullptr;
+    return dropout_p(fwd_.training) > 0 ? fwd_.segment_seeds.data() + s : nullptr;
   }
   // forward_segment with its plan given (forward() plans all segments at once) and its tokens and
   // targets (may be null) already in the backend's memory, time-major [T, B]; so is its dropout
@@ -265,7 +176,7 @@ class Engine {
   // tokens (and targets, when targets_dev is given) [B, T] on the host -> [T, B] in ids (targets_dev).
   void upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
                       const int32_t* tokens, const int32_t* targets, int B, int T);
-  // The activations of segment s for backward: stored, or recomputed into work_.
+  // The activations of segment s for backward: stored, or recomputed into recomputed_.
   SegmentActivations& activations_for_backward(int s);
   // The attention mask of a segment shape, built on the host once per shape and uploaded.
   const uint8_t* mask_for(const SegmentPlan& plan);
@@ -278,59 +189,56 @@ class Engine {
   Model& model_;
   Backend& be_;
   SegmentModel plan_model_;  // what segment plans depend on: num_mem, mem_len, write_block
-  std::vector<int> seg_len_;
-  // Per segment, from the last forward: what it computed (scored, the outputs asked of it;
-  // segments asked for nothing were not run).
-  std::vector<SegmentPlan> plans_;
-  std::vector<SegmentActivations> segs_;
-  std::vector<RecurrentState> states_;  // states_[s] = state entering segment s
-  double loss_ = 0;
-  bool training_ = false;
-  bool from_initial_ = true;  // the last forward started from the learned memory
-  int batch_ = 0;
-  bool recompute_ = false, recomputing_ = false;  // option; whether the last forward recomputes
-  float loss_scale_ = 0;
-  RecurrentState carry_in_;  // the carried state the staged forward starts from (stage_forward)
-  // The batch's tokens and targets, uploaded by stage_forward in one copy (recomputing reads them
-  // too): segment s's ids [T_s, B] at batch_at_[s], its targets [T_s, B] right after.
-  DeviceArray<int32_t> batch_tokens_;
-  std::vector<int64_t> batch_at_;
-  const int32_t* segment_ids(int s) const { return batch_tokens_.data() + batch_at_[size_t(s)]; }
-  const int32_t* segment_targets(int s) const {
-    return segment_ids(s) + int64_t(seg_len_[size_t(s)]) * batch_;
+  bool recompute_ = false;   // set_recompute
+
+  // The last forward (stage_forward, run_forward): its batch, what each segment computed
+  // (scored, the outputs asked of it; segments asked for nothing were not run), the states
+  // between them and, unless recomputing, every segment's activations.
+  struct StagedForward {
+    std::vector<int> seg_len;
+    std::vector<SegmentPlan> plans;
+    std::vector<SegmentActivations> segs;
+    std::vector<RecurrentState> states;  // states[s] = state entering segment s
+    double loss = 0;
+    bool training = false;
+    bool from_initial = true;  // started from the learned memory
+    bool recomputing = false;  // recompute_ when it was staged
+    int batch = 0;
+    float loss_scale = 0;
+    RecurrentState carry_in;  // the carried state it starts from
+    // The batch's tokens and targets, uploaded in one copy (recomputing reads them too): segment
+    // s's ids [T_s, B] at batch_at[s], its targets [T_s, B] right after.
+    DeviceArray<int32_t> batch_tokens;
+    std::vector<int64_t> batch_at;
+    // per segment: its dropout seed mix_seed(step's seed, s), uploaded with the batch, so that a
+    // captured step reads the seeds of the step it replays
+    DeviceArray<uint64_t> segment_seeds;
+    std::vector<DeviceArray<float>> seg_logits;  // logits kept when recomputing
+  } fwd_;
+  const int32_t* segment_ids(int s) const {
+    return fwd_.batch_tokens.data() + fwd_.batch_at[size_t(s)];
   }
-  // per segment: its dropout seed mix_seed(step's seed, s), uploaded by stage_forward with the
-  // batch, so that a captured step reads the seeds of the step it replays
-  DeviceArray<uint64_t> segment_seeds_;
-  std::vector<DeviceArray<float>> seg_logits_;                  // logits kept when recomputing
-  DeviceArray<double> results_;                                 // result_words()
+  const int32_t* segment_targets(int s) const {
+    return segment_ids(s) + int64_t(fwd_.seg_len[size_t(s)]) * fwd_.batch;
+  }
+  DeviceArray<double> results_;  // result_words()
   uint64_t segment_runs_ = 0;
-  SegmentActivations work_;                                      // the one recomputed segment
-  RecurrentState work_next_;
-  // forward_diagonal: segment s in slot s % slots (its input, its layers ping-ponged by parity:
-  // layers[l % 2]), and the states entering even and odd segments (layer l of the state entering
-  // s + 1 is written by layer-step (s, l) while (s + 1, l - 1) reads layer l - 1 of it).
-  std::vector<SegmentActivations> diagonal_slots_;
-  RecurrentState diagonal_states_[2];
+  // The one recomputed segment (set_recompute) and the state it hands on.
+  struct Recomputed {
+    SegmentActivations seg;
+    RecurrentState next;
+  } recomputed_;
+  DiagonalSlots diagonal_;
   // attention masks by shape (q, mlen, m_read, m_write)
   std::map<std::array<int, 4>, DeviceArray<uint8_t>> masks_;
   // host staging, reused: a segment's ids and targets [B, T] and transposed, a mask being built
-  std::vector<int32_t> host_batch_, host_ids_, host_targets_;
-  std::vector<uint8_t> host_mask_;
-  // backward scratch, reused
-  DeviceArray<float> dh_, dx_, dtmp_, dff_, dav_, dqkv_, dr_, dmem_in_, dmem_out_;
-  // truncated BPTT: memory gradients by age (arriving at / leaving the segment in backward),
-  // whether each holds one, the merged stream at segment 0 and one segment's output
-  std::vector<DeviceArray<float>> arriving_, leaving_;
-  std::vector<uint8_t> arriving_set_, leaving_set_;
-  DeviceArray<float> merged_, tbptt_out_;
-  // armt's backward scratch: a dropped state gradient, d(phi), d(W_mq x | W_mk m), d(v), d(beta), d(vbar)
-  DeviceArray<float> dassoc_drop_, dphi_, dproj_, dwv_, dwb_, dwbar_;
-  // decoding scratch, reused
-  DeviceArray<float> row_x_, row_av_, row_attn_res_, row_f_, row_prob_, row_stats_, row_logits_;
-  DeviceArray<float> row_q_, row_phi_, row_read_, row_den_;  // armt's read of a decoded row
-  DeviceArray<int32_t> row_ids_;
-  DeviceArray<uint8_t> row_mask_;  // all zero (one query row sees every key before it)
+  struct HostStaging {
+    std::vector<int32_t> batch, ids, targets;
+    std::vector<uint8_t> mask;
+  } host_;
+  BackwardScratch backward_;
+  MemoryGradients dmem_;
+  DecodeScratch decode_;
 };
 
 }  // namespace rmt

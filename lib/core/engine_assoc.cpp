@@ -88,26 +88,26 @@ void Engine::assoc_write_backward(SegmentActivations& seg, LayerActivations& act
   const float* dA_out = dassoc_out + int64_t(l) * B * F;
   const float* dz_out = dA_out + int64_t(B) * Dk * d;
   const float* mrows = seg.layers[size_t(l)].h2.data() + int64_t(seg.plan.mem_out_row) * B * d;
-  float* dphi = sized(dphi_, int64_t(seg.plan.q) * B * Dk);
-  float* dv = sized(dwv_, rows * d);
-  float* db = sized(dwb_, rows);
+  float* dphi = backward_.dphi.data();
+  float* dv = backward_.dwv.data();
+  float* db = backward_.dwb.data();
   const bool corrected = seg.assoc_read;
   be_.assoc_write_backward(dphi, dv, db, dA_out, dz_out, act.wphi.data(), act.wv.data(),
                            corrected ? act.wbar.data() : nullptr, corrected ? act.wden.data() : nullptr,
                            act.wb.data(), m, B, Dk, d, kAssocEps);
   if (corrected) {
     // d vbar = -d v, through vbar's read of the entering A and z (into dphi, dassoc_in)
-    float* dbar = sized(dwbar_, rows * d);
+    float* dbar = backward_.dwbar.data();
     be_.copy_device_to_device(dbar, dv, fbytes(rows * d));
     be_.scale(dbar, rows * d, -1.f);
-    float* dA_in = dassoc_in ? dassoc_in + int64_t(l) * B * F : sized(dassoc_drop_, int64_t(B) * F);
+    float* dA_in = dassoc_in ? dassoc_in + int64_t(l) * B * F : backward_.dassoc_drop.data();
     if (!dassoc_in) be_.fill(dA_in, int64_t(B) * F, 0.f);
     const float* A = seg.assoc_in + int64_t(l) * B * F;
     be_.assoc_read_backward(dphi, dA_in, dA_in + int64_t(B) * Dk * d, dbar, act.wbar.data(),
                             act.wden.data(), act.wphi.data(), A, A + int64_t(B) * Dk * d, m, B, Dk, d);
   }
   // the projections of the memory rows: k (through DPFP), v and beta's logit
-  float* dk = sized(dproj_, int64_t(seg.plan.q) * B * dm);
+  float* dk = backward_.dproj.data();
   be_.dpfp_backward(dk, dphi, act.wk.data(), rows, dm);
   be_.matmul(g.mk_w, dk, mrows, dm, d, int(rows), true, false, 1.f, 1.f);
   be_.matmul(dmrows, dk, w.mk_w, int(rows), d, dm, false, false, 1.f, 1.f);
@@ -127,14 +127,14 @@ void Engine::assoc_read_backward(SegmentActivations& seg, LayerActivations& act,
   const int B = seg.B, q = seg.plan.q, d = M.d, dm = M.d_mem, Dk = M.d_key;
   const int64_t rows = int64_t(q) * B, F = M.assoc_floats();
   // x_in = read + x: d(read) = d(x_in), and d(x) = d(x_in) + the read's path through W_mq.
-  float* dphi = sized(dphi_, rows * Dk);
+  float* dphi = backward_.dphi.data();
   be_.fill(dphi, rows * Dk, 0.f);
-  float* dA_in = dassoc_in ? dassoc_in + int64_t(l) * B * F : sized(dassoc_drop_, int64_t(B) * F);
+  float* dA_in = dassoc_in ? dassoc_in + int64_t(l) * B * F : backward_.dassoc_drop.data();
   if (!dassoc_in) be_.fill(dA_in, int64_t(B) * F, 0.f);
   const float* A = seg.assoc_in + int64_t(l) * B * F;
   be_.assoc_read_backward(dphi, dA_in, dA_in + int64_t(B) * Dk * d, dx, act.rout.data(),
                           act.rden.data(), act.rphi.data(), A, A + int64_t(B) * Dk * d, q, B, Dk, d);
-  float* dq = sized(dproj_, rows * dm);
+  float* dq = backward_.dproj.data();
   be_.dpfp_backward(dq, dphi, act.rq.data(), rows, dm);
   be_.matmul(g.mq_w, dq, x, dm, d, int(rows), true, false, 1.f, 1.f);
   be_.matmul(dx, dq, w.mq_w, int(rows), d, dm, false, false, 1.f, 1.f);

@@ -26,11 +26,11 @@ void read_memory_backward(Backend& be, float* dmem, const float* dh0, const Segm
 }  // namespace
 
 SegmentActivations& Engine::activations_for_backward(int s) {
-  if (!recomputing_) return segs_[size_t(s)];
+  if (!fwd_.recomputing) return fwd_.segs[size_t(s)];
   // The same inputs, state, dropout seed and loss scale as in forward: the same activations.
-  run_segment(work_, plans_[size_t(s)], segment_ids(s), segment_targets(s), batch_, states_[size_t(s)],
-              work_next_, training_, segment_seed(s), loss_scale_);
-  return work_;
+  run_segment(recomputed_.seg, fwd_.plans[size_t(s)], segment_ids(s), segment_targets(s), fwd_.batch, fwd_.states[size_t(s)],
+              recomputed_.next, fwd_.training, segment_seed(s), fwd_.loss_scale);
+  return recomputed_.seg;
 }
 
 void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
@@ -43,13 +43,14 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = plan.m_read;  // token rows from m
   const bool assoc = M.d_key > 0;  // armt: dmem_out, dmem_in are every layer's A and z
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
-  const float p = dropout_p(training_);
+  const float p = dropout_p(fwd_.training);
   AttentionShape shape{B, M.H, M.Dh, q, klen};
   const float scale = 1.f / std::sqrt(float(M.Dh));
   const int64_t lo = int64_t(plan.live_begin) * B, hi = int64_t(plan.live_end) * B;
 
+  backward_.size(be_, M, plan, B);
   // d(out): from the logits of the token rows and from the memory passed on (live rows only).
-  float* dh = sized(dh_, rows * d);
+  float* dh = backward_.dh.data();
   be_.fill(dh, rows * d, 0.f);
   if (with_loss) {
     be_.matmul(dh + m * Bd, seg.dlogits.data(), W.emb, T * B, d, V, false, false);  // d(token rows)
@@ -65,8 +66,8 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     else be_.fill(dmem_in, n, 0.f);
   }
 
-  float* dx = sized(dx_, rows * d);
-  float* dtmp = sized(dtmp_, rows * d);
+  float* dx = backward_.dx.data();
+  float* dtmp = backward_.dtmp.data();
   for (int l = M.L - 1; l >= 0; --l) {
     const LayerWeights& w = W.layers[size_t(l)];
     const LayerWeights& g = G.layers[size_t(l)];
@@ -89,7 +90,7 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     be_.bias_backward(g.ff2_b, dff2, n, d);
     be_.matmul(g.ff2_w, dff2, (p > 0 ? act.f1_drop.data() : act.f1.data()) + o * di, d, di, n,
                true, false, 1.f, 1.f);
-    float* dff = sized(dff_, rows * di) + o * di;
+    float* dff = backward_.dff.data() + o * di;
     be_.matmul(dff, dff2, w.ff2_w, n, di, d, false, false);
     if (p > 0) be_.dropout_backward(dff, dff, act.keep_f1.data() + o * di, n64 * di, p);
     be_.relu_backward(dff, dff, act.f1.data() + o * di, n64 * di);
@@ -106,14 +107,14 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
       dattn = dtmp + o * d;
     }
     be_.matmul(g.o_w, dattn, act.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
-    float* dav = sized(dav_, rows * HD);  // rows past the live ones are not read
+    float* dav = backward_.dav.data();  // rows past the live ones are not read
     be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
     // attention core
     shape.q_begin = l == M.L - 1 ? plan.live_begin : 0;  // as in forward
     shape.q_end = l == M.L - 1 ? plan.live_end : 0;
-    float* dr = sized(dr_, int64_t(klen) * HD);
+    float* dr = backward_.dr.data();
     be_.fill(dr, int64_t(klen) * HD, 0.f);
-    float* dqkv = sized(dqkv_, int64_t(klen) * B * 3 * HD);
+    float* dqkv = backward_.dqkv.data();
     be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, act.prob.data(), act.qkv.data(),
                                act.r.data(), W.u, W.v, shape, scale);
     be_.matmul(g.r_w, dr, seg.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
@@ -148,11 +149,11 @@ void Engine::backward(int bptt) {
   const int N = num_segments();
   if (N == 0) fail("backward() called before forward()");
   be_.fill(M.grads.data(), M.grads.size(), 0.f);
-  const int B = batch_;
+  const int B = fwd_.batch;
   const int64_t mem_size = memory_floats(B);
   // armt's first memory is a constant (A = 0, z = 0): no gradient leaves the first segment, and the
   // memory tokens' gradient is summed inside every segment's backward instead.
-  const bool to_start = from_initial_ && M.d_key == 0;
+  const bool to_start = fwd_.from_initial && M.d_key == 0;
   // The initial memory is the parameter broadcast over the batch: its gradient is the sum over
   // samples of d(memory) [num_mem, B, d].
   auto to_param = [&](const DeviceArray<float>& dmem) {
@@ -161,66 +162,66 @@ void Engine::backward(int bptt) {
 
   if (M.num_mem == 0) {  // no memory: segments are independent in backward (the cache is detached)
     for (int s = N - 1; s >= 0; --s)
-      if (plans_[size_t(s)].backward) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
+      if (fwd_.plans[size_t(s)].backward) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream
-    sized(dmem_in_, mem_size);
-    sized(dmem_out_, mem_size);
+    sized(dmem_.in, mem_size);
+    sized(dmem_.out, mem_size);
     for (int s = N - 1; s >= 0; --s) {
       // A carried start state is detached: nothing flows out of the first segment.
       const bool into_start = s > 0 || to_start;
-      backward_segment(activations_for_backward(s), plans_[size_t(s)].scored,
-                       s == N - 1 ? nullptr : dmem_out_.data(), into_start ? dmem_in_.data() : nullptr);
-      std::swap(dmem_out_, dmem_in_);
+      backward_segment(activations_for_backward(s), fwd_.plans[size_t(s)].scored,
+                       s == N - 1 ? nullptr : dmem_.out.data(), into_start ? dmem_.in.data() : nullptr);
+      std::swap(dmem_.out, dmem_.in);
     }
-    if (to_start) to_param(dmem_out_);
+    if (to_start) to_param(dmem_.out);
   } else {
     // Truncated BPTT: a gradient stream from the loss of segment t may cross at most k segment
     // borders. Backward is linear, so streams of different ages go through a segment in
     // separate passes (their outputs must stay apart); parameter gradients add up. At segment
     // 0 every stream reaches the learned memory, so they merge into one pass.
     const int k = bptt;
-    arriving_.resize(size_t(k) + 1);  // by age (1..k)
-    leaving_.resize(size_t(k) + 1);
-    arriving_set_.assign(size_t(k) + 1, 0);
-    DeviceArray<float>& out = tbptt_out_;
+    dmem_.arriving.resize(size_t(k) + 1);  // by age (1..k)
+    dmem_.leaving.resize(size_t(k) + 1);
+    dmem_.arriving_set.assign(size_t(k) + 1, 0);
+    DeviceArray<float>& out = dmem_.tbptt_out;
     sized(out, mem_size);
     // Hands one segment's memory gradient on as the stream of this age.
     auto leave = [&](int age) {
-      be_.copy_device_to_device(sized(leaving_[size_t(age)], mem_size), out.data(),
+      be_.copy_device_to_device(sized(dmem_.leaving[size_t(age)], mem_size), out.data(),
                                 fbytes(mem_size));
-      leaving_set_[size_t(age)] = 1;
+      dmem_.leaving_set[size_t(age)] = 1;
     };
     for (int s = N - 1; s >= 0; --s) {
-      leaving_set_.assign(size_t(k) + 1, 0);
+      dmem_.leaving_set.assign(size_t(k) + 1, 0);
       SegmentActivations& seg = activations_for_backward(s);
       if (s == 0) {
-        float* merged = sized(merged_, mem_size);
+        float* merged = sized(dmem_.merged, mem_size);
         be_.fill(merged, mem_size, 0.f);
         bool any = false;
         for (int age = 1; age <= k; ++age)
-          if (arriving_set_[size_t(age)]) {
+          if (dmem_.arriving_set[size_t(age)]) {
             any = true;
-            be_.add_inplace(merged, arriving_[size_t(age)].data(), mem_size);
+            be_.add_inplace(merged, dmem_.arriving[size_t(age)].data(), mem_size);
           }
-        backward_segment(seg, plans_[0].scored, any ? merged : nullptr,
+        backward_segment(seg, fwd_.plans[0].scored, any ? merged : nullptr,
                          to_start ? out.data() : nullptr);
         if (to_start) to_param(out);
         break;
       }
       // age 0: this segment's own loss (none: the stream is zero, skip it)
-      if (plans_[size_t(s)].scored) {
+      if (fwd_.plans[size_t(s)].scored) {
         backward_segment(seg, true, nullptr, k >= 1 ? out.data() : nullptr);
         if (k >= 1) leave(1);
       }
       for (int age = 1; age <= k; ++age) {
-        if (!arriving_set_[size_t(age)]) continue;
+        if (!dmem_.arriving_set[size_t(age)]) continue;
         bool continues = age + 1 <= k;
-        backward_segment(seg, false, arriving_[size_t(age)].data(),
+        backward_segment(seg, false, dmem_.arriving[size_t(age)].data(),
                          continues ? out.data() : nullptr);
         if (continues) leave(age + 1);
       }
-      arriving_.swap(leaving_);
-      arriving_set_.swap(leaving_set_);
+      dmem_.arriving.swap(dmem_.leaving);
+      dmem_.arriving_set.swap(dmem_.leaving_set);
     }
   }
 }

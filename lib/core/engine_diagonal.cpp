@@ -52,9 +52,9 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
   const int L = model_.L, N = int(seg_len.size());
   if (N == 0) fail("forward_diagonal: no segments");
   const int slots = std::min(L, N);
-  diagonal_slots_.resize(size_t(slots));
-  for (SegmentActivations& slot : diagonal_slots_) slot.layers.resize(size_t(std::min(L, 2)));
-  RecurrentState* states = diagonal_states_;
+  diagonal_.slots.resize(size_t(slots));
+  for (SegmentActivations& slot : diagonal_.slots) slot.layers.resize(size_t(std::min(L, 2)));
+  RecurrentState* states = diagonal_.states;
   initial_state(states[0], B);
   initial_state(states[1], B);
   // Sized once: a segment in flight keeps a pointer to the A and z it reads (seg.assoc_in).
@@ -65,7 +65,7 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
   for (int k = 0; k < N + L - 1; ++k) {
     // Segment k starts: its tokens uploaded, its input rows embedded (host-side state: in turn).
     if (k < N) {
-      SegmentActivations& seg = diagonal_slots_[size_t(k % slots)];
+      SegmentActivations& seg = diagonal_.slots[size_t(k % slots)];
       const DiagonalSegmentInput in = input(k);
       const int Ts = seg_len[size_t(k)];
       upload_segment(seg.ids, in.targets ? &seg.targets : nullptr, in.tokens, in.targets, B, Ts);
@@ -78,7 +78,7 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
     const int s_first = std::max(0, k - L + 1), s_last = std::min(k, N - 1);
     run_independent(s_last - s_first + 1, [&](int i) {
       const int s = s_first + i, l = k - s;
-      SegmentActivations& seg = diagonal_slots_[size_t(s % slots)];
+      SegmentActivations& seg = diagonal_.slots[size_t(s % slots)];
       const float* x = l == 0 ? seg.h0.data() : seg.layers[size_t((l - 1) % 2)].h2.data();
       RecurrentState& next = states[(s + 1) % 2];
       x = run_layer(seg, seg.layers[size_t(l % 2)], l, x, states[s % 2], next, false, nullptr);
@@ -86,7 +86,7 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
         end_segment(seg, x, targets[size_t(s % slots)], next, false, nullptr, loss_scale);
     });
     // Segment k - L + 1 has run its last layer: handed back, in segment order.
-    if (k - L + 1 >= 0) done(k - L + 1, diagonal_slots_[size_t((k - L + 1) % slots)]);
+    if (k - L + 1 >= 0) done(k - L + 1, diagonal_.slots[size_t((k - L + 1) % slots)]);
   }
   std::swap(after, states[N % 2]);
 }
