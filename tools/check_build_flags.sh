@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Two builds of rmt compute the same bits (make check-build-flags; docs/reliability.md, "Compilers
-# and CPUs"). Each binary, in a work directory of its own, generates every task's dataset, trains
-# every model kind for a few steps (and an RMT with truncated BPTT, one with recomputation, a
-# language model, a packed sweep), evaluates each run (armt also with the diagonal schedule) and writes
-# predictions; tools/compare_outputs.py then demands the same bytes of every file but what
+# and CPUs"), and so do a refactor's binary and the one before it. Each binary, in a work
+# directory of its own, generates every task's dataset, trains every model kind for a few steps
+# (and an RMT with truncated BPTT, armt with bptt 0, xl_rmt with bptt 1, one with recomputation,
+# a language model, a packed sweep), evaluates each run (armt also with the diagonal schedule,
+# three kinds also on longer data) and writes predictions, an attention dump and the language
+# model's samples; tools/compare_outputs.py then demands the same bytes of every file but what
 # records the build or the clock. Flags that change no arithmetic (-ffp-contract=off: the
 # target's FMA is never contracted in) must give identical results; a file that differs is a
 # miscompile in one of the builds, or arithmetic that depends on the target.
@@ -46,10 +48,22 @@ outputs() {  # outputs RMT DIR
   "$rmt" train "${common[@]}" --set bptt=1 --out runs/rmt_bptt1
   "$rmt" train "${common[@]}" --set bptt_recompute=true --set model.dropout=0.1 --out runs/rmt_recompute
   "$rmt" eval runs/armt --threads 2 --schedule diagonal > runs/armt.diagonal.json
+  # No memory gradient across borders, and truncation in a kind with both cache and memory.
+  "$rmt" train "${common[@]}" --set model.kind=armt --set bptt=0 --out runs/armt_bptt0
+  "$rmt" train "${common[@]}" --set model.kind=xl_rmt --set model.mem_len=6 --set bptt=1 --out runs/xl_rmt_bptt1
+  # Evaluation on other data (length generalisation: 2x the length, the trained segment length).
+  "$rmt" generate copy --length 12 --train 8 --val 8 --test 32 --out data/copy12 --seed 11
+  for kind in rmt armt xl_rmt; do
+    "$rmt" eval "runs/$kind" --threads 2 --data data/copy12 > "runs/$kind.copy12.json"
+  done
+  # Attention maps (every layer, segment and head).
+  "$rmt" attn --run runs/xl_rmt --threads 2 --dump runs/xl_rmt.attn.json
   "$rmt" train --config "$root/experiments/train_rmt_gcide.yaml" --set data=data/text --set train.max_steps=20 \
     --set train.eval_every=10 --set train.log_every=10 --set train.eval_samples=4096 --set train.batch_size=4 \
     --set segment_length=32 --threads 2 --out runs/lm
   "$rmt" eval runs/lm --threads 2 > runs/lm.eval.json
+  "$rmt" sample runs/lm --threads 2 --prompt 'The ' --bytes 40 > runs/lm.sample.txt
+  "$rmt" sample runs/lm --threads 2 --prompt 'rmt ' --bytes 40 --temperature 0.8 --seed 3 > runs/lm.sample_t.txt
   # Packed runs (one computation a step for several runs), as make run's sweep, shortened.
   "$rmt" sweep "$root/experiments/quick_copy.yaml" --pack 4 --runs-dir sweep --set train.max_steps=40 \
     --set train.eval_every=20 --set train.log_every=20 --set train.warmup_steps=10

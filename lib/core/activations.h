@@ -49,13 +49,30 @@ struct Carry {
 // (lib/core/segment_plan.h). Query rows are [read num_mem | tokens | write m_write]; key rows are
 // [cache mlen | query rows]. The last layer computes only query rows [live_begin, live_end): the
 // rows whose output something needs (the rest hold stale values).
+//
+// The token mixer's part: relative softmax attention (lib/core/attention.cpp).
+struct AttentionActivations {
+  DeviceArray<float> cat;   // [klen, B, d]     [cache; layer input] (only when mlen > 0)
+  DeviceArray<float> qkv;   // [klen, B, 3*H*Dh] (cache rows: keys and values only)
+  DeviceArray<float> r;     // [klen, H*Dh]     r_net(pos)
+  DeviceArray<float> prob;  // [B, H, q, klen]
+  DeviceArray<float> av;    // [q, B, H*Dh]     attention vectors
+};
+// armt's associative memory's part (lib/core/assoc_memory.cpp, docs/armt.md). The read before the
+// layer, when the state holds a memory:
+struct AssocActivations {
+  DeviceArray<float> x_in;        // [q, B, d]      layer input + read: what the layer runs on
+  DeviceArray<float> rq, rphi;    // [q, B, d_mem], [q, B, Dk]  W_mq x and its DPFP
+  DeviceArray<float> rout, rden;  // [q, B, d], [q*B]  the read and its denominators
+  // The write after it, from the write block's output rows (when the memory is passed on):
+  DeviceArray<float> wk, wphi;  // [m, B, d_mem], [m, B, Dk]  W_mk m and its DPFP (the keys)
+  DeviceArray<float> wv, wbar;  // [m, B, d]      W_mv m, and what A already gives for the keys
+  DeviceArray<float> wden, wb;  // [m*B]          wbar's denominators; the logits of beta
+};
+// The layer (lib/core/layer.cpp): the mixer, then the residual blocks and the feed-forward.
 struct LayerActivations {
-  DeviceArray<float> cat;        // [klen, B, d]     [cache; layer input] (only when mlen > 0)
-  DeviceArray<float> qkv;        // [klen, B, 3*H*Dh] (cache rows: keys and values only)
-  DeviceArray<float> r;          // [klen, H*Dh]     r_net(pos)
-  DeviceArray<float> prob;       // [B, H, q, klen]
-  DeviceArray<float> av;         // [q, B, H*Dh]     attention vectors
-  DeviceArray<float> attn_res;   // [q, B, d]        x + attn_out (LayerNorm 1 input)
+  AttentionActivations attn;
+  DeviceArray<float> attn_res;   // [q, B, d]        x + mixer output (LayerNorm 1 input)
   DeviceArray<float> h1;         // [q, B, d]        LayerNorm 1 output
   DeviceArray<float> f1;         // [q, B, d_inner]  ReLU output
   DeviceArray<float> f1_drop;    // [q, B, d_inner]  after dropout (only when dropout > 0)
@@ -63,14 +80,7 @@ struct LayerActivations {
   DeviceArray<float> h2;         // [q, B, d]        layer output
   DeviceArray<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // [q*B]
   DeviceArray<uint8_t> keep_o, keep_f1, keep_f2;              // dropout masks
-  // armt (docs/armt.md). The read before the layer, when the state holds a memory:
-  DeviceArray<float> x_in;      // [q, B, d]      layer input + read: what the layer runs on
-  DeviceArray<float> rq, rphi;  // [q, B, d_mem], [q, B, Dk]  W_mq x and its DPFP
-  DeviceArray<float> rout, rden;  // [q, B, d], [q*B]  the read and its denominators
-  // The write after it, from the write block's output rows (when the memory is passed on):
-  DeviceArray<float> wk, wphi;  // [m, B, d_mem], [m, B, Dk]  W_mk m and its DPFP (the keys)
-  DeviceArray<float> wv, wbar;  // [m, B, d]      W_mv m, and what A already gives for the keys
-  DeviceArray<float> wden, wb;  // [m*B]          wbar's denominators; the logits of beta
+  AssocActivations assoc;
 };
 
 struct SegmentActivations {

@@ -26,6 +26,7 @@
 #include <stdexcept>
 
 #include "lib/core/error.h"
+#include "lib/core/layer.h"
 #include "lib/core/random.h"
 
 namespace rmt {
@@ -78,15 +79,6 @@ void pass_memory_on(Backend& be, DeviceArray<float>& next_mem, const float* out,
                     const SegmentPlan& plan, int64_t Bd) {
   const int64_t n = plan.m_read * Bd;
   be.copy_device_to_device(next_mem.sized(be, n), out + plan.mem_out_row * Bd, fbytes(n));
-}
-
-// Transformer-XL's _update_mems for one layer: the next cache is the last next_mlen rows of
-// [cache; layer input] (cat [klen, B, d]), detached.
-void update_cache(Backend& be, DeviceArray<float>& next_cache, const float* cat,
-                  const SegmentPlan& plan, int64_t Bd) {
-  const int n = plan.next_mlen;
-  be.copy_device_to_device(next_cache.sized(be, n * Bd), cat + (plan.klen - n) * Bd,
-                           fbytes(n * Bd));
 }
 
 }  // namespace
@@ -203,78 +195,21 @@ const float* Engine::begin_segment(SegmentActivations& seg, const SegmentPlan& p
   return h0;
 }
 
+LayerStep Engine::layer_step(const SegmentActivations& seg, int l, bool training,
+                             const uint64_t* seed) const {
+  return {be_, model_, seg.plan, seg.B, l, dropout_p(training), seed, seg.pos.data(), seg.mask};
+}
+
 const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, int l,
                                const float* x, const RecurrentState& state, RecurrentState& next,
                                bool training, const uint64_t* seed) {
-  Model& M = model_;
-  const LayerWeights& w = M.W.layers[size_t(l)];
   const SegmentPlan& plan = seg.plan;
-  const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner;
-  const int q = plan.q, mlen = plan.mlen, klen = plan.klen;
-  const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
-  const float p = dropout_p(training);
   x = assoc_read(seg, act, l, x);  // armt: x + what the associative memory gives (else x)
-  // keys and values over [cache; x]; only the current rows ask queries.
-  const float* cat = x;
-  if (mlen > 0) {
-    float* c = sized(act.cat, int64_t(klen) * Bd);
-    be_.copy_device_to_device(c, state.cache[size_t(l)].data(), fbytes(mlen * Bd));
-    be_.copy_device_to_device(c + mlen * Bd, x, fbytes(q * Bd));
-    cat = c;
-  }
-  if (plan.next_mlen > 0) update_cache(be_, next.cache[size_t(l)], cat, plan, Bd);  // models with a cache
-  // The last layer's rows past attention (plan.live_begin, plan.live_end): the token rows if
-  // logits are needed, the memory rows passed on if memory is. Everything in evaluation.
-  if (l == M.L - 1 && plan.live() == 0) return nullptr;  // the next state has what it needs
-  float* qkv = sized(act.qkv, int64_t(klen) * B * 3 * HD);
-  if (mlen > 0)  // cache rows: keys and values only (columns HD..3HD)
-    be_.matmul_strided(qkv + HD, 3 * HD, cat, d, w.qkv_w + int64_t(HD) * d, d, mlen * B,
-                       2 * HD, d, false, true);
-  be_.matmul(qkv + int64_t(mlen) * B * 3 * HD, x, w.qkv_w, q * B, 3 * HD, d, false, true);
-  float* r = sized(act.r, int64_t(klen) * HD);
-  be_.matmul(r, seg.pos.data(), w.r_w, klen, HD, d, false, true);
-  float* av = sized(act.av, q * int64_t(B) * HD);
-  AttentionShape shape{B, M.H, M.Dh, q, klen};
-  if (l == M.L - 1) shape.q_begin = plan.live_begin, shape.q_end = plan.live_end;  // live rows only
-  be_.rel_attention_forward(av, sized(act.prob, int64_t(B) * M.H * q * klen), qkv, r, M.W.u, M.W.v,
-                            seg.mask, shape, 1.f / std::sqrt(float(M.Dh)));
-  // Past attention each row is on its own: the last layer runs only the live rows.
-  const int r0 = l == M.L - 1 ? plan.live_begin : 0, r1 = l == M.L - 1 ? plan.live_end : q;
-  const int n = (r1 - r0) * B;
-  const int64_t o = int64_t(r0) * B;  // first buffer row
-  // attn_res = x + dropout(o_net(av)); h1 = LayerNorm(attn_res)
-  float* ares = sized(act.attn_res, q * Bd) + o * d;
-  be_.matmul(ares, av + o * HD, w.o_w, n, d, HD, false, true);
-  if (p > 0)
-    be_.dropout_forward(ares, ares, sized(act.keep_o, q * Bd) + o * d, n * int64_t(d), p,
-                        {seed, 3, uint64_t(l)});
-  float* h1 = sized(act.h1, q * Bd) + o * d;
-  be_.add_layernorm_forward(h1, sized(act.ln1_mean, q * B) + o, sized(act.ln1_rstd, q * B) + o, ares,
-                            nullptr, x + o * d, w.ln1_w, w.ln1_b, n, d);
-  // ff_res = h1 + dropout(W2 dropout(relu(W1 h1 + b1)) + b2); h2 = LayerNorm(ff_res)
-  float* f1 = sized(act.f1, int64_t(q) * B * di) + o * di;
-  be_.matmul(f1, h1, w.ff1_w, n, di, d, false, true);
-  be_.add_bias_relu(f1, w.ff1_b, n, di);
-  const float* f1_used = f1;
-  if (p > 0) {
-    float* f1d = sized(act.f1_drop, int64_t(q) * B * di) + o * di;
-    be_.dropout_forward(f1d, f1, sized(act.keep_f1, int64_t(q) * B * di) + o * di, int64_t(n) * di, p,
-                        {seed, 4, uint64_t(l)});
-    f1_used = f1d;
-  }
-  float* fres = sized(act.ff_res, q * Bd) + o * d;
-  be_.matmul(fres, f1_used, w.ff2_w, n, d, di, false, true);
-  const float* ff2_bias = w.ff2_b;  // added with the residual, unless dropout comes between
-  if (p > 0) {
-    be_.add_bias(fres, w.ff2_b, n, d);
-    be_.dropout_forward(fres, fres, sized(act.keep_f2, q * Bd) + o * d, n * int64_t(d), p,
-                        {seed, 5, uint64_t(l)});
-    ff2_bias = nullptr;
-  }
-  float* h2 = sized(act.h2, q * Bd);
-  be_.add_layernorm_forward(h2 + o * d, sized(act.ln2_mean, q * B) + o, sized(act.ln2_rstd, q * B) + o,
-                            fres, ff2_bias, h1, w.ln2_w, w.ln2_b, n, d);
-  if (seg.assoc_write) assoc_write(seg, act, l, h2 + plan.mem_out_row * Bd, next.assoc.data());
+  const float* h2 = layer_forward(layer_step(seg, l, training, seed), act, x,
+                                  plan.mlen > 0 ? state.cache[size_t(l)].data() : nullptr,
+                                  plan.next_mlen > 0 ? &next.cache[size_t(l)] : nullptr);
+  if (h2 && seg.assoc_write)
+    assoc_write(seg, act, l, h2 + int64_t(plan.mem_out_row) * seg.B * model_.d, next.assoc.data());
   return h2;
 }
 
@@ -333,22 +268,13 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
                               float* logits) {
   Model& M = model_;
   const Weights& W = M.W;
-  const int B = seg.B, d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V;
+  const int B = seg.B, d = M.d, V = M.V;
   ++segment_runs_;
   const int row = seg.plan.mlen + seg.plan.m_read + t;  // the token's row among the keys
-  const int klen = row + 1;                  // it attends to every key up to itself
-  decode_.size(be_, M, B, klen);
+  decode_.size(be_, M, B, row + 1);                     // it attends to every key up to itself
   decode_.ids.write(0, ids, B);
   float* x = decode_.x.data();
   be_.embedding_forward(x, decode_.ids.data(), W.emb, B, d, std::sqrt(float(d)));
-  float* av = decode_.av.data();
-  float* ares = decode_.attn_res.data();
-  float* f1 = decode_.f.data();
-  float* stats = decode_.stats.data();
-  // One query row over keys [0, klen), a prefix of the segment's qkv buffer; the position table
-  // is the segment's, shifted so that its last row is distance 0 from the query.
-  const AttentionShape shape{B, M.H, M.Dh, 1, klen};
-  const float scale = 1.f / std::sqrt(float(M.Dh));
   for (int l = 0; l < M.L; ++l) {
     const LayerWeights& w = W.layers[size_t(l)];
     LayerActivations& act = seg.layers[size_t(l)];
@@ -364,17 +290,7 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
       be_.add_inplace(rout, x, int64_t(B) * d);  // read + x, as assoc_read adds them
       be_.copy_device_to_device(x, rout, sizeof(float) * size_t(B) * d);
     }
-    // the row's q, k, v go into the key/value cache (row `row` of every sample)
-    be_.matmul(act.qkv.data() + int64_t(row) * B * 3 * HD, x, w.qkv_w, B, 3 * HD, d, false, true);
-    be_.rel_attention_forward(av, decode_.prob.data(), act.qkv.data(),
-                              act.r.data() + int64_t(seg.plan.klen - klen) * HD, W.u, W.v,
-                              decode_.mask.data(), shape, scale);
-    be_.matmul(ares, av, w.o_w, B, d, HD, false, true);
-    be_.add_layernorm_forward(x, stats, stats + B, ares, nullptr, x, w.ln1_w, w.ln1_b, B, d);  // x = h1
-    be_.matmul(f1, x, w.ff1_w, B, di, d, false, true);
-    be_.add_bias_relu(f1, w.ff1_b, B, di);
-    be_.matmul(ares, f1, w.ff2_w, B, d, di, false, true);
-    be_.add_layernorm_forward(x, stats, stats + B, ares, w.ff2_b, x, w.ln2_w, w.ln2_b, B, d);
+    layer_decode_row(layer_step(seg, l, false, nullptr), act, row, x, decode_);
   }
   float* out = decode_.logits.data();
   be_.matmul(out, x, W.emb, B, V, d, false, true);

@@ -12,6 +12,7 @@
 #include "lib/core/activations.h"
 #include "lib/core/backend.h"
 #include "lib/core/device_array.h"
+#include "lib/core/layer.h"
 #include "lib/core/model.h"
 #include "lib/core/segment_plan.h"
 
@@ -161,8 +162,11 @@ class Engine {
   const float* begin_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                              int B, const RecurrentState& state, RecurrentState& next,
                              bool training, const uint64_t* seed);
-  // Layer l on its input x into act: armt's read, the layer, armt's write into next; the cache
-  // handed on. Returns its output (act.h2), or null for a last layer that stops at its input
+  // Layer l of seg's plan: what layer_forward and layer_backward run with.
+  LayerStep layer_step(const SegmentActivations& seg, int l, bool training,
+                       const uint64_t* seed) const;
+  // Layer l on its input x into act: armt's read, the layer (lib/core/layer.h: the mixer, the
+  // cache handed on, the feed-forward), armt's write into next. Returns its output (act.h2), or null for a last layer that stops at its input
   // (no live rows: the next state has what it needs).
   const float* run_layer(SegmentActivations& seg, LayerActivations& act, int l, const float* x,
                          const RecurrentState& state, RecurrentState& next, bool training,

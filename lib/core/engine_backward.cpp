@@ -8,6 +8,7 @@
 
 #include "lib/core/engine.h"
 #include "lib/core/error.h"
+#include "lib/core/layer.h"
 
 namespace rmt {
 
@@ -39,13 +40,11 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   const Weights& W = M.W;
   const Weights& G = M.G;
   const SegmentPlan& plan = seg.plan;
-  const int B = seg.B, T = plan.T, q = plan.q, mlen = plan.mlen, klen = plan.klen;
-  const int d = M.d, HD = M.H * M.Dh, di = M.d_inner, V = M.V, m = plan.m_read;  // token rows from m
+  const int B = seg.B, T = plan.T, q = plan.q;
+  const int d = M.d, V = M.V, m = plan.m_read;  // token rows from m
   const bool assoc = M.d_key > 0;  // armt: dmem_out, dmem_in are every layer's A and z
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(fwd_.training);
-  AttentionShape shape{B, M.H, M.Dh, q, klen};
-  const float scale = 1.f / std::sqrt(float(M.Dh));
   const int64_t lo = int64_t(plan.live_begin) * B, hi = int64_t(plan.live_end) * B;
 
   backward_.size(be_, M, plan, B);
@@ -66,73 +65,14 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     else be_.fill(dmem_in, n, 0.f);
   }
 
-  float* dx = backward_.dx.data();
-  float* dtmp = backward_.dtmp.data();
   for (int l = M.L - 1; l >= 0; --l) {
-    const LayerWeights& w = W.layers[size_t(l)];
-    const LayerWeights& g = G.layers[size_t(l)];
     LayerActivations& act = seg.layers[size_t(l)];
-    // Rows past attention: the live ones in the last layer (the others have zero gradient).
-    const int64_t o = l == M.L - 1 ? lo : 0, n64 = (l == M.L - 1 ? hi : rows) - o;
-    const int n = int(n64);
     // armt: the memory this layer wrote, back into its output's write rows (and the entering memory)
     if (assoc && dmem_out && seg.assoc_write)
       assoc_write_backward(seg, act, l, dh + plan.mem_out_row * Bd, dmem_out, dmem_in);
-    // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. ff_res)
-    be_.layernorm_backward(dx + o * d, g.ln2_w, g.ln2_b, dh + o * d, act.ff_res.data() + o * d,
-                           act.ln2_mean.data() + o, act.ln2_rstd.data() + o, w.ln2_w, n, d);
-    // feed-forward: ff_res = h1 + drop(W2 drop(relu(W1 h1 + b1)) + b2)
-    const float* dff2 = dx + o * d;  // d(ff output) = d(ff_res) through dropout
-    if (p > 0) {
-      be_.dropout_backward(dtmp + o * d, dx + o * d, act.keep_f2.data() + o * d, n64 * d, p);
-      dff2 = dtmp + o * d;
-    }
-    be_.bias_backward(g.ff2_b, dff2, n, d);
-    be_.matmul(g.ff2_w, dff2, (p > 0 ? act.f1_drop.data() : act.f1.data()) + o * di, d, di, n,
-               true, false, 1.f, 1.f);
-    float* dff = backward_.dff.data() + o * di;
-    be_.matmul(dff, dff2, w.ff2_w, n, di, d, false, false);
-    if (p > 0) be_.dropout_backward(dff, dff, act.keep_f1.data() + o * di, n64 * di, p);
-    be_.relu_backward(dff, dff, act.f1.data() + o * di, n64 * di);
-    be_.bias_backward(g.ff1_b, dff, n, di);
-    be_.matmul(g.ff1_w, dff, act.h1.data() + o * d, di, d, n, true, false, 1.f, 1.f);
-    be_.matmul(dx + o * d, dff, w.ff1_w, n, d, di, false, false, 1.f, 1.f);  // dx = d(h1)
-    // LayerNorm 1: d(h1) -> d(attn_res), attn_res = x + drop(o_net(av))
-    be_.layernorm_backward(dh + o * d, g.ln1_w, g.ln1_b, dx + o * d, act.attn_res.data() + o * d,
-                           act.ln1_mean.data() + o, act.ln1_rstd.data() + o, w.ln1_w, n,
-                           d);  // dh = d(attn_res)
-    const float* dattn = dh + o * d;  // d(o_net output) through dropout
-    if (p > 0) {
-      be_.dropout_backward(dtmp + o * d, dh + o * d, act.keep_o.data() + o * d, n64 * d, p);
-      dattn = dtmp + o * d;
-    }
-    be_.matmul(g.o_w, dattn, act.av.data() + o * HD, d, HD, n, true, false, 1.f, 1.f);
-    float* dav = backward_.dav.data();  // rows past the live ones are not read
-    be_.matmul(dav + o * HD, dattn, w.o_w, n, HD, d, false, false);
-    // attention core
-    shape.q_begin = l == M.L - 1 ? plan.live_begin : 0;  // as in forward
-    shape.q_end = l == M.L - 1 ? plan.live_end : 0;
-    float* dr = backward_.dr.data();
-    be_.fill(dr, int64_t(klen) * HD, 0.f);
-    float* dqkv = backward_.dqkv.data();
-    be_.rel_attention_backward(dqkv, dr, G.u, G.v, dav, act.prob.data(), act.qkv.data(),
-                               act.r.data(), W.u, W.v, shape, scale);
-    be_.matmul(g.r_w, dr, seg.pos.data(), HD, d, klen, true, false, 1.f, 1.f);
-    // qkv weights: the current rows (q, k, v) and the cache rows (k, v only)
-    const float* dqkv_cur = dqkv + int64_t(mlen) * B * 3 * HD;
     const float* x_prev = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
-    const float* x = seg.assoc_read ? act.x_in.data() : x_prev;  // what the layer ran on
-    be_.matmul(g.qkv_w, dqkv_cur, x, 3 * HD, d, q * B, true, false, 1.f, 1.f);
-    if (mlen > 0)
-      be_.matmul_strided(g.qkv_w + int64_t(HD) * d, d, dqkv + HD, 3 * HD, act.cat.data(), d,
-                         2 * HD, d, mlen * B, true, false, 1.f, 1.f);
-    // d(x) = d(attn_res) (residual; zero past the live rows) + the current rows of d(qkv) W;
-    // the cache rows are detached.
-    if (n64 < rows) {
-      be_.fill(dh, o * d, 0.f);
-      be_.fill(dh + (o + n64) * d, (rows - o - n64) * d, 0.f);
-    }
-    be_.matmul(dh, dqkv_cur, w.qkv_w, q * B, d, 3 * HD, false, false, 1.f, 1.f);
+    const float* x = seg.assoc_read ? act.assoc.x_in.data() : x_prev;  // what the layer ran on
+    layer_backward(layer_step(seg, l, fwd_.training, nullptr), act, x, dh, backward_);
     assoc_read_backward(seg, act, l, dh, x_prev, dmem_in);  // armt: d(x_in) -> d(x)
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.

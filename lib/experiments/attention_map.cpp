@@ -111,7 +111,7 @@ AttentionMaps compute_attention_maps(Model& model, const std::vector<std::string
     const int64_t per_layer = int64_t(H) * plan.q * plan.klen;
     sa.prob.resize(size_t(L * per_layer));
     for (int l = 0; l < L; ++l)
-      a.layers[size_t(l)].prob.read(0, sa.prob.data() + l * per_layer, per_layer);
+      a.layers[size_t(l)].attn.prob.read(0, sa.prob.data() + l * per_layer, per_layer);
     maps.segments.push_back(std::move(sa));
     // The next cache holds the last next.mlen rows of [cache; this segment] (engine.cpp).
     const std::vector<std::string>& keys = maps.segments.back().key_labels;
