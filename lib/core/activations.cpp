@@ -1,6 +1,7 @@
 // The scratch structs' sizes (lib/core/activations.h), in the shapes' names of lib/core/engine.cpp.
 #include "lib/core/activations.h"
 
+#include "lib/core/assoc_memory.h"
 #include "lib/core/model.h"
 
 namespace rmt {
@@ -14,14 +15,7 @@ void BackwardScratch::size(Backend& be, const Model& M, const SegmentPlan& plan,
   dav.sized(be, rows * HD);
   dqkv.sized(be, int64_t(plan.klen) * B * 3 * HD);
   dr.sized(be, int64_t(plan.klen) * HD);
-  if (M.d_key == 0) return;
-  const int64_t mrows = int64_t(M.num_mem) * B;
-  dassoc_drop.sized(be, int64_t(B) * M.assoc_floats());
-  dphi.sized(be, rows * M.d_key);
-  dproj.sized(be, rows * M.d_mem);
-  dwv.sized(be, mrows * M.d);
-  dwb.sized(be, mrows);
-  dwbar.sized(be, mrows * M.d);
+  assoc_size_backward(be, M, plan, B, *this);  // the memory mechanisms' parts
 }
 
 void DecodeScratch::size(Backend& be, const Model& M, int B, int klen) {
@@ -34,11 +28,7 @@ void DecodeScratch::size(Backend& be, const Model& M, int B, int klen) {
   logits.sized(be, int64_t(B) * M.V);
   ids.sized(be, B);
   if (mask.size() < klen) mask.zeroed(be, klen);  // zero: nothing blocked
-  if (M.d_key == 0) return;
-  q.sized(be, int64_t(B) * M.d_mem);
-  phi.sized(be, int64_t(B) * M.d_key);
-  read.sized(be, int64_t(B) * M.d);
-  den.sized(be, B);
+  assoc_size_decode(be, M, B, *this);
 }
 
 }  // namespace rmt

@@ -14,10 +14,14 @@
 // passed on, cache handed on) is its SegmentPlan (lib/core/segment_plan.h), derived in one
 // place that the FLOP count and the memory estimate share.
 //
-// At the segment boundary the recurrent state goes in and out explicitly:
-//   memory in   read_memory:   state.mem [m, B, d] -> the read rows (and write rows) of h0
-//   memory out  pass_memory_on: the last layer's output rows at plan.mem_out_row -> next.mem
-//   cache       update_cache:  the last next_mlen rows of [cache; layer input] -> next.cache
+// The engine walks segments over layers; what acts at a segment's boundary or around a layer
+// stands in files of its own, each doing nothing for a kind without it:
+//   the layer           lib/core/layer.h         (its token mixer: lib/core/attention.h, which
+//                                                 also carries the Transformer-XL cache)
+//   memory tokens       lib/core/memory_tokens.h  state.mem -> the read rows of h0; the output
+//                                                 rows at plan.mem_out_row -> next.mem
+//   associative memory  lib/core/assoc_memory.h   armt's A and z: read before every layer,
+//                                                 written after it
 #include "lib/core/engine.h"
 
 #include <algorithm>
@@ -25,8 +29,10 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "lib/core/assoc_memory.h"
 #include "lib/core/error.h"
 #include "lib/core/layer.h"
+#include "lib/core/memory_tokens.h"
 #include "lib/core/random.h"
 
 namespace rmt {
@@ -61,25 +67,6 @@ void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool re
   }
 }
 
-// Bytes of n floats (device copies)
-inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
-
-// Memory in: the m memory vectors of every sample [m, B, d] into the read rows of h0 [q, B, d]
-// and, with a write block, its write rows (the same vectors).
-void read_memory(Backend& be, float* h0, const float* mem, const SegmentPlan& plan, int64_t Bd) {
-  const int m = plan.m_read;
-  if (m == 0) return;
-  be.copy_device_to_device(h0, mem, fbytes(m * Bd));
-  if (plan.m_write) be.copy_device_to_device(h0 + (m + plan.T) * Bd, mem, fbytes(m * Bd));
-}
-
-// Memory out: the last layer's output rows [mem_out_row, +m) (rmt, xl_rmt: the write block;
-// mt: the read block) are the next segment's memory [m, B, d].
-void pass_memory_on(Backend& be, DeviceArray<float>& next_mem, const float* out,
-                    const SegmentPlan& plan, int64_t Bd) {
-  const int64_t n = plan.m_read * Bd;
-  be.copy_device_to_device(next_mem.sized(be, n), out + plan.mem_out_row * Bd, fbytes(n));
-}
 
 }  // namespace
 
@@ -103,7 +90,7 @@ const uint8_t* Engine::mask_for(const SegmentPlan& plan) {
   if (mask.empty()) {
     host_.mask.resize(size_t(plan.q) * size_t(plan.klen));
     build_mask(host_.mask.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
-               model_.config.read_mem_from_cache, model_.d_key > 0);
+               model_.config.read_mem_from_cache, traits_of(model_.kind).causal_write);
     mask.upload(be_, host_.mask);
   }
   return mask.data();
@@ -115,9 +102,7 @@ void Engine::initial_state(RecurrentState& state, int B) const {
   state.cache.resize(size_t(M.mem_len > 0 ? M.L : 0));
   // [num_mem, B, d]: memory row i of every sample
   state.assoc_written = false;  // armt: no memory yet (its A and z are sized when written)
-  if (M.d_key > 0) return;      // armt's memory tokens carry nothing (run_segment puts them in)
-  float* mem = state.mem.sized(be_, int64_t(B) * M.num_mem * M.d);
-  if (M.num_mem > 0) be_.broadcast_batch(mem, M.W.mem, M.num_mem, B, M.d);
+  memory_tokens_initial(be_, M, state, B);
 }
 
 void Engine::upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
@@ -166,17 +151,13 @@ const float* Engine::begin_segment(SegmentActivations& seg, const SegmentPlan& p
   const int d = M.d, m = plan.m_read;  // token rows from m
   const int T = plan.T, q = plan.q, klen = plan.klen;
   if (state.mlen != plan.mlen) throw std::logic_error("run_segment: the plan's cache is not the state's");
-  const bool assoc = M.d_key > 0;  // armt
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = dropout_p(training);
   seg.B = B;
   seg.plan = plan;
   seg.has_logits = false;
   seg.token_ids = ids;
-  seg.assoc_in = assoc && state.assoc_written ? state.assoc.data() : nullptr;
-  seg.assoc_read = seg.assoc_in != nullptr;
-  seg.assoc_write = assoc && plan.memory_out;
-  if (seg.assoc_write) sized(next.assoc, memory_floats(B));
+  assoc_begin_segment(be_, M, seg, state, next);
   ++segment_runs_;
   seg.mask = mask_for(plan);
   next.cache.resize(state.cache.size());
@@ -184,9 +165,7 @@ const float* Engine::begin_segment(SegmentActivations& seg, const SegmentPlan& p
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
   be_.embedding_forward(h0 + m * Bd, ids, W.emb, T * B, d, std::sqrt(float(d)));
-  if (!assoc) read_memory(be_, h0, state.mem.data(), plan, Bd);
-  else if (plan.m_write)  // armt: the learned memory tokens, the same in every segment
-    be_.broadcast_batch(h0 + plan.mem_out_row * Bd, W.mem, M.num_mem, B, d);
+  memory_tokens_in(be_, M, plan, state, h0, B);
   if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, {seed, 1});
   float* pos = sized(seg.pos, int64_t(klen) * d);
   be_.positional_embedding(pos, klen, d);
@@ -204,12 +183,11 @@ const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, i
                                const float* x, const RecurrentState& state, RecurrentState& next,
                                bool training, const uint64_t* seed) {
   const SegmentPlan& plan = seg.plan;
-  x = assoc_read(seg, act, l, x);  // armt: x + what the associative memory gives (else x)
-  const float* h2 = layer_forward(layer_step(seg, l, training, seed), act, x,
-                                  plan.mlen > 0 ? state.cache[size_t(l)].data() : nullptr,
+  const LayerStep st = layer_step(seg, l, training, seed);
+  x = assoc_read(st, seg, act.assoc, x);  // armt: x + what the associative memory gives (else x)
+  const float* h2 = layer_forward(st, act, x, plan.mlen > 0 ? state.cache[size_t(l)].data() : nullptr,
                                   plan.next_mlen > 0 ? &next.cache[size_t(l)] : nullptr);
-  if (h2 && seg.assoc_write)
-    assoc_write(seg, act, l, h2 + int64_t(plan.mem_out_row) * seg.B * model_.d, next.assoc.data());
+  if (h2) assoc_write(st, seg, act.assoc, h2, next);  // armt: A and z of the next state
   return h2;
 }
 
@@ -235,14 +213,14 @@ void Engine::end_segment(SegmentActivations& seg, const float* x, const int32_t*
                         logits, targets, T * B, V, loss_scale);
     }
   }
-  if (plan.memory_out && M.d_key == 0) pass_memory_on(be_, next.mem, out, plan, Bd);
+  memory_tokens_out(be_, M, plan, out, next, B);
 }
 
 std::vector<uint8_t> Engine::segment_mask(const SegmentActivations& seg) const {
   const SegmentPlan& plan = seg.plan;
   std::vector<uint8_t> mask(size_t(plan.q) * size_t(plan.klen));
   build_mask(mask.data(), plan.q, plan.mlen, plan.m_read, plan.m_write,
-             model_.config.read_mem_from_cache, model_.d_key > 0);
+             model_.config.read_mem_from_cache, traits_of(model_.kind).causal_write);
   return mask;
 }
 
@@ -276,21 +254,9 @@ void Engine::decode_token_row(SegmentActivations& seg, int t, const int32_t* ids
   float* x = decode_.x.data();
   be_.embedding_forward(x, decode_.ids.data(), W.emb, B, d, std::sqrt(float(d)));
   for (int l = 0; l < M.L; ++l) {
-    const LayerWeights& w = W.layers[size_t(l)];
-    LayerActivations& act = seg.layers[size_t(l)];
-    if (seg.assoc_read) {  // armt: the row's input plus what the associative memory gives (assoc_read)
-      const float* A = seg.assoc_in + int64_t(l) * B * M.assoc_floats();
-      float* rq = decode_.q.data();
-      be_.matmul(rq, x, w.mq_w, B, M.d_mem, d, false, true);
-      float* rphi = decode_.phi.data();
-      be_.dpfp_forward(rphi, rq, B, M.d_mem);
-      float* rout = decode_.read.data();
-      be_.assoc_read_forward(rout, decode_.den.data(), rphi, A, A + int64_t(B) * M.d_key * d, 1, B,
-                             M.d_key, d, 1e-5f);
-      be_.add_inplace(rout, x, int64_t(B) * d);  // read + x, as assoc_read adds them
-      be_.copy_device_to_device(x, rout, sizeof(float) * size_t(B) * d);
-    }
-    layer_decode_row(layer_step(seg, l, false, nullptr), act, row, x, decode_);
+    const LayerStep st = layer_step(seg, l, false, nullptr);
+    assoc_decode_read(st, seg, x, decode_);  // armt: the row's input plus what A_l gives for it
+    layer_decode_row(st, seg.layers[size_t(l)], row, x, decode_);
   }
   float* out = decode_.logits.data();
   be_.matmul(out, x, W.emb, B, V, d, false, true);
@@ -304,9 +270,7 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
   const int N = int(seg_len.size());
   if (answer_size <= 0 || answer_size > T) fail("answer_size {} outside 1..{}", answer_size, T);
   const Model& M = model_;
-  if (carry.start && M.d_key > 0)
-    fail("forward: an armt model cannot start from a carried state yet (its A and z are not carried "
-         "between forwards; docs/armt.md)");
+  assoc_check_start(M, carry.start);
   if (const RecurrentState* st = carry.start) {
     if (st->mem.size() != int64_t(B) * M.num_mem * M.d || st->mlen < 0 || st->mlen > M.mem_len ||
         st->cache.size() != size_t(M.mem_len > 0 ? M.L : 0))

@@ -130,22 +130,8 @@ class Engine {
   void backward_segment(SegmentActivations& seg, bool with_loss, const float* dmem_out,
                         float* dmem_in);
   float dropout_p(bool training) const;
-  // armt's associative memory around layer l (lib/core/engine_assoc.cpp). The read: the layer's
-  // input x [q, B, d] plus what A_l gives for it, into act.x_in (returned); x when the segment
-  // reads nothing.
-  const float* assoc_read(SegmentActivations& seg, LayerActivations& act, int l, const float* x);
-  // The write from the layer's output rows mrows [m, B, d] into layer l of `next` (assoc_out).
-  void assoc_write(SegmentActivations& seg, LayerActivations& act, int l, const float* mrows,
-                   float* assoc_out);
-  // Their backwards. The write's: from d(next state) of layer l, into dmrows (accumulate) and
-  // dassoc_in (the entering state's gradient of layer l, accumulate; null: dropped).
-  void assoc_write_backward(SegmentActivations& seg, LayerActivations& act, int l, float* dmrows,
-                            const float* dassoc_out, float* dassoc_in);
-  // The read's: dx holds d(x_in) and becomes d(x) (x: the layer's input as read).
-  void assoc_read_backward(SegmentActivations& seg, LayerActivations& act, int l, float* dx,
-                           const float* x, float* dassoc_in);
-  // Floats of the state's memory gradient: rmt's memory tokens [m, B, d], or armt's A and z of
-  // every layer.
+  // Floats of the state's memory (and of its gradient): the memory tokens' part [m, B, d] (rmt,
+  // mt, xl_rmt), then the associative memory's (armt: A and z of every layer).
   int64_t memory_floats(int B) const;
   // Segment s's dropout seed in the backend's memory (stage_forward), null without dropout.
   const uint64_t* segment_seed(int s) const {

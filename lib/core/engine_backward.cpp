@@ -7,8 +7,10 @@
 #include <stdexcept>
 
 #include "lib/core/engine.h"
+#include "lib/core/assoc_memory.h"
 #include "lib/core/error.h"
 #include "lib/core/layer.h"
+#include "lib/core/memory_tokens.h"
 
 namespace rmt {
 
@@ -16,15 +18,11 @@ namespace {
 
 inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
 
-// Its gradient: d(memory in) [m, B, d] = d(read rows) + d(write rows) of d(h0).
-void read_memory_backward(Backend& be, float* dmem, const float* dh0, const SegmentPlan& plan,
-                          int64_t Bd) {
-  const int m = plan.m_read;
-  be.copy_device_to_device(dmem, dh0, fbytes(m * Bd));
-  if (plan.m_write) be.add_inplace(dmem, dh0 + (m + plan.T) * Bd, m * Bd);
-}
-
 }  // namespace
+
+int64_t Engine::memory_floats(int B) const {
+  return memory_tokens_state_floats(model_, B) + assoc_state_floats(model_, B);
+}
 
 SegmentActivations& Engine::activations_for_backward(int s) {
   if (!fwd_.recomputing) return fwd_.segs[size_t(s)];
@@ -42,7 +40,6 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   const SegmentPlan& plan = seg.plan;
   const int B = seg.B, T = plan.T, q = plan.q;
   const int d = M.d, V = M.V, m = plan.m_read;  // token rows from m
-  const bool assoc = M.d_key > 0;  // armt: dmem_out, dmem_in are every layer's A and z
   const int64_t Bd = int64_t(B) * d, rows = int64_t(q) * B;
   const float p = dropout_p(fwd_.training);
   const int64_t lo = int64_t(plan.live_begin) * B, hi = int64_t(plan.live_end) * B;
@@ -56,32 +53,28 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     be_.matmul(G.emb, seg.dlogits.data(), seg.out.data() + m * Bd, V, d, T * B, true, false, 1.f, 1.f);
     be_.bias_backward(G.out_bias, seg.dlogits.data(), T * B, V);
   }
-  if (dmem_out && !assoc) be_.add_inplace(dh + plan.mem_out_row * Bd, dmem_out, m * Bd);
+  memory_tokens_out_backward(be_, M, plan, dmem_out, dh, B);
   if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, seg.keep_out.data() + lo * d, (hi - lo) * d, p);
-  // armt: the entering memory's gradient starts as the next one's (A and z are added to)
-  if (assoc && dmem_in) {
-    const int64_t n = memory_floats(B);
-    if (dmem_out) be_.copy_device_to_device(dmem_in, dmem_out, fbytes(n));
-    else be_.fill(dmem_in, n, 0.f);
-  }
+  // The state's gradient: the memory tokens' part, then the associative memory's.
+  const int64_t tokens_floats = memory_tokens_state_floats(M, B);
+  const float* dassoc_out = dmem_out ? dmem_out + tokens_floats : nullptr;
+  float* dassoc_in = dmem_in ? dmem_in + tokens_floats : nullptr;
+  assoc_backward_begin(be_, M, B, dassoc_out, dassoc_in);  // armt: d(A, z) in starts as d(A, z) out
 
   for (int l = M.L - 1; l >= 0; --l) {
     LayerActivations& act = seg.layers[size_t(l)];
+    const LayerStep st = layer_step(seg, l, fwd_.training, nullptr);
     // armt: the memory this layer wrote, back into its output's write rows (and the entering memory)
-    if (assoc && dmem_out && seg.assoc_write)
-      assoc_write_backward(seg, act, l, dh + plan.mem_out_row * Bd, dmem_out, dmem_in);
+    assoc_write_backward(st, seg, act, dh, dassoc_out, dassoc_in, backward_);
     const float* x_prev = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
     const float* x = seg.assoc_read ? act.assoc.x_in.data() : x_prev;  // what the layer ran on
-    layer_backward(layer_step(seg, l, fwd_.training, nullptr), act, x, dh, backward_);
-    assoc_read_backward(seg, act, l, dh, x_prev, dmem_in);  // armt: d(x_in) -> d(x)
+    layer_backward(st, act, x, dh, backward_);
+    assoc_read_backward(st, seg, act.assoc, dh, x_prev, dassoc_in, backward_);  // armt: d(x_in) -> d(x)
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
   if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
   be_.embedding_backward(G.emb, dh + m * Bd, seg.token_ids, T * B, d, std::sqrt(float(d)));
-  if (dmem_in && m > 0) read_memory_backward(be_, dmem_in, dh, plan, Bd);
-  // armt: the learned memory tokens of the write rows, new in every segment
-  if (assoc && plan.m_write)
-    be_.broadcast_batch_backward(G.mem, dh + plan.mem_out_row * Bd, M.num_mem, B, d);
+  memory_tokens_in_backward(be_, M, plan, dh, dmem_in, B);
 }
 
 void Engine::backward(int bptt) {
@@ -91,16 +84,15 @@ void Engine::backward(int bptt) {
   be_.fill(M.grads.data(), M.grads.size(), 0.f);
   const int B = fwd_.batch;
   const int64_t mem_size = memory_floats(B);
-  // armt's first memory is a constant (A = 0, z = 0): no gradient leaves the first segment, and the
-  // memory tokens' gradient is summed inside every segment's backward instead.
-  const bool to_start = fwd_.from_initial && M.d_key == 0;
-  // The initial memory is the parameter broadcast over the batch: its gradient is the sum over
-  // samples of d(memory) [num_mem, B, d].
+  // Whether a gradient leaves the first segment: where its memory is the learned parameter
+  // broadcast over the batch (not a carried state, not armt's constant A = 0, z = 0, whose memory
+  // tokens' gradient is summed inside every segment's backward instead).
+  const bool to_start = fwd_.from_initial && memory_tokens_start_learned(M);
   auto to_param = [&](const DeviceArray<float>& dmem) {
-    be_.broadcast_batch_backward(M.G.mem, dmem.data(), M.num_mem, B, M.d);
+    memory_tokens_initial_backward(be_, M, dmem.data(), B);
   };
 
-  if (M.num_mem == 0) {  // no memory: segments are independent in backward (the cache is detached)
+  if (mem_size == 0) {  // no memory: segments are independent in backward (the cache is detached)
     for (int s = N - 1; s >= 0; --s)
       if (fwd_.plans[size_t(s)].backward) backward_segment(activations_for_backward(s), true, nullptr, nullptr);
   } else if (bptt < 0) {  // through every segment: one stream

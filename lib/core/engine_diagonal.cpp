@@ -25,13 +25,14 @@
 #include <algorithm>
 
 #include "lib/core/engine.h"
+#include "lib/core/assoc_memory.h"
 #include "lib/core/error.h"
 
 namespace rmt {
 
 void Engine::check_diagonal() const {
   const Model& M = model_;
-  if (M.d_key == 0)
+  if (!traits_of(M.kind).has_assoc)
     fail("diagonal evaluation is for model.kind armt only ({} passes its memory from the last layer "
          "of a segment to the first layer of the next, or has none: no two layer-steps are "
          "independent); evaluate it segment by segment (--schedule sequential)",
@@ -58,8 +59,8 @@ void Engine::forward_diagonal(int B, const std::vector<int>& seg_len, float loss
   initial_state(states[0], B);
   initial_state(states[1], B);
   // Sized once: a segment in flight keeps a pointer to the A and z it reads (seg.assoc_in).
-  sized(states[0].assoc, memory_floats(B));
-  sized(states[1].assoc, memory_floats(B));
+  sized(states[0].assoc, assoc_state_floats(model_, B));
+  sized(states[1].assoc, assoc_state_floats(model_, B));
 
   std::vector<const int32_t*> targets(size_t(slots), nullptr);  // each slot's, in the backend's memory
   for (int k = 0; k < N + L - 1; ++k) {

@@ -64,7 +64,7 @@ Model::Model(const ModelConfig& c, Backend& be)
     add(p + "pos_ff.CoreNet.3.bias", {d});
     add(p + "pos_ff.layer_norm.weight", {d});
     add(p + "pos_ff.layer_norm.bias", {d});
-    if (d_key > 0) {  // the authors' AssociativeLayerWrapper's names
+    if (kt.has_assoc) {  // the authors' AssociativeLayerWrapper's names
       add(p + "W_mq.weight", {d_mem, d});
       add(p + "W_mk.weight", {d_mem, d});
       add(p + "W_mv.weight", {d, d});
@@ -92,7 +92,7 @@ Model::Model(const ModelConfig& c, Backend& be)
                           at(p + "pos_ff.CoreNet.0.bias"), at(p + "pos_ff.CoreNet.3.weight"),
                           at(p + "pos_ff.CoreNet.3.bias"), at(p + "pos_ff.layer_norm.weight"),
                           at(p + "pos_ff.layer_norm.bias")});
-      if (d_key > 0) {
+      if (kt.has_assoc) {
         LayerWeights& lw = w.layers.back();
         lw.mq_w = at(p + "W_mq.weight"), lw.mk_w = at(p + "W_mk.weight");
         lw.mv_w = at(p + "W_mv.weight");

@@ -31,6 +31,9 @@ struct ModelKindTraits {
   bool has_assoc;        // every layer has an associative memory (A, z) read before it at every
                          // row and written after it from the write block's output by the delta
                          // rule (ARMT, docs/armt.md); A and z are what links the segments
+  bool causal_write;     // the write rows are causal among themselves like every other row (the
+                         // authors' ARMT: a GPT-2 with the memory tokens appended); otherwise
+                         // each write row sees the whole write block
   // model.read_mem_from_cache (the memory rows also attend to the cache) matters only when the
   // kind has both.
   constexpr bool reads_memory_from_cache() const { return has_cache && has_memory; }
@@ -39,13 +42,13 @@ struct ModelKindTraits {
 };
 
 inline constexpr ModelKindTraits kModelKinds[] = {
-    //                                       cache  memory write  read   assoc
-    {ModelKind::baseline, "baseline", "baseline", false, false, false, false, false},  // segments independent
-    {ModelKind::mt, "mt", "MT", false, true, false, true, false},                      // Memory Transformer
-    {ModelKind::xl, "xl", "Tr-XL", true, false, false, false, false},                  // Transformer-XL
-    {ModelKind::rmt, "rmt", "RMT", false, true, true, true, false},    // Recurrent Memory Transformer
-    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", true, true, true, true, false},       // both
-    {ModelKind::armt, "armt", "ARMT", false, true, true, false, true},  // Associative RMT
+    //                                      cache  memory write  read   assoc  causal write
+    {ModelKind::baseline, "baseline", "baseline", false, false, false, false, false, false},  // segments independent
+    {ModelKind::mt, "mt", "MT", false, true, false, true, false, false},                      // Memory Transformer
+    {ModelKind::xl, "xl", "Tr-XL", true, false, false, false, false, false},                  // Transformer-XL
+    {ModelKind::rmt, "rmt", "RMT", false, true, true, true, false, false},    // Recurrent Memory Transformer
+    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", true, true, true, true, false, false},       // both
+    {ModelKind::armt, "armt", "ARMT", false, true, true, false, true, true},  // Associative RMT
 };
 inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
 
