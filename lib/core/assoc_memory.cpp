@@ -18,6 +18,22 @@ bool has_assoc(const Model& M) { return traits_of(M.kind).has_assoc; }
 
 }  // namespace
 
+void assoc_layer_params(const Model& M, const std::string& prefix, const AddParam& add) {
+  if (!has_assoc(M)) return;
+  add(prefix + "W_mq.weight", {M.d_mem, M.d});
+  add(prefix + "W_mk.weight", {M.d_mem, M.d});
+  add(prefix + "W_mv.weight", {M.d, M.d});
+  add(prefix + "W_mb.weight", {1, M.d});
+  add(prefix + "W_mb.bias", {1});
+}
+
+void assoc_bind_layer(const Model& M, const std::string& prefix, const FindParam& at,
+                      AssocWeights& w) {
+  if (!has_assoc(M)) return;
+  w = {at(prefix + "W_mq.weight"), at(prefix + "W_mk.weight"), at(prefix + "W_mv.weight"),
+       at(prefix + "W_mb.weight"), at(prefix + "W_mb.bias")};
+}
+
 int64_t assoc_state_floats(const Model& M, int B) {
   return has_assoc(M) ? int64_t(M.L) * B * M.assoc_floats() : 0;
 }
@@ -49,7 +65,7 @@ const float* assoc_read(const LayerStep& st, const SegmentActivations& seg, Asso
   const float* z = A + int64_t(B) * Dk * d;
   // q = phi(W_mq x); x_in = q A / (q.z + eps) + x   (language_modeling.py:69-76, 82-86)
   float* rq = a.rq.sized(be, rows * dm);
-  be.matmul(rq, x, w.mq_w, int(rows), dm, d, false, true);
+  be.matmul(rq, x, w.assoc.mq_w, int(rows), dm, d, false, true);
   float* rphi = a.rphi.sized(be, rows * Dk);
   be.dpfp_forward(rphi, rq, rows, dm);
   float* rout = a.rout.sized(be, rows * d);
@@ -71,14 +87,14 @@ void assoc_write(const LayerStep& st, const SegmentActivations& seg, AssocActiva
   const float* mrows = h2 + int64_t(seg.plan.mem_out_row) * B * d;  // the write block's output
   // k = phi(W_mk m), v = W_mv m, beta = sigmoid(W_mb m + b)   (language_modeling.py:99-100, 122)
   float* wk = a.wk.sized(be, rows * dm);
-  be.matmul(wk, mrows, w.mk_w, int(rows), dm, d, false, true);
+  be.matmul(wk, mrows, w.assoc.mk_w, int(rows), dm, d, false, true);
   float* wphi = a.wphi.sized(be, rows * Dk);
   be.dpfp_forward(wphi, wk, rows, dm);
   float* wv = a.wv.sized(be, rows * d);
-  be.matmul(wv, mrows, w.mv_w, int(rows), d, d, false, true);
+  be.matmul(wv, mrows, w.assoc.mv_w, int(rows), d, d, false, true);
   float* wb = a.wb.sized(be, rows);
-  be.matmul(wb, mrows, w.mb_w, int(rows), 1, d, false, true);
-  be.add_bias(wb, w.mb_b, int(rows), 1);
+  be.matmul(wb, mrows, w.assoc.mb_w, int(rows), 1, d, false, true);
+  be.add_bias(wb, w.assoc.mb_b, int(rows), 1);
   float* A_out = next.assoc.data() + int64_t(st.l) * B * M.assoc_floats();
   float* z_out = A_out + int64_t(B) * Dk * d;
   if (!seg.assoc_read) {  // the first write: A = 0, z = 0, vbar = 0, gamma = 1 (lines 110-112)
@@ -141,13 +157,13 @@ void assoc_write_backward(const LayerStep& st, const SegmentActivations& seg,
   // the projections of the memory rows: k (through DPFP), v and beta's logit
   float* dk = s.dproj.data();
   be.dpfp_backward(dk, dphi, a.wk.data(), rows, dm);
-  be.matmul(g.mk_w, dk, mrows, dm, d, int(rows), true, false, 1.f, 1.f);
-  be.matmul(dmrows, dk, w.mk_w, int(rows), d, dm, false, false, 1.f, 1.f);
-  be.matmul(g.mv_w, dv, mrows, d, d, int(rows), true, false, 1.f, 1.f);
-  be.matmul(dmrows, dv, w.mv_w, int(rows), d, d, false, false, 1.f, 1.f);
-  be.bias_backward(g.mb_b, db, int(rows), 1);
-  be.matmul(g.mb_w, db, mrows, 1, d, int(rows), true, false, 1.f, 1.f);
-  be.matmul(dmrows, db, w.mb_w, int(rows), d, 1, false, false, 1.f, 1.f);
+  be.matmul(g.assoc.mk_w, dk, mrows, dm, d, int(rows), true, false, 1.f, 1.f);
+  be.matmul(dmrows, dk, w.assoc.mk_w, int(rows), d, dm, false, false, 1.f, 1.f);
+  be.matmul(g.assoc.mv_w, dv, mrows, d, d, int(rows), true, false, 1.f, 1.f);
+  be.matmul(dmrows, dv, w.assoc.mv_w, int(rows), d, d, false, false, 1.f, 1.f);
+  be.bias_backward(g.assoc.mb_b, db, int(rows), 1);
+  be.matmul(g.assoc.mb_w, db, mrows, 1, d, int(rows), true, false, 1.f, 1.f);
+  be.matmul(dmrows, db, w.assoc.mb_w, int(rows), d, 1, false, false, 1.f, 1.f);
 }
 
 void assoc_read_backward(const LayerStep& st, const SegmentActivations& seg,
@@ -170,8 +186,8 @@ void assoc_read_backward(const LayerStep& st, const SegmentActivations& seg,
                          a.rden.data(), a.rphi.data(), A, A + int64_t(B) * Dk * d, q, B, Dk, d);
   float* dq = s.dproj.data();
   be.dpfp_backward(dq, dphi, a.rq.data(), rows, dm);
-  be.matmul(g.mq_w, dq, x, dm, d, int(rows), true, false, 1.f, 1.f);
-  be.matmul(dx, dq, w.mq_w, int(rows), d, dm, false, false, 1.f, 1.f);
+  be.matmul(g.assoc.mq_w, dq, x, dm, d, int(rows), true, false, 1.f, 1.f);
+  be.matmul(dx, dq, w.assoc.mq_w, int(rows), d, dm, false, false, 1.f, 1.f);
 }
 
 void assoc_decode_read(const LayerStep& st, const SegmentActivations& seg, float* x,
@@ -183,7 +199,7 @@ void assoc_decode_read(const LayerStep& st, const SegmentActivations& seg, float
   const int B = seg.B, d = M.d;
   const float* A = seg.assoc_in + int64_t(st.l) * B * M.assoc_floats();
   // as assoc_read, for one row: x + phi(W_mq x) A / (phi(W_mq x).z + eps)
-  be.matmul(s.q.data(), x, w.mq_w, B, M.d_mem, d, false, true);
+  be.matmul(s.q.data(), x, w.assoc.mq_w, B, M.d_mem, d, false, true);
   be.dpfp_forward(s.phi.data(), s.q.data(), B, M.d_mem);
   be.assoc_read_forward(s.read.data(), s.den.data(), s.phi.data(), A, A + int64_t(B) * M.d_key * d,
                         1, B, M.d_key, d, kAssocEps);

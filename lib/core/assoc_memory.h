@@ -8,12 +8,19 @@
 //   dm    model.d_mem        Dk  6 dm (DPFP's width)        F  Dk*d + Dk (A_b and z_b)
 // Layer l's memory in a state: A_l = assoc + l*B*F [B, Dk, d], z_l = A_l + B*Dk*d [B, Dk].
 #include <cstdint>
+#include <string>
 
 #include "lib/core/activations.h"
 #include "lib/core/layer.h"
 #include "lib/core/model.h"
 
 namespace rmt {
+
+// Its parameters in layer `prefix` (the authors' AssociativeLayerWrapper's names: W_mq, W_mk,
+// W_mv, W_mb), and their places in a flat buffer.
+void assoc_layer_params(const Model& M, const std::string& prefix, const AddParam& add);
+void assoc_bind_layer(const Model& M, const std::string& prefix, const FindParam& at,
+                      AssocWeights& w);
 
 // Floats of the state's associative memory for B samples: L * B * F (0 without).
 int64_t assoc_state_floats(const Model& M, int B);

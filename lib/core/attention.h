@@ -6,9 +6,20 @@
 // The state it carries from one segment to the next is the Transformer-XL cache: the last
 // next_mlen rows of [cache; x] (detached). Its parameters: dec_attn.qkv_net, dec_attn.o_net,
 // dec_attn.r_net of each layer and the shared r_w_bias (u), r_r_bias (v).
+#include <string>
+
 #include "lib/core/layer.h"
 
 namespace rmt {
+
+// Its parameters, in the authors' state_dict order: those every layer shares (r_w_bias = u,
+// r_r_bias = v), and layer `prefix`'s (dec_attn.qkv_net, o_net, layer_norm, r_net; the authors'
+// attention module holds the layer's first LayerNorm, so its names are the mixer's), and their
+// places in a flat buffer.
+void attention_shared_params(const Model& M, const AddParam& add);
+void attention_layer_params(const Model& M, const std::string& prefix, const AddParam& add);
+void attention_bind(const FindParam& at, Weights& w);
+void attention_bind_layer(const std::string& prefix, const FindParam& at, LayerWeights& w);
 
 // y [q, B, d] (sized here): rows [st.row_begin(), st.row_end()) of the mixer's output, after the
 // next cache is handed on. Returns false, leaving y alone, for a last layer with no live rows.

@@ -11,6 +11,14 @@ bool carried(const Model& M) { return traits_of(M.kind).carries_memory_tokens();
 
 }  // namespace
 
+void memory_tokens_params(const Model& M, const AddParam& add) {
+  if (M.num_mem > 0) add("mem_tokens", {M.num_mem, 1, M.d});
+}
+
+void memory_tokens_bind(const Model& M, const FindParam& at, Weights& w) {
+  w.mem = M.num_mem > 0 ? at("mem_tokens") : nullptr;
+}
+
 int64_t memory_tokens_state_floats(const Model& M, int B) {
   return carried(M) ? int64_t(B) * M.num_mem * M.d : 0;
 }

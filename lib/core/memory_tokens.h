@@ -13,6 +13,11 @@
 
 namespace rmt {
 
+// Its parameter, the learned memory mem_tokens [m, 1, d] (the authors' name and shape), and its
+// place in a flat buffer (Weights::mem, null without memory tokens).
+void memory_tokens_params(const Model& M, const AddParam& add);
+void memory_tokens_bind(const Model& M, const FindParam& at, Weights& w);
+
 // Floats of the memory a state carries for B samples: m * B * d, 0 where nothing is carried.
 int64_t memory_tokens_state_floats(const Model& M, int B);
 // Whether the first segment's memory is the learned parameter broadcast over the batch (its

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 
 #include "lib/core/assoc_math.h"
+#include "lib/core/assoc_memory.h"
+#include "lib/core/attention.h"
+#include "lib/core/memory_tokens.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
 #include "lib/core/random.h"
@@ -40,64 +43,46 @@ Model::Model(const ModelConfig& c, Backend& be)
 
   // Layout, in the order of the authors' state_dict.
   int64_t offset = 0;
-  auto add = [&](std::string name, std::vector<int64_t> shape) {
+  const AddParam add = [&](const std::string& name, std::vector<int64_t> shape) {
     int64_t n = 1;
     for (auto s : shape) n *= s;
-    param_info.push_back({std::move(name), std::move(shape), offset, n});
+    param_info.push_back({name, std::move(shape), offset, n});
     offset += n;
   };
-  const int HD = H * Dh;
-  if (num_mem > 0) add("mem_tokens", {num_mem, 1, d});
-  add("r_w_bias", {H, Dh});
-  add("r_r_bias", {H, Dh});
+  memory_tokens_params(*this, add);
+  attention_shared_params(*this, add);
   add("word_emb.emb_layers.0.weight", {V, d});
   for (int l = 0; l < L; ++l) {
     std::string p = fmt::format("layers.{}.", l);
-    add(p + "dec_attn.qkv_net.weight", {3 * HD, d});
-    add(p + "dec_attn.o_net.weight", {d, HD});
-    add(p + "dec_attn.layer_norm.weight", {d});
-    add(p + "dec_attn.layer_norm.bias", {d});
-    add(p + "dec_attn.r_net.weight", {HD, d});
+    attention_layer_params(*this, p, add);  // the mixer's, with the layer's first LayerNorm
     add(p + "pos_ff.CoreNet.0.weight", {d_inner, d});
     add(p + "pos_ff.CoreNet.0.bias", {d_inner});
     add(p + "pos_ff.CoreNet.3.weight", {d, d_inner});
     add(p + "pos_ff.CoreNet.3.bias", {d});
     add(p + "pos_ff.layer_norm.weight", {d});
     add(p + "pos_ff.layer_norm.bias", {d});
-    if (kt.has_assoc) {  // the authors' AssociativeLayerWrapper's names
-      add(p + "W_mq.weight", {d_mem, d});
-      add(p + "W_mk.weight", {d_mem, d});
-      add(p + "W_mv.weight", {d, d});
-      add(p + "W_mb.weight", {1, d});
-      add(p + "W_mb.bias", {1});
-    }
+    assoc_layer_params(*this, p, add);  // armt's
   }
   add("crit.out_layers.0.bias", {V});
   params.zeroed(be, offset);
   grads.zeroed(be, offset);
 
   auto bind = [&](float* base) {
-    auto at = [&](const std::string& name) { return base + find(name)->offset; };
+    const FindParam at = [&](const std::string& name) { return base + find(name)->offset; };
     Weights w;
-    w.mem = num_mem > 0 ? at("mem_tokens") : nullptr;
-    w.u = at("r_w_bias");
-    w.v = at("r_r_bias");
+    memory_tokens_bind(*this, at, w);
+    attention_bind(at, w);
     w.emb = at("word_emb.emb_layers.0.weight");
     w.out_bias = at("crit.out_layers.0.bias");
+    w.layers.resize(size_t(L));
     for (int l = 0; l < L; ++l) {
       std::string p = fmt::format("layers.{}.", l);
-      w.layers.push_back({at(p + "dec_attn.qkv_net.weight"), at(p + "dec_attn.r_net.weight"),
-                          at(p + "dec_attn.o_net.weight"), at(p + "dec_attn.layer_norm.weight"),
-                          at(p + "dec_attn.layer_norm.bias"), at(p + "pos_ff.CoreNet.0.weight"),
-                          at(p + "pos_ff.CoreNet.0.bias"), at(p + "pos_ff.CoreNet.3.weight"),
-                          at(p + "pos_ff.CoreNet.3.bias"), at(p + "pos_ff.layer_norm.weight"),
-                          at(p + "pos_ff.layer_norm.bias")});
-      if (kt.has_assoc) {
-        LayerWeights& lw = w.layers.back();
-        lw.mq_w = at(p + "W_mq.weight"), lw.mk_w = at(p + "W_mk.weight");
-        lw.mv_w = at(p + "W_mv.weight");
-        lw.mb_w = at(p + "W_mb.weight"), lw.mb_b = at(p + "W_mb.bias");
-      }
+      LayerWeights& lw = w.layers[size_t(l)];
+      attention_bind_layer(p, at, lw);
+      lw.ff1_w = at(p + "pos_ff.CoreNet.0.weight"), lw.ff1_b = at(p + "pos_ff.CoreNet.0.bias");
+      lw.ff2_w = at(p + "pos_ff.CoreNet.3.weight"), lw.ff2_b = at(p + "pos_ff.CoreNet.3.bias");
+      lw.ln2_w = at(p + "pos_ff.layer_norm.weight"), lw.ln2_b = at(p + "pos_ff.layer_norm.bias");
+      assoc_bind_layer(*this, p, at, lw.assoc);
     }
     return w;
   };

@@ -14,6 +14,7 @@
 // backend's memory (the host reads and writes them through upload / download); ParamInfo names
 // every tensor as the authors' PyTorch state_dict does.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,26 +32,39 @@ struct ParamInfo {
   int64_t offset = 0, numel = 0;
 };
 
+// Each part of the model declares its own tensors: the token mixer (lib/core/attention.h), the
+// memory mechanisms (lib/core/memory_tokens.h, lib/core/assoc_memory.h) and the backbone here.
+// AddParam declares one, in the layout's order; FindParam gives a declared tensor's place in a
+// flat buffer (parameters or gradients), by name.
+using AddParam = std::function<void(const std::string& name, std::vector<int64_t> shape)>;
+using FindParam = std::function<float*(const std::string& name)>;
+
 // Pointers to each tensor inside one flat buffer (parameters or gradients share the layout), in
 // the backend's memory: handed to kernels, never dereferenced by the host.
-struct LayerWeights {
-  float *qkv_w;         // [3*H*Dh, d]
-  float *r_w;           // [H*Dh, d]
-  float *o_w;           // [d, H*Dh]
-  float *ln1_w, *ln1_b; // [d]
-  float *ff1_w, *ff1_b; // [d_inner, d], [d_inner]
-  float *ff2_w, *ff2_b; // [d, d_inner], [d]
-  float *ln2_w, *ln2_b; // [d]
-  // armt's associative memory (null otherwise; docs/armt.md): queries and keys d -> d_mem,
-  // values d -> d (starting at zero), the write strength beta d -> 1 with a bias.
+struct AttentionWeights {  // the token mixer's (lib/core/attention.h)
+  float* qkv_w;  // [3*H*Dh, d]
+  float* r_w;    // [H*Dh, d]
+  float* o_w;    // [d, H*Dh]
+};
+// armt's associative memory (null otherwise; docs/armt.md): queries and keys d -> d_mem,
+// values d -> d (starting at zero), the write strength beta d -> 1 with a bias.
+struct AssocWeights {
   float *mq_w = nullptr, *mk_w = nullptr;  // [d_mem, d]
   float* mv_w = nullptr;                   // [d, d]
   float *mb_w = nullptr, *mb_b = nullptr;  // [1, d], [1]
 };
+struct LayerWeights {
+  AttentionWeights attn;
+  float *ln1_w, *ln1_b; // [d]
+  float *ff1_w, *ff1_b; // [d_inner, d], [d_inner]
+  float *ff2_w, *ff2_b; // [d, d_inner], [d]
+  float *ln2_w, *ln2_b; // [d]
+  AssocWeights assoc;
+};
 struct Weights {
   float* emb;       // [V, d] token embedding, tied to the output layer
   float* out_bias;  // [V]
-  float *u, *v;     // [H, Dh] r_w_bias, r_r_bias (shared by all layers)
+  float *u, *v;     // [H, Dh] r_w_bias, r_r_bias (the attention's, shared by all layers)
   float* mem;       // [num_mem, d] initial memory (null without memory tokens)
   std::vector<LayerWeights> layers;
 };
