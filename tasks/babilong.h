@@ -34,6 +34,7 @@ constexpr int kBabiQuestionTokens = 4;  // ["where", "is", subject, "?"]
 // Noise vocabulary sizes: filler words w0.. (default 32), the most frequent words of a text (500).
 constexpr int kBabiDefaultFillerWords = 32, kBabiDefaultTextWords = 500, kBabiMaxNoiseWords = 65536;
 constexpr int kBabiDefaultLength = 64, kBabiMaxLength = 100000;
+constexpr int kBabiMaxFacts = 3;  // reasoning's three supporting facts (bAbI's qa3)
 
 // The fixed task words: ".", "?", "where", "is", the people, verbs, places and objects.
 const std::vector<std::string>& babilong_task_words();

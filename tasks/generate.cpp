@@ -103,7 +103,7 @@ std::string dataset_meta_yaml(const TaskOptions& t, const SplitSizes& sizes, con
   out << YAML::Key << "options" << YAML::Value << YAML::Flow << YAML::BeginMap;
   const TaskKindTraits& kind = task_kind(t.kind);
   for (const TaskOptionInfo& info : task_option_info()) {
-    if (!has_option(kind, info.bit)) continue;
+    if (!has_option(kind, info.bit) || !in_meta(info)) continue;
     out << YAML::Key << info.key << YAML::Value;
     if (info.text) out << t.*info.text;
     else out << t.*info.value;

@@ -188,7 +188,7 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   const TaskKindTraits& kind = task_kind(preset.kind);
   std::vector<std::string> option_keys;
   for (const TaskOptionInfo& info : task_option_info())
-    if (has_option(kind, info.bit)) option_keys.push_back(info.key);
+    if (has_option(kind, info.bit) && in_meta(info)) option_keys.push_back(info.key);
   std::vector<std::string> required_options = kind.options_required ? option_keys : std::vector<std::string>{};
   // Text noise names its file (the text itself is not needed to read or check the dataset).
   const bool text_noise = has_option(kind, kOptNoise) && e["options"].IsMap() && e["options"]["noise"].IsScalar() &&
@@ -210,12 +210,13 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   m.pairs = preset.pairs;
   // A base task's options define it and must be in range; a preset's are compared by the checker.
   for (const TaskOptionInfo& info : task_option_info()) {
-    if (!has_option(kind, info.bit)) continue;
+    if (!has_option(kind, info.bit) || !in_meta(info)) continue;
     const std::string key = std::string("options.") + info.key;
+    const bool in_range = base && !(info.traits & kKindChecksMeta);  // else the kind checks it, saying why
     if (info.meta_text) {
       if (o.count(info.key)) m.*info.meta_text = meta_string(o[info.key], path, key);
     } else if (o.count(info.key)) {
-      m.*info.meta_value = int(meta_int(o[info.key], path, key, base ? info.lo : INT32_MIN, base ? info.hi : INT32_MAX));
+      m.*info.meta_value = int(meta_int(o[info.key], path, key, in_range ? info.lo : INT32_MIN, in_range ? info.hi : INT32_MAX));
     } else if (info.fallback) {
       m.*info.meta_value = *info.fallback;
     }
@@ -344,8 +345,8 @@ TaskOptions task_of_meta(const DatasetMeta& meta) {
     t = TaskOptions{meta.task, meta.kind};
   } else if (!is_task_name(meta.task)) {  // the authors' sqeq_cd ...
     TaskOptions authors{meta.task, meta.kind};
-    authors.length = meta.length, authors.symbols = meta.symbols, authors.pairs = meta.pairs;
-    authors.max_root = meta.max_root, authors.max_alpha = meta.max_alpha;
+    for (const TaskOptionInfo& info : task_option_info())
+      if (info.value && info.meta_value) authors.*info.value = meta.*info.meta_value;
     return authors;
   } else {
     t = resolve_task(meta.task);     // the kind is the task's, whatever meta.yaml says
@@ -353,7 +354,7 @@ TaskOptions task_of_meta(const DatasetMeta& meta) {
   }
   const TaskKindTraits& kind = task_kind(t.kind);
   for (const TaskOptionInfo& info : task_option_info()) {
-    if (!has_option(kind, info.bit)) continue;
+    if (!has_option(kind, info.bit) || !in_meta(info)) continue;
     if (info.text) t.*info.text = meta.*info.meta_text;
     else t.*info.value = meta.*info.meta_value;
   }
@@ -365,20 +366,12 @@ DatasetMeta implied_meta(const DatasetMeta& raw) {
   const TaskOptions t = task_of_meta(raw);
   DatasetMeta m = raw;
   m.kind = t.kind;
-  m.length = t.length;
-  m.symbols = t.symbols;
-  m.pairs = t.pairs;
-  m.key_size = t.key_size;
-  m.value_size = t.value_size;
-  m.max_root = t.max_root;
-  m.max_alpha = t.max_alpha;
-  m.facts = t.facts;
-  m.distractors = t.distractors;
-  m.noise_words = t.noise_words;
-  m.noise = t.noise;
-  m.noise_text = t.noise_text;
+  for (const TaskOptionInfo& info : task_option_info()) {
+    if (info.value && info.meta_value) m.*info.meta_value = t.*info.value;
+    if (info.text && info.meta_text) m.*info.meta_text = t.*info.text;
+  }
+  m.noise_text = t.noise_text;  // beside noise where it is text (not an option of its own)
   m.noise_text_sha256 = t.noise_text_sha256;
-  m.pad_id = t.pad_id;
   m.vocab = task_vocab(t);
   m.len_x = task_len_x(t);
   m.len_y = task_len_y(t);

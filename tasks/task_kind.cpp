@@ -18,36 +18,90 @@
 
 namespace rmt {
 
+namespace {
+
+// A row of each type, so that each states only what it has.
+TaskOptionInfo int_option(TaskOption bit, const char* key, const char* flag, std::optional<int> TaskArgs::*arg,
+                          int TaskOptions::*value, int DatasetMeta::*meta_value, int lo, int hi,
+                          std::optional<int> fallback, unsigned traits, const char* help) {
+  return {bit, key, flag, help, arg, value, meta_value, nullptr, nullptr, nullptr, lo, hi, fallback, traits};
+}
+TaskOptionInfo text_option(TaskOption bit, const char* key, const char* flag, std::optional<std::string> TaskArgs::*arg,
+                           std::string TaskOptions::*text, std::string DatasetMeta::*meta_text, unsigned traits,
+                           const char* help) {
+  return {bit, key, flag, help, nullptr, nullptr, nullptr, arg, text, meta_text, 0, 0, std::nullopt, traits};
+}
+
+}  // namespace
+
 const std::vector<TaskOptionInfo>& task_option_info() {
+  using A = TaskArgs;
+  using T = TaskOptions;
+  using M = DatasetMeta;
+  // A kind's options go to meta.yaml in this order (ar_*: symbols, pairs, key_size, value_size).
   static const std::vector<TaskOptionInfo> options = {
-      // bit             key            flag           TaskOptions          DatasetMeta       meta.yaml range
-      {kOptLength, "length", "length", &TaskOptions::length, nullptr, &DatasetMeta::length, nullptr, 1, 100000, {}},
-      {kOptSymbols, "symbols", "symbols", &TaskOptions::symbols, nullptr, &DatasetMeta::symbols, nullptr, 1, 36, {}},
-      {kOptPairs, "pairs", "pairs", &TaskOptions::pairs, nullptr, &DatasetMeta::pairs, nullptr, 1, 100000, {}},
-      {kOptMaxRoot, "max_root", "max-root", &TaskOptions::max_root, nullptr, &DatasetMeta::max_root, nullptr,
-       INT_MIN, INT_MAX, kSqeqDefaultMaxRoot},
-      {kOptMaxAlpha, "max_alpha", "max-alpha", &TaskOptions::max_alpha, nullptr, &DatasetMeta::max_alpha, nullptr,
-       INT_MIN, INT_MAX, kSqeqDefaultMaxAlpha},
-      {kOptFacts, "facts", "facts", &TaskOptions::facts, nullptr, &DatasetMeta::facts, nullptr, INT_MIN, INT_MAX, {}},
-      {kOptDistractors, "distractors", "distractors", &TaskOptions::distractors, nullptr, &DatasetMeta::distractors,
-       nullptr, INT_MIN, INT_MAX, {}},
-      {kOptNoise, "noise", "noise", nullptr, &TaskOptions::noise, nullptr, &DatasetMeta::noise, 0, 0, {}},
-      {kOptNoiseWords, "noise_words", "noise-words", &TaskOptions::noise_words, nullptr, &DatasetMeta::noise_words,
-       nullptr, INT_MIN, INT_MAX, {}},
-      // imported: -1 (or absent) = no padding id declared.
-      {kOptPadId, "pad_id", "pad-id", &TaskOptions::pad_id, nullptr, &DatasetMeta::pad_id, nullptr, -1, INT_MAX, -1},
-      {kOptKeySize, "key_size", "key-size", &TaskOptions::key_size, nullptr, &DatasetMeta::key_size, nullptr, 1,
-       kArMaxSymbolSize, {}},
-      {kOptValueSize, "value_size", "value-size", &TaskOptions::value_size, nullptr, &DatasetMeta::value_size, nullptr,
-       1, kArMaxSymbolSize, {}},
+      int_option(kOptLength, "length", "length", &A::length, &T::length, &M::length, 1, kBabiMaxLength, {}, 0,
+                 "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the model's input "
+                 "positions (default 64)"),
+      // --segments S --segment-length T is --length S*T (BABILong-style).
+      int_option(kOptNoise, "segments", "segments", &A::segments, nullptr, nullptr, 1, kBabiMaxLength, {},
+                 kNameKinds | kNotInSweep,
+                 "BABILong-style: with --segment-length T, length S x T (instead of --length)"),
+      int_option(kOptNoise, "segment_length", "segment-length", &A::segment_length, nullptr, nullptr, 1, kBabiMaxLength,
+                 {}, kNameKinds | kNotInSweep, "BABILong-style: tokens per segment T (with --segments)"),
+      int_option(kOptSymbols, "symbols", "symbols", &A::symbols, &T::symbols, &M::symbols, 1, 36, {}, 0,
+                 "copy/reverse: alphabet size V, ids 2..V+1 (default 10); ar_*: 2..36 (default 16)"),
+      int_option(kOptPairs, "pairs", "pairs", &A::pairs, &T::pairs, &M::pairs, 1, 100000, {}, 0,
+                 "retrieval: key-value pairs K, 1..10 (default 4); ar_*: 1..100000 (default 10)"),
+      int_option(kOptKeySize, "key_size", "key-size", &A::key_size, &T::key_size, &M::key_size, 1, kArMaxSymbolSize,
+                 {}, 0, "ar_*: symbols per key (default 1)"),
+      int_option(kOptValueSize, "value_size", "value-size", &A::value_size, &T::value_size, &M::value_size, 1,
+                 kArMaxSymbolSize, {}, 0, "ar_*: symbols per value (default 1)"),
+      // sqeq's range: R 1 gives only the root 0; from 209 on some samples do not fit a 30-id block.
+      int_option(kOptMaxRoot, "max_root", "max-root", &A::max_root, &T::max_root, &M::max_root, 2, kSqeqMaxRoot,
+                 kSqeqDefaultMaxRoot, kKindChecksMeta,
+                 "sqeq: roots int(uniform(-R, R)) (default: the paper's 100); samples without real roots scale "
+                 "with R: b in 0..2R-1, c up to R^2-1"),
+      // The multiplier's most is for the smallest root range; sqeq checks the one of its R.
+      int_option(kOptMaxAlpha, "max_alpha", "max-alpha", &A::max_alpha, &T::max_alpha, &M::max_alpha, 1,
+                 sqeq_max_alpha(2), kSqeqDefaultMaxAlpha, kKindChecksMeta,
+                 "sqeq: multiplier ±round(uniform(1, A)) (default: the paper's 10; at most 9999 for R 100, so that "
+                 "the shown equation fits its 30 ids)"),
+      int_option(kOptFacts, "facts", "facts", &A::facts, &T::facts, &M::facts, 1, kBabiMaxFacts, {},
+                 kNameKinds | kKindChecksMeta,
+                 "BABILong-style supporting facts: memorize, detect_memorize 1; reasoning 2 or 3 (default 2)"),
+      // Each distractor is a fact of another person: kBabiPeople - 1 besides the question's.
+      int_option(kOptDistractors, "distractors", "distractors", &A::distractors, &T::distractors, &M::distractors, 0,
+                 kBabiPeople - 1, {}, kNameKinds | kKindChecksMeta,
+                 "BABILong-style: facts of other people (default: memorize 0, reasoning 2)"),
+      text_option(kOptNoise, "noise", "noise", &A::noise, &T::noise, &M::noise, kNameKinds,
+                  "BABILong-style noise: filler (i.i.d. words w0..; default) or text (--noise-text)"),
+      text_option(kOptNoise, "noise_text", "noise-text", &A::noise_text, nullptr, nullptr, kNameKinds | kReadsFile,
+                  "BABILong-style --noise text: the file whose words are the noise"),
+      int_option(kOptNoiseWords, "noise_words", "noise-words", &A::noise_words, &T::noise_words, &M::noise_words, 1,
+                 kBabiMaxNoiseWords, {}, kNameKinds | kKindChecksMeta,
+                 "BABILong-style: noise vocabulary K (filler: w0..w{K-1}, default 32; text: the K most frequent "
+                 "words + <unk>, default 500)"),
+      // imported: -1 (or absent) = no padding id declared; imported checks it against the vocabulary.
+      int_option(kOptPadId, "pad_id", nullptr, nullptr, &T::pad_id, &M::pad_id, -1, INT_MAX, -1, 0, ""),
   };
   return options;
 }
 
-std::optional<std::pair<int, int>> task_option_bounds(const std::string& key) {
+const TaskOptionInfo* find_task_option(const std::string& key) {
   for (const TaskOptionInfo& info : task_option_info())
-    if (info.value && key == info.key && info.lo > INT_MIN && info.hi < INT_MAX) return std::pair{info.lo, info.hi};
-  return std::nullopt;
+    if (key == info.key) return &info;
+  return nullptr;
+}
+
+std::optional<std::pair<int, int>> task_option_bounds(const std::string& key) {
+  const TaskOptionInfo* info = find_task_option(key);
+  if (!info || !info->arg) return std::nullopt;
+  return std::pair{info->lo, info->hi};
+}
+
+bool task_arg_given(const TaskArgs& args, const TaskOptionInfo& info) {
+  return info.arg ? (args.*info.arg).has_value() : info.arg_text && (args.*info.arg_text).has_value();
 }
 
 const std::vector<TaskKindTraits>& task_kinds() {
@@ -168,38 +222,17 @@ TaskOptions resolve_task(const std::string& name, const TaskArgs& a) {
   if (!preset) fail("unknown task '{}' (known: {})", name, fmt::join(task_names(), ", "));
   TaskOptions t{preset->name, preset->kind, preset->length, preset->symbols, preset->pairs};
   const TaskKindTraits& kind = task_kind(t.kind);
-  // Every flag given must be an option of the kind. --segments and --segment-length give the
-  // length of the kinds whose samples are noise around facts; the message names those kinds.
-  std::string noise_kinds;
-  for (const TaskKindTraits& k : task_kinds())
-    if (has_option(k, kOptNoise)) noise_kinds += fmt::format("{}{}", noise_kinds.empty() ? "" : ", ", k.name);
-  if (const size_t last = noise_kinds.rfind(", "); last != std::string::npos) noise_kinds.replace(last, 2, " and ");
-  struct Flag {
-    const char* flag;
-    bool given;
-    unsigned option;
-    bool name_kinds;  // say which kinds it belongs to
-  };
-  const Flag flags[] = {
-      {"--symbols", a.symbols.has_value(), kOptSymbols, false},
-      {"--length", a.length.has_value(), kOptLength, false},
-      {"--segments", a.segments.has_value(), kOptNoise, true},
-      {"--segment-length", a.segment_length.has_value(), kOptNoise, true},
-      {"--facts", a.facts.has_value(), kOptFacts, true},
-      {"--distractors", a.distractors.has_value(), kOptDistractors, true},
-      {"--noise", a.noise.has_value(), kOptNoise, true},
-      {"--noise-text", a.noise_text.has_value(), kOptNoise, true},
-      {"--noise-words", a.noise_words.has_value(), kOptNoiseWords, true},
-      {"--pairs", a.pairs.has_value(), kOptPairs, false},
-      {"--key-size", a.key_size.has_value(), kOptKeySize, false},
-      {"--value-size", a.value_size.has_value(), kOptValueSize, false},
-      {"--max-root", a.max_root.has_value(), kOptMaxRoot, false},
-      {"--max-alpha", a.max_alpha.has_value(), kOptMaxAlpha, false},
-  };
-  for (const Flag& f : flags)
-    if (f.given && !(kind.options & f.option))
-      fail("{} is not an option of task {}{}", f.flag, name,
-           f.name_kinds ? fmt::format(" (it is one of {})", noise_kinds) : "");
+  // Every flag given must be an option of the kind; a BABILong-style one names the kinds that take it.
+  for (const TaskOptionInfo& info : task_option_info()) {
+    if (!task_arg_given(a, info) || has_option(kind, info.bit)) continue;
+    std::vector<std::string> takers;
+    for (const TaskKindTraits& k : task_kinds())
+      if (has_option(k, info.bit)) takers.push_back(k.name);
+    std::string kinds = fmt::format("{}", fmt::join(takers, ", "));
+    if (const size_t last = kinds.rfind(", "); last != std::string::npos) kinds.replace(last, 2, " and ");
+    fail("--{} is not an option of task {}{}", info.flag, name,
+         info.traits & kNameKinds ? fmt::format(" (it is one of {})", kinds) : "");
+  }
   if ((a.length || a.symbols) && name != t.kind)
     fail("{} fixes length {} and {} symbols; use `{} --length N --symbols V` for other sizes", name, t.length,
          t.symbols, t.kind);

@@ -63,8 +63,7 @@ struct SplitSizes {
   int64_t total() const { return train + val + test; }
 };
 
-// The options a kind takes, as bits. Their order here is the order in meta.yaml's options and in
-// messages; each is one CLI flag (--max-root) and one meta.yaml key (max_root): task_option_info.
+// The options a kind takes, as bits; task_option_info's rows name each (a flag, a meta.yaml key).
 enum TaskOption : unsigned {
   kOptLength = 1u << 0,
   kOptSymbols = 1u << 1,
@@ -80,23 +79,58 @@ enum TaskOption : unsigned {
   kOptValueSize = 1u << 11,
 };
 
-struct TaskOptionInfo {
-  TaskOption bit;
-  const char* key;   // meta.yaml options.KEY
-  const char* flag;  // rmt generate --FLAG
-  int TaskOptions::*value;                // the integer options
-  std::string TaskOptions::*text;         // noise (the only text option)
-  int DatasetMeta::*meta_value;
-  std::string DatasetMeta::*meta_text;
-  int lo, hi;                    // the range meta.yaml may give a base task (a preset's are compared instead)
-  std::optional<int> fallback;   // the value of a meta.yaml written before the option existed
+// What a row says beyond its columns (TaskOptionInfo::traits).
+enum TaskOptionTrait : unsigned {
+  // "--X is not an option of task T (it is one of K1, K2 and K3)": the flag's name does not say
+  // which tasks take it (the BABILong-style options).
+  kNameKinds = 1u << 0,
+  // Not a data key of a sweep (--segments, --segment-length: a sweep's segments are the model's;
+  // its data block gives length).
+  kNotInSweep = 1u << 1,
+  // The value is a file that generate reads (--noise-text): it must not be one of its outputs.
+  kReadsFile = 1u << 2,
+  // meta.yaml's reader takes any int; the kind's check_meta_options checks the range, saying why
+  // (sqeq's 30-id blocks, bAbI's eight people).
+  kKindChecksMeta = 1u << 3,
 };
-const std::vector<TaskOptionInfo>& task_option_info();  // every option, in TaskOption's order
-// The range the table gives the integer option `key` (meta.yaml's name, "key_size") where it
-// bounds it (length, symbols, pairs, key_size, value_size): what every task taking it allows,
-// stated by `rmt generate` and a sweep's data: block instead of int's limits. A task checks its
-// narrower one after (ar_*'s symbols 2..36). nullopt where only the task bounds it (max_root ...).
+
+// One task option, stated once: its `rmt generate` flag, its key (meta.yaml options.KEY, a sweep's
+// data KEY), where its value lives, its range and its help. Everything that names a task option
+// (generate's CLI flags and its checks, meta.yaml, a sweep's data keys, the length items of `rmt
+// reproduce`) reads this table, so a new option is one row here and its members in TaskArgs,
+// TaskOptions and DatasetMeta. Rows without a DatasetMeta member are generate's alone: --segments
+// and --segment-length give the length, --noise-text the file of --noise text (meta.yaml records
+// its name and sha256 beside noise). pad_id has no flag: `rmt data import --pad-id` sets it.
+struct TaskOptionInfo {
+  TaskOption bit;    // the kinds that take it: those with this bit (--segments: kOptNoise's)
+  const char* key;   // meta.yaml options.KEY, a sweep's data KEY
+  const char* flag;  // rmt generate --FLAG; nullptr: not an option of generate
+  const char* help;  // generate --help's line
+  // An int option has the three int members, a text option the three string ones; the others are
+  // nullptr. arg: the user's value (TaskArgs); value: the task's (TaskOptions); meta_value: meta.yaml's.
+  std::optional<int> TaskArgs::*arg;
+  int TaskOptions::*value;
+  int DatasetMeta::*meta_value;
+  std::optional<std::string> TaskArgs::*arg_text;
+  std::string TaskOptions::*text;
+  std::string DatasetMeta::*meta_text;
+  // An int option's real range: what every task taking it allows, checked (with this range named)
+  // by generate, a sweep's data block and meta.yaml's reader; a task checks its narrower one after
+  // (reasoning's facts 2..3, retrieval's pairs 1..10, sqeq's max_alpha for its max_root).
+  int lo, hi;
+  std::optional<int> fallback;  // the value of a meta.yaml written before the option existed
+  unsigned traits;              // TaskOptionTrait bits
+};
+// Every option; meta.yaml's options are written in this order.
+const std::vector<TaskOptionInfo>& task_option_info();
+// The row of `key` (meta.yaml's and a sweep's name, "key_size"); nullptr for any other name.
+const TaskOptionInfo* find_task_option(const std::string& key);
+// The range of the integer option `key` ("key_size"); nullopt for any other name.
 std::optional<std::pair<int, int>> task_option_bounds(const std::string& key);
+// Whether `args` holds the user's value of the row's option.
+bool task_arg_given(const TaskArgs& args, const TaskOptionInfo& info);
+// Whether meta.yaml records it as options.KEY (not --segments, --segment-length, --noise-text).
+inline bool in_meta(const TaskOptionInfo& info) { return info.meta_value || info.meta_text; }
 
 struct TaskKindTraits {
   const char* name;        // meta.yaml kind, and the base task of that name

@@ -425,15 +425,15 @@ RMT_CATALOGUE({
 
     // ---- rmt generate sqeq --max-root R --max-alpha A -------------------------------------------
     {"generate", "sqeq --max-root 0", nullptr, "generate sqeq --max-root 0 --out {dir}/d", 1,
-     "--max-root must be at least 1 (got 0)"},
+     "--max-root must be from 2 to 208 (got 0)"},
     {"generate", "sqeq negative --max-root", nullptr, "generate sqeq --max-root -10 --out {dir}/d", 1,
-     "--max-root must be at least 1 (got -10)"},
-    {"generate", "sqeq --max-root 1 (only the root 0)", nullptr, "generate sqeq --max-root 1 --out {dir}/d", 1,
-     "--max-root must be at least 2 (got 1): roots are int(uniform(-R, R)), so R = 1 gives only the root 0"},
-    {"generate", "sqeq --max-root too large for a 30-id block", nullptr, "generate sqeq --max-root 209 --out {dir}/d", 1,
-     "--max-root 209 is too large: a sample must fit blocks of 30 ids"},
+     "--max-root must be from 2 to 208 (got -10)"},
+    {"generate", "sqeq --max-root 1 (below the table's 2..208: only the root 0)", nullptr,
+     "generate sqeq --max-root 1 --out {dir}/d", 1, "--max-root must be from 2 to 208 (got 1)"},
+    {"generate", "sqeq --max-root 209 (above the table's 2..208: a 30-id block)", nullptr,
+     "generate sqeq --max-root 209 --out {dir}/d", 1, "--max-root must be from 2 to 208 (got 209)"},
     {"generate", "sqeq --max-alpha 0", nullptr, "generate sqeq --max-alpha 0 --out {dir}/d", 1,
-     "--max-alpha must be at least 1 (got 0)"},
+     "--max-alpha must be from 1 to 249999 (got 0)"},
     {"generate", "sqeq --max-alpha too large for the shown equation", nullptr,
      "generate sqeq --max-alpha 10000 --out {dir}/d", 1,
      "--max-alpha 10000 is too large for --max-root 100: the shown equation -10000*x^2-2000000*x-100000000=0 needs "

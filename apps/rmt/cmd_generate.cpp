@@ -20,14 +20,20 @@ namespace rmt::cli {
 namespace fs = std::filesystem;
 
 namespace {
+// A task option's CLI11 option and the value it reads (CLI11 keeps a pointer to it: task_flags
+// is filled once, before the options are added).
+struct TaskFlag {
+  const TaskOptionInfo* info = nullptr;
+  CLI::Option* option = nullptr;
+  int value = 0;
+  std::string text;
+};
 struct GenerateArgs {
   std::string task, out;
   std::string seed = "0";
   int64_t train = 0, val = 0, test = 0;
-  int length = 0, symbols = 0, pairs = 0, max_root = 0, max_alpha = 0;
-  int key_size = 0, value_size = 0;  // ar_remember, ar_rewrite
-  int segments = 0, segment_length = 0, facts = 0, distractors = 0, noise_words = 0;  // BABILong-style
-  std::string noise, noise_text;                                                      // BABILong-style
+  // The task options (tasks/task_kind.h task_option_info), one per row of the table, in its order.
+  std::vector<TaskFlag> task_flags;
   bool force = false, check = false;
   std::string input, split = "90,5,5";  // text
   int64_t bytes = 0;                     // text
@@ -53,7 +59,7 @@ void add_generate_command(CLI::App& app) {
       "reverse120 (8 symbols); BABILong-style (facts hidden in noise, a question at the end): memorize,\n"
       "detect_memorize, reasoning (default length 64, 20000/500/1000 samples; docs/datasets.md).\n"
       "The ARMT paper's associative retrieval: ar_remember (distinct keys), ar_rewrite (keys repeat; the\n"
-      "last value counts): --pairs blocks `key=value.` then `key?`, 16 symbols, one block a segment.\n"
+      "last value counts): key-value blocks `key=value.` then `key?`, 16 symbols, one block a segment.\n"
       "Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
       "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.\n"
       "text --input FILE: a byte-level language-modelling dataset (bytes as tokens, vocabulary 256): the\n"
@@ -67,57 +73,19 @@ void add_generate_command(CLI::App& app) {
       ->transform(int_range(1));
   auto* val = cmd->add_option("--val", args->val, "Validation samples (default: the paper's size)")->transform(int_range(1));
   auto* test = cmd->add_option("--test", args->test, "Test samples (default: the paper's size)")->transform(int_range(1));
-  const int int_max = std::numeric_limits<int>::max();
-  // A task option's range as the task table states it (its largest over the tasks: length
-  // 1..100000, --key-size 1..8), not int's; the task checks its own narrower one after.
-  auto task_option_range = [](const char* key) {
-    const auto bounds = task_option_bounds(key);
-    return bounds ? int_range(bounds->first, bounds->second) : int_range(1, std::numeric_limits<int>::max());
-  };
-  auto* length = cmd->add_option("--length", args->length,
-                                 "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the "
-                                 "model's input positions (default 64)")
-      ->transform(task_option_range("length"));
-  auto* symbols = cmd->add_option("--symbols", args->symbols, "copy/reverse: alphabet size V, ids 2..V+1 (default 10)")
-      ->transform(task_option_range("symbols"));
-  auto* pairs = cmd->add_option("--pairs", args->pairs,
-                                "retrieval: key-value pairs K, 1..10 (default 4); ar_*: 1..100000 (default 10)")
-      ->transform(task_option_range("pairs"));
-  auto* key_size = cmd->add_option("--key-size,--key_size", args->key_size, "ar_*: symbols per key, 1..8 (default 1)")
-      ->transform(task_option_range("key_size"));
-  auto* value_size = cmd->add_option("--value-size,--value_size", args->value_size,
-                                     "ar_*: symbols per value, 1..8 (default 1)")
-      ->transform(task_option_range("value_size"));
-  // The underscore spellings let a sweep's data block say max_root: / max_alpha:.
-  auto* max_root = cmd->add_option("--max-root,--max_root", args->max_root,
-                                   "sqeq: roots int(uniform(-R, R)), R in 2..208 (default: the paper's 100); "
-                                   "samples without real roots scale with R: b in 0..2R-1, c up to R^2-1")
-      ->transform(int_range(1, int_max));
-  auto* max_alpha = cmd->add_option("--max-alpha,--max_alpha", args->max_alpha,
-                                    "sqeq: multiplier ±round(uniform(1, A)) (default: the paper's 10; at most 9999 "
-                                    "for R 100, so that the shown equation fits its 30 ids)")
-      ->transform(int_range(1, int_max));
-  auto* segments = cmd->add_option("--segments", args->segments,
-                                   "BABILong-style: with --segment-length T, length S x T (instead of --length)")
-      ->transform(int_range(1, int_max));
-  auto* segment_length = cmd->add_option("--segment-length", args->segment_length,
-                                         "BABILong-style: tokens per segment T (with --segments)")
-      ->transform(int_range(1, int_max));
-  auto* facts = cmd->add_option("--facts", args->facts,
-                                "BABILong-style supporting facts: memorize, detect_memorize 1; reasoning 2 or 3 "
-                                "(default 2)")
-      ->transform(int_range(1, int_max));
-  auto* distractors = cmd->add_option("--distractors", args->distractors,
-                                      "BABILong-style: facts of other people, 0..7 (default: memorize 0, reasoning 2)")
-      ->transform(int_range(0, int_max));
-  auto* noise = cmd->add_option("--noise", args->noise,
-                                "BABILong-style noise: filler (i.i.d. words w0..; default) or text (--noise-text)");
-  auto* noise_text = cmd->add_option("--noise-text", args->noise_text,
-                                     "BABILong-style --noise text: the file whose words are the noise");
-  auto* noise_words = cmd->add_option("--noise-words", args->noise_words,
-                                      "BABILong-style: noise vocabulary K (filler: w0..w{K-1}, default 32; text: the "
-                                      "K most frequent words + <unk>, default 500)")
-      ->transform(int_range(1, int_max));
+  // The task options, as the task table states them: a flag, its help, its range (not int's;
+  // the task checks its own narrower one after). The key's spelling, underscores for dashes, is an
+  // alias, as a sweep's data block writes it.
+  for (const TaskOptionInfo& info : task_option_info())
+    if (info.flag) args->task_flags.push_back({&info});
+  for (TaskFlag& f : args->task_flags) {
+    std::string names = fmt::format("--{}", f.info->flag);
+    if (std::string(f.info->key) != f.info->flag) names += fmt::format(",--{}", f.info->key);
+    if (f.info->arg)
+      f.option = cmd->add_option(names, f.value, f.info->help)->transform(int_range(f.info->lo, f.info->hi));
+    else
+      f.option = cmd->add_option(names, f.text, f.info->help);
+  }
   auto* input = cmd->add_option("--input", args->input, "text: the file whose bytes become the dataset");
   auto* split = cmd->add_option("--split", args->split,
                                 "text: percent of the file for train,val,test in file order (default 90,5,5)");
@@ -130,18 +98,13 @@ void add_generate_command(CLI::App& app) {
                                          "disk, --out and the files already there, the BABILong-style tasks' draw) "
                                          "and write nothing (what `rmt sweep --dry-run` runs)");
   cmd->callback([=] {
-    auto given = [](CLI::Option* o, int v) { return o->count() ? std::optional<int>(v) : std::nullopt; };
     // What the writes need, checked before any work so that --check says no where they would fail.
     check_output_dir("--out", args->out);
-    const std::vector<std::pair<const char*, CLI::Option*>> task_options = {
-        {"--train", train},     {"--val", val},           {"--test", test},          {"--length", length},
-        {"--symbols", symbols}, {"--pairs", pairs},       {"--max-root", max_root},  {"--max-alpha", max_alpha},
-        {"--segments", segments}, {"--segment-length", segment_length}, {"--facts", facts},
-        {"--distractors", distractors}, {"--noise", noise}, {"--noise-text", noise_text},
-        {"--noise-words", noise_words}, {"--key-size", key_size}, {"--value-size", value_size}};
+    std::vector<std::pair<std::string, CLI::Option*>> task_options = {{"--train", train}, {"--val", val}, {"--test", test}};
+    for (const TaskFlag& f : args->task_flags) task_options.push_back({fmt::format("--{}", f.info->flag), f.option});
     if (args->task == "text") {
       // A text dataset is the file's bytes in order: nothing is drawn, so nothing to size or seed.
-      for (auto [flag, o] : task_options)
+      for (const auto& [flag, o] : task_options)
         if (o->count()) fail("{} is not an option of task text (its splits are the shares of --split)", flag);
       if (cmd->count("--seed")) fail("--seed is not an option of task text: its dataset is the file's bytes, in order");
       if (!input->count() || args->input.empty()) fail("task text needs --input FILE: the text to split");
@@ -167,24 +130,14 @@ void add_generate_command(CLI::App& app) {
     for (auto [flag, o] : {std::pair{"--input", input}, std::pair{"--split", split}, std::pair{"--bytes", bytes}})
       if (o->count()) fail("{} is an option of task text only (got task {})", flag, args->task);
     GenerateRequest r;
-    auto given_text = [](CLI::Option* o, const std::string& v) {
-      return o->count() ? std::optional<std::string>(v) : std::nullopt;
-    };
     TaskArgs task_args;
-    task_args.length = given(length, args->length);
-    task_args.symbols = given(symbols, args->symbols);
-    task_args.pairs = given(pairs, args->pairs);
-    task_args.key_size = given(key_size, args->key_size);
-    task_args.value_size = given(value_size, args->value_size);
-    task_args.max_root = given(max_root, args->max_root);
-    task_args.max_alpha = given(max_alpha, args->max_alpha);
-    task_args.segments = given(segments, args->segments);
-    task_args.segment_length = given(segment_length, args->segment_length);
-    task_args.facts = given(facts, args->facts);
-    task_args.distractors = given(distractors, args->distractors);
-    task_args.noise_words = given(noise_words, args->noise_words);
-    task_args.noise = given_text(noise, args->noise);
-    task_args.noise_text = given_text(noise_text, args->noise_text);
+    std::vector<NamedPath> inputs;  // the files the task options name (kReadsFile): never an output
+    for (const TaskFlag& f : args->task_flags) {
+      if (!f.option->count()) continue;
+      if (f.info->arg) task_args.*f.info->arg = f.value;
+      else task_args.*f.info->arg_text = f.text;
+      if (f.info->traits & kReadsFile) inputs.push_back({fmt::format("--{}", f.info->flag), f.text});
+    }
     r.task = resolve_task(args->task, task_args);
     r.sizes = default_split_sizes(r.task);
     if (train->count()) r.sizes.train = args->train;
@@ -197,8 +150,6 @@ void add_generate_command(CLI::App& app) {
     std::vector<NamedPath> outputs{{"--out", (fs::path(args->out) / "meta.yaml").string()}};
     for (const char* split : kSplits)
       for (const char* which : {"X", "y"}) outputs.push_back({"--out", dataset_file(args->out, r.task.name, split, which)});
-    std::vector<NamedPath> inputs;
-    if (noise_text->count()) inputs.push_back({"--noise-text", args->noise_text});
     check_outputs_safe(outputs, inputs);
     GenerateResult res = generate_dataset(r);
     if (args->check) return fmt::print("{} can be generated into {}\n", r.task.name, args->out);

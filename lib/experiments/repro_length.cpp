@@ -55,17 +55,8 @@ GenerateRequest length_generate_request(const std::map<std::string, std::string>
     else if (k == "length" || k == "train" || k == "val") continue;  // the item's length; one sample each
     else if (k == "test") test = option_value<int64_t>(k, v);
     else if (k == "seed") seed = option_value<uint64_t>(k, v);
-    else if (k == "symbols") a.symbols = option_value<int>(k, v);
-    else if (k == "pairs") a.pairs = option_value<int>(k, v);
-    else if (k == "key_size") a.key_size = option_value<int>(k, v);
-    else if (k == "value_size") a.value_size = option_value<int>(k, v);
-    else if (k == "max_root") a.max_root = option_value<int>(k, v);
-    else if (k == "max_alpha") a.max_alpha = option_value<int>(k, v);
-    else if (k == "facts") a.facts = option_value<int>(k, v);
-    else if (k == "distractors") a.distractors = option_value<int>(k, v);
-    else if (k == "noise_words") a.noise_words = option_value<int>(k, v);
-    else if (k == "noise") a.noise = v;
-    else if (k == "noise_text") a.noise_text = v;
+    else if (const TaskOptionInfo* o = find_task_option(k); o && o->arg) a.*o->arg = option_value<int>(k, v);
+    else if (o && o->arg_text) a.*o->arg_text = v;
     else fail("data option '{}' is not one of a task of samples at another length (task {})", k, task);
   }
   GenerateRequest r;

@@ -1,8 +1,9 @@
 #pragma once
 // `rmt sweep`: a grid of `rmt train` runs described by one YAML file (experiments/NAME.yaml).
 //
-//   data:    the `rmt generate` options of the dataset (task, length, symbols, pairs, train, val,
-//            test, seed); generated on demand under RUNS/NAME/data. Or `dir: PATH`, a dataset
+//   data:    the `rmt generate` options of the dataset (task, the task's options by their keys in
+//            tasks/task_kind.h's table, train, val, test, seed); generated on demand under
+//            RUNS/NAME/data. Or `dir: PATH`, a dataset
 //            that exists (rmt data import, rmt generate), read as it is and never written
 //   base:    an `rmt train` config (every key but `data`, which the sweep fills in)
 //   grid:    dotted config keys -> lists of values; the sweep runs their cartesian product.
@@ -147,7 +148,7 @@ void check_slurm_options(const SlurmOptions& slurm);
 // failed. Checks `slurm` first.
 std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, const SlurmOptions& slurm);
 
-// The `rmt generate` flag of a sweep's data option (max_root -> --max-root).
+// The `rmt generate` flag of a sweep's data option (underscores for dashes: a_b -> --a-b).
 std::string generate_flag(const std::string& data_option);
 
 // Quotes a word for POSIX sh when it needs it.

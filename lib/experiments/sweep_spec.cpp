@@ -25,19 +25,35 @@ namespace sweep_internal {
 
 namespace {
 
-// The `rmt generate` options a `data:` block may hold.
-const std::vector<std::string> kDataKeys = {"task", "length", "symbols", "pairs", "key_size", "value_size", "max_root",
-                                            "max_alpha", "train", "val", "test", "seed",
-                                            "facts", "distractors", "noise", "noise_words", "noise_text",
-                                            "input", "split", "bytes",  // task text
-                                            "dir"};  // an existing dataset
+// The task table's options a `data:` block may give (tasks/task_kind.h), by key.
+const TaskOptionInfo* data_task_option(const std::string& key) {
+  const TaskOptionInfo* info = find_task_option(key);
+  return info && info->flag && !(info->traits & kNotInSweep) ? info : nullptr;
+}
+
+// The `rmt generate` options a `data:` block may hold: the task, its options, the sizes and seed.
+const std::vector<std::string>& data_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {"task"};
+    for (const TaskOptionInfo& info : task_option_info())
+      if (data_task_option(info.key)) k.push_back(info.key);
+    for (const char* other : {"train", "val", "test", "seed",
+                              "input", "split", "bytes",  // task text
+                              "dir"})                     // an existing dataset
+      k.push_back(other);
+    return k;
+  }();
+  return keys;
+}
 
 void check_data_option(const std::string& option, const std::string& value, const std::string& where) {
-  if (std::find(kDataKeys.begin(), kDataKeys.end(), option) == kDataKeys.end())
-    fail("{}: unknown data option '{}'{}; options: {}", where, option,
-         did_you_mean(closest_match(option, kDataKeys)), fmt::join(kDataKeys, ", "));
+  const std::vector<std::string>& keys = data_keys();
+  if (std::find(keys.begin(), keys.end(), option) == keys.end())
+    fail("{}: unknown data option '{}'{}; options: {}", where, option, did_you_mean(closest_match(option, keys)),
+         fmt::join(keys, ", "));
   if (option == "task") return;
-  if (option == "noise" || option == "noise_text") {  // BABILong-style: filler | text, and the text file
+  const TaskOptionInfo* task_option = data_task_option(option);
+  if (task_option && task_option->arg_text) {  // BABILong-style noise: filler | text, and the text file
     if (value.empty()) fail("{}: data option '{}' is empty", where, option);
     return;
   }
@@ -67,10 +83,9 @@ void check_data_option(const std::string& option, const std::string& value, cons
   auto [ptr, ec] = std::from_chars(begin, end, v);
   if (value.empty() || ptr != end || ec == std::errc::invalid_argument)
     fail("{}: invalid value '{}' for data option '{}': expected an integer", where, value, option);
-  const bool zero_ok = option == "seed" || option == "distractors";
-  // The task table's range where it states one (length [1, 100000], key_size [1, 8]), else the type's.
-  const auto bounds = task_option_bounds(option);
-  const long long lo = bounds ? bounds->first : zero_ok ? 0 : 1, hi = bounds ? bounds->second : max;
+  // A task option's range as the task table states it, else the type's (a seed may be 0).
+  const long long lo = task_option ? task_option->lo : option == "seed" ? 0 : 1;
+  const long long hi = task_option ? task_option->hi : max;
   if (ec == std::errc::result_out_of_range || v < lo || v > hi)
     fail("{}: invalid value '{}' for data option '{}': expected an integer in [{}, {}]", where, value, option, lo, hi);
 }
@@ -156,11 +171,11 @@ SweepData resolve_data(const std::map<std::string, std::string>& data, const std
     return it->second;
   };
   TaskArgs args;
-  args.length = get("length"), args.symbols = get("symbols"), args.pairs = get("pairs");
-  args.key_size = get("key_size"), args.value_size = get("value_size");
-  args.max_root = get("max_root"), args.max_alpha = get("max_alpha");
-  args.facts = get("facts"), args.distractors = get("distractors"), args.noise_words = get("noise_words");
-  args.noise = text("noise"), args.noise_text = text("noise_text");
+  for (const TaskOptionInfo& info : task_option_info()) {
+    if (!data_task_option(info.key)) continue;
+    if (info.arg) args.*info.arg = get(info.key);
+    else args.*info.arg_text = text(info.key);
+  }
   TaskOptions resolved;
   try {
     resolved = resolve_task(task->second, args);
@@ -193,7 +208,7 @@ std::string scalar_of(const YAML::Node& node, const std::string& where) {
 }  // namespace
 
 std::string generate_flag(const std::string& data_option) {
-  std::string flag = "--" + data_option;  // max_root -> --max-root
+  std::string flag = "--" + data_option;  // a_b -> --a-b
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
 }
