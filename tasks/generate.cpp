@@ -200,7 +200,7 @@ static void check_generate_sizes(const GenerateRequest& r) {
   std::string what = t.name, with_defaults;
   bool differs = false;
   for (const TaskOptionInfo& info : task_option_info())
-    if (has_option(task_kind(t.kind), info.bit) && info.fallback) {
+    if (has_option(task_kind(t.kind), info.bit) && info.fallback && info.flag) {
       with_defaults += fmt::format(" --{} {}", info.flag, t.*info.value);
       differs = differs || t.*info.value != *info.fallback;
     }

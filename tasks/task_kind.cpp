@@ -94,12 +94,6 @@ const TaskOptionInfo* find_task_option(const std::string& key) {
   return nullptr;
 }
 
-std::optional<std::pair<int, int>> task_option_bounds(const std::string& key) {
-  const TaskOptionInfo* info = find_task_option(key);
-  if (!info || !info->arg) return std::nullopt;
-  return std::pair{info->lo, info->hi};
-}
-
 bool task_arg_given(const TaskArgs& args, const TaskOptionInfo& info) {
   return info.arg ? (args.*info.arg).has_value() : info.arg_text && (args.*info.arg_text).has_value();
 }

@@ -125,8 +125,6 @@ struct TaskOptionInfo {
 const std::vector<TaskOptionInfo>& task_option_info();
 // The row of `key` (meta.yaml's and a sweep's name, "key_size"); nullptr for any other name.
 const TaskOptionInfo* find_task_option(const std::string& key);
-// The range of the integer option `key` ("key_size"); nullopt for any other name.
-std::optional<std::pair<int, int>> task_option_bounds(const std::string& key);
 // Whether `args` holds the user's value of the row's option.
 bool task_arg_given(const TaskArgs& args, const TaskOptionInfo& info);
 // Whether meta.yaml records it as options.KEY (not --segments, --segment-length, --noise-text).
