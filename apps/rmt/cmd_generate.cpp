@@ -77,7 +77,11 @@ void add_generate_command(CLI::App& app) {
   // the task checks its own narrower one after). The key's spelling, underscores for dashes, is an
   // alias, as a sweep's data block writes it.
   for (const TaskOptionInfo& info : task_option_info())
-    if (info.flag) args->task_flags.push_back({&info});
+    if (info.flag) {
+      TaskFlag flag;
+      flag.info = &info;
+      args->task_flags.push_back(flag);
+    }
   for (TaskFlag& f : args->task_flags) {
     std::string names = fmt::format("--{}", f.info->flag);
     if (std::string(f.info->key) != f.info->flag) names += fmt::format(",--{}", f.info->key);
