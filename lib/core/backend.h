@@ -1,13 +1,8 @@
 #pragma once
-// The kernel set the model is written against. Every kernel works on raw contiguous fp32
-// buffers with explicit sizes; all matrices are row-major. The CPU backend (cpu_backend.cpp,
-// oneDNN's sgemm, Eigen and OpenMP) is the reference implementation; a CUDA backend implements
-// the same set.
-//
-// Conventions:
-//   * "accumulate" kernels add into their outputs (gradients of shared parameters);
-//     everything else overwrites.
-//   * Results are bit-identical for a fixed thread count (no atomics, fixed reduction order).
+// The kernel set the model is written against: memory and copies (declared here) and the kernels
+// (one list, lib/core/backend_kernels.h, with their semantics and conventions). The CPU backend
+// (cpu_backend.cpp, oneDNN's sgemm, Eigen and OpenMP) is the reference implementation; a CUDA
+// backend implements the same set.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,161 +60,17 @@ class Backend {
   // backends run everything synchronously; a device backend waits for its stream.
   virtual void synchronize() {}
 
-  // ---- Kernels
-
-  // C[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T. A is [M,K] (or [K,M] when
-  // trans_a), B is [K,N] (or [N,K] when trans_b). beta = 0 ignores C's old contents.
-  virtual void matmul(float* C, const float* A, const float* B, int M, int N, int K,
-                      bool trans_a, bool trans_b, float alpha = 1.f, float beta = 0.f) = 0;
-  // The same with explicit row strides ldc, lda, ldb (each at least its matrix's row length):
-  // products of column blocks, e.g. the key/value columns of the qkv projection.
-  virtual void matmul_strided(float* C, int ldc, const float* A, int lda, const float* B,
-                              int ldb, int M, int N, int K, bool trans_a, bool trans_b,
-                              float alpha = 1.f, float beta = 0.f) = 0;
-
-  // x[rows, cols] += bias[cols] broadcast over rows.
-  virtual void add_bias(float* x, const float* bias, int rows, int cols) = 0;
-  // dbias[cols] += sum over rows of dy[rows, cols]   (accumulate)
-  virtual void bias_backward(float* dbias, const float* dy, int rows, int cols) = 0;
-
-  // out[n, d] = table[ids[n], :] * scale
-  virtual void embedding_forward(float* out, const int32_t* ids, const float* table, int n,
-                                 int d, float scale) = 0;
-  // dtable[ids[n], :] += dout[n, :] * scale   (accumulate; rows with repeated ids add up)
-  virtual void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n,
-                                  int d, float scale) = 0;
-
-  // x[rows, cols] = max(x + bias[cols], 0): add_bias, then relu_forward in place, in one pass
-  // (the feed-forward's first layer; fewer launches on a device).
-  virtual void add_bias_relu(float* x, const float* bias, int rows, int cols) = 0;
-
-  // The residual connection and the LayerNorm after it in one pass: x[n, d] = (x + bias_x) +
-  // residual, in that order (bias_x [d] broadcast over rows; null: x + residual), kept in x (the
-  // LayerNorm's backward reads it); then layernorm_forward(out, mean, rstd, x, weight, bias, n,
-  // d). The same bits as add_bias, add_inplace and layernorm_forward called in turn. out may be
-  // residual (each row is summed before it is written).
-  virtual void add_layernorm_forward(float* out, float* mean, float* rstd, float* x,
-                                     const float* bias_x, const float* residual,
-                                     const float* weight, const float* bias, int n, int d) = 0;
-
-  // Post-LN LayerNorm over the last dim (eps 1e-5, biased variance, as torch.nn.LayerNorm).
-  // Saves mean[n] and rstd[n] for backward.
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
-                                 const float* weight, const float* bias, int n, int d) = 0;
-  // dx = overwrite; dweight, dbias accumulate.
-  virtual void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout,
-                                  const float* x, const float* mean, const float* rstd,
-                                  const float* weight, int n, int d) = 0;
-
-  // out = max(x, 0) (out may alias x); dx = dout * (y > 0) where y is the ReLU output
-  // (dx may alias dout).
-  virtual void relu_forward(float* out, const float* x, int64_t n) = 0;
-  virtual void relu_backward(float* dx, const float* dout, const float* y, int64_t n) = 0;
-
-  // Inverted dropout: keep[i] = 1 with probability 1-p, out[i] = x[i] * keep[i] / (1-p) (out may
-  // be x). The mask is a pure function of (dropout_key(*seed.word, seed.tag, seed.layer), i), so
-  // results do not depend on the thread count; *seed.word is read when the call runs (DropoutSeed).
-  virtual void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                               DropoutSeed seed) = 0;
-  // dx[i] = dout[i] * keep[i] / (1-p) (dx may be dout).
-  virtual void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
-                                float p) = 0;
-
-  // Sinusoid relative position embedding, pos_seq = klen-1 .. 0:
-  // out[j, :] = [sin(p_j f_0..f_{d/2-1}), cos(p_j f_0..)] with p_j = klen-1-j,
-  // f_i = 1 / 10000^(2i/d). d is even.
-  virtual void positional_embedding(float* out, int klen, int d) = 0;
-
-  // Relative multi-head attention core (after the q/k/v and r projections).
-  //   qkv  [klen, B, 3*H*Dh]  q|k|v column blocks; the query of row t is taken from row
-  //                           mlen + t (cached rows give only keys and values). Only its first
-  //                           klen rows are read: incremental decoding attends over a prefix.
-  //   r    [klen, H*Dh]       r_net(pos_emb), row j = relative distance klen-1-j
-  //   u, v [H, Dh]            r_w_bias and r_r_bias
-  //   mask [qlen, klen]       1 = blocked; every row must keep at least one key
-  //   prob [B, H, qlen, klen] saved softmax probabilities
-  //   out  [qlen, B, H*Dh]
-  // score[i,j] = scale * ((q_i + u).k_j + rel_shift((q + v) r^T)[i,j]), with rel_shift exactly
-  // as Transformer-XL's _rel_shift (pad a zero column, reshape, drop a row): for j <= i+mlen
-  // it is row i, column j+qlen-1-i of the unshifted matrix; for j == i+mlen+1 it is 0; for
-  // j > i+mlen+1 it is row i+1, column j-i-mlen-2 (masked in plain causal use, seen by RMT's
-  // memory rows).
-  virtual void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
-                                     const float* u, const float* v, const uint8_t* mask,
-                                     const AttentionShape& s, float scale) = 0;
-  // dqkv [klen, B, 3*H*Dh] overwrite (all klen rows: cached rows get key/value gradients too);
-  // dr, du, dv accumulate.
-  virtual void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
-                                      const float* dout, const float* prob, const float* qkv,
-                                      const float* r, const float* u, const float* v,
-                                      const AttentionShape& s, float scale) = 0;
-
-  // out[i, b, :] = x[i, :] for b < B: rows [rows, width] broadcast over the batch into a
-  // time-major [rows, B, width] buffer (the learned memory entering the first segment).
-  virtual void broadcast_batch(float* out, const float* x, int rows, int B, int width) = 0;
-  // dx[i, :] += dout[i, b, :] for b = 0, 1, .., B-1 in that order   (accumulate)
-  virtual void broadcast_batch_backward(float* dx, const float* dout, int rows, int B,
-                                        int width) = 0;
-
-  // Softmax cross-entropy over rows of logits [n, V]. loss[i] = -log softmax(logits_i)[t_i];
-  // dlogits[i] = (softmax(logits_i) - onehot(t_i)) * grad_scale. dlogits may be null
-  // (evaluation). Rows with target < 0 are ignored: loss 0, zero gradient.
-  virtual void cross_entropy(float* loss, float* dlogits, const float* logits,
-                             const int32_t* targets, int n, int V, float grad_scale) = 0;
-
-  // Sum of squares of x[0..n) (fixed order: same result for a fixed thread count).
+  // Sum of squares of x[0..n) (fixed order: same result for a fixed thread count), read back to
+  // the host (gradient clipping). Declared here, not in the kernel list: like the copies, each
+  // wrapper treats what comes back to the host in its own way.
   virtual double sum_squares(const float* x, int64_t n) = 0;
-  // *out = sum_squares(x, n), left in this backend's memory (out: one double of it), so that a
-  // training step reads it with its loss in one download (lib/run/train_step.cpp).
-  virtual void sum_squares_to(double* out, const float* x, int64_t n) = 0;
-  // *acc += x[0] + .. + x[n-1] in double (acc: one double of this backend's memory; the loss sum).
-  // The CPU adds in index order; a device backend adds the block's fixed tree to *acc.
-  virtual void accumulate_sum(double* acc, const float* x, int64_t n) = 0;
-  // x *= alpha
-  virtual void scale(float* x, int64_t n, float alpha) = 0;
-  // y += x (residual connections)
-  virtual void add_inplace(float* y, const float* x, int64_t n) = 0;
-  // Adam (torch.optim.Adam, no weight decay), step t >= 1:
-  // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
-  virtual void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                           float lr, float beta1, float beta2, float eps, int64_t t) = 0;
 
-  // ---- ARMT's associative memory (docs/armt.md; per-item arithmetic: lib/core/assoc_math.h).
-  // Per sample b a matrix A_b [Dk, d] and a normaliser z_b [Dk]: A is [B, Dk, d], z [B, Dk],
-  // Dk = 6 dm. Row buffers are time-major: row r of sample b is buffer row r*B + b ("rb").
-
-  // DPFP with nu = 3 over the rows of x [n, dm] (the authors' feature map, unnormalised):
-  // x' = [relu(x); relu(-x)] (2dm), out[n, 6dm] with out[j*2dm + i] = x'[i] x'[(i-j-1) mod 2dm].
-  virtual void dpfp_forward(float* out, const float* x, int64_t n, int dm) = 0;
-  // dx [n, dm] overwrite (x' at 0 passes no gradient, as torch's relu).
-  virtual void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) = 0;
-  // The read of rows phi [rows, B, Dk] (features of queries or keys):
-  //   den[rb] = phi[rb] . z_b + eps;  out[rb, :] = phi[rb] A_b / den[rb]   (overwrite both)
-  virtual void assoc_read_forward(float* out, float* den, const float* phi, const float* A,
-                                  const float* z, int rows, int B, int Dk, int d, float eps) = 0;
-  // Its backward from dout [rows, B, d] and the forward's out and den:
-  // dphi [rows, B, Dk], dA [B, Dk, d] and dz [B, Dk] all accumulate.
-  virtual void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout,
-                                   const float* out, const float* den, const float* phi,
-                                   const float* A, const float* z, int rows, int B, int Dk,
-                                   int d) = 0;
-  // The delta-rule write of m memory rows per sample: key [m, B, Dk], v and vbar [m, B, d],
-  // den [m*B] (vbar's denominators), blogit [m*B] (beta = sigmoid(blogit)):
-  //   A_out[b] = A_in[b] + sum_j beta_j key_j^T (v_j - vbar_j)
-  //   z_out[b] = z_in[b] + sum_j gamma_j key_j,  gamma_j = clip(1 - den_j / (|key_j|^2 + eps), 0, 1)
-  // A_in, z_in, vbar and den null: the first write (A = 0, z = 0, vbar = 0, gamma = 1).
-  // A_out, z_out overwrite (they must not alias A_in, z_in).
-  virtual void assoc_write_forward(float* A_out, float* z_out, const float* A_in,
-                                   const float* z_in, const float* key, const float* v,
-                                   const float* vbar, const float* den, const float* blogit,
-                                   int m, int B, int Dk, int d, float eps) = 0;
-  // Its backward from dA_out, dz_out (gamma has no gradient): dkey [m, B, Dk], dv [m, B, d] and
-  // dblogit [m*B] overwrite. The gradient of vbar is -dv; those of A_in and z_in are dA_out and
-  // dz_out unchanged (the caller adds them).
-  virtual void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
-                                    const float* dz_out, const float* key, const float* v,
-                                    const float* vbar, const float* den, const float* blogit,
-                                    int m, int B, int Dk, int d, float eps) = 0;
+  // ---- Kernels: one pure virtual per row of lib/core/backend_kernels.h, which documents them.
+  // (RMT_ARGS(a, b) is a, b: a row's parenthesised arguments after a forwarder's own first one.)
+#define RMT_ARGS(...) __VA_ARGS__
+#define RMT_KERNEL(name, params, args, extents) virtual void name params = 0;
+#include "lib/core/backend_kernels.h"
+#undef RMT_KERNEL
 
   // ---- Capture (a CUDA graph). A backend that can records the work issued between
   // begin_capture and end_capture instead of running it, and replay runs that work again, on the

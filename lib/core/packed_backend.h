@@ -30,6 +30,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #include "lib/core/backend.h"
@@ -66,58 +67,16 @@ class PackedBackend final : public Backend {
   void copy_device_to_device(void* dst, const void* src, size_t bytes) override;
   void synchronize() override { inner_.synchronize(); }
 
-  // ---- Kernels: the inner backend's, once per active run on its slices.
-  void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a, bool trans_b,
-              float alpha, float beta) override;
-  void matmul_strided(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K,
-                      bool trans_a, bool trans_b, float alpha, float beta) override;
-  void add_bias(float* x, const float* bias, int rows, int cols) override;
-  void bias_backward(float* dbias, const float* dy, int rows, int cols) override;
-  void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int d, float scale) override;
-  void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n, int d, float scale) override;
-  void add_bias_relu(float* x, const float* bias, int rows, int cols) override;
-  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
-                             const float* residual, const float* weight, const float* bias, int n, int d) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
-                         const float* bias, int n, int d) override;
-  void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout, const float* x,
-                          const float* mean, const float* rstd, const float* weight, int n, int d) override;
-  void relu_forward(float* out, const float* x, int64_t n) override;
-  void relu_backward(float* dx, const float* dout, const float* y, int64_t n) override;
-  void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p, DropoutSeed seed) override;
-  void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n, float p) override;
-  void positional_embedding(float* out, int klen, int d) override;
-  void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r, const float* u,
-                             const float* v, const uint8_t* mask, const AttentionShape& s, float scale) override;
-  void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv, const float* dout, const float* prob,
-                              const float* qkv, const float* r, const float* u, const float* v,
-                              const AttentionShape& s, float scale) override;
-  void broadcast_batch(float* out, const float* x, int rows, int B, int width) override;
-  void broadcast_batch_backward(float* dx, const float* dout, int rows, int B, int width) override;
-  void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets, int n, int V,
-                     float grad_scale) override;
+  // Read back to the host: needs exactly one active run.
   double sum_squares(const float* x, int64_t n) override;
-  void sum_squares_to(double* out, const float* x, int64_t n) override;
-  void accumulate_sum(double* acc, const float* x, int64_t n) override;
-  void scale(float* x, int64_t n, float alpha) override;
-  void add_inplace(float* y, const float* x, int64_t n) override;
-  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override;
-  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override;
-  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
-                          int rows, int B, int Dk, int d, float eps) override;
-  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
-                           const float* den, const float* phi, const float* A, const float* z,
-                           int rows, int B, int Dk, int d) override;
-  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
-                           const float* key, const float* v, const float* vbar, const float* den,
-                           const float* blogit, int m, int B, int Dk, int d, float eps) override;
-  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
-                            const float* dz_out, const float* key, const float* v, const float* vbar,
-                            const float* den, const float* blogit, int m, int B, int Dk, int d,
-                            float eps) override;
 
-  void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr, float beta1,
-                   float beta2, float eps, int64_t t) override;
+  // ---- Kernels (lib/core/backend_kernels.h): the inner backend's, once per active run on its
+  // slices (each_run).
+#define RMT_KERNEL(name, params, args, extents) \
+  void name params override { each_run(&Backend::name, RMT_ARGS args); }
+#include "lib/core/backend_kernels.h"
+#undef RMT_KERNEL
+
   int64_t memory_epoch() const override { return inner_.memory_epoch(); }
   // Capture (a CUDA graph) is the inner backend's: what the runs' calls issue is recorded.
   bool can_capture() const override { return inner_.can_capture(); }
@@ -139,13 +98,65 @@ class PackedBackend final : public Backend {
   void touch(std::initializer_list<const void*> pointers);
   // p moved to run slot k's slice (null stays null). Only reads the allocation table.
   template <typename T>
-  T* at(T* p, int k) const;
+  T* at(T* p, int k) const {
+    if (!p || k == 0) return p;
+    const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+    auto it = --allocations_.upper_bound(address);  // touch() found it
+    return reinterpret_cast<T*>(address + it->second.stride * size_t(k));
+  }
   // Runs f(slot) for each of `slots` in turn, the inner backend's calls merged where it can
   // (Backend::can_merge_runs); each_active for the active slots.
   template <typename F>
-  void each_slot(const std::vector<int>& slots, F&& f);
+  void each_slot(const std::vector<int>& slots, F&& f) {
+    if (slots.size() < 2 || !inner_.can_merge_runs()) {
+      for (int k : slots) f(k);
+      return;
+    }
+    // A backend that merges runs (the CUDA backend) records the runs' calls, then issues each of
+    // their passes once for all of them.
+    inner_.begin_run_merge(int(slots.size()));
+    try {
+      for (size_t r = 0; r < slots.size(); ++r) {
+        inner_.merge_run(int(r));
+        f(slots[r]);
+      }
+      inner_.end_run_merge();
+    } catch (...) {
+      inner_.abort_run_merge();
+      throw;
+    }
+  }
   template <typename F>
-  void each_active(F&& f);
+  void each_active(F&& f) {
+    each_slot(active_, f);
+  }
+
+  // One kernel over the active runs, whatever the kernel: its buffers (every pointer argument,
+  // and a dropout seed's word: each run draws its masks from its own seed) checked and marked
+  // written once, then the inner backend's kernel per run with them moved to that run's slices,
+  // every other argument (sizes, scalars, shapes) as it is.
+  template <typename... P, typename... A>
+  void each_run(void (Backend::*kernel)(P...), A... args) {
+    (touch({buffer_of(args)}), ...);
+    each_active([&](int k) { (inner_.*kernel)(slice(args, k)...); });
+  }
+  template <typename A>
+  static const void* buffer_of(const A& a) {
+    if constexpr (std::is_pointer_v<A>) return a;
+    else if constexpr (std::is_same_v<A, DropoutSeed>) return a.word;
+    else return nullptr;
+  }
+  template <typename A>
+  A slice(A a, int k) const {
+    if constexpr (std::is_pointer_v<A>) {
+      return at(a, k);
+    } else if constexpr (std::is_same_v<A, DropoutSeed>) {
+      a.word = at(a.word, k);
+      return a;
+    } else {
+      return a;
+    }
+  }
   // The one active slot (reading back to the host needs one run); fails otherwise.
   int single_active(const char* what) const;
   // The slots a host write into allocation `a` goes to: all of them the first time, else the active.

@@ -1,11 +1,12 @@
 #pragma once
-// The CUDA backend's element-wise and gather/scatter drivers (lib/core/backend.h's kernels):
-// fill, add_bias, add_bias_relu, embedding, relu, dropout, positional_embedding, broadcast_batch, scale,
-// add_inplace, adam_update. The reductions (LayerNorm, cross_entropy, sum_squares, the column
-// sums) are in reduction_kernels.h, the attention in attention_kernels.h, the GEMMs are ex.sgemm
-// (cuBLAS). Each follows lib/cuda/exec.h: passes of ex.for_each(n, item), items write only what
-// they own, no atomics, every sum a loop in a fixed order. Each driver takes exactly the
-// arguments of its Backend kernel after the Exec.
+// The CUDA backend's element-wise and gather/scatter drivers (lib/core/backend_kernels.h's
+// kernels): fill, the GEMMs (one ex.sgemm, cuBLAS), add_bias, add_bias_relu, embedding, relu,
+// dropout, positional_embedding, broadcast_batch, scale, add_inplace, adam_update. The
+// reductions (LayerNorm, cross_entropy, sum_squares, the column sums) are in reduction_kernels.h,
+// the attention in attention_kernels.h, the associative memory in assoc_kernels.h. Each follows
+// lib/cuda/exec.h: passes of ex.for_each(n, item), items write only what they own, no atomics,
+// every sum a loop in a fixed order. Each driver is named as its Backend kernel and takes exactly
+// its arguments after the Exec: DriverBackend (lib/cuda/driver_backend.h) calls it by that name.
 //
 // Semantics and arithmetic are the CPU backend's (lib/core/cpu_backend.cpp), expression by
 // expression, so that on the host (HostExec, tests/test_cuda_kernels_host.cpp) every driver here
@@ -218,6 +219,29 @@ void scale_matrix_rows(Exec& ex, float* C, int ldc, int M, int N, float beta) {
     float* c = C + (i / N) * ldc + i % N;
     *c = beta == 0.f ? 0.f : beta * *c;
   });
+}
+
+// C = alpha op(A) op(B) + beta C with row strides ldc, lda, ldb: one ex.sgemm (cuBLAS), or the
+// CPU's C = beta C for an empty product.
+template <class Exec>
+void matmul_strided(Exec& ex, float* C, int ldc, const float* A, int lda, const float* B, int ldb,
+                    int M, int N, int K, bool trans_a, bool trans_b, float alpha, float beta) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty product: C = beta C (0 when beta is 0), as the CPU backend does
+    scale_matrix_rows(ex, C, ldc, M, N, beta);
+    return;
+  }
+  Gemm g{C, ldc, 0, A, lda, 0, B, ldb, 0, M, N, K, trans_a, trans_b};
+  g.alpha = alpha;
+  g.beta = beta;
+  ex.sgemm(g);
+}
+// The same on contiguous matrices.
+template <class Exec>
+void matmul(Exec& ex, float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
+            bool trans_b, float alpha, float beta) {
+  matmul_strided(ex, C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b,
+                 alpha, beta);
 }
 
 // x *= alpha

@@ -199,6 +199,11 @@ void sum_squares(Exec& ex, double* result, const float* x, int64_t n) {
     if (blk.leader()) *result = s;
   });
 }
+// The Backend kernel of that name: sum_squares into a word of the Exec's memory.
+template <class Exec>
+void sum_squares_to(Exec& ex, double* out, const float* x, int64_t n) {
+  sum_squares(ex, out, x, n);
+}
 
 // *acc += sum of x[i] in double, one block's fixed tree (a loss's rows: a few thousand at most).
 template <class Exec>
