@@ -1,10 +1,11 @@
 #pragma once
 // The Backend kernel set (lib/core/backend.h) on an Exec (lib/cuda/exec.h): every kernel is its
-// driver of lib/cuda/kernels.h (or reduction_kernels.h, attention_kernels.h, assoc_kernels.h),
-// every GEMM one ex.sgemm, every fill, copy and wait one call of the Exec. The CUDA backend is DriverBackend<CudaExec>
-// (lib/cuda/cuda_backend.cu, which adds device memory); the tests' host stand-in is
-// DriverBackend<HostExec> (lib/cuda/host_backend.h), so that whole training steps run on the
-// host through exactly the calls the GPU gets, and their stream operations can be counted.
+// driver of the same name (lib/cuda/kernels.h, reduction_kernels.h, attention_kernels.h,
+// assoc_kernels.h; a GEMM is one ex.sgemm), every fill, copy and wait one call of the Exec. The
+// CUDA backend is DriverBackend<CudaExec> (lib/cuda/cuda_backend.cu, which adds device memory);
+// the tests' host stand-in is DriverBackend<HostExec> (lib/cuda/host_backend.h), so that whole
+// training steps run on the host through exactly the calls the GPU gets, and their stream
+// operations can be counted.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // The CUDA backend's element-wise and gather/scatter drivers (lib/core/backend_kernels.h's
 // kernels): fill, the GEMMs (one ex.sgemm, cuBLAS), add_bias, add_bias_relu, embedding, relu,
 // dropout, positional_embedding, broadcast_batch, scale, add_inplace, adam_update. The
-// reductions (LayerNorm, cross_entropy, sum_squares, the column sums) are in reduction_kernels.h,
+// reductions (LayerNorm, cross-entropy, sums of squares, column sums) are in reduction_kernels.h,
 // the attention in attention_kernels.h, the associative memory in assoc_kernels.h. Each follows
 // lib/cuda/exec.h: passes of ex.for_each(n, item), items write only what they own, no atomics,
 // every sum a loop in a fixed order. Each driver is named as its Backend kernel and takes exactly
@@ -26,8 +26,8 @@
 //     same id); quadratic only when ids are mostly distinct): a sort of (id, position) by a
 //     deterministic radix sort would bound it;
 //   * vectorised float4 loads in the elementwise kernels, and fusing more chains of them (the
-//     backward's dropout, ReLU and bias gradients; add_bias_relu and add_layernorm_forward fuse
-//     the forward's).
+//     backward's dropout, ReLU and bias gradients; the fused forward kernels, bias with ReLU and
+//     residual with LayerNorm, fuse the forward's).
 #include <math.h>
 
 #include <cmath>
