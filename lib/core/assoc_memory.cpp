@@ -53,7 +53,7 @@ void assoc_begin_segment(Backend& be, const Model& M, SegmentActivations& seg,
   if (seg.assoc_write) next.assoc.sized(be, assoc_state_floats(M, seg.B));
 }
 
-const float* assoc_read(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
+const float* assoc_layer_read(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
                         const float* x) {
   if (!seg.assoc_read) return x;
   Backend& be = st.be;
@@ -76,7 +76,7 @@ const float* assoc_read(const LayerStep& st, const SegmentActivations& seg, Asso
   return x_in;
 }
 
-void assoc_write(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
+void assoc_layer_write(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
                  const float* h2, RecurrentState& next) {
   if (!seg.assoc_write) return;
   Backend& be = st.be;
@@ -119,7 +119,7 @@ void assoc_backward_begin(Backend& be, const Model& M, int B, const float* dmem_
   else be.fill(dmem_in, n, 0.f);
 }
 
-void assoc_write_backward(const LayerStep& st, const SegmentActivations& seg,
+void assoc_layer_write_backward(const LayerStep& st, const SegmentActivations& seg,
                           const LayerActivations& act, float* dh, const float* dmem_out,
                           float* dmem_in, BackwardScratch& s) {
   if (!dmem_out || !seg.assoc_write) return;
@@ -166,7 +166,7 @@ void assoc_write_backward(const LayerStep& st, const SegmentActivations& seg,
   be.matmul(dmrows, db, w.assoc.mb_w, int(rows), d, 1, false, false, 1.f, 1.f);
 }
 
-void assoc_read_backward(const LayerStep& st, const SegmentActivations& seg,
+void assoc_layer_read_backward(const LayerStep& st, const SegmentActivations& seg,
                          const AssocActivations& a, float* dx, const float* x, float* dmem_in,
                          BackwardScratch& s) {
   if (!seg.assoc_read) return;

@@ -35,11 +35,11 @@ void assoc_begin_segment(Backend& be, const Model& M, SegmentActivations& seg,
 
 // The read before layer st.l: its input x [q, B, d] plus what A_l gives for it, into a.x_in
 // (returned); x when the segment reads nothing.
-const float* assoc_read(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
+const float* assoc_layer_read(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
                         const float* x);
 // The write after it, when the segment writes: from the layer's output h2 [q, B, d] (its write
 // block's rows) into layer st.l of next.assoc.
-void assoc_write(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
+void assoc_layer_write(const LayerStep& st, const SegmentActivations& seg, AssocActivations& a,
                  const float* h2, RecurrentState& next);
 
 // Backward, the same functions in reverse. dmem_out, dmem_in: the state's gradients leaving and
@@ -48,11 +48,11 @@ void assoc_write(const LayerStep& st, const SegmentActivations& seg, AssocActiva
 void assoc_backward_begin(Backend& be, const Model& M, int B, const float* dmem_out,
                           float* dmem_in);
 // The write of layer st.l: into dh's write rows (d(h2), accumulated) and dmem_in.
-void assoc_write_backward(const LayerStep& st, const SegmentActivations& seg,
+void assoc_layer_write_backward(const LayerStep& st, const SegmentActivations& seg,
                           const LayerActivations& act, float* dh, const float* dmem_out,
                           float* dmem_in, BackwardScratch& s);
 // The read: dx holds d(x_in) and becomes d(x) (x: the layer's input as read).
-void assoc_read_backward(const LayerStep& st, const SegmentActivations& seg,
+void assoc_layer_read_backward(const LayerStep& st, const SegmentActivations& seg,
                          const AssocActivations& a, float* dx, const float* x, float* dmem_in,
                          BackwardScratch& s);
 // The read of one decoded row of every sample, x [B, d] in place (Engine::decode_token_row).

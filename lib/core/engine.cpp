@@ -184,10 +184,10 @@ const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, i
                                bool training, const uint64_t* seed) {
   const SegmentPlan& plan = seg.plan;
   const LayerStep st = layer_step(seg, l, training, seed);
-  x = assoc_read(st, seg, act.assoc, x);  // armt: x + what the associative memory gives (else x)
+  x = assoc_layer_read(st, seg, act.assoc, x);  // armt: x + what the associative memory gives (else x)
   const float* h2 = layer_forward(st, act, x, plan.mlen > 0 ? state.cache[size_t(l)].data() : nullptr,
                                   plan.next_mlen > 0 ? &next.cache[size_t(l)] : nullptr);
-  if (h2) assoc_write(st, seg, act.assoc, h2, next);  // armt: A and z of the next state
+  if (h2) assoc_layer_write(st, seg, act.assoc, h2, next);  // armt: A and z of the next state
   return h2;
 }
 

@@ -65,11 +65,11 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     LayerActivations& act = seg.layers[size_t(l)];
     const LayerStep st = layer_step(seg, l, fwd_.training, nullptr);
     // armt: the memory this layer wrote, back into its output's write rows (and the entering memory)
-    assoc_write_backward(st, seg, act, dh, dassoc_out, dassoc_in, backward_);
+    assoc_layer_write_backward(st, seg, act, dh, dassoc_out, dassoc_in, backward_);
     const float* x_prev = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
     const float* x = seg.assoc_read ? act.assoc.x_in.data() : x_prev;  // what the layer ran on
     layer_backward(st, act, x, dh, backward_);
-    assoc_read_backward(st, seg, act.assoc, dh, x_prev, dassoc_in, backward_);  // armt: d(x_in) -> d(x)
+    assoc_layer_read_backward(st, seg, act.assoc, dh, x_prev, dassoc_in, backward_);  // armt: d(x_in) -> d(x)
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.
   if (p > 0) be_.dropout_backward(dh, dh, seg.keep_h0.data(), rows * d, p);
