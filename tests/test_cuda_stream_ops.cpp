@@ -302,7 +302,7 @@ void captured_steps(double dropout) {
     s.dropout_seed = 500 + uint64_t(step);
     if (step == 3) {  // the engine runs something else: the capture must not be replayed
       const Batch e(2, 3, 999);
-      cap_engine.forward(e.input.data(), e.target.data(), e.B, e.T, e.seg_len, e.A, false, 0);
+      forward_loss(cap_engine, e.input.data(), e.target.data(), e.B, e.T, e.seg_len, e.A, false, 0);
     }
     cap_be.reset_ops();
     const StepResult got = train_step(cap_engine, cap, cap_be, cap_adam, b.view(), s, &capture);

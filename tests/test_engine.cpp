@@ -58,7 +58,7 @@ void randomize(Model& model, uint64_t seed) {
 }
 
 double loss_of(Engine& e, const Problem& pb) {
-  return e.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len, pb.A, false, 0);
+  return forward_loss(e, pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len, pb.A, false, 0);
 }
 
 // The same loss, segment by segment, but with each segment's Transformer-XL cache taken from
@@ -191,7 +191,7 @@ TEST_CASE("cpu-guarded gives the CPU backend's results bit for bit (every kind, 
         randomize(model, 12);
         Problem pb(model.V);
         Engine engine(model);
-        const double loss = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
+        const double loss = forward_loss(engine, pb.input.data(), pb.target.data(), pb.B, pb.T,
                                            pb.seg_len, pb.A, true, 5);
         engine.backward(bptt);
         logits = engine.logits(2);
@@ -245,7 +245,7 @@ TEST_CASE("greedy decoding with cached keys/values equals re-running every segme
       for (int b = 0; b < pb.B; ++b)
         for (int p = 0; p < pb.T; ++p) CHECK((rerun[size_t(b * pb.T + p)] >= 0) == (p >= pb.T - l.A));
       // The first answer token follows the true inputs only: it is the teacher-forced prediction.
-      engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, l.seg_len, l.A, false, 0);
+      forward_loss(engine, pb.input.data(), pb.target.data(), pb.B, pb.T, l.seg_len, l.A, false, 0);
       const int p0 = pb.T - l.A;
       int s = 0, t0 = 0;
       while (t0 + engine.segment_length(s) <= p0) t0 += engine.segment_length(s++);
@@ -270,12 +270,12 @@ TEST_CASE("bptt_recompute: recomputed activations give bit-identical gradients")
       randomize(model, 4);
       Problem pb(model.V);
       Engine engine(model);
-      double stored = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,
+      double stored = forward_loss(engine, pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,
                                      pb.A, true, 77);
       engine.backward(bptt);
       std::vector<float> g = model.grads.download();
       engine.set_recompute(true);
-      double recomputed = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
+      double recomputed = forward_loss(engine, pb.input.data(), pb.target.data(), pb.B, pb.T,
                                          pb.seg_len, pb.A, true, 77);
       engine.backward(bptt);
       CAPTURE(kind);
@@ -305,7 +305,7 @@ TEST_CASE("training skips work no loss depends on, with the same loss and gradie
       const std::vector<float> logits1 = engine.logits(1);
       engine.backward(bptt);
       const std::vector<float> eval_grads = model.grads.download();
-      const double train_loss = engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T,
+      const double train_loss = forward_loss(engine, pb.input.data(), pb.target.data(), pb.B, pb.T,
                                                pb.seg_len, pb.A, true, 0);
       engine.backward(bptt);
       const std::vector<float> train_grads = model.grads.download();
@@ -362,7 +362,7 @@ TEST_CASE("a forward from a carried state equals the same segments inside one fo
       Problem pb(model.V, 13);
       const int B = pb.B, T = pb.T, A = 3;  // the answer: segment 2 exactly
       Engine engine(model);
-      const double full = engine.forward(pb.input.data(), pb.target.data(), B, T, {4, 3, 3}, A,
+      const double full = forward_loss(engine, pb.input.data(), pb.target.data(), B, T, {4, 3, 3}, A,
                                          training, 0, Carry{nullptr, true});
       const std::vector<float> full_logits = engine.logits(2);
       const RecurrentState full_end = engine.state(3);
@@ -370,10 +370,10 @@ TEST_CASE("a forward from a carried state equals the same segments inside one fo
       const std::vector<float> full_grads = model.grads.download();
 
       std::vector<int32_t> in0 = columns(pb.input, B, T, 0, 4), tg0 = columns(pb.target, B, T, 0, 4);
-      engine.forward(in0.data(), tg0.data(), B, 4, {4}, 4, training, 0, Carry{nullptr, true});
+      forward_loss(engine, in0.data(), tg0.data(), B, 4, {4}, 4, training, 0, Carry{nullptr, true});
       const RecurrentState after0 = engine.state(1);
       std::vector<int32_t> in1 = columns(pb.input, B, T, 4, 10), tg1 = columns(pb.target, B, T, 4, 10);
-      const double window = engine.forward(in1.data(), tg1.data(), B, 6, {3, 3}, A, training, 0,
+      const double window = forward_loss(engine, in1.data(), tg1.data(), B, 6, {3, 3}, A, training, 0,
                                            Carry{&after0, true});
       engine.backward(-1);
       CHECK(std::abs(window - full) <= 1e-6 * std::abs(full));
@@ -404,7 +404,7 @@ TEST_CASE("a carried start state that does not fit the model is refused") {
   Engine engine(model);
   RecurrentState st;
   engine.initial_state(st, pb.B + 1);  // another batch size
-  CHECK_THROWS_WITH_AS(engine.forward(pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,
+  CHECK_THROWS_WITH_AS(forward_loss(engine, pb.input.data(), pb.target.data(), pb.B, pb.T, pb.seg_len,
                                       pb.A, false, 0, Carry{&st, false}),
                        doctest::Contains("start state"), Error);
 }

@@ -86,7 +86,7 @@ TEST_CASE("free-running accuracy with the answer inside a segment: errors carry 
     std::vector<int32_t> input, target;
     for (int step = 0; step < 150; ++step) {
       make_batch(rng, 32, input, target);
-      engine.forward(input.data(), target.data(), 32, T, seg_len, A, true, uint64_t(step));
+      forward_loss(engine, input.data(), target.data(), 32, T, seg_len, A, true, uint64_t(step));
       engine.backward(-1);
       clip_grad_norm(cpu_backend(), model.grads, 1.0);
       adam.step(cpu_backend(), model.params, model.grads, 1e-2f);
@@ -177,7 +177,7 @@ TEST_CASE("evaluation runs one segment at a time: the same loss and predictions 
     for (int start = 0; start < n; start += opt.batch_size) {
       const int B = std::min(opt.batch_size, n - start);
       const int32_t* target = split.target.data() + int64_t(start) * TT;
-      loss_sum += engine.forward(split.input.data() + int64_t(start) * TT, target, B, TT, seg_len, AA, false, 0) * B;
+      loss_sum += forward_loss(engine, split.input.data() + int64_t(start) * TT, target, B, TT, seg_len, AA, false, 0) * B;
       int t0 = 0;
       for (int s = 0; s < engine.num_segments(); ++s) {
         const std::vector<float> logits = engine.logits(s);

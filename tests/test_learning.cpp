@@ -61,7 +61,7 @@ double train_and_evaluate(const std::string& kind, int steps) {
   std::vector<int32_t> input, target;
   for (int step = 0; step < steps; ++step) {
     make_batch(rng, 32, input, target);
-    engine.forward(input.data(), target.data(), 32, 2 * L, seg_len, L, true, uint64_t(step));
+    forward_loss(engine, input.data(), target.data(), 32, 2 * L, seg_len, L, true, uint64_t(step));
     engine.backward(-1);
     clip_grad_norm(cpu_backend(), model.grads, 1.0);
     adam.step(cpu_backend(), model.params, model.grads, float(sched.lr_at(step)));

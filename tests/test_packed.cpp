@@ -82,7 +82,7 @@ Trace alone(const ModelConfig& c, int run, int bptt, bool recompute, Backend& be
     t.norm.push_back(r.grad_norm);
   }
   Batch e(run, kSteps);
-  t.eval_loss = engine.forward(e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
+  t.eval_loss = forward_loss(engine, e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
   t.params = model.params.download();
   return t;
 }
@@ -121,13 +121,13 @@ std::vector<Trace> packed(const ModelConfig& c, int bptt, bool recompute, Backen
     // An evaluation of run 0 between steps (as validation is) changes nothing of the runs.
     pb.activate(0);
     Batch e(0, kSteps + 1);
-    engine.forward(e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
+    forward_loss(engine, e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
   }
   for (int k = 0; k < kRuns; ++k) {
     REQUIRE(taken[size_t(k)] == kSteps);
     pb.activate(k);
     Batch e(k, kSteps);
-    t[size_t(k)].eval_loss = engine.forward(e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
+    t[size_t(k)].eval_loss = forward_loss(engine, e.input.data(), e.target.data(), kB, kT, kSegments, kAnswer, false, 0);
     t[size_t(k)].params = model.params.download();
   }
   return t;

@@ -52,7 +52,7 @@ std::vector<float> full_forward_logits(Engine& engine, const std::vector<int32_t
   std::vector<int32_t> input(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
   std::vector<int> seg_len;
   for (int done = 0; done < N; done += T) seg_len.push_back(std::min(T, N - done));
-  engine.forward(input.data(), target.data(), 1, N, seg_len, N, false, 0);
+  forward_loss(engine, input.data(), target.data(), 1, N, seg_len, N, false, 0);
   std::vector<float> out;
   for (int s = 0; s < engine.num_segments(); ++s) {
     const std::vector<float>& l = engine.logits(s);

@@ -65,7 +65,7 @@ TEST_CASE("train_step is forward, backward with bptt, clip and one Adam step, bi
       for (int i = 0; i < 3; ++i) {
         s.dropout_seed = 100 + uint64_t(i);
         const StepResult r = train_step(e_step, by_step, be, a_step, batch.view(), s);
-        const double loss = e_hand.forward(batch.input.data(), batch.target.data(), batch.B, batch.T,
+        const double loss = forward_loss(e_hand, batch.input.data(), batch.target.data(), batch.B, batch.T,
                                            batch.seg_len, batch.A, true, s.dropout_seed);
         e_hand.backward(bptt);
         const double norm = clip_grad_norm(be, by_hand.grads, s.clip);

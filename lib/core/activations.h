@@ -35,7 +35,7 @@ struct RecurrentState {
   bool assoc_written = false;
 };
 
-// Language modelling carries the state across forward() calls (docs/paper.md: Transformer-XL's
+// Language modelling carries the state across forward_loss() calls (docs/paper.md: Transformer-XL's
 // LM setting): a forward may start from a state handed out by an earlier one.
 struct Carry {
   // The state entering the first segment; null: initial_state (the learned memory, an empty

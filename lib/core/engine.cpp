@@ -234,7 +234,7 @@ std::vector<float> Engine::segment_logits(const SegmentActivations& seg) const {
 
 double Engine::add_segment_loss(const SegmentActivations& seg, double sum) {
   if (!seg.has_logits) throw std::logic_error("add_segment_loss: the segment computed no logits");
-  // The kernel forward() sums with, on the same words: the same bits either way.
+  // The kernel run_forward sums with, on the same words: the same bits either way.
   double* word = result_words();
   be_.copy_host_to_device(word, &sum, sizeof sum);
   be_.accumulate_sum(word, seg.loss_rows.data(), seg.loss_rows.size());
@@ -345,17 +345,17 @@ void Engine::run_forward(double* loss_sum) {
   }
 }
 
-double Engine::forward(const int32_t* input, const int32_t* target, int B, int T,
-                       const std::vector<int>& seg_len, int answer_size, bool training,
-                       uint64_t dropout_seed, const Carry& carry) {
-  stage_forward(input, target, B, T, seg_len, answer_size, training, dropout_seed, carry);
-  double* words = result_words();
-  be_.fill_bytes(words, 0, sizeof(double));
-  run_forward(words);
+double forward_loss(Engine& engine, const int32_t* input, const int32_t* target, int B, int T,
+                    const std::vector<int>& seg_len, int answer_size, bool training,
+                    uint64_t dropout_seed, const Carry& carry) {
+  engine.stage_forward(input, target, B, T, seg_len, answer_size, training, dropout_seed, carry);
+  Backend& be = engine.backend();
+  double* words = engine.result_words();
+  be.fill_bytes(words, 0, sizeof(double));
+  engine.run_forward(words);
   double loss_sum = 0;
-  be_.copy_device_to_host(&loss_sum, words, sizeof loss_sum);
-  fwd_.loss = loss_sum * fwd_.loss_scale;
-  return fwd_.loss;
+  be.copy_device_to_host(&loss_sum, words, sizeof loss_sum);
+  return loss_sum * engine.loss_scale();
 }
 
 const RecurrentState& Engine::state(int s) const {

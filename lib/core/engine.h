@@ -24,19 +24,15 @@ class Engine {
   // `backend` must be the model's (kept for callers that name it).
   Engine(Model& model, Backend& backend);
 
-  // input, target: [B, T] row-major host arrays; the loss is the mean cross-entropy over the
-  // last answer_size positions of each row, over all segments concatenated. Keeps every
-  // segment's activations and returns the loss.
-  // In training, work no loss depends on is skipped: a segment with no scored position whose
-  // output goes nowhere (no memory; baseline and xl) is not run at all, or only up to the
-  // layer inputs the next segment's cache needs (xl), and its backward is skipped. Its logits
-  // are then not available. Evaluation (training = false) computes every segment.
-  double forward(const int32_t* input, const int32_t* target, int B, int T,
-                 const std::vector<int>& seg_len, int answer_size, bool training,
-                 uint64_t dropout_seed, const Carry& carry = {});
-  // forward() in two halves, so that a training step can be captured once and replayed
-  // (lib/run/train_step.cpp). stage_forward is the host's part: it checks and plans, and uploads
-  // every segment's tokens and targets. run_forward issues the kernels, and nothing else once its
+  // Training's forward (and forward_loss's, below) in two halves, so that a training step can be
+  // captured once and replayed (lib/run/train_step.cpp). input, target: [B, T] row-major host
+  // arrays; the loss is the mean cross-entropy over the last answer_size positions of each row,
+  // over all segments concatenated; every segment's activations are kept. In training, work no
+  // loss depends on is skipped: a segment with no scored position whose output goes nowhere (no
+  // memory; baseline and xl) is not run at all, or only up to the layer inputs the next
+  // segment's cache needs (xl), and its backward is skipped. Its logits are then not available.
+  // Evaluation (training = false) computes every segment. stage_forward is the host's part: it
+  // checks and plans, and uploads every segment's tokens and targets. run_forward issues the kernels, and nothing else once its
   // buffers are sized (no copy from or to the host, no wait), adding the loss sum (not yet
   // scaled: loss_scale()) into *loss_sum, a double of the backend's memory.
   void stage_forward(const int32_t* input, const int32_t* target, int B, int T,
@@ -44,6 +40,7 @@ class Engine {
                      uint64_t dropout_seed, const Carry& carry = {});
   void run_forward(double* loss_sum);
   float loss_scale() const { return fwd_.loss_scale; }
+  Backend& backend() const { return be_; }
   // Two doubles of the backend's memory, for a step's results read back in one download:
   // [0] a loss sum (forward, add_segment_loss), [1] the gradient's sum of squares (train_step).
   static constexpr int kResultWords = 2;
@@ -70,8 +67,8 @@ class Engine {
   // The logits of a segment run by forward_segment, [B, T, V] on the host.
   std::vector<float> segment_logits(const SegmentActivations& seg) const;
   // `sum` plus the per-position losses of a segment run with targets and logits, added by the
-  // backend's accumulate_sum as forward() adds them (so that a loss summed over segments has the
-  // same bits whether the segments ran in one forward() or one by one).
+  // backend's accumulate_sum as run_forward adds them (so that a loss summed over segments has the
+  // same bits whether the segments ran in one run_forward or one by one).
   double add_segment_loss(const SegmentActivations& seg, double sum);
   // The attention mask that segment ran with, [q, klen] on the host (1 = blocked).
   std::vector<uint8_t> segment_mask(const SegmentActivations& seg) const;
@@ -137,7 +134,7 @@ class Engine {
   const uint64_t* segment_seed(int s) const {
     return dropout_p(fwd_.training) > 0 ? fwd_.segment_seeds.data() + s : nullptr;
   }
-  // forward_segment with its plan given (forward() plans all segments at once) and its tokens and
+  // forward_segment with its plan given (stage_forward plans all segments at once) and its tokens and
   // targets (may be null) already in the backend's memory, time-major [T, B]; so is its dropout
   // seed (one word, read when the kernels run; null without dropout).
   void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
@@ -189,7 +186,6 @@ class Engine {
     std::vector<SegmentPlan> plans;
     std::vector<SegmentActivations> segs;
     std::vector<RecurrentState> states;  // states[s] = state entering segment s
-    double loss = 0;
     bool training = false;
     bool from_initial = true;  // started from the learned memory
     bool recomputing = false;  // recompute_ when it was staged
@@ -230,5 +226,10 @@ class Engine {
   MemoryGradients dmem_;
   DecodeScratch decode_;
 };
+
+// stage_forward and run_forward in turn, the loss read back to the host and returned (scaled).
+double forward_loss(Engine& engine, const int32_t* input, const int32_t* target, int B, int T,
+                    const std::vector<int>& seg_len, int answer_size, bool training,
+                    uint64_t dropout_seed, const Carry& carry = {});
 
 }  // namespace rmt

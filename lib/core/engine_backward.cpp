@@ -80,7 +80,7 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
 void Engine::backward(int bptt) {
   Model& M = model_;
   const int N = num_segments();
-  if (N == 0) fail("backward() called before forward()");
+  if (N == 0) fail("backward() called before a forward (stage_forward and run_forward)");
   be_.fill(M.grads.data(), M.grads.size(), 0.f);
   const int B = fwd_.batch;
   const int64_t mem_size = memory_floats(B);

@@ -199,9 +199,9 @@ TEST_CASE("cuda models: loss, logits and every gradient of all five kinds (bptt 
         twin.ref_engine->backward(v.bptt);
       compare_tensors(what + " grad", twin.ref, twin.ref.grads.download(), twin.dev.grads.download());
       // Evaluation: every segment's logits.
-      const double ref_eval = twin.ref_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
+      const double ref_eval = forward_loss(*twin.ref_engine, batch.input.data(), batch.target.data(), v.B, batch.T,
                                                        v.seg_len, batch.A, false, 0);
-      const double dev_eval = twin.dev_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T,
+      const double dev_eval = forward_loss(*twin.dev_engine, batch.input.data(), batch.target.data(), v.B, batch.T,
                                                        v.seg_len, batch.A, false, 0);
       CHECK(close_scalar(what + " evaluation loss", ref_eval, dev_eval, kModelLimit));
       for (int s = 0; s < int(v.seg_len.size()); ++s)
@@ -231,8 +231,8 @@ TEST_CASE("cuda models: armt, loss, logits and every gradient (bptt all / 1, rec
     if (!v.recompute && align_relu_ties(what, *twin.ref_engine, *twin.dev_engine, c.d_inner) > 0)
       twin.ref_engine->backward(v.bptt);
     compare_tensors(what + " grad", twin.ref, twin.ref.grads.download(), twin.dev.grads.download());
-    twin.ref_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T, v.seg_len, batch.A, false, 0);
-    twin.dev_engine->forward(batch.input.data(), batch.target.data(), v.B, batch.T, v.seg_len, batch.A, false, 0);
+    forward_loss(*twin.ref_engine, batch.input.data(), batch.target.data(), v.B, batch.T, v.seg_len, batch.A, false, 0);
+    forward_loss(*twin.dev_engine, batch.input.data(), batch.target.data(), v.B, batch.T, v.seg_len, batch.A, false, 0);
     for (int s = 0; s < int(v.seg_len.size()); ++s)
       CHECK(close(fmt::format("{} logits of segment {}", what, s), twin.ref_engine->logits(s),
                   twin.dev_engine->logits(s), kModelLimit));
