@@ -2,7 +2,7 @@
 // shapes as lib/core/engine.cpp names them.
 #include "lib/core/layer.h"
 
-#include "lib/core/attention.h"
+#include "lib/core/mixer.h"
 
 namespace rmt {
 
@@ -16,7 +16,7 @@ const float* layer_forward(const LayerStep& st, LayerActivations& act, const flo
   const float p = st.p;
   const uint64_t l = uint64_t(st.l);
   // The mixer's output into attn_res, its live rows (and the next cache handed on).
-  if (!attention_forward(st, act.attn, x, cache, next_cache, act.attn_res)) return nullptr;
+  if (!mixer_forward(st, act, x, cache, next_cache, act.attn_res)) return nullptr;
   const int64_t o = int64_t(st.row_begin()) * B;  // first buffer row
   const int n = (st.row_end() - st.row_begin()) * B;
   // attn_res = x + dropout(mixer(x)); h1 = LayerNorm(attn_res)
@@ -101,7 +101,7 @@ void layer_backward(const LayerStep& st, LayerActivations& act, const float* x, 
     be.fill(dh, o * d, 0.f);
     be.fill(dh + (o + n64) * d, (rows - o - n64) * d, 0.f);
   }
-  attention_backward(st, act.attn, x, dmix, dh, s);
+  mixer_backward(st, act, x, dmix, dh, s);
 }
 
 void layer_decode_row(const LayerStep& st, LayerActivations& act, int row, float* x,
@@ -113,7 +113,7 @@ void layer_decode_row(const LayerStep& st, LayerActivations& act, int row, float
   float* ares = s.attn_res.data();
   float* f1 = s.f.data();
   float* stats = s.stats.data();
-  attention_decode_row(st, act.attn, row, x, ares, s);
+  mixer_decode_row(st, act, row, x, ares, s);
   be.add_layernorm_forward(x, stats, stats + B, ares, nullptr, x, w.ln1_w, w.ln1_b, B, d);  // x = h1
   be.matmul(f1, x, w.ff1_w, B, di, d, false, true);
   be.add_bias_relu(f1, w.ff1_b, B, di);

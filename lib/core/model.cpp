@@ -12,7 +12,7 @@
 
 #include "lib/core/assoc_math.h"
 #include "lib/core/assoc_memory.h"
-#include "lib/core/attention.h"
+#include "lib/core/mixer.h"
 #include "lib/core/memory_tokens.h"
 #include "lib/core/error.h"
 #include "lib/core/messages.h"
@@ -50,11 +50,11 @@ Model::Model(const ModelConfig& c, Backend& be)
     offset += n;
   };
   memory_tokens_params(*this, add);
-  attention_shared_params(*this, add);
+  mixer_shared_params(*this, add);
   add("word_emb.emb_layers.0.weight", {V, d});
   for (int l = 0; l < L; ++l) {
     std::string p = fmt::format("layers.{}.", l);
-    attention_layer_params(*this, p, add);  // the mixer's, with the layer's first LayerNorm
+    mixer_layer_params(*this, p, add);  // the mixer's, with the layer's first LayerNorm
     add(p + "pos_ff.CoreNet.0.weight", {d_inner, d});
     add(p + "pos_ff.CoreNet.0.bias", {d_inner});
     add(p + "pos_ff.CoreNet.3.weight", {d, d_inner});
@@ -71,14 +71,14 @@ Model::Model(const ModelConfig& c, Backend& be)
     const FindParam at = [&](const std::string& name) { return base + find(name)->offset; };
     Weights w;
     memory_tokens_bind(*this, at, w);
-    attention_bind(at, w);
+    mixer_bind(*this, at, w);
     w.emb = at("word_emb.emb_layers.0.weight");
     w.out_bias = at("crit.out_layers.0.bias");
     w.layers.resize(size_t(L));
     for (int l = 0; l < L; ++l) {
       std::string p = fmt::format("layers.{}.", l);
       LayerWeights& lw = w.layers[size_t(l)];
-      attention_bind_layer(p, at, lw);
+      mixer_bind_layer(*this, p, at, lw);
       lw.ff1_w = at(p + "pos_ff.CoreNet.0.weight"), lw.ff1_b = at(p + "pos_ff.CoreNet.0.bias");
       lw.ff2_w = at(p + "pos_ff.CoreNet.3.weight"), lw.ff2_b = at(p + "pos_ff.CoreNet.3.bias");
       lw.ln2_w = at(p + "pos_ff.layer_norm.weight"), lw.ln2_b = at(p + "pos_ff.layer_norm.bias");

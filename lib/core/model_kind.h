@@ -13,6 +13,10 @@
 
 namespace rmt {
 
+// The token mixer of a kind's layers (lib/core/mixer.h): relative multi-head softmax attention
+// (Transformer-XL's, lib/core/attention.h).
+enum class Mixer { attention };
+
 // In the paper's order of models (Figure 4), which tables and lists follow.
 enum class ModelKind { baseline, mt, xl, rmt, xl_rmt, armt };
 
@@ -20,6 +24,7 @@ struct ModelKindTraits {
   ModelKind kind;
   const char* name;      // the value of model.kind, and the start of a table row's label
   const char* label;     // the paper's name for it, in plots and reports
+  Mixer mixer;           // what mixes the tokens in each layer (lib/core/mixer.h)
   bool has_cache;        // a detached Transformer-XL cache of each layer's last model.mem_len input rows
   bool has_memory;       // model.num_mem_tokens memory tokens
   bool has_write_block;  // memory tokens at the segment's end, whose output is the memory written;
@@ -42,13 +47,13 @@ struct ModelKindTraits {
 };
 
 inline constexpr ModelKindTraits kModelKinds[] = {
-    //                                      cache  memory write  read   assoc  causal write
-    {ModelKind::baseline, "baseline", "baseline", false, false, false, false, false, false},  // segments independent
-    {ModelKind::mt, "mt", "MT", false, true, false, true, false, false},                      // Memory Transformer
-    {ModelKind::xl, "xl", "Tr-XL", true, false, false, false, false, false},                  // Transformer-XL
-    {ModelKind::rmt, "rmt", "RMT", false, true, true, true, false, false},    // Recurrent Memory Transformer
-    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", true, true, true, true, false, false},       // both
-    {ModelKind::armt, "armt", "ARMT", false, true, true, false, true, true},  // Associative RMT
+    // kind              name      label          mixer             cache  memory write  read   assoc  causal write
+    {ModelKind::baseline, "baseline", "baseline", Mixer::attention, false, false, false, false, false, false},  // segments independent
+    {ModelKind::mt, "mt", "MT", Mixer::attention, false, true, false, true, false, false},  // Memory Transformer
+    {ModelKind::xl, "xl", "Tr-XL", Mixer::attention, true, false, false, false, false, false},  // Transformer-XL
+    {ModelKind::rmt, "rmt", "RMT", Mixer::attention, false, true, true, true, false, false},  // Recurrent Memory Transformer
+    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", Mixer::attention, true, true, true, true, false, false},  // both
+    {ModelKind::armt, "armt", "ARMT", Mixer::attention, false, true, true, false, true, true},  // Associative RMT
 };
 inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
 
