@@ -1,6 +1,6 @@
 #pragma once
 // The associative memory of ARMT (docs/armt.md) as per-item bodies: what one output element of
-// each of its kernels (Backend::dpfp_forward .. assoc_write_backward, lib/core/backend.h) is.
+// each of its kernels (the dpfp_ and assoc_ rows of lib/core/backend_kernels.h) is.
 // The CPU backend runs them in OpenMP loops (cpu_assoc.cpp), the CUDA backend as passes of
 // ex.for_each (lib/cuda/assoc_kernels.h): the same expressions in the same order on both, so the
 // host stand-in of the CUDA backend is bit-identical to the CPU backend.

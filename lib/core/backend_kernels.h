@@ -1,11 +1,13 @@
 // The Backend's kernels (lib/core/backend.h), each declared once, here. No include guard: this
 // file is an X-macro list, included where each row is expanded into something:
 //   lib/core/backend.h           the pure virtual declaration in class Backend;
+//   lib/core/cpu_backend.h       the CPU backend's override, defined where its body is;
 //   lib/core/guarded_backend.cpp the checked forwarder (the buffer extents below, then the CPU's);
 //   lib/core/packed_backend.h    the forwarder over the active runs' slices;
 //   lib/cuda/driver_backend.h    the call of the CUDA driver of the same name.
-// So a new kernel is a row here, its CPU body (lib/core/cpu_backend.cpp), its CUDA driver of the
-// same name and arguments after the Exec (lib/cuda/kernels.h and its neighbours), and its tests.
+// So a new kernel is a row here, its CPU body (CpuBackend::name, in lib/core/cpu_backend.cpp or a
+// cpu_*.cpp of its family), its CUDA driver of the same name and arguments after the Exec
+// (lib/cuda/kernels.h and its neighbours), and its tests.
 //
 // A row is
 //   RMT_KERNEL(name, (parameters), (arguments), extents)

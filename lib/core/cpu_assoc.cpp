@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/core/assoc_math.h"
+#include "lib/core/cpu_backend.h"
 #include "lib/core/cpu_kernels.h"
 
 namespace rmt::cpu {
@@ -27,20 +28,20 @@ float* scratch(int slot, int64_t n) {
 }
 }  // namespace
 
-void dpfp_forward(float* out, const float* x, int64_t n, int dm) {
+void CpuBackend::dpfp_forward(float* out, const float* x, int64_t n, int dm) {
   const int64_t total = n * assoc::kNu * 2 * dm;
 #pragma omp parallel for schedule(static) if (total > kAssocGrain)
   for (int64_t i = 0; i < total; ++i) out[i] = assoc::dpfp_item(x, i, dm);
 }
 
-void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) {
+void CpuBackend::dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) {
   const int64_t total = n * dm;
 #pragma omp parallel for schedule(static) if (total > kAssocGrain)
   for (int64_t i = 0; i < total; ++i) dx[i] = assoc::dpfp_backward_item(dout, x, i, dm);
 }
 
-void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
-                        int rows, int B, int Dk, int d, float eps) {
+void CpuBackend::assoc_read_forward(float* out, float* den, const float* phi, const float* A,
+                                    const float* z, int rows, int B, int Dk, int d, float eps) {
   const int64_t n = int64_t(rows) * B;
   // out[rb, t] = (sum_k phi[rb, k] A_b[k, t]) / den[rb]: read_item, the row at once
 #pragma omp parallel for schedule(static) if (n * Dk * d > kAssocGrain)
@@ -60,9 +61,10 @@ void assoc_read_forward(float* out, float* den, const float* phi, const float* A
   }
 }
 
-void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
-                         const float* den, const float* phi, const float* A, const float* z,
-                         int rows, int B, int Dk, int d) {
+void CpuBackend::assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout,
+                                     const float* out, const float* den, const float* phi,
+                                     const float* A, const float* z, int rows, int B, int Dk,
+                                     int d) {
   const int64_t n = int64_t(rows) * B;
   float* s = scratch(0, n);  // read_s of every row
 #pragma omp parallel for schedule(static) if (n * d > kAssocGrain)
@@ -102,9 +104,10 @@ void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, c
   }
 }
 
-void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
-                         const float* key, const float* v, const float* vbar, const float* den,
-                         const float* blogit, int m, int B, int Dk, int d, float eps) {
+void CpuBackend::assoc_write_forward(float* A_out, float* z_out, const float* A_in,
+                                     const float* z_in, const float* key, const float* v,
+                                     const float* vbar, const float* den, const float* blogit,
+                                     int m, int B, int Dk, int d, float eps) {
   const int64_t nj = int64_t(m) * B;
   float* beta = scratch(0, nj);
   float* gamma = scratch(1, nj);
@@ -141,10 +144,10 @@ void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const fl
   }
 }
 
-void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
-                          const float* dz_out, const float* key, const float* v, const float* vbar,
-                          const float* den, const float* blogit, int m, int B, int Dk, int d,
-                          float eps) {
+void CpuBackend::assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
+                                      const float* dz_out, const float* key, const float* v,
+                                      const float* vbar, const float* den, const float* blogit,
+                                      int m, int B, int Dk, int d, float eps) {
   const int64_t nj = int64_t(m) * B;
   // per memory row: dv (write_dv_item, a row at once), dkey (write_dkey_item), dblogit
   // (write_dblogit_item, from the same sums over t)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/core/backend.h"
+#include "lib/core/cpu_backend.h"
 #include "lib/core/cpu_kernels.h"
 #include "lib/core/cpu_simd.h"
 
@@ -140,9 +141,10 @@ inline void scatter_rows(float* dst, const float* src, int rows, int B, int b, i
 // Relative attention. Per (b, h), with Q [qlen,Dh] = q rows mlen.., K, V [klen,Dh], R [klen,Dh]:
 //   AC = (Q+u) K^T, BD = shift((Q+v) R^T), P = softmax_masked(scale (AC + BD)), O = P V.
 
-void rel_attention_forward(AttentionBuffers& buf, float* out, float* prob, const float* qkv,
-                           const float* r, const float* u, const float* v,
-                           const uint8_t* mask, const AttentionShape& s, float scale) {
+void CpuBackend::rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
+                                       const float* u, const float* v, const uint8_t* mask,
+                                       const AttentionShape& s, float scale) {
+  AttentionBuffers& buf = attention_buffers();
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop();
   // Score rows are klenP wide: whole SIMD packets (the padding columns come out 0).
@@ -198,10 +200,11 @@ void rel_attention_forward(AttentionBuffers& buf, float* out, float* prob, const
 // dv = colsum(dBD R). All per sample and head except dR, which sums over samples: one GEMM per
 // head over every sample's rows (no per-sample dR partials to reduce). du, dv: per-sample
 // partials summed in order.
-void rel_attention_backward(AttentionBuffers& buf, float* dqkv, float* dr, float* du, float* dv,
-                            const float* dout, const float* prob, const float* qkv,
+void CpuBackend::rel_attention_backward(float* dqkv, float* dr, float* du, float* dv,
+                                        const float* dout, const float* prob, const float* qkv,
                                         const float* r, const float* u, const float* v,
                                         const AttentionShape& s, float scale) {
+  AttentionBuffers& buf = attention_buffers();
   const int B = s.B, H = s.H, Dh = s.Dh, qlen = s.qlen, klen = s.klen, mlen = s.mlen();
   const int HD = H * Dh, row3 = 3 * HD, i0 = s.q_begin, i1 = s.q_stop(), n = i1 - i0;
   const int n2 = std::min(i1 + 1, qlen) - i0;  // dBD rows: the wrap-around reaches row i1

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lib/core/backend.h"
+#include "lib/core/cpu_backend.h"
 #include "lib/core/cpu_kernels.h"
 #include "lib/core/cpu_simd.h"
 #include "lib/core/error.h"
@@ -83,10 +84,8 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, i
 #endif
   gemm_eigen(C, ldc, A, lda, B, ldb, M, N, K, ta, tb, alpha, beta);
 }
-}  // namespace cpu
 
 namespace {
-using namespace cpu;  // Eigen views, SIMD packets (cpu_simd.h), gemm
 
 // Per-call grain for elementwise loops: below this, threads cost more than they save (and on
 // a loaded machine a parallel region over tiny work can stall for a whole scheduler slice).
@@ -110,421 +109,399 @@ inline float packet_sum(int n, PacketTerm packet_term, ScalarTerm scalar_term) {
   return sum;
 }
 
-class CpuBackend final : public Backend {
- public:
-  CpuBackend() {
-    // oneDNN allocates and frees its GEMM packing buffers on every call. With glibc's default
-    // thresholds these large blocks come from mmap and go back to the kernel on free, so every
-    // GEMM page-faults them in again (about 10% of an rmt step). Keep freed memory instead.
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  }
+// One row of layernorm_forward: out[d], *mean, *rstd from x[d].
+void layernorm_row(float* oi, float* mean, float* rstd, const float* xi, const float* weight,
+                   const float* bias, int d) {
+  // Two-pass mean and variance (robust for large-offset inputs), summed in SIMD lanes.
+  const float mf = packet_sum(
+      d, [&](int k) { return ei::ploadu<Packet>(xi + k); }, [&](int k) { return xi[k]; }) / d;
+  const Packet mp = ei::pset1<Packet>(mf);
+  const float var = packet_sum(
+      d,
+      [&](int k) {
+        const Packet c = ei::psub(ei::ploadu<Packet>(xi + k), mp);
+        return ei::pmul(c, c);
+      },
+      [&](int k) { return (xi[k] - mf) * (xi[k] - mf); }) / d;
+  const float rs = 1.f / std::sqrt(var + 1e-5f);
+  for (int k = 0; k < d; ++k) oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k];
+  *mean = mf;
+  *rstd = rs;
+}
 
-  // Memory: host memory, aligned to a cache line; copies are memcpy.
-  void* allocate(size_t bytes) override {
-    if (bytes == 0) return nullptr;
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  void deallocate(void* p, size_t) override { std::free(p); }
-  void fill(float* x, int64_t n, float value) override { std::fill(x, x + n, value); }
-  void fill_bytes(void* p, uint8_t value, size_t bytes) override {
-    if (bytes) std::memset(p, value, bytes);
-  }
-  void copy_host_to_device(void* dst, const void* host, size_t bytes) override {
-    if (bytes) std::memcpy(dst, host, bytes);
-  }
-  void copy_device_to_host(void* host, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(host, src, bytes);
-  }
-  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
+}  // namespace
 
-  void matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
-              bool trans_b, float alpha, float beta) override {
-    gemm(C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b, alpha, beta);
-  }
-  void matmul_strided(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M,
-                      int N, int K, bool trans_a, bool trans_b, float alpha, float beta) override {
-    gemm(C, ldc, A, lda, B, ldb, M, N, K, trans_a, trans_b, alpha, beta);
-  }
+CpuBackend::CpuBackend() {
+  // oneDNN allocates and frees its GEMM packing buffers on every call. With glibc's default
+  // thresholds these large blocks come from mmap and go back to the kernel on free, so every
+  // GEMM page-faults them in again (about 10% of an rmt step). Keep freed memory instead.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
 
-  // x[rows, cols] += bias[cols]
-  void add_bias(float* x, const float* bias, int rows, int cols) override {
+// Memory: host memory, aligned to a cache line; copies are memcpy.
+void* CpuBackend::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void CpuBackend::deallocate(void* p, size_t) { std::free(p); }
+
+void CpuBackend::fill(float* x, int64_t n, float value) { std::fill(x, x + n, value); }
+
+void CpuBackend::fill_bytes(void* p, uint8_t value, size_t bytes) {
+  if (bytes) std::memset(p, value, bytes);
+}
+
+void CpuBackend::copy_host_to_device(void* dst, const void* host, size_t bytes) {
+  if (bytes) std::memcpy(dst, host, bytes);
+}
+
+void CpuBackend::copy_device_to_host(void* host, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(host, src, bytes);
+}
+
+void CpuBackend::copy_device_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::matmul(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a,
+                        bool trans_b, float alpha, float beta) {
+  gemm(C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b, alpha, beta);
+}
+
+void CpuBackend::matmul_strided(float* C, int ldc, const float* A, int lda, const float* B, int ldb,
+                                int M, int N, int K, bool trans_a, bool trans_b, float alpha,
+                                float beta) {
+  gemm(C, ldc, A, lda, B, ldb, M, N, K, trans_a, trans_b, alpha, beta);
+}
+
+// x[rows, cols] += bias[cols]
+void CpuBackend::add_bias(float* x, const float* bias, int rows, int cols) {
 #pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
+  for (int i = 0; i < rows; ++i) {
+    float* xi = x + (int64_t)i * cols;
+    for (int j = 0; j < cols; ++j) xi[j] += bias[j];
+  }
+}
+
+// dbias[cols] += sum_rows dy[rows, cols]
+void CpuBackend::bias_backward(float* dbias, const float* dy, int rows, int cols) {
+  const int nblk = (cols + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
+  for (int blk = 0; blk < nblk; ++blk) {
+    const int j0 = blk * kColBlock, j1 = std::min(cols, j0 + kColBlock);
+    float acc[kColBlock] = {};
     for (int i = 0; i < rows; ++i) {
-      float* xi = x + (int64_t)i * cols;
-      for (int j = 0; j < cols; ++j) xi[j] += bias[j];
+      const float* d = dy + (int64_t)i * cols;
+      for (int j = j0; j < j1; ++j) acc[j - j0] += d[j];
     }
+    for (int j = j0; j < j1; ++j) dbias[j] += acc[j - j0];
   }
-  // dbias[cols] += sum_rows dy[rows, cols]
-  void bias_backward(float* dbias, const float* dy, int rows, int cols) override {
-    const int nblk = (cols + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
-    for (int blk = 0; blk < nblk; ++blk) {
-      const int j0 = blk * kColBlock, j1 = std::min(cols, j0 + kColBlock);
-      float acc[kColBlock] = {};
-      for (int i = 0; i < rows; ++i) {
-        const float* d = dy + (int64_t)i * cols;
-        for (int j = j0; j < j1; ++j) acc[j - j0] += d[j];
-      }
-      for (int j = j0; j < j1; ++j) dbias[j] += acc[j - j0];
-    }
-  }
+}
 
-  // out[n, d] = table[ids[n]] * scale
-  void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int d,
-                         float scale) override {
+// out[n, d] = table[ids[n]] * scale
+void CpuBackend::embedding_forward(float* out, const int32_t* ids, const float* table, int n, int d,
+                                   float scale) {
 #pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
-    for (int i = 0; i < n; ++i) {
-      const float* t = table + (int64_t)ids[i] * d;
-      float* o = out + (int64_t)i * d;
-      for (int k = 0; k < d; ++k) o[k] = t[k] * scale;
-    }
+  for (int i = 0; i < n; ++i) {
+    const float* t = table + (int64_t)ids[i] * d;
+    float* o = out + (int64_t)i * d;
+    for (int k = 0; k < d; ++k) o[k] = t[k] * scale;
   }
-  // dtable[ids[n]] += dout[n] * scale. Parallel over column blocks, rows in order, so repeated
-  // ids add up without races and in a fixed order.
-  void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n, int d,
-                          float scale) override {
-    const int nblk = (d + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
-    for (int blk = 0; blk < nblk; ++blk) {
-      const int k0 = blk * kColBlock, k1 = std::min(d, k0 + kColBlock);
-      for (int i = 0; i < n; ++i) {
-        float* t = dtable + (int64_t)ids[i] * d;
-        const float* g = dout + (int64_t)i * d;
-        for (int k = k0; k < k1; ++k) t[k] += g[k] * scale;
-      }
-    }
-  }
+}
 
-  // out = (x - mean) * rstd * w + b, rstd = 1/sqrt(var + 1e-5), var biased.
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
-                         const float* weight, const float* bias, int n, int d) override {
+// dtable[ids[n]] += dout[n] * scale. Parallel over column blocks, rows in order, so repeated
+// ids add up without races and in a fixed order.
+void CpuBackend::embedding_backward(float* dtable, const float* dout, const int32_t* ids, int n,
+                                    int d, float scale) {
+  const int nblk = (d + kColBlock - 1) / kColBlock;
 #pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
-    for (int i = 0; i < n; ++i)
-      layernorm_row(out + (int64_t)i * d, mean + i, rstd + i, x + (int64_t)i * d, weight, bias, d);
-  }
-  void add_layernorm_forward(float* out, float* mean, float* rstd, float* x, const float* bias_x,
-                             const float* residual, const float* weight, const float* bias, int n,
-                             int d) override {
-#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+  for (int blk = 0; blk < nblk; ++blk) {
+    const int k0 = blk * kColBlock, k1 = std::min(d, k0 + kColBlock);
     for (int i = 0; i < n; ++i) {
-      float* xi = x + (int64_t)i * d;
-      const float* ri = residual + (int64_t)i * d;
-      if (bias_x)
-        for (int k = 0; k < d; ++k) xi[k] += bias_x[k];
-      for (int k = 0; k < d; ++k) xi[k] += ri[k];
-      layernorm_row(out + (int64_t)i * d, mean + i, rstd + i, xi, weight, bias, d);
+      float* t = dtable + (int64_t)ids[i] * d;
+      const float* g = dout + (int64_t)i * d;
+      for (int k = k0; k < k1; ++k) t[k] += g[k] * scale;
     }
   }
-  // One row of layernorm_forward: out[d], *mean, *rstd from x[d].
-  static void layernorm_row(float* oi, float* mean, float* rstd, const float* xi, const float* weight,
-                            const float* bias, int d) {
-    // Two-pass mean and variance (robust for large-offset inputs), summed in SIMD lanes.
-    const float mf = packet_sum(
-        d, [&](int k) { return ei::ploadu<Packet>(xi + k); }, [&](int k) { return xi[k]; }) / d;
-    const Packet mp = ei::pset1<Packet>(mf);
-    const float var = packet_sum(
+}
+
+// out = (x - mean) * rstd * w + b, rstd = 1/sqrt(var + 1e-5), var biased.
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* x,
+                                   const float* weight, const float* bias, int n, int d) {
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+  for (int i = 0; i < n; ++i)
+    layernorm_row(out + (int64_t)i * d, mean + i, rstd + i, x + (int64_t)i * d, weight, bias, d);
+}
+
+void CpuBackend::add_layernorm_forward(float* out, float* mean, float* rstd, float* x,
+                                       const float* bias_x, const float* residual,
+                                       const float* weight, const float* bias, int n, int d) {
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > kGrain)
+  for (int i = 0; i < n; ++i) {
+    float* xi = x + (int64_t)i * d;
+    const float* ri = residual + (int64_t)i * d;
+    if (bias_x)
+      for (int k = 0; k < d; ++k) xi[k] += bias_x[k];
+    for (int k = 0; k < d; ++k) xi[k] += ri[k];
+    layernorm_row(out + (int64_t)i * d, mean + i, rstd + i, xi, weight, bias, d);
+  }
+}
+
+// xhat = (x-mean)*rstd, g = dout*w:
+//   dx = rstd * (g - mean(g) - xhat * mean(g*xhat));  dw += sum dout*xhat;  db += sum dout
+void CpuBackend::layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout,
+                                    const float* x, const float* mean, const float* rstd,
+                                    const float* weight, int n, int d) {
+  const bool par = (int64_t)n * d > kGrain;
+#pragma omp parallel for schedule(static) if (par)
+  for (int i = 0; i < n; ++i) {
+    const float* xi = x + (int64_t)i * d;
+    const float* gi = dout + (int64_t)i * d;
+    float* dxi = dx + (int64_t)i * d;
+    const float m = mean[i], rs = rstd[i];
+    const Packet mp = ei::pset1<Packet>(m), rsp = ei::pset1<Packet>(rs);
+    auto g = [&](int k) {
+      return ei::pmul(ei::ploadu<Packet>(gi + k), ei::ploadu<Packet>(weight + k));
+    };
+    const float sg = packet_sum(d, g, [&](int k) { return gi[k] * weight[k]; }) / d;
+    const float sgx = packet_sum(
         d,
         [&](int k) {
-          const Packet c = ei::psub(ei::ploadu<Packet>(xi + k), mp);
-          return ei::pmul(c, c);
+          return ei::pmul(g(k), ei::pmul(ei::psub(ei::ploadu<Packet>(xi + k), mp), rsp));
         },
-        [&](int k) { return (xi[k] - mf) * (xi[k] - mf); }) / d;
-    const float rs = 1.f / std::sqrt(var + 1e-5f);
-    for (int k = 0; k < d; ++k) oi[k] = (xi[k] - mf) * rs * weight[k] + bias[k];
-    *mean = mf;
-    *rstd = rs;
+        [&](int k) { return gi[k] * weight[k] * ((xi[k] - m) * rs); }) / d;
+    for (int k = 0; k < d; ++k) {
+      const float xh = (xi[k] - m) * rs;
+      dxi[k] = rs * (gi[k] * weight[k] - sg - xh * sgx);
+    }
   }
-  // xhat = (x-mean)*rstd, g = dout*w:
-  //   dx = rstd * (g - mean(g) - xhat * mean(g*xhat));  dw += sum dout*xhat;  db += sum dout
-  void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout,
-                          const float* x, const float* mean, const float* rstd,
-                          const float* weight, int n, int d) override {
-    const bool par = (int64_t)n * d > kGrain;
+  // Parameter gradients: column blocks, rows in order (deterministic).
+  const int nblk = (d + kColBlock - 1) / kColBlock;
 #pragma omp parallel for schedule(static) if (par)
+  for (int blk = 0; blk < nblk; ++blk) {
+    const int k0 = blk * kColBlock, k1 = std::min(d, k0 + kColBlock);
+    float aw[kColBlock] = {}, ab[kColBlock] = {};
     for (int i = 0; i < n; ++i) {
       const float* xi = x + (int64_t)i * d;
       const float* gi = dout + (int64_t)i * d;
-      float* dxi = dx + (int64_t)i * d;
       const float m = mean[i], rs = rstd[i];
-      const Packet mp = ei::pset1<Packet>(m), rsp = ei::pset1<Packet>(rs);
-      auto g = [&](int k) {
-        return ei::pmul(ei::ploadu<Packet>(gi + k), ei::ploadu<Packet>(weight + k));
-      };
-      const float sg = packet_sum(d, g, [&](int k) { return gi[k] * weight[k]; }) / d;
-      const float sgx = packet_sum(
-          d,
-          [&](int k) {
-            return ei::pmul(g(k), ei::pmul(ei::psub(ei::ploadu<Packet>(xi + k), mp), rsp));
-          },
-          [&](int k) { return gi[k] * weight[k] * ((xi[k] - m) * rs); }) / d;
-      for (int k = 0; k < d; ++k) {
-        const float xh = (xi[k] - m) * rs;
-        dxi[k] = rs * (gi[k] * weight[k] - sg - xh * sgx);
-      }
-    }
-    // Parameter gradients: column blocks, rows in order (deterministic).
-    const int nblk = (d + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static) if (par)
-    for (int blk = 0; blk < nblk; ++blk) {
-      const int k0 = blk * kColBlock, k1 = std::min(d, k0 + kColBlock);
-      float aw[kColBlock] = {}, ab[kColBlock] = {};
-      for (int i = 0; i < n; ++i) {
-        const float* xi = x + (int64_t)i * d;
-        const float* gi = dout + (int64_t)i * d;
-        const float m = mean[i], rs = rstd[i];
-        for (int k = k0; k < k1; ++k) {
-          aw[k - k0] += gi[k] * (xi[k] - m) * rs;
-          ab[k - k0] += gi[k];
-        }
-      }
       for (int k = k0; k < k1; ++k) {
-        dweight[k] += aw[k - k0];
-        dbias[k] += ab[k - k0];
+        aw[k - k0] += gi[k] * (xi[k] - m) * rs;
+        ab[k - k0] += gi[k];
       }
     }
+    for (int k = k0; k < k1; ++k) {
+      dweight[k] += aw[k - k0];
+      dbias[k] += ab[k - k0];
+    }
   }
+}
 
-  void add_bias_relu(float* x, const float* bias, int rows, int cols) override {
+void CpuBackend::add_bias_relu(float* x, const float* bias, int rows, int cols) {
 #pragma omp parallel for schedule(static) if ((int64_t)rows * cols > kGrain)
-    for (int i = 0; i < rows; ++i) {
-      float* xi = x + (int64_t)i * cols;
-      for (int j = 0; j < cols; ++j) {
-        const float v = xi[j] + bias[j];
-        xi[j] = v > 0.f ? v : 0.f;
-      }
+  for (int i = 0; i < rows; ++i) {
+    float* xi = x + (int64_t)i * cols;
+    for (int j = 0; j < cols; ++j) {
+      const float v = xi[j] + bias[j];
+      xi[j] = v > 0.f ? v : 0.f;
     }
   }
-  void relu_forward(float* out, const float* x, int64_t n) override {
+}
+
+void CpuBackend::relu_forward(float* out, const float* x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
-  }
-  void relu_backward(float* dx, const float* dout, const float* y, int64_t n) override {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+
+void CpuBackend::relu_backward(float* dx, const float* dout, const float* y, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dout[i] : 0.f;
-  }
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dout[i] : 0.f;
+}
 
-  // keep[i] = (uniform(key, i) >= p): a pure function of (key, i), thread-count independent.
-  void dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
-                       DropoutSeed seed) override {
-    if (p <= 0.f) {
-      std::memset(keep, 1, (size_t)n);
-      if (out != x) std::memcpy(out, x, sizeof(float) * (size_t)n);
-      return;
-    }
-    const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
-    // Counter-based: element i's draw depends only on (key, i), so any thread split gives the same mask.
-    const uint64_t key = dropout_key(*seed.word, seed.tag, seed.layer);
+// keep[i] = (uniform(key, i) >= p): a pure function of (key, i), thread-count independent.
+void CpuBackend::dropout_forward(float* out, const float* x, uint8_t* keep, int64_t n, float p,
+                                 DropoutSeed seed) {
+  if (p <= 0.f) {
+    std::memset(keep, 1, (size_t)n);
+    if (out != x) std::memcpy(out, x, sizeof(float) * (size_t)n);
+    return;
+  }
+  const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
+  // Counter-based: element i's draw depends only on (key, i), so any thread split gives the same mask.
+  const uint64_t key = dropout_key(*seed.word, seed.tag, seed.layer);
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      const uint8_t k = dropout_uniform(key, i) >= p;
-      keep[i] = k;
-      out[i] = k ? x[i] * s : 0.f;
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t k = dropout_uniform(key, i) >= p;
+    keep[i] = k;
+    out[i] = k ? x[i] * s : 0.f;
   }
-  void dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
-                        float p) override {
-    if (p <= 0.f) {  // everything was kept with scale 1
-      if (dx != dout) std::memcpy(dx, dout, sizeof(float) * (size_t)n);
-      return;
-    }
-    const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
+}
+
+void CpuBackend::dropout_backward(float* dx, const float* dout, const uint8_t* keep, int64_t n,
+                                  float p) {
+  if (p <= 0.f) {  // everything was kept with scale 1
+    if (dx != dout) std::memcpy(dx, dout, sizeof(float) * (size_t)n);
+    return;
+  }
+  const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dout[i] * s : 0.f;
-  }
+  for (int64_t i = 0; i < n; ++i) dx[i] = keep[i] ? dout[i] * s : 0.f;
+}
 
-  // out[j] = [sin(p_j f), cos(p_j f)], p_j = klen-1-j, f_i = 1/10000^(2i/d); fp32 like torch.
-  void positional_embedding(float* out, int klen, int d) override {
-    const int half = d / 2;
-    std::vector<float> inv_freq(half);
-    for (int i = 0; i < half; ++i)
-      inv_freq[i] = positional_inv_freq(i, d);
-    for (int j = 0; j < klen; ++j) {
-      const float p = (float)(klen - 1 - j);
-      float* o = out + (int64_t)j * d;
-      for (int i = 0; i < half; ++i) {
-        const float a = p * inv_freq[i];
-        o[i] = std::sin(a);
-        o[half + i] = std::cos(a);
-      }
+// out[j] = [sin(p_j f), cos(p_j f)], p_j = klen-1-j, f_i = 1/10000^(2i/d); fp32 like torch.
+void CpuBackend::positional_embedding(float* out, int klen, int d) {
+  const int half = d / 2;
+  std::vector<float> inv_freq(half);
+  for (int i = 0; i < half; ++i)
+    inv_freq[i] = positional_inv_freq(i, d);
+  for (int j = 0; j < klen; ++j) {
+    const float p = (float)(klen - 1 - j);
+    float* o = out + (int64_t)j * d;
+    for (int i = 0; i < half; ++i) {
+      const float a = p * inv_freq[i];
+      o[i] = std::sin(a);
+      o[half + i] = std::cos(a);
     }
   }
+}
 
-  // Relative attention: cpu_attention.cpp.
-  void rel_attention_forward(float* out, float* prob, const float* qkv, const float* r,
-                             const float* u, const float* v, const uint8_t* mask,
-                             const AttentionShape& s, float scale) override {
-    cpu::rel_attention_forward(attention_buffers(), out, prob, qkv, r, u, v, mask, s, scale);
-  }
-  void rel_attention_backward(float* dqkv, float* dr, float* du, float* dv, const float* dout,
-                              const float* prob, const float* qkv, const float* r,
-                              const float* u, const float* v, const AttentionShape& s,
-                              float scale) override {
-    cpu::rel_attention_backward(attention_buffers(), dqkv, dr, du, dv, dout, prob, qkv, r, u, v, s, scale);
-  }
+// rel_attention_*: cpu_attention.cpp; dpfp_* and assoc_*: cpu_assoc.cpp.
 
-  // ARMT's associative memory: cpu_assoc.cpp.
-  void dpfp_forward(float* out, const float* x, int64_t n, int dm) override {
-    cpu::dpfp_forward(out, x, n, dm);
-  }
-  void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm) override {
-    cpu::dpfp_backward(dx, dout, x, n, dm);
-  }
-  void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
-                          int rows, int B, int Dk, int d, float eps) override {
-    cpu::assoc_read_forward(out, den, phi, A, z, rows, B, Dk, d, eps);
-  }
-  void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
-                           const float* den, const float* phi, const float* A, const float* z,
-                           int rows, int B, int Dk, int d) override {
-    cpu::assoc_read_backward(dphi, dA, dz, dout, out, den, phi, A, z, rows, B, Dk, d);
-  }
-  void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
-                           const float* key, const float* v, const float* vbar, const float* den,
-                           const float* blogit, int m, int B, int Dk, int d, float eps) override {
-    cpu::assoc_write_forward(A_out, z_out, A_in, z_in, key, v, vbar, den, blogit, m, B, Dk, d, eps);
-  }
-  void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
-                            const float* dz_out, const float* key, const float* v, const float* vbar,
-                            const float* den, const float* blogit, int m, int B, int Dk, int d,
-                            float eps) override {
-    cpu::assoc_write_backward(dkey, dv, dblogit, dA_out, dz_out, key, v, vbar, den, blogit, m, B, Dk,
-                              d, eps);
-  }
-
-  // Row-wise stable log-softmax cross-entropy; targets < 0 ignored.
-  void cross_entropy(float* loss, float* dlogits, const float* logits, const int32_t* targets,
-                     int n, int V, float grad_scale) override {
+// Row-wise stable log-softmax cross-entropy; targets < 0 ignored.
+void CpuBackend::cross_entropy(float* loss, float* dlogits, const float* logits,
+                               const int32_t* targets, int n, int V, float grad_scale) {
 #pragma omp parallel for schedule(static) if ((int64_t)n * V * 8 > kGrain)  // exp-heavy rows
-    for (int i = 0; i < n; ++i) {
-      const float* x = logits + (int64_t)i * V;
-      float* dx = dlogits ? dlogits + (int64_t)i * V : nullptr;
-      const int t = targets[i];
-      if (t < 0) {
-        loss[i] = 0.f;
-        if (dx) std::fill(dx, dx + V, 0.f);
-        continue;
-      }
-      float mx = x[0];
-      for (int k = 1; k < V; ++k) mx = std::max(mx, x[k]);
-      double sum = 0;  // sum of exp in double: V can be large
-      for (int k = 0; k < V; ++k) sum += std::exp((double)(x[k] - mx));
-      const double lse = std::log(sum);
-      loss[i] = (float)(lse - (double)(x[t] - mx));
-      if (dx) {
-        const double inv = 1.0 / sum;
-        for (int k = 0; k < V; ++k)
-          dx[k] = (float)(std::exp((double)(x[k] - mx)) * inv) * grad_scale;
-        dx[t] -= grad_scale;
-      }
+  for (int i = 0; i < n; ++i) {
+    const float* x = logits + (int64_t)i * V;
+    float* dx = dlogits ? dlogits + (int64_t)i * V : nullptr;
+    const int t = targets[i];
+    if (t < 0) {
+      loss[i] = 0.f;
+      if (dx) std::fill(dx, dx + V, 0.f);
+      continue;
+    }
+    float mx = x[0];
+    for (int k = 1; k < V; ++k) mx = std::max(mx, x[k]);
+    double sum = 0;  // sum of exp in double: V can be large
+    for (int k = 0; k < V; ++k) sum += std::exp((double)(x[k] - mx));
+    const double lse = std::log(sum);
+    loss[i] = (float)(lse - (double)(x[t] - mx));
+    if (dx) {
+      const double inv = 1.0 / sum;
+      for (int k = 0; k < V; ++k)
+        dx[k] = (float)(std::exp((double)(x[k] - mx)) * inv) * grad_scale;
+      dx[t] -= grad_scale;
     }
   }
+}
 
-  void broadcast_batch(float* out, const float* x, int rows, int B, int width) override {
-    for (int i = 0; i < rows; ++i)
-      for (int b = 0; b < B; ++b)
-        std::memcpy(out + ((int64_t)i * B + b) * width, x + (int64_t)i * width,
-                    sizeof(float) * width);
-  }
-  // Each element sums over b in order: parallel over rows and column blocks only.
-  void broadcast_batch_backward(float* dx, const float* dout, int rows, int B,
-                                int width) override {
-    const int nblock = (width + kColBlock - 1) / kColBlock;
+void CpuBackend::broadcast_batch(float* out, const float* x, int rows, int B, int width) {
+  for (int i = 0; i < rows; ++i)
+    for (int b = 0; b < B; ++b)
+      std::memcpy(out + ((int64_t)i * B + b) * width, x + (int64_t)i * width,
+                  sizeof(float) * width);
+}
+
+// Each element sums over b in order: parallel over rows and column blocks only.
+void CpuBackend::broadcast_batch_backward(float* dx, const float* dout, int rows, int B,
+                                          int width) {
+  const int nblock = (width + kColBlock - 1) / kColBlock;
 #pragma omp parallel for schedule(static) if ((int64_t)rows * B * width > kGrain)
-    for (int64_t ib = 0; ib < (int64_t)rows * nblock; ++ib) {
-      const int i = int(ib / nblock), c0 = int(ib % nblock) * kColBlock;
-      const int c1 = std::min(width, c0 + kColBlock);
-      float* o = dx + (int64_t)i * width;
-      for (int b = 0; b < B; ++b) {
-        const float* g = dout + ((int64_t)i * B + b) * width;
-        for (int c = c0; c < c1; ++c) o[c] += g[c];
-      }
+  for (int64_t ib = 0; ib < (int64_t)rows * nblock; ++ib) {
+    const int i = int(ib / nblock), c0 = int(ib % nblock) * kColBlock;
+    const int c1 = std::min(width, c0 + kColBlock);
+    float* o = dx + (int64_t)i * width;
+    for (int b = 0; b < B; ++b) {
+      const float* g = dout + ((int64_t)i * B + b) * width;
+      for (int c = c0; c < c1; ++c) o[c] += g[c];
     }
   }
+}
 
-  // Fixed chunks (independent of the thread count), each summed in double, then summed in
-  // chunk order: bit-identical for any thread count.
-  double sum_squares(const float* x, int64_t n) override {
-    constexpr int64_t kChunk = 1 << 13;
-    const int64_t nchunk = (n + kChunk - 1) / kChunk;
-    std::vector<double> part((size_t)nchunk);
+// Fixed chunks (independent of the thread count), each summed in double, then summed in
+// chunk order: bit-identical for any thread count.
+double CpuBackend::sum_squares(const float* x, int64_t n) {
+  constexpr int64_t kChunk = 1 << 13;
+  const int64_t nchunk = (n + kChunk - 1) / kChunk;
+  std::vector<double> part((size_t)nchunk);
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t c = 0; c < nchunk; ++c) {
-      const int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
-      // 8 independent lanes (vectorised; one sequential sum would wait on every add)
-      double lane[8] = {};
-      int64_t i = i0;
-      for (; i + 8 <= i1; i += 8)
-        for (int l = 0; l < 8; ++l) lane[l] += (double)x[i + l] * x[i + l];
-      for (int l = 0; i < i1; ++i, ++l) lane[l] += (double)x[i] * x[i];
-      double acc = 0;
-      for (double e : lane) acc += e;
-      part[c] = acc;
-    }
-    double total = 0;
-    for (double p : part) total += p;
-    return total;
+  for (int64_t c = 0; c < nchunk; ++c) {
+    const int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
+    // 8 independent lanes (vectorised; one sequential sum would wait on every add)
+    double lane[8] = {};
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8)
+      for (int l = 0; l < 8; ++l) lane[l] += (double)x[i + l] * x[i + l];
+    for (int l = 0; i < i1; ++i, ++l) lane[l] += (double)x[i] * x[i];
+    double acc = 0;
+    for (double e : lane) acc += e;
+    part[c] = acc;
   }
+  double total = 0;
+  for (double p : part) total += p;
+  return total;
+}
 
-  void sum_squares_to(double* out, const float* x, int64_t n) override { *out = sum_squares(x, n); }
-  // In index order, one add at a time: the bits of a loss summed row by row on the host.
-  void accumulate_sum(double* acc, const float* x, int64_t n) override {
-    double sum = *acc;
-    for (int64_t i = 0; i < n; ++i) sum += x[i];
-    *acc = sum;
-  }
+void CpuBackend::sum_squares_to(double* out, const float* x, int64_t n) {
+  *out = sum_squares(x, n);
+}
 
-  void scale(float* x, int64_t n, float alpha) override {
+// In index order, one add at a time: the bits of a loss summed row by row on the host.
+void CpuBackend::accumulate_sum(double* acc, const float* x, int64_t n) {
+  double sum = *acc;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  *acc = sum;
+}
+
+void CpuBackend::scale(float* x, int64_t n, float alpha) {
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
-  }
+  for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
+}
 
-  void add_inplace(float* y, const float* x, int64_t n) override {
+void CpuBackend::add_inplace(float* y, const float* x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
 
-  // torch.optim.Adam (foreach=False path): bias corrections in double like Python floats.
-  void adam_update(float* param, const float* grad, float* m, float* v, int64_t n, float lr,
-                   float beta1, float beta2, float eps, int64_t t) override {
-    const double bc1 = 1.0 - std::pow((double)beta1, (double)t);
-    const double bc2 = 1.0 - std::pow((double)beta2, (double)t);
-    const float step_size = (float)(lr / bc1);
-    const float bc2_sqrt = (float)std::sqrt(bc2);
-    // Distinct buffers: restrict lets the compiler vectorise (sqrt and division stay exact).
-    float* __restrict pp = param;
-    const float* __restrict gp = grad;
-    float* __restrict mp = m;
-    float* __restrict vp = v;
+// torch.optim.Adam (foreach=False path): bias corrections in double like Python floats.
+void CpuBackend::adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
+                             float lr, float beta1, float beta2, float eps, int64_t t) {
+  const double bc1 = 1.0 - std::pow((double)beta1, (double)t);
+  const double bc2 = 1.0 - std::pow((double)beta2, (double)t);
+  const float step_size = (float)(lr / bc1);
+  const float bc2_sqrt = (float)std::sqrt(bc2);
+  // Distinct buffers: restrict lets the compiler vectorise (sqrt and division stay exact).
+  float* __restrict pp = param;
+  const float* __restrict gp = grad;
+  float* __restrict mp = m;
+  float* __restrict vp = v;
 #pragma omp parallel for schedule(static) if (n > kGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = gp[i];
-      mp[i] = beta1 * mp[i] + (1.f - beta1) * g;
-      vp[i] = beta2 * vp[i] + (1.f - beta2) * g * g;
-      const float denom = std::sqrt(vp[i]) / bc2_sqrt + eps;
-      pp[i] -= step_size * (mp[i] / denom);
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gp[i];
+    mp[i] = beta1 * mp[i] + (1.f - beta1) * g;
+    vp[i] = beta2 * vp[i] + (1.f - beta2) * g * g;
+    const float denom = std::sqrt(vp[i]) / bc2_sqrt + eps;
+    pp[i] -= step_size * (mp[i] / denom);
   }
+}
 
- private:
-  // The attention's scratch, one per host thread: packed runs (packed_backend.h) call the
-  // backend from several threads at once, one run each.
-  static cpu::AttentionBuffers& attention_buffers() {
-    thread_local cpu::AttentionBuffers buffers;
-    return buffers;
-  }
-};
+// The attention's scratch, one per host thread: packed runs (packed_backend.h) call the
+// backend from several threads at once, one run each.
+AttentionBuffers& CpuBackend::attention_buffers() {
+  thread_local cpu::AttentionBuffers buffers;
+  return buffers;
+}
 
-}  // namespace
+}  // namespace cpu
 
 // ---------------------------------------------------------------------------------------
 
 Backend& cpu_backend() {
-  static CpuBackend backend;
+  static cpu::CpuBackend backend;
   return backend;
 }
 

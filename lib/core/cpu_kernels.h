@@ -12,38 +12,6 @@ namespace rmt::cpu {
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N,
           int K, bool ta, bool tb, float alpha, float beta);
 
-// The attention's host scratch, grown on use and kept (no allocation in the steady state):
-// rt, R^T per head; mask_blocked, mask_keep, the mask as floats; qv, Q+v of every sample
-// [H, B*qlen, Dh] and bd, the position scores' gradient [H, B*qlen, klen], for one dR GEMM per
-// head; du_part, dv_part, per-sample partials of the deterministic reduction over samples.
-struct AttentionBuffers {
-  std::vector<float> rt, mask_blocked, mask_keep, qv, bd, du_part, dv_part;
-};
-// Backend::rel_attention_forward / rel_attention_backward (cpu_attention.cpp).
-void rel_attention_forward(AttentionBuffers& buf, float* out, float* prob, const float* qkv,
-                           const float* r, const float* u, const float* v, const uint8_t* mask,
-                           const AttentionShape& s, float scale);
-void rel_attention_backward(AttentionBuffers& buf, float* dqkv, float* dr, float* du, float* dv,
-                            const float* dout, const float* prob, const float* qkv,
-                            const float* r, const float* u, const float* v,
-                            const AttentionShape& s, float scale);
-
-// Backend::dpfp_forward .. assoc_write_backward, ARMT's associative memory (cpu_assoc.cpp).
-void dpfp_forward(float* out, const float* x, int64_t n, int dm);
-void dpfp_backward(float* dx, const float* dout, const float* x, int64_t n, int dm);
-void assoc_read_forward(float* out, float* den, const float* phi, const float* A, const float* z,
-                        int rows, int B, int Dk, int d, float eps);
-void assoc_read_backward(float* dphi, float* dA, float* dz, const float* dout, const float* out,
-                         const float* den, const float* phi, const float* A, const float* z,
-                         int rows, int B, int Dk, int d);
-void assoc_write_forward(float* A_out, float* z_out, const float* A_in, const float* z_in,
-                         const float* key, const float* v, const float* vbar, const float* den,
-                         const float* blogit, int m, int B, int Dk, int d, float eps);
-void assoc_write_backward(float* dkey, float* dv, float* dblogit, const float* dA_out,
-                          const float* dz_out, const float* key, const float* v, const float* vbar,
-                          const float* den, const float* blogit, int m, int B, int Dk, int d,
-                          float eps);
-
 // Transformer-XL's _rel_shift of x[qlen, klen] into out[qlen, klen] (out must not alias x):
 // pad a zero column on the left, view as [klen+1, qlen], drop the first row, view back.
 //   j <= i+mlen      : out[i,j] = x[i, j+qlen-1-i]
