@@ -24,26 +24,48 @@ CTEST_ARGS ?=            # e.g. make test CTEST_ARGS='-R golden'
 BUILD_PACKAGES := cmake g++ make libcli11-dev libeigen3-dev libfmt-dev doctest-dev \
                   libyaml-cpp-dev nlohmann-json3-dev libssl-dev libdnnl-dev \
                   ocl-icd-opencl-dev ccache
-TEST_PACKAGES  := python3-torch python3-numpy
+TEST_PACKAGES  := python3-torch python3-numpy python3-pip
 RUN_PACKAGES   := gnuplot-nox
 ALL_PACKAGES   := $(BUILD_PACKAGES) $(TEST_PACKAGES) $(RUN_PACKAGES)
 
 missing = $(shell for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-build deps-run deps-test test run reproduce bench clean
+.PHONY: all build deps deps-build deps-run deps-test deps-python test run reproduce bench clean
 
 all: build
 
 # Install whatever Debian packages are missing (called automatically by make / make test).
 deps:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(ALL_PACKAGES))"
+	@$(MAKE) --no-print-directory deps-python
 deps-build:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(BUILD_PACKAGES))"
 deps-run:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(RUN_PACKAGES))"
 deps-test:
 	@$(MAKE) --no-print-directory _install PKGS="$(call missing,$(TEST_PACKAGES))"
+	@$(MAKE) --no-print-directory deps-python
+# PyPI packages of the golden tests, which Debian 12 does not package: fla-core (the ops of
+# flash-linear-attention; tests/reference/test_deltanet_reference.py loads its two naive.py files
+# by path, without triton) and einops (what those files import). Installed with Debian's pip
+# (python3-pip, above) into PYDEPS, a folder of this checkout that git ignores and the test puts
+# first on sys.path: nothing outside the checkout changes (no --break-system-packages), PyPI's
+# torch is never pulled in (--no-deps: fla-core needs torch only through its extras) and the
+# versions are the pinned ones whatever else the machine has. Runs pip only when PYDEPS lacks
+# either pinned version (the dist-info folders); a new pin replaces the folder.
+FLA_CORE_VERSION := 0.6.0
+EINOPS_VERSION   := 0.8.2
+PYDEPS           := tests/reference/.pydeps
+PIP_PYTHON       ?= /usr/bin/python3
+deps-python:
+	@if [ ! -d $(PYDEPS)/fla_core-$(FLA_CORE_VERSION).dist-info ] || [ ! -d $(PYDEPS)/einops-$(EINOPS_VERSION).dist-info ]; then \
+	  echo "installing fla-core==$(FLA_CORE_VERSION) einops==$(EINOPS_VERSION) into $(PYDEPS) (pip, from PyPI)"; \
+	  rm -rf $(PYDEPS) $(PYDEPS).tmp && \
+	  $(PIP_PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+	    --target $(PYDEPS).tmp fla-core==$(FLA_CORE_VERSION) einops==$(EINOPS_VERSION) && \
+	  mv $(PYDEPS).tmp $(PYDEPS); \
+	fi
 _install:
 	@if [ -n "$(strip $(PKGS))" ]; then \
 	  echo "installing missing packages: $(PKGS)"; \
