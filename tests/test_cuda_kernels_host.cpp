@@ -19,9 +19,11 @@
 #include "lib/cuda/assoc_kernels.h"
 #include "lib/cuda/host_exec.h"
 #include "lib/cuda/kernels.h"
+#include "tests/cuda_host_checks.h"
 
 using namespace rmt;
 namespace cu = rmt::cuda;
+using test::Buffers, test::check_bits, test::host_run;
 
 namespace {
 
@@ -57,28 +59,6 @@ Ids random_ids(size_t n, int V, uint32_t seed) {
   return v;
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-// Bit-identical, with the first difference in the message.
-template <class T>
-void check_bits(const std::string& what, const std::vector<T>& got, const std::vector<T>& ref) {
-  REQUIRE(got.size() == ref.size());
-  size_t first = got.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &ref[i], sizeof(T)) != 0) {
-      first = i;
-      break;
-    }
-  INFO(what << ": first difference at " << first << " of " << got.size()
-            << (first < got.size() ? " (" + std::to_string((double)got[first]) + " vs " +
-                                         std::to_string((double)ref[first]) + ")"
-                                   : std::string()));
-  CHECK(first == got.size());
-}
-
 // max |got - ref| <= tol * max |ref|
 void check_rel(const std::string& what, const Vec& got, const Vec& ref, double tol) {
   REQUIRE(got.size() == ref.size());
@@ -90,28 +70,6 @@ void check_rel(const std::string& what, const Vec& got, const Vec& ref, double t
   INFO(what << ": max |diff| " << err << ", max |ref| " << mag);
   CHECK(std::isfinite(err));
   CHECK(err <= tol * mag);
-}
-
-// Runs a driver call on fresh copies of its buffers with HostExec, items forward and reversed;
-// checks that both orders give the same bits and returns the forward result. `run(ex, bufs)`
-// calls the driver on the buffers (a tuple-free vector of float vectors, plus byte vectors).
-struct Buffers {
-  std::vector<Vec> f;
-  std::vector<Bytes> b;
-};
-template <class Run>
-Buffers host_run(const Buffers& init, Run run) {
-  Buffers fwd = init, rev = init;
-  cu::HostExec ef;
-  run(ef, fwd);
-  cu::HostExec er;
-  er.reverse = true;
-  run(er, rev);
-  for (size_t i = 0; i < fwd.f.size(); ++i)
-    check_bits("reverse order, float buffer " + std::to_string(i), rev.f[i], fwd.f[i]);
-  for (size_t i = 0; i < fwd.b.size(); ++i)
-    check_bits("reverse order, byte buffer " + std::to_string(i), rev.b[i], fwd.b[i]);
-  return fwd;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "lib/core/host_device.h"
+
 namespace rmt {
 
 // Shape of one relative-position attention call (Transformer-XL "attn_type 0").
@@ -24,6 +26,21 @@ struct AttentionShape {
   int q_begin = 0, q_end = 0;
   int mlen() const { return klen - qlen; }
   int q_stop() const { return q_end > 0 ? q_end : qlen; }
+};
+
+// The delta rule's sizes (DeltaNet, Gated DeltaNet; lib/core/delta_math.h). Rows are time-major
+// like every activation (row t of sample b is row t*B + b):
+//   q, k [T, B, H, Dk]   v, o [T, B, H, Dv]   beta, g [T, B, H]   S [B, H, Dk, Dv]
+struct DeltaShape {
+  int T, B, H, Dk, Dv;
+  int chunk;  // rows between the states the forward saves for the backward (>= 1)
+  RMT_HOST_DEVICE int64_t heads() const { return int64_t(B) * H; }
+  RMT_HOST_DEVICE int64_t chunks() const { return (T + chunk - 1) / chunk; }
+  RMT_HOST_DEVICE int64_t state() const { return int64_t(Dk) * Dv; }  // floats of one head's S
+  // Floats of the backward's work buffer, per head: a chunk's states and two rows.
+  RMT_HOST_DEVICE int64_t work_per_head() const {
+    return (int64_t(chunk) + 1) * state() + 2 * int64_t(Dv);
+  }
 };
 
 // Where a dropout call's mask comes from: the key dropout_key(*word, tag, layer) (random.h), with

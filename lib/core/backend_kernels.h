@@ -279,3 +279,48 @@ RMT_KERNEL(assoc_write_backward,
            RMT_BUF(dz_out, floats(int64_t(B) * Dk)) RMT_BUF(key, floats(int64_t(m) * B * Dk))
            RMT_BUF(v, floats(int64_t(m) * B * d)) RMT_OPTIONAL_BUF(vbar, floats(int64_t(m) * B * d))
            RMT_OPTIONAL_BUF(den, floats(int64_t(m) * B)) RMT_BUF(blogit, floats(int64_t(m) * B)))
+
+// The delta rule of DeltaNet and Gated DeltaNet, token by token (lib/core/delta_math.h gives the
+// equations; shapes DeltaShape, lib/core/backend.h): per head the state S_t = a_t S_{t-1} +
+// k_t (beta_t (v_t - a_t S_{t-1}^T k_t))^T, a_t = exp(g_t) (g null: 1, DeltaNet), and
+// o_t = scale S_t^T q_t. S_in null: S_0 = 0. S_out gets S_T; S_chunks (null in evaluation) the
+// state entering every chunk of s.chunk rows, for the backward.
+RMT_KERNEL(delta_rule_forward,
+           (float* o, float* S_out, float* S_chunks, const float* q, const float* k,
+            const float* v, const float* beta, const float* g, const float* S_in,
+            const DeltaShape& s, float scale),
+           (o, S_out, S_chunks, q, k, v, beta, g, S_in, s, scale),
+           RMT_BUF(o, floats(int64_t(s.T) * s.heads() * s.Dv))
+           RMT_BUF(S_out, floats(s.heads() * s.state()))
+           RMT_OPTIONAL_BUF(S_chunks, floats(s.chunks() * s.heads() * s.state()))
+           RMT_BUF(q, floats(int64_t(s.T) * s.heads() * s.Dk))
+           RMT_BUF(k, floats(int64_t(s.T) * s.heads() * s.Dk))
+           RMT_BUF(v, floats(int64_t(s.T) * s.heads() * s.Dv))
+           RMT_BUF(beta, floats(int64_t(s.T) * s.heads()))
+           RMT_OPTIONAL_BUF(g, floats(int64_t(s.T) * s.heads()))
+           RMT_OPTIONAL_BUF(S_in, floats(s.heads() * s.state())))
+// Its backward from dout [T, B, H, Dv] and dS_out (the gradient w.r.t. S_T; null: zero), the
+// chunks' states recomputed from S_chunks: dq, dk, dv, dbeta, dg (with g) and dS_in (the
+// gradient w.r.t. S_in) overwrite; work: s.heads() * s.work_per_head() floats of scratch.
+RMT_KERNEL(delta_rule_backward,
+           (float* dq, float* dk, float* dv, float* dbeta, float* dg, float* dS_in, float* work,
+            const float* dout, const float* dS_out, const float* q, const float* k,
+            const float* v, const float* beta, const float* g, const float* S_chunks,
+            const DeltaShape& s, float scale),
+           (dq, dk, dv, dbeta, dg, dS_in, work, dout, dS_out, q, k, v, beta, g, S_chunks, s,
+            scale),
+           RMT_BUF(dq, floats(int64_t(s.T) * s.heads() * s.Dk))
+           RMT_BUF(dk, floats(int64_t(s.T) * s.heads() * s.Dk))
+           RMT_BUF(dv, floats(int64_t(s.T) * s.heads() * s.Dv))
+           RMT_BUF(dbeta, floats(int64_t(s.T) * s.heads()))
+           RMT_OPTIONAL_BUF(dg, floats(int64_t(s.T) * s.heads()))
+           RMT_BUF(dS_in, floats(s.heads() * s.state()))
+           RMT_BUF(work, floats(s.heads() * s.work_per_head()))
+           RMT_BUF(dout, floats(int64_t(s.T) * s.heads() * s.Dv))
+           RMT_OPTIONAL_BUF(dS_out, floats(s.heads() * s.state()))
+           RMT_BUF(q, floats(int64_t(s.T) * s.heads() * s.Dk))
+           RMT_BUF(k, floats(int64_t(s.T) * s.heads() * s.Dk))
+           RMT_BUF(v, floats(int64_t(s.T) * s.heads() * s.Dv))
+           RMT_BUF(beta, floats(int64_t(s.T) * s.heads()))
+           RMT_OPTIONAL_BUF(g, floats(int64_t(s.T) * s.heads()))
+           RMT_BUF(S_chunks, floats(s.chunks() * s.heads() * s.state())))

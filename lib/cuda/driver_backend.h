@@ -17,6 +17,7 @@
 #include "lib/core/backend.h"
 #include "lib/cuda/assoc_kernels.h"
 #include "lib/cuda/attention_kernels.h"
+#include "lib/cuda/delta_kernels.h"
 #include "lib/cuda/exec.h"
 #include "lib/cuda/kernels.h"
 

@@ -1,0 +1,170 @@
+#pragma once
+// The delta rule of DeltaNet and Gated DeltaNet (docs/deltanet.md), token by token, as per-head
+// bodies: the CPU backend runs one per (sample, head) in an OpenMP loop (cpu_delta.cpp), the CUDA
+// backend one per item of ex.for_each (lib/cuda/delta_kernels.h): the same expressions in the
+// same order on both, so the host run of the CUDA driver is bit-identical to the CPU backend.
+//
+// Per head, with a_t = exp(g_t) (1 without a gate), the state S [Dk, Dv] and row t's k, v, q:
+//   p_t = S_{t-1}^T k_t                  (what the memory holds for the key)
+//   u_t = beta_t (v_t - a_t p_t)         (the correction the write makes)
+//   S_t = a_t S_{t-1} + k_t u_t^T
+//   o_t = scale S_t^T q_t
+// Backward (dS the gradient w.r.t. S_t, running from S_T's to S_0's):
+//   dq_t = scale S_t do_t;  dS += scale q_t do_t^T
+//   du = dS^T k_t;  dv_t = beta_t du;  dbeta_t = du . (v_t - a_t p_t);  e = -beta_t du
+//   M = dS + k_t e^T;  dk_t = dS u_t + a_t S_{t-1} e;  da = <S_{t-1}, M>;  dg_t = a_t da
+//   dS <- a_t M
+// Backward needs S_{t-1} and S_t of every row: the forward saves the state entering every chunk
+// of s.chunk rows, and the backward recomputes a chunk's states from it, with the forward's own
+// step: the same bits, so the gradients do not depend on the chunk size.
+//
+// Every sum runs over its index in increasing order, in float (deterministic; no atomics).
+#include <math.h>
+
+#include <cstdint>
+
+#include "lib/core/backend.h"
+#include "lib/core/host_device.h"
+
+namespace rmt::delta {
+
+using Shape = DeltaShape;  // lib/core/backend.h
+
+// Row t of head bh (= b * H + h) in a [T, B, H, width] buffer.
+RMT_HOST_DEVICE inline int64_t row_of(const Shape& s, int t, int64_t bh, int width) {
+  return (int64_t(t) * s.heads() + bh) * width;
+}
+
+// One step S_{t-1} -> S_t in place, for row t of head bh: writes u_t into u [Dv] (p_t on the way).
+RMT_HOST_DEVICE inline void step(const Shape& s, float* S, float* u, const float* k,
+                                 const float* v, float beta, float a) {
+  const int Dk = s.Dk, Dv = s.Dv;
+  for (int j = 0; j < Dv; ++j) u[j] = 0.f;
+  for (int i = 0; i < Dk; ++i)
+    for (int j = 0; j < Dv; ++j) u[j] += S[int64_t(i) * Dv + j] * k[i];  // p_t
+  for (int j = 0; j < Dv; ++j) u[j] = beta * (v[j] - a * u[j]);
+  for (int i = 0; i < Dk; ++i)
+    for (int j = 0; j < Dv; ++j) S[int64_t(i) * Dv + j] = a * S[int64_t(i) * Dv + j] + k[i] * u[j];
+}
+
+// o_t [Dv] = scale S_t^T q_t.
+RMT_HOST_DEVICE inline void read(const Shape& s, float* o, const float* S, const float* q,
+                                 float scale) {
+  const int Dk = s.Dk, Dv = s.Dv;
+  for (int j = 0; j < Dv; ++j) o[j] = 0.f;
+  for (int i = 0; i < Dk; ++i)
+    for (int j = 0; j < Dv; ++j) o[j] += S[int64_t(i) * Dv + j] * q[i];
+  for (int j = 0; j < Dv; ++j) o[j] *= scale;
+}
+
+RMT_HOST_DEVICE inline float decay(const float* g, const Shape& s, int t, int64_t bh) {
+  return g ? expf(g[int64_t(t) * s.heads() + bh]) : 1.f;
+}
+
+// Head bh's forward over all T rows: S_out's head starts as S_in's (zero where S_in is null) and
+// ends as S_T; o row by row (o's row holds u_t until it is read); the state entering chunk c into
+// S_chunks [chunks, B, H, Dk, Dv] (unless null).
+RMT_HOST_DEVICE inline void forward_head(const Shape& s, int64_t bh, float* o, float* S_out,
+                                         float* S_chunks, const float* q, const float* k,
+                                         const float* v, const float* beta, const float* g,
+                                         const float* S_in, float scale) {
+  const int64_t n = s.state();
+  float* S = S_out + bh * n;
+  for (int64_t i = 0; i < n; ++i) S[i] = S_in ? S_in[bh * n + i] : 0.f;
+  for (int t = 0; t < s.T; ++t) {
+    if (S_chunks && t % s.chunk == 0)
+      for (int64_t i = 0; i < n; ++i) S_chunks[(t / s.chunk * s.heads() + bh) * n + i] = S[i];
+    float* ot = o + row_of(s, t, bh, s.Dv);
+    step(s, S, ot, k + row_of(s, t, bh, s.Dk), v + row_of(s, t, bh, s.Dv),
+         beta[int64_t(t) * s.heads() + bh], decay(g, s, t, bh));
+    read(s, ot, S, q + row_of(s, t, bh, s.Dk), scale);
+  }
+}
+
+// Head bh's backward: dq, dk, dv, dbeta (and dg where g is given) overwritten, dS_in [B, H, Dk,
+// Dv] = d(loss)/d(S_in) overwritten (it holds the running dS); dS_out (null: zero) is the
+// gradient w.r.t. S_T. S_chunks: the forward's saved states; work: s.work_per_head() floats of
+// this head's own.
+RMT_HOST_DEVICE inline void backward_head(const Shape& s, int64_t bh, float* dq, float* dk,
+                                          float* dv, float* dbeta, float* dg, float* dS_in,
+                                          const float* dout, const float* dS_out,
+                                          const float* q, const float* k, const float* v,
+                                          const float* beta, const float* g,
+                                          const float* S_chunks, float* work, float scale) {
+  const int Dk = s.Dk, Dv = s.Dv;
+  const int64_t n = s.state();
+  float* dS = dS_in + bh * n;
+  for (int64_t i = 0; i < n; ++i) dS[i] = dS_out ? dS_out[bh * n + i] : 0.f;
+  float* states = work;                          // S_{c0}, .., S_{c1}: [chunk + 1, Dk, Dv]
+  float* u = work + (int64_t(s.chunk) + 1) * n;  // u_t [Dv]
+  float* du = u + Dv;                            // du, then e = -beta du [Dv]
+  for (int64_t c = s.chunks() - 1; c >= 0; --c) {
+    const int c0 = int(c) * s.chunk, c1 = c0 + s.chunk < s.T ? c0 + s.chunk : s.T;
+    // The chunk's states, recomputed from the saved one by the forward's step.
+    for (int64_t i = 0; i < n; ++i) states[i] = S_chunks[(c * s.heads() + bh) * n + i];
+    for (int t = c0; t < c1; ++t) {
+      float* next = states + int64_t(t - c0 + 1) * n;
+      for (int64_t i = 0; i < n; ++i) next[i] = next[i - n];
+      step(s, next, u, k + row_of(s, t, bh, Dk), v + row_of(s, t, bh, Dv),
+           beta[int64_t(t) * s.heads() + bh], decay(g, s, t, bh));
+    }
+    for (int t = c1 - 1; t >= c0; --t) {
+      const float* Sp = states + int64_t(t - c0) * n;  // S_{t-1}
+      const float* Sn = Sp + n;                        // S_t
+      const float* qt = q + row_of(s, t, bh, Dk);
+      const float* kt = k + row_of(s, t, bh, Dk);
+      const float* vt = v + row_of(s, t, bh, Dv);
+      const float* dot = dout + row_of(s, t, bh, Dv);
+      const int64_t r = int64_t(t) * s.heads() + bh;
+      const float b = beta[r], a = decay(g, s, t, bh);
+      // o_t = scale S_t^T q_t
+      float* dqt = dq + row_of(s, t, bh, Dk);
+      for (int i = 0; i < Dk; ++i) {
+        float acc = 0.f;
+        for (int j = 0; j < Dv; ++j) acc += Sn[int64_t(i) * Dv + j] * dot[j];
+        dqt[i] = scale * acc;
+      }
+      for (int i = 0; i < Dk; ++i)
+        for (int j = 0; j < Dv; ++j) dS[int64_t(i) * Dv + j] += scale * qt[i] * dot[j];
+      // u_t = beta (v - a p), p = S_{t-1}^T k: recomputed (u holds p, then v - a p)
+      for (int j = 0; j < Dv; ++j) u[j] = 0.f;
+      for (int i = 0; i < Dk; ++i)
+        for (int j = 0; j < Dv; ++j) u[j] += Sp[int64_t(i) * Dv + j] * kt[i];
+      for (int j = 0; j < Dv; ++j) u[j] = vt[j] - a * u[j];
+      // S_t = a S_{t-1} + k u^T: du = dS^T k
+      for (int j = 0; j < Dv; ++j) du[j] = 0.f;
+      for (int i = 0; i < Dk; ++i)
+        for (int j = 0; j < Dv; ++j) du[j] += dS[int64_t(i) * Dv + j] * kt[i];
+      float db = 0.f;
+      float* dvt = dv + row_of(s, t, bh, Dv);
+      for (int j = 0; j < Dv; ++j) {
+        db += du[j] * u[j];
+        dvt[j] = b * du[j];
+        du[j] = -b * du[j];  // e
+        u[j] = b * u[j];     // u_t itself
+      }
+      dbeta[r] = db;
+      // dk = dS u + a S_{t-1} e
+      float* dkt = dk + row_of(s, t, bh, Dk);
+      for (int i = 0; i < Dk; ++i) {
+        float x = 0.f, y = 0.f;
+        for (int j = 0; j < Dv; ++j) {
+          x += dS[int64_t(i) * Dv + j] * u[j];
+          y += Sp[int64_t(i) * Dv + j] * du[j];
+        }
+        dkt[i] = x + a * y;
+      }
+      // M = dS + k e^T; da = <S_{t-1}, M>; dS <- a M
+      float da = 0.f;
+      for (int i = 0; i < Dk; ++i)
+        for (int j = 0; j < Dv; ++j) {
+          const float m = dS[int64_t(i) * Dv + j] + kt[i] * du[j];
+          da += Sp[int64_t(i) * Dv + j] * m;
+          dS[int64_t(i) * Dv + j] = a * m;
+        }
+      if (g) dg[r] = a * da;
+    }
+  }
+}
+
+}  // namespace rmt::delta

@@ -1,0 +1,277 @@
+// The delta rule's kernels (Backend::delta_rule_forward / delta_rule_backward, DeltaNet and Gated
+// DeltaNet, docs/deltanet.md): the forward against a literal double-precision recurrence, the
+// backward against central finite differences of that reference's loss L = sum(wo * o) +
+// sum(wS * S_T), with and without the gate and the initial state, T not a multiple of the chunk.
+// The chunk size and the thread count change no bit; the CUDA drivers run on the host
+// (HostExec) give the CPU backend's bits in either item order.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/core/backend.h"
+#include "lib/cuda/delta_kernels.h"
+#include "tests/cuda_host_checks.h"
+#include "tests/random_vectors.h"
+
+using namespace rmt;
+using test::Buffers, test::check_bits, test::host_run;
+using Vec = std::vector<float>;
+using DVec = std::vector<double>;
+
+namespace {
+
+Backend& be() { return cpu_backend(); }
+
+// The kernels' inputs for one shape (g, S_in empty when absent).
+struct DeltaInputs {
+  DeltaShape s;
+  Vec q, k, v, beta, g, S_in;
+  float scale;
+};
+
+DeltaInputs make_inputs(DeltaShape s, bool gated, bool with_state, uint32_t seed) {
+  const size_t rows = size_t(s.T) * size_t(s.heads());
+  DeltaInputs in{s, randn(rows * s.Dk, 1.f, seed), randn(rows * s.Dk, 0.5f, seed + 1),
+                 randn(rows * s.Dv, 1.f, seed + 2), randn(rows, 1.f, seed + 3), {}, {},
+                 1.f / std::sqrt(float(s.Dk))};
+  for (auto& b : in.beta) b = 1.f / (1.f + std::exp(-b));  // beta in (0, 1), as sigmoid gives it
+  if (gated) {
+    in.g = randn(rows, 0.5f, seed + 4);
+    for (auto& x : in.g) x = -std::fabs(x) - 0.05f;  // log decays < 0
+  }
+  if (with_state) in.S_in = randn(size_t(s.heads()) * s.state(), 0.5f, seed + 5);
+  return in;
+}
+
+const float* or_null(const Vec& x) { return x.empty() ? nullptr : x.data(); }
+
+// The recurrence in double, literally (lib/core/delta_math.h's equations): o [T, B, H, Dv] and
+// S_T [B, H, Dk, Dv] concatenated.
+DVec reference(const DeltaInputs& in) {
+  const DeltaShape& s = in.s;
+  const int64_t heads = s.heads(), n = s.state();
+  DVec o(size_t(s.T * heads * s.Dv)), S(size_t(heads * n), 0.0);
+  if (!in.S_in.empty()) std::copy(in.S_in.begin(), in.S_in.end(), S.begin());
+  for (int64_t bh = 0; bh < heads; ++bh) {
+    double* Sh = S.data() + bh * n;
+    for (int t = 0; t < s.T; ++t) {
+      const int64_t r = t * heads + bh;
+      const float* q = in.q.data() + r * s.Dk;
+      const float* k = in.k.data() + r * s.Dk;
+      const float* v = in.v.data() + r * s.Dv;
+      const double a = in.g.empty() ? 1.0 : std::exp(double(in.g[size_t(r)])), b = in.beta[size_t(r)];
+      for (int j = 0; j < s.Dv; ++j) {
+        double p = 0;
+        for (int i = 0; i < s.Dk; ++i) p += Sh[i * s.Dv + j] * k[i];
+        const double u = b * (v[j] - a * p);
+        for (int i = 0; i < s.Dk; ++i) Sh[i * s.Dv + j] = a * Sh[i * s.Dv + j] + k[i] * u;
+        double oj = 0;
+        for (int i = 0; i < s.Dk; ++i) oj += Sh[i * s.Dv + j] * q[i];
+        o[size_t(r * s.Dv + j)] = in.scale * oj;
+      }
+    }
+  }
+  o.insert(o.end(), S.begin(), S.end());
+  return o;
+}
+
+struct DeltaOutputs {
+  Vec o, S_out, S_chunks;
+};
+DeltaOutputs forward(const DeltaInputs& in, Backend& backend = be()) {
+  const DeltaShape& s = in.s;
+  DeltaOutputs out{Vec(size_t(s.T * s.heads() * s.Dv), NAN), Vec(size_t(s.heads() * s.state()), NAN),
+                   Vec(size_t(s.chunks() * s.heads() * s.state()), NAN)};
+  backend.delta_rule_forward(out.o.data(), out.S_out.data(), out.S_chunks.data(), in.q.data(),
+                             in.k.data(), in.v.data(), in.beta.data(), or_null(in.g),
+                             or_null(in.S_in), s, in.scale);
+  return out;
+}
+
+struct DeltaGrads {
+  Vec dq, dk, dv, dbeta, dg, dS_in;
+};
+DeltaGrads backward(const DeltaInputs& in, const DeltaOutputs& out, const Vec& dout,
+                    const Vec& dS_out) {
+  const DeltaShape& s = in.s;
+  const size_t rows = size_t(s.T * s.heads());
+  DeltaGrads g{Vec(rows * s.Dk, NAN), Vec(rows * s.Dk, NAN), Vec(rows * s.Dv, NAN),
+               Vec(rows, NAN), in.g.empty() ? Vec() : Vec(rows, NAN),
+               Vec(size_t(s.heads() * s.state()), NAN)};
+  Vec work(size_t(s.heads() * s.work_per_head()), NAN);
+  be().delta_rule_backward(g.dq.data(), g.dk.data(), g.dv.data(), g.dbeta.data(),
+                           g.dg.empty() ? nullptr : g.dg.data(), g.dS_in.data(), work.data(),
+                           dout.data(), or_null(dS_out), in.q.data(), in.k.data(), in.v.data(),
+                           in.beta.data(), or_null(in.g), out.S_chunks.data(), s, in.scale);
+  return g;
+}
+
+// Central differences of loss() wrt every element of x (the rounded step in the denominator).
+DVec fd(Vec& x, const std::function<double()>& loss, double h) {
+  DVec g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float save = x[i];
+    x[i] = float(save + h);
+    const double xp = x[i], lp = loss();
+    x[i] = float(save - h);
+    const double xm = x[i], lm = loss();
+    x[i] = save;
+    g[i] = (lp - lm) / (xp - xm);
+  }
+  return g;
+}
+
+// max |a - b| <= tol * max(|b|, 1e-3)
+template <class A, class B>
+void check_close(const std::string& what, const A& got, const B& ref, double tol) {
+  REQUIRE(got.size() == ref.size());
+  double err = 0, mag = 1e-3;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::fabs(double(got[i]) - double(ref[i])));
+    mag = std::max(mag, std::fabs(double(ref[i])));
+  }
+  INFO(what << ": max err " << err << " / max ref " << mag);
+  CHECK(std::isfinite(err));
+  CHECK(err <= tol * mag);
+}
+
+}  // namespace
+
+TEST_CASE("delta rule: forward vs the double recurrence, backward vs finite differences") {
+  for (bool gated : {false, true})
+    for (bool with_state : {false, true}) {
+      CAPTURE(gated);
+      CAPTURE(with_state);
+      DeltaInputs in = make_inputs({7, 2, 2, 3, 4, 3}, gated, with_state, 10);
+      const DeltaOutputs out = forward(in);
+      DVec ref = reference(in);
+      const size_t no = out.o.size();
+      check_close("o", out.o, DVec(ref.begin(), ref.begin() + long(no)), 1e-5);
+      check_close("S_T", out.S_out, DVec(ref.begin() + long(no), ref.end()), 1e-5);
+      // L = sum(wo * o) + sum(wS * S_T): dout = wo, dS_out = wS.
+      const Vec wo = randn(no, 1.f, 20), wS = randn(out.S_out.size(), 1.f, 21);
+      auto loss = [&] {
+        const DVec r = reference(in);
+        double l = 0;
+        for (size_t i = 0; i < r.size(); ++i) l += r[i] * (i < no ? wo[i] : wS[i - no]);
+        return l;
+      };
+      const DeltaGrads g = backward(in, out, wo, wS);
+      const double h = 1e-3, tol = 1e-3;
+      check_close("dq", g.dq, fd(in.q, loss, h), tol);
+      check_close("dk", g.dk, fd(in.k, loss, h), tol);
+      check_close("dv", g.dv, fd(in.v, loss, h), tol);
+      check_close("dbeta", g.dbeta, fd(in.beta, loss, h), tol);
+      if (gated) check_close("dg", g.dg, fd(in.g, loss, h), tol);
+      if (with_state) check_close("dS_in", g.dS_in, fd(in.S_in, loss, h), tol);
+    }
+}
+
+TEST_CASE("delta rule: S_in null is a zero state, dS_out null a zero gradient") {
+  DeltaInputs in = make_inputs({5, 1, 2, 4, 3, 2}, true, false, 30);
+  DeltaInputs zero = in;
+  zero.S_in.assign(size_t(in.s.heads() * in.s.state()), 0.f);
+  const DeltaOutputs a = forward(in), b = forward(zero);
+  check_bits("o", a.o, b.o);
+  check_bits("S_T", a.S_out, b.S_out);
+  const Vec dout = randn(a.o.size(), 1.f, 31);
+  const DeltaGrads ga = backward(in, a, dout, {}),
+                   gb = backward(in, a, dout, Vec(a.S_out.size(), 0.f));
+  check_bits("dk", ga.dk, gb.dk);
+  check_bits("dS_in", ga.dS_in, gb.dS_in);
+}
+
+TEST_CASE("delta rule: the chunk size and the thread count change no bit") {
+  const int saved = num_threads();
+  for (bool gated : {false, true}) {
+    CAPTURE(gated);
+    const DeltaShape base{13, 3, 2, 8, 16, 1};
+    const DeltaInputs in1 = make_inputs(base, gated, true, 40);
+    const DeltaOutputs out1 = forward(in1);
+    const Vec dout = randn(out1.o.size(), 1.f, 41), dS = randn(out1.S_out.size(), 1.f, 42);
+    const DeltaGrads g1 = backward(in1, out1, dout, dS);
+    for (int chunk : {2, 5, 13, 64})
+      for (int threads : {1, 2}) {
+        CAPTURE(chunk);
+        CAPTURE(threads);
+        set_num_threads(threads);
+        DeltaInputs in = in1;
+        in.s.chunk = chunk;
+        const DeltaOutputs out = forward(in);
+        check_bits("o", out.o, out1.o);
+        check_bits("S_T", out.S_out, out1.S_out);
+        const DeltaGrads g = backward(in, out, dout, dS);
+        check_bits("dq", g.dq, g1.dq);
+        check_bits("dk", g.dk, g1.dk);
+        check_bits("dv", g.dv, g1.dv);
+        check_bits("dbeta", g.dbeta, g1.dbeta);
+        check_bits("dg", g.dg, g1.dg);
+        check_bits("dS_in", g.dS_in, g1.dS_in);
+      }
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("delta rule: two segments carrying S compute what one does") {
+  // The recurrent state is all a segment hands on: S_T of rows 0..5 as S_in of rows 6..12.
+  const DeltaInputs all = make_inputs({13, 2, 2, 4, 4, 4}, true, true, 50);
+  const DeltaOutputs whole = forward(all);
+  auto rows = [&](const Vec& x, int t0, int t1, int width) {
+    const int64_t w = all.s.heads() * width;
+    return Vec(x.begin() + t0 * w, x.begin() + t1 * w);
+  };
+  DeltaInputs first = all, second = all;
+  first.s.T = 6, second.s.T = 7;
+  for (auto* part : {&first, &second}) {
+    const int t0 = part == &first ? 0 : 6, t1 = t0 + part->s.T;
+    part->q = rows(all.q, t0, t1, all.s.Dk), part->k = rows(all.k, t0, t1, all.s.Dk);
+    part->v = rows(all.v, t0, t1, all.s.Dv);
+    part->beta = rows(all.beta, t0, t1, 1), part->g = rows(all.g, t0, t1, 1);
+  }
+  const DeltaOutputs a = forward(first);
+  second.S_in = a.S_out;
+  const DeltaOutputs b = forward(second);
+  Vec o = a.o;
+  o.insert(o.end(), b.o.begin(), b.o.end());
+  check_bits("o", o, whole.o);
+  check_bits("S_T", b.S_out, whole.S_out);
+}
+
+TEST_CASE("cuda kernels (host): the delta rule's drivers give the CPU's bits") {
+  for (bool gated : {false, true}) {
+    CAPTURE(gated);
+    const DeltaInputs in = make_inputs({9, 2, 3, 4, 6, 4}, gated, true, 60);
+    const DeltaOutputs out = forward(in);
+    const Vec dout = randn(out.o.size(), 1.f, 61), dS = randn(out.S_out.size(), 1.f, 62);
+    const DeltaGrads g = backward(in, out, dout, dS);
+    const DeltaShape s = in.s;
+    const size_t rows = size_t(s.T * s.heads());
+    Buffers r = host_run(
+        {{Vec(out.o.size(), 4.f), Vec(out.S_out.size(), 4.f), Vec(out.S_chunks.size(), 4.f),
+          Vec(rows * s.Dk, 4.f), Vec(rows * s.Dk, 4.f), Vec(rows * s.Dv, 4.f), Vec(rows, 4.f),
+          Vec(rows, 4.f), Vec(out.S_out.size(), 4.f), Vec(size_t(s.heads() * s.work_per_head()), 4.f)},
+         {}},
+        [&](auto& ex, Buffers& b) {
+          cuda::delta_rule_forward(ex, b.f[0].data(), b.f[1].data(), b.f[2].data(), in.q.data(),
+                                   in.k.data(), in.v.data(), in.beta.data(), or_null(in.g),
+                                   in.S_in.data(), s, in.scale);
+          cuda::delta_rule_backward(ex, b.f[3].data(), b.f[4].data(), b.f[5].data(), b.f[6].data(),
+                                    gated ? b.f[7].data() : nullptr, b.f[8].data(), b.f[9].data(),
+                                    dout.data(), dS.data(), in.q.data(), in.k.data(), in.v.data(),
+                                    in.beta.data(), or_null(in.g), b.f[2].data(), s, in.scale);
+        });
+    check_bits("o", r.f[0], out.o);
+    check_bits("S_T", r.f[1], out.S_out);
+    check_bits("S_chunks", r.f[2], out.S_chunks);
+    check_bits("dq", r.f[3], g.dq);
+    check_bits("dk", r.f[4], g.dk);
+    check_bits("dv", r.f[5], g.dv);
+    check_bits("dbeta", r.f[6], g.dbeta);
+    if (gated) check_bits("dg", r.f[7], g.dg);
+    check_bits("dS_in", r.f[8], g.dS_in);
+  }
+}
