@@ -275,3 +275,75 @@ TEST_CASE("cuda kernels (host): the delta rule's drivers give the CPU's bits") {
     check_bits("dS_in", r.f[8], g.dS_in);
   }
 }
+
+namespace {
+
+// The short convolution in double, literally: y [T, B, C] then state_out [W-1, B, C].
+DVec conv_reference(const ConvShape& s, const Vec& x, const Vec& w, const Vec& state, bool silu) {
+  const int64_t row = s.row();
+  std::vector<double> xin(size_t((s.W - 1 + s.T) * row), 0.0);
+  for (int64_t i = 0; i < int64_t(state.size()); ++i) xin[size_t(i)] = state[size_t(i)];
+  for (int64_t i = 0; i < int64_t(x.size()); ++i) xin[size_t((s.W - 1) * row + i)] = x[size_t(i)];
+  DVec out;
+  for (int t = 0; t < s.T; ++t)
+    for (int64_t bc = 0; bc < row; ++bc) {
+      double pre = 0;
+      for (int j = 0; j < s.W; ++j) pre += double(w[size_t((bc % s.C) * s.W + j)]) * xin[size_t((t + j) * row + bc)];
+      out.push_back(silu ? pre / (1 + std::exp(-pre)) : pre);
+    }
+  for (int r = 0; r < s.W - 1; ++r)
+    for (int64_t bc = 0; bc < row; ++bc) out.push_back(xin[size_t((s.T + r) * row + bc)]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("short convolution: forward vs the double reference, backward vs finite differences, host drivers") {
+  struct Case { ConvShape s; bool silu, with_state; };
+  for (Case c : {Case{{6, 2, 3, 4}, true, true}, Case{{6, 2, 3, 4}, false, false},
+                 Case{{2, 2, 3, 4}, true, true}, Case{{5, 1, 2, 1}, true, false}}) {
+    const ConvShape s = c.s;
+    CAPTURE(s.T);
+    CAPTURE(s.W);
+    CAPTURE(c.silu);
+    const int64_t n = int64_t(s.T) * s.row(), ns = int64_t(s.W - 1) * s.row();
+    Vec x = randn(size_t(n), 1.f, 70), w = randn(size_t(s.C * s.W), 0.7f, 71),
+        state = c.with_state ? randn(size_t(ns), 1.f, 72) : Vec();
+    Vec y(size_t(n), NAN), state_out(size_t(ns), NAN);
+    be().short_conv_forward(y.data(), state_out.data(), x.data(), w.data(), or_null(state), s, c.silu);
+    const DVec ref = conv_reference(s, x, w, state, c.silu);
+    check_close("y", y, DVec(ref.begin(), ref.begin() + n), 1e-5);
+    check_close("state_out", state_out, DVec(ref.begin() + n, ref.end()), 0.0);
+    // L = sum(wy * y) + sum(ws * state_out)
+    const Vec wy = randn(size_t(n), 1.f, 73), ws = randn(size_t(ns), 1.f, 74);
+    auto loss = [&] {
+      const DVec r = conv_reference(s, x, w, state, c.silu);
+      double l = 0;
+      for (size_t i = 0; i < r.size(); ++i) l += r[i] * (int64_t(i) < n ? wy[i] : ws[i - size_t(n)]);
+      return l;
+    };
+    const Vec dw0 = randn(w.size(), 1.f, 75);
+    Vec dx(size_t(n), NAN), dw = dw0, dstate(size_t(ns), NAN);
+    be().short_conv_backward(dx.data(), dw.data(), dstate.data(), wy.data(), ws.data(), x.data(), w.data(),
+                             or_null(state), s, c.silu);
+    Vec dw_added(dw.size());
+    for (size_t i = 0; i < dw.size(); ++i) dw_added[i] = dw[i] - dw0[i];  // accumulates
+    check_close("dx", dx, fd(x, loss, 1e-3), 1e-3);
+    check_close("dw", dw_added, fd(w, loss, 1e-3), 1e-3);
+    if (c.with_state) check_close("dstate_in", dstate, fd(state, loss, 1e-3), 1e-3);
+    // the CUDA drivers on the host: the CPU's bits in either item order
+    Buffers r = host_run({{Vec(y.size(), 4.f), Vec(state_out.size(), 4.f), Vec(dx.size(), 4.f), dw0,
+                           Vec(dstate.size(), 4.f)}, {}},
+                         [&](auto& ex, Buffers& b) {
+                           cuda::short_conv_forward(ex, b.f[0].data(), b.f[1].data(), x.data(), w.data(),
+                                                    or_null(state), s, c.silu);
+                           cuda::short_conv_backward(ex, b.f[2].data(), b.f[3].data(), b.f[4].data(), wy.data(),
+                                                     ws.data(), x.data(), w.data(), or_null(state), s, c.silu);
+                         });
+    check_bits("y", r.f[0], y);
+    check_bits("state_out", r.f[1], state_out);
+    check_bits("dx", r.f[2], dx);
+    check_bits("dw", r.f[3], dw);
+    check_bits("dstate_in", r.f[4], dstate);
+  }
+}

@@ -43,6 +43,14 @@ struct DeltaShape {
   }
 };
 
+// The delta mixer's short convolution (lib/core/delta_math.h): causal, depthwise, of width W over
+// time-major rows, x and y [T, B, C], weight [C, W], the carried state [W-1, B, C] (the last W-1
+// input rows before x).
+struct ConvShape {
+  int T, B, C, W;
+  RMT_HOST_DEVICE int64_t row() const { return int64_t(B) * C; }  // floats of one time row
+};
+
 // Where a dropout call's mask comes from: the key dropout_key(*word, tag, layer) (random.h), with
 // *word read from the backend's memory when the call runs, not when it is issued, so that a
 // captured step (begin_capture) replayed after a new seed was uploaded draws new masks. word may

@@ -324,3 +324,28 @@ RMT_KERNEL(delta_rule_backward,
            RMT_BUF(beta, floats(int64_t(s.T) * s.heads()))
            RMT_OPTIONAL_BUF(g, floats(int64_t(s.T) * s.heads()))
            RMT_BUF(S_chunks, floats(s.chunks() * s.heads() * s.state())))
+
+// The delta mixer's short convolution (ConvShape, lib/core/backend.h; lib/core/delta_math.h): y
+// [T, B, C] = silu(causal depthwise conv of [state_in; x] with w [C, W]) (silu false: without it);
+// state_in [W-1, B, C] may be null (zeros); state_out [W-1, B, C] gets the last W-1 rows of
+// [state_in; x], the next segment's state_in.
+RMT_KERNEL(short_conv_forward,
+           (float* y, float* state_out, const float* x, const float* w, const float* state_in,
+            const ConvShape& s, bool silu),
+           (y, state_out, x, w, state_in, s, silu),
+           RMT_BUF(y, floats(int64_t(s.T) * s.row()))
+           RMT_OPTIONAL_BUF(state_out, floats(int64_t(s.W - 1) * s.row()))
+           RMT_BUF(x, floats(int64_t(s.T) * s.row())) RMT_BUF(w, floats(int64_t(s.C) * s.W))
+           RMT_OPTIONAL_BUF(state_in, floats(int64_t(s.W - 1) * s.row())))
+// Its backward from dy and dstate_out (null: zero): dx and dstate_in (null: not wanted)
+// overwrite, dw accumulates. The pre-activation is recomputed from x, w and state_in.
+RMT_KERNEL(short_conv_backward,
+           (float* dx, float* dw, float* dstate_in, const float* dy, const float* dstate_out,
+            const float* x, const float* w, const float* state_in, const ConvShape& s, bool silu),
+           (dx, dw, dstate_in, dy, dstate_out, x, w, state_in, s, silu),
+           RMT_BUF(dx, floats(int64_t(s.T) * s.row())) RMT_BUF(dw, floats(int64_t(s.C) * s.W))
+           RMT_OPTIONAL_BUF(dstate_in, floats(int64_t(s.W - 1) * s.row()))
+           RMT_BUF(dy, floats(int64_t(s.T) * s.row()))
+           RMT_OPTIONAL_BUF(dstate_out, floats(int64_t(s.W - 1) * s.row()))
+           RMT_BUF(x, floats(int64_t(s.T) * s.row())) RMT_BUF(w, floats(int64_t(s.C) * s.W))
+           RMT_OPTIONAL_BUF(state_in, floats(int64_t(s.W - 1) * s.row())))

@@ -1,6 +1,7 @@
-// The delta rule on the CPU (Backend::delta_rule_forward / delta_rule_backward): one head
-// (sample, head) per OpenMP iteration, each the per-head body of lib/core/delta_math.h. Heads
-// are independent and each runs its rows in order: bit-identical for any thread count.
+// The delta mixer's kernels on the CPU, each an OpenMP loop over the per-item (or per-head) bodies
+// of lib/core/delta_math.h. The delta rule: one head (sample, head) per iteration; heads are
+// independent and each runs its rows in order. The short convolution: one output element per
+// iteration, its sums in a fixed order. Bit-identical for any thread count.
 #include <omp.h>
 
 #include <cstdint>
@@ -30,6 +31,30 @@ void CpuBackend::delta_rule_backward(float* dq, float* dk, float* dv, float* dbe
   for (int64_t bh = 0; bh < heads; ++bh)
     delta::backward_head(s, bh, dq, dk, dv, dbeta, dg, dS_in, dout, dS_out, q, k, v, beta, g,
                          S_chunks, work + bh * s.work_per_head(), scale);
+}
+
+void CpuBackend::short_conv_forward(float* y, float* state_out, const float* x, const float* w,
+                                    const float* state_in, const ConvShape& s, bool silu) {
+  const int64_t n = int64_t(s.T) * s.row(), ns = int64_t(s.W - 1) * s.row();
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
+  for (int64_t i = 0; i < n; ++i) y[i] = delta::conv_item(s, x, w, state_in, i, silu);
+  if (state_out)
+    for (int64_t i = 0; i < ns; ++i) state_out[i] = delta::conv_state_item(s, x, state_in, i);
+}
+
+void CpuBackend::short_conv_backward(float* dx, float* dw, float* dstate_in, const float* dy,
+                                     const float* dstate_out, const float* x, const float* w,
+                                     const float* state_in, const ConvShape& s, bool silu) {
+  const int64_t ns = int64_t(s.W - 1) * s.row(), n = int64_t(s.T) * s.row() + ns;
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = delta::conv_dxin_item(s, dy, dstate_out, x, w, state_in, i, silu);
+    if (i >= ns) dx[i - ns] = d;
+    else if (dstate_in) dstate_in[i] = d;
+  }
+  const int64_t nw = int64_t(s.C) * s.W;
+#pragma omp parallel for schedule(static) if (int64_t(s.T) * s.row() * s.W > (1 << 14))
+  for (int64_t i = 0; i < nw; ++i) dw[i] += delta::conv_dw_item(s, dy, x, w, state_in, i, silu);
 }
 
 }  // namespace rmt::cpu

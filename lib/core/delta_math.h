@@ -167,4 +167,81 @@ RMT_HOST_DEVICE inline void backward_head(const Shape& s, int64_t bh, float* dq,
   }
 }
 
+// ---- The short convolution (fla's ShortConvolution without bias, then SiLU when `silu`):
+//   xin = [state_in; x]  (W-1 + T rows)     pre_t = sum_j w[c, j] xin_{t+j}     y_t = silu(pre_t)
+// state_out = the last W-1 rows of xin. Backward, with dpre = dy silu'(pre):
+//   dxin_r = sum_j w[c, j] dpre_{r-j} (+ dstate_out_{r-T} for the rows state_out holds)
+//   dx_t = dxin_{t+W-1},  dstate_in_r = dxin_r (r < W-1),  dw[c, j] += sum_{t, b} dpre_t xin_{t+j}
+
+// Row r of xin at channel (b, c): a state row for r < W-1, else row r - W + 1 of x.
+RMT_HOST_DEVICE inline float conv_in(const ConvShape& s, const float* x, const float* state, int r,
+                                     int64_t bc) {
+  if (r >= s.W - 1) return x[int64_t(r - s.W + 1) * s.row() + bc];
+  return state ? state[int64_t(r) * s.row() + bc] : 0.f;
+}
+
+RMT_HOST_DEVICE inline float conv_pre(const ConvShape& s, const float* x, const float* w,
+                                      const float* state, int t, int64_t bc) {
+  const float* wc = w + (bc % s.C) * s.W;
+  float acc = 0.f;
+  for (int j = 0; j < s.W; ++j) acc += wc[j] * conv_in(s, x, state, t + j, bc);
+  return acc;
+}
+
+RMT_HOST_DEVICE inline float sigmoid(float z) { return 1.f / (1.f + expf(-z)); }
+
+// y at item i = t * B*C + bc.
+RMT_HOST_DEVICE inline float conv_item(const ConvShape& s, const float* x, const float* w,
+                                       const float* state, int64_t i, bool silu) {
+  const float pre = conv_pre(s, x, w, state, int(i / s.row()), i % s.row());
+  return silu ? pre * sigmoid(pre) : pre;
+}
+
+// state_out at item i = r * B*C + bc (r < W-1): row T + r of xin.
+RMT_HOST_DEVICE inline float conv_state_item(const ConvShape& s, const float* x, const float* state,
+                                             int64_t i) {
+  return conv_in(s, x, state, s.T + int(i / s.row()), i % s.row());
+}
+
+// dpre at row t, channel bc.
+RMT_HOST_DEVICE inline float conv_dpre(const ConvShape& s, const float* dy, const float* x,
+                                       const float* w, const float* state, int t, int64_t bc,
+                                       bool silu) {
+  const float g = dy[int64_t(t) * s.row() + bc];
+  if (!silu) return g;
+  const float pre = conv_pre(s, x, w, state, t, bc), sg = sigmoid(pre);
+  return g * (sg * (1.f + pre * (1.f - sg)));
+}
+
+// dxin at item i = r * B*C + bc, r in [0, W-1+T).
+RMT_HOST_DEVICE inline float conv_dxin_item(const ConvShape& s, const float* dy,
+                                            const float* dstate_out, const float* x,
+                                            const float* w, const float* state, int64_t i,
+                                            bool silu) {
+  const int r = int(i / s.row());
+  const int64_t bc = i % s.row();
+  const float* wc = w + (bc % s.C) * s.W;
+  float acc = 0.f;
+  for (int j = 0; j < s.W; ++j) {
+    const int t = r - j;
+    if (t >= 0 && t < s.T) acc += wc[j] * conv_dpre(s, dy, x, w, state, t, bc, silu);
+  }
+  if (dstate_out && r >= s.T) acc += dstate_out[int64_t(r - s.T) * s.row() + bc];
+  return acc;
+}
+
+// sum over t, b (in that order) of dpre_t * xin_{t+j} for item i = c * W + j.
+RMT_HOST_DEVICE inline float conv_dw_item(const ConvShape& s, const float* dy, const float* x,
+                                          const float* w, const float* state, int64_t i,
+                                          bool silu) {
+  const int c = int(i / s.W), j = int(i % s.W);
+  float acc = 0.f;
+  for (int t = 0; t < s.T; ++t)
+    for (int b = 0; b < s.B; ++b) {
+      const int64_t bc = int64_t(b) * s.C + c;
+      acc += conv_dpre(s, dy, x, w, state, t, bc, silu) * conv_in(s, x, state, t + j, bc);
+    }
+  return acc;
+}
+
 }  // namespace rmt::delta

@@ -1,8 +1,8 @@
 #pragma once
-// The delta rule of DeltaNet and Gated DeltaNet (Backend::delta_rule_forward /
-// delta_rule_backward, docs/deltanet.md) as drivers on an Exec (lib/cuda/exec.h): one item per
-// (sample, head), each the per-head body of lib/core/delta_math.h that the CPU backend's loop
-// runs, so HostExec is bit-identical to the CPU backend (tests/test_cuda_delta_host.cpp).
+// The delta mixer's kernels (Backend::delta_rule_* and short_conv_*, docs/deltanet.md) as drivers
+// on an Exec (lib/cuda/exec.h): the delta rule one item per (sample, head), the convolution one
+// per output element, each the body of lib/core/delta_math.h that the CPU backend's loop runs,
+// so HostExec is bit-identical to the CPU backend (tests/test_delta_kernels.cpp).
 //
 // Parallelisation: one thread walks a head's rows in order, its state in the output buffer.
 // Correct, not fast: a GPU session should give a head a block (the state's Dv columns evolve
@@ -36,6 +36,38 @@ void delta_rule_backward(Exec& ex, float* dq, float* dk, float* dv, float* dbeta
   ex.for_each(s.heads(), [=] RMT_HOST_DEVICE(int64_t bh) {
     delta::backward_head(s, bh, dq, dk, dv, dbeta, dg, dS_in, dout, dS_out, q, k, v, beta, g,
                          S_chunks, work + bh * s.work_per_head(), scale);
+  });
+}
+
+template <class Exec>
+void short_conv_forward(Exec& ex, float* y, float* state_out, const float* x, const float* w,
+                        const float* state_in, const ConvShape& shape, bool silu) {
+  const ConvShape s = shape;
+  const int64_t n = int64_t(s.T) * s.row(), ns = int64_t(s.W - 1) * s.row();
+  if (n > 0)
+    ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) {
+      y[i] = delta::conv_item(s, x, w, state_in, i, silu);
+    });
+  if (state_out && ns > 0)
+    ex.for_each(ns, [=] RMT_HOST_DEVICE(int64_t i) {
+      state_out[i] = delta::conv_state_item(s, x, state_in, i);
+    });
+}
+
+template <class Exec>
+void short_conv_backward(Exec& ex, float* dx, float* dw, float* dstate_in, const float* dy,
+                         const float* dstate_out, const float* x, const float* w,
+                         const float* state_in, const ConvShape& shape, bool silu) {
+  const ConvShape s = shape;
+  const int64_t ns = int64_t(s.W - 1) * s.row(), n = int64_t(s.T) * s.row() + ns;
+  if (n > 0)
+    ex.for_each(n, [=] RMT_HOST_DEVICE(int64_t i) {
+      const float d = delta::conv_dxin_item(s, dy, dstate_out, x, w, state_in, i, silu);
+      if (i >= ns) dx[i - ns] = d;
+      else if (dstate_in) dstate_in[i] = d;
+    });
+  ex.for_each(int64_t(s.C) * s.W, [=] RMT_HOST_DEVICE(int64_t i) {
+    dw[i] += delta::conv_dw_item(s, dy, x, w, state_in, i, silu);
   });
 }
 
