@@ -20,6 +20,9 @@ struct BadInput {
 // Shared setup: {dir}/d, a tiny copy dataset, and {dir}/c.yaml, a 2-step run on it
 // (tests/catalogue_outputs.cpp).
 void copy_data_and_config(const std::string& dir);
+// Shared setup: copy_data_and_config, then {dir}/run, that run trained (its 2 steps) by
+// `rmt train` (tests/catalogue_outputs.cpp).
+void trained_copy_run(const std::string& dir);
 
 // Adds `cases` to the catalogue; returns how many (for static registration).
 int register_bad_inputs(std::vector<BadInput> cases);

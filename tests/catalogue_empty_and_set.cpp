@@ -5,22 +5,12 @@
 // itself in every run (train.threads, device with --device) was accepted and then overwritten.
 // A task option beyond int stated int's range ("at most 2147483647", "[1, 2147483647]"), not
 // the task table's (--key-size 1..8, length 1..100000).
-#include <cstdlib>
 #include <fstream>
-#include <stdexcept>
 #include <string>
 
 #include "tests/catalogue.h"
 
 namespace {
-
-// {dir}/d, {dir}/c.yaml (copy_data_and_config) and {dir}/run, trained on them.
-void trained_run(const std::string& dir) {
-  copy_data_and_config(dir);
-  const std::string cmd = std::string(RMT_BINARY) + " train --config " + dir + "/c.yaml --out " + dir +
-                          "/run >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("catalogue setup: rmt train failed");
-}
 
 // {dir}/s.yaml: a sweep whose grid sets segments and data.length, and derive: the memory size.
 void sweep_file(const std::string& dir) {
@@ -43,13 +33,13 @@ const std::string kSweep = "sweep {dir}/s.yaml --runs-dir {dir}/runs ";
 
 // ---- an empty value: refused naming the option, never read as the default ------------------
 RMT_CATALOGUE({
-    {"empty value", "eval --predictions ''", trained_run, "eval {dir}/run --predictions ''", 1,
+    {"empty value", "eval --predictions ''", trained_copy_run, "eval {dir}/run --predictions ''", 1,
      "--predictions: empty value ''; give one, or leave --predictions out for its default"},
-    {"empty value", "eval --checkpoint '' (was the best)", trained_run, "eval {dir}/run --checkpoint ''", 1,
+    {"empty value", "eval --checkpoint '' (was the best)", trained_copy_run, "eval {dir}/run --checkpoint ''", 1,
      "--checkpoint: empty value ''; give one, or leave --checkpoint out for its default"},
-    {"empty value", "eval --data '' (was \"--data : no such directory\")", trained_run, "eval {dir}/run --data ''", 1,
+    {"empty value", "eval --data '' (was \"--data : no such directory\")", trained_copy_run, "eval {dir}/run --data ''", 1,
      "--data: empty value ''; give one, or leave --data out for its default"},
-    {"empty value", "eval --split ''", trained_run, "eval {dir}/run --split ''", 1,
+    {"empty value", "eval --split ''", trained_copy_run, "eval {dir}/run --split ''", 1,
      "--split: empty value ''; give one, or leave --split out for its default"},
     {"empty value", "eval: the run ''", nullptr, "eval ''", 1, "argument run: empty value ''; give one"},
     {"empty value", "train --out '' with a config", copy_data_and_config, "train --config {dir}/c.yaml --out ''", 1,

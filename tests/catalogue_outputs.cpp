@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -67,6 +69,14 @@ void copy_data_and_config(const std::string& dir) {
   rmt::write_file_atomic(dir + "/c.yaml", "data: " + dir + "/d\nsegments: 1\nmodel: {kind: baseline, n_layer: 1, "
                                           "n_head: 1, d_head: 4, d_model: 4, d_inner: 8}\n"
                                           "train: {batch_size: 4, max_steps: 2, eval_every: 2, threads: 1}\n");
+}
+
+// {dir}/d and {dir}/c.yaml (copy_data_and_config), trained for 2 steps into {dir}/run.
+void trained_copy_run(const std::string& dir) {
+  copy_data_and_config(dir);
+  const std::string cmd = std::string(RMT_BINARY) + " train --config " + dir + "/c.yaml --out " + dir +
+                          "/run >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("catalogue setup: rmt train failed");
 }
 
 RMT_CATALOGUE({

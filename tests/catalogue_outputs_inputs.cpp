@@ -6,7 +6,6 @@
 // The other commands' cases are in catalogue_outputs.cpp and catalogue_attn.cpp.
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -18,14 +17,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-// {dir}/d and {dir}/c.yaml (copy_data_and_config), trained for 2 steps into {dir}/run.
-void trained_run(const std::string& dir) {
-  copy_data_and_config(dir);
-  const std::string cmd = std::string(RMT_BINARY) + " train --config " + dir + "/c.yaml --out " + dir +
-                          "/run >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("catalogue setup: rmt train failed");
-}
 
 void hard_link(const std::string& target, const std::string& link) {
   if (::link(target.c_str(), link.c_str()) != 0) throw std::runtime_error("catalogue setup: link failed: " + link);
@@ -41,42 +32,42 @@ void sort_source(const std::string& dir) {
 
 RMT_CATALOGUE({
     // ---- eval --predictions: the run's checkpoint and files, the dataset evaluated ---------
-    {"outputs", "eval: --predictions is the checkpoint evaluated (best)", trained_run,
+    {"outputs", "eval: --predictions is the checkpoint evaluated (best)", trained_copy_run,
      "eval {dir}/run --predictions {dir}/run/best.safetensors", 1,
      "--predictions {dir}/run/best.safetensors: is also the input --checkpoint {dir}/run/best.safetensors; "
      "writing it would destroy the input"},
-    {"outputs", "eval: --predictions is --checkpoint last, spelt another way", trained_run,
+    {"outputs", "eval: --predictions is --checkpoint last, spelt another way", trained_copy_run,
      "eval {dir}/run --checkpoint last --predictions {dir}/run/../run/last.safetensors", 1,
      "--predictions {dir}/run/../run/last.safetensors: is also the input --checkpoint {dir}/run/last.safetensors"},
     {"outputs", "eval: --predictions is a symlink to the checkpoint",
      [](const std::string& dir) {
-       trained_run(dir);
+       trained_copy_run(dir);
        fs::create_symlink(dir + "/run/best.safetensors", dir + "/p.jsonl");
      },
      "eval {dir}/run --predictions {dir}/p.jsonl", 1,
      "--predictions {dir}/p.jsonl: is also the input --checkpoint {dir}/run/best.safetensors"},
     {"outputs", "eval: --predictions is a --checkpoint file given by path",
      [](const std::string& dir) {
-       trained_run(dir);
+       trained_copy_run(dir);
        fs::copy_file(dir + "/run/best.safetensors", dir + "/ck.safetensors");
      },
      "eval {dir}/run --checkpoint {dir}/ck.safetensors --predictions {dir}/./ck.safetensors", 1,
      "is also the input --checkpoint {dir}/ck.safetensors"},
-    {"outputs", "eval: --predictions is the run's config.yaml", trained_run,
+    {"outputs", "eval: --predictions is the run's config.yaml", trained_copy_run,
      "eval {dir}/run --predictions {dir}/run/config.yaml", 1,
      "--predictions {dir}/run/config.yaml: is also the input --run {dir}/run/config.yaml"},
-    {"outputs", "eval: --predictions is the run's results.json", trained_run,
+    {"outputs", "eval: --predictions is the run's results.json", trained_copy_run,
      "eval --run {dir}/run --predictions {dir}/run/results.json", 1,
      "--predictions {dir}/run/results.json: is also the input --run {dir}/run/results.json"},
-    {"outputs", "eval: --predictions is a split file of the run's dataset", trained_run,
+    {"outputs", "eval: --predictions is a split file of the run's dataset", trained_copy_run,
      "eval {dir}/run --predictions {dir}/d/copy_test_X.npy", 1,
      "--predictions {dir}/d/copy_test_X.npy: is also the input (the run's dataset) {dir}/d/copy_test_X.npy"},
-    {"outputs", "eval: --predictions is meta.yaml of --data", trained_run,
+    {"outputs", "eval: --predictions is meta.yaml of --data", trained_copy_run,
      "eval {dir}/run --data {dir}/d --predictions {dir}/d/meta.yaml", 1,
      "--predictions {dir}/d/meta.yaml: is also the input --data {dir}/d/meta.yaml"},
     {"outputs", "eval: --predictions is a hard link to a dataset file",
      [](const std::string& dir) {
-       trained_run(dir);
+       trained_copy_run(dir);
        hard_link(dir + "/d/copy_val_y.npy", dir + "/p.jsonl");
      },
      "eval {dir}/run --predictions {dir}/p.jsonl", 1,
