@@ -72,7 +72,7 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, i
 #ifdef RMT_ONEDNN
   // oneDNN's JIT sgemm: about 1.3x Eigen's rate on one core and 1.7x on two at the model's
   // shapes (bench/README.md). Deterministic for a fixed thread count and independent of buffer
-  // alignment (tests/test_kernels.cpp checks both). Inside an OpenMP region it runs on the
+  // alignment (tests/test_kernels_matmul.cpp checks both). Inside an OpenMP region it runs on the
   // calling thread only.
   if (K > 0) {
     const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda,

@@ -53,7 +53,7 @@ void create_directories_or_fail(const std::filesystem::path& dir);
 // sha256 of a byte string as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view bytes);
 
-// Kill tests only (tests/test_kill.cpp): with RMT_TEST_KILL_AT_WRITE=N or N:TEXT in its
+// Kill tests only (tests/test_kill_*.cpp): with RMT_TEST_KILL_AT_WRITE=N or N:TEXT in its
 // environment, a process SIGKILLs itself at the Nth "write point" among the files whose path
 // contains TEXT (all files without it). Every write_file_atomic and append_line has three
 // points: (1) half the bytes written (a torn temp file or line), (2) all bytes written, not yet
