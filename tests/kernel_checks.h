@@ -46,11 +46,14 @@ template <class A>
 void check_close(const char* what, const A& analytic, const DVec& numeric, double tol) {
   REQUIRE(analytic.size() == numeric.size());
   double err = 0, ref = 1e-3;
+  bool finite = true;  // std::max would pass over a NaN (an output the kernel never wrote)
   for (size_t i = 0; i < numeric.size(); ++i) {
+    finite = finite && std::isfinite((double)analytic[i]);
     err = std::max(err, std::fabs((double)analytic[i] - numeric[i]));
     ref = std::max(ref, std::fabs(numeric[i]));
   }
   INFO(std::string(what) << ": max err " << err << " / max ref " << ref);
+  CHECK(finite);
   CHECK(err <= tol * ref);
 }
 

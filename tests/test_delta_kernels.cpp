@@ -15,16 +15,13 @@
 #include "lib/core/backend.h"
 #include "lib/cuda/delta_kernels.h"
 #include "tests/cuda_host_checks.h"
+#include "tests/kernel_checks.h"
 #include "tests/random_vectors.h"
 
 using namespace rmt;
 using test::Buffers, test::check_bits, test::host_run;
-using Vec = std::vector<float>;
-using DVec = std::vector<double>;
 
 namespace {
-
-Backend& be() { return cpu_backend(); }
 
 // The kernels' inputs for one shape (g, S_in empty when absent).
 struct DeltaInputs {
@@ -108,35 +105,6 @@ DeltaGrads backward(const DeltaInputs& in, const DeltaOutputs& out, const Vec& d
                            dout.data(), or_null(dS_out), in.q.data(), in.k.data(), in.v.data(),
                            in.beta.data(), or_null(in.g), out.S_chunks.data(), s, in.scale);
   return g;
-}
-
-// Central differences of loss() wrt every element of x (the rounded step in the denominator).
-DVec fd(Vec& x, const std::function<double()>& loss, double h) {
-  DVec g(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float save = x[i];
-    x[i] = float(save + h);
-    const double xp = x[i], lp = loss();
-    x[i] = float(save - h);
-    const double xm = x[i], lm = loss();
-    x[i] = save;
-    g[i] = (lp - lm) / (xp - xm);
-  }
-  return g;
-}
-
-// max |a - b| <= tol * max(|b|, 1e-3)
-template <class A, class B>
-void check_close(const std::string& what, const A& got, const B& ref, double tol) {
-  REQUIRE(got.size() == ref.size());
-  double err = 0, mag = 1e-3;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::fabs(double(got[i]) - double(ref[i])));
-    mag = std::max(mag, std::fabs(double(ref[i])));
-  }
-  INFO(what << ": max err " << err << " / max ref " << mag);
-  CHECK(std::isfinite(err));
-  CHECK(err <= tol * mag);
 }
 
 }  // namespace
