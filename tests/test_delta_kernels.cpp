@@ -315,3 +315,152 @@ TEST_CASE("short convolution: forward vs the double reference, backward vs finit
     check_bits("dstate_in", r.f[4], dstate);
   }
 }
+
+namespace {
+
+double sigmoid_d(double z) { return 1 / (1 + std::exp(-z)); }
+
+// L = sum(w * out) for a kernel's outputs in double, and the finite-difference check of one input.
+double weighted(const DVec& out, const Vec& w) {
+  double l = 0;
+  for (size_t i = 0; i < out.size(); ++i) l += out[i] * w[i];
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("delta mixer pieces: l2norm, the gated output norm and the gates vs double references and FD") {
+  const int64_t rows = 6;
+  const int D = 5, H = 3;
+  SUBCASE("l2norm") {
+    Vec x = randn(size_t(rows * D), 1.f, 100), y(x.size(), NAN), rstd(size_t(rows), NAN);
+    auto ref = [&] {
+      DVec out(x.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        double ss = 0;
+        for (int j = 0; j < D; ++j) ss += double(x[size_t(r * D + j)]) * x[size_t(r * D + j)];
+        for (int j = 0; j < D; ++j) out[size_t(r * D + j)] = x[size_t(r * D + j)] / std::sqrt(ss + 1e-6);
+      }
+      return out;
+    };
+    be().l2norm_forward(y.data(), rstd.data(), x.data(), rows, D, 1e-6f);
+    check_close("y", y, ref(), 1e-6);
+    const Vec w = randn(x.size(), 1.f, 101);
+    Vec dx(x.size(), NAN);
+    be().l2norm_backward(dx.data(), w.data(), y.data(), rstd.data(), rows, D);
+    check_close("dx", dx, fd(x, [&] { return weighted(ref(), w); }, 1e-3), 1e-3);
+    Buffers r = host_run({{Vec(y.size(), 4.f), Vec(rstd.size(), 4.f), Vec(dx.size(), 4.f)}, {}},
+                         [&](auto& ex, Buffers& b) {
+                           cuda::l2norm_forward(ex, b.f[0].data(), b.f[1].data(), x.data(), rows, D, 1e-6f);
+                           cuda::l2norm_backward(ex, b.f[2].data(), w.data(), b.f[0].data(), b.f[1].data(), rows, D);
+                         });
+    check_bits("y", r.f[0], y);
+    check_bits("dx", r.f[2], dx);
+  }
+  for (bool gated : {false, true}) {
+    CAPTURE(gated);
+    SUBCASE("the output norm") {
+      Vec x = randn(size_t(rows * D), 1.f, 110), wt = randn(size_t(D), 0.5f, 111),
+          gate = gated ? randn(x.size(), 1.f, 112) : Vec();
+      for (auto& v : wt) v += 1.f;
+      auto ref = [&] {
+        DVec out(x.size());
+        for (int64_t r = 0; r < rows; ++r) {
+          double ss = 0;
+          for (int j = 0; j < D; ++j) ss += double(x[size_t(r * D + j)]) * x[size_t(r * D + j)];
+          const double rs = 1 / std::sqrt(ss / D + 1e-5);
+          for (int j = 0; j < D; ++j) {
+            const size_t i = size_t(r * D + j);
+            const double n = x[i] * rs * wt[size_t(j)];
+            out[i] = gated ? n * gate[i] * sigmoid_d(gate[i]) : n;
+          }
+        }
+        return out;
+      };
+      Vec y(x.size(), NAN), rstd(size_t(rows), NAN);
+      be().rms_norm_gated_forward(y.data(), rstd.data(), x.data(), wt.data(), or_null(gate), rows, D, 1e-5f);
+      check_close("y", y, ref(), 1e-6);
+      const Vec w = randn(x.size(), 1.f, 113), dw0 = randn(size_t(D), 1.f, 114);
+      Vec dx(x.size(), NAN), dw = dw0, dgate(gate.size(), NAN);
+      be().rms_norm_gated_backward(dx.data(), dw.data(), gated ? dgate.data() : nullptr, w.data(), x.data(),
+                                   rstd.data(), wt.data(), or_null(gate), rows, D);
+      auto loss = [&] { return weighted(ref(), w); };
+      check_close("dx", dx, fd(x, loss, 1e-3), 1e-3);
+      Vec dw_added(dw.size());
+      for (size_t i = 0; i < dw.size(); ++i) dw_added[i] = dw[i] - dw0[i];
+      check_close("dw", dw_added, fd(wt, loss, 1e-3), 1e-3);
+      if (gated) check_close("dgate", dgate, fd(gate, loss, 1e-3), 1e-3);
+      Buffers r = host_run({{Vec(y.size(), 4.f), Vec(rstd.size(), 4.f), Vec(dx.size(), 4.f), dw0,
+                             Vec(dgate.size(), 4.f)}, {}},
+                           [&](auto& ex, Buffers& b) {
+                             cuda::rms_norm_gated_forward(ex, b.f[0].data(), b.f[1].data(), x.data(), wt.data(),
+                                                          or_null(gate), rows, D, 1e-5f);
+                             cuda::rms_norm_gated_backward(ex, b.f[2].data(), b.f[3].data(),
+                                                           gated ? b.f[4].data() : nullptr, w.data(), x.data(),
+                                                           b.f[1].data(), wt.data(), or_null(gate), rows, D);
+                           });
+      check_bits("y", r.f[0], y);
+      check_bits("dx", r.f[2], dx);
+      check_bits("dw", r.f[3], dw);
+      check_bits("dgate", r.f[4], dgate);
+    }
+    SUBCASE("the gates") {
+      const size_t n = size_t(rows * H);
+      Vec b = randn(n, 2.f, 120), a = gated ? randn(n, 2.f, 121) : Vec(),
+          A_log = gated ? randn(size_t(H), 1.f, 122) : Vec(), dt_bias = gated ? randn(size_t(H), 1.f, 123) : Vec();
+      auto ref = [&] {
+        DVec out(2 * n, 0.0);
+        for (size_t i = 0; i < n; ++i) {
+          out[i] = sigmoid_d(b[i]);
+          if (gated) {
+            const size_t h = i % size_t(H);
+            out[n + i] = -std::exp(double(A_log[h])) * std::log1p(std::exp(double(a[i]) + dt_bias[h]));
+          }
+        }
+        return out;
+      };
+      Vec beta(n, NAN), g(gated ? n : 0, NAN);
+      be().delta_gates_forward(beta.data(), gated ? g.data() : nullptr, b.data(), or_null(a), or_null(A_log),
+                               or_null(dt_bias), rows, H);
+      const DVec r0 = ref();
+      check_close("beta", beta, DVec(r0.begin(), r0.begin() + long(n)), 1e-6);
+      if (gated) check_close("g", g, DVec(r0.begin() + long(n), r0.end()), 1e-6);
+      Vec w = randn(2 * n, 1.f, 124);
+      if (!gated) std::fill(w.begin() + long(n), w.end(), 0.f);
+      const Vec wb(w.begin(), w.begin() + long(n)), wg(w.begin() + long(n), w.end());
+      const Vec dA0 = randn(size_t(H), 1.f, 125), ddt0 = randn(size_t(H), 1.f, 126);
+      Vec db(n, NAN), da(gated ? n : 0, NAN), dA = gated ? dA0 : Vec(), ddt = gated ? ddt0 : Vec();
+      be().delta_gates_backward(db.data(), gated ? da.data() : nullptr, gated ? dA.data() : nullptr,
+                                gated ? ddt.data() : nullptr, wb.data(), gated ? wg.data() : nullptr, beta.data(),
+                                gated ? g.data() : nullptr, or_null(a), or_null(A_log), or_null(dt_bias), rows, H);
+      auto loss = [&] { return weighted(ref(), w); };
+      check_close("db", db, fd(b, loss, 1e-3), 1e-3);
+      if (gated) {
+        check_close("da", da, fd(a, loss, 1e-3), 1e-3);
+        Vec dA_added(static_cast<size_t>(H)), ddt_added(static_cast<size_t>(H));
+        for (int h = 0; h < H; ++h) dA_added[size_t(h)] = dA[size_t(h)] - dA0[size_t(h)];
+        for (int h = 0; h < H; ++h) ddt_added[size_t(h)] = ddt[size_t(h)] - ddt0[size_t(h)];
+        check_close("dA_log", dA_added, fd(A_log, loss, 1e-3), 1e-3);
+        check_close("ddt_bias", ddt_added, fd(dt_bias, loss, 1e-3), 1e-3);
+      }
+      Buffers r = host_run({{Vec(n, 4.f), Vec(g.size(), 4.f), Vec(n, 4.f), Vec(da.size(), 4.f),
+                             gated ? dA0 : Vec(), gated ? ddt0 : Vec()}, {}},
+                           [&](auto& ex, Buffers& bf) {
+                             float* gp = gated ? bf.f[1].data() : nullptr;
+                             cuda::delta_gates_forward(ex, bf.f[0].data(), gp, b.data(), or_null(a), or_null(A_log),
+                                                       or_null(dt_bias), rows, H);
+                             cuda::delta_gates_backward(ex, bf.f[2].data(), gated ? bf.f[3].data() : nullptr,
+                                                        gated ? bf.f[4].data() : nullptr,
+                                                        gated ? bf.f[5].data() : nullptr, wb.data(),
+                                                        gated ? wg.data() : nullptr, bf.f[0].data(), gp, or_null(a),
+                                                        or_null(A_log), or_null(dt_bias), rows, H);
+                           });
+      check_bits("beta", r.f[0], beta);
+      check_bits("g", r.f[1], g);
+      check_bits("db", r.f[2], db);
+      check_bits("da", r.f[3], da);
+      check_bits("dA_log", r.f[4], dA);
+      check_bits("ddt_bias", r.f[5], ddt);
+    }
+  }
+}

@@ -349,3 +349,53 @@ RMT_KERNEL(short_conv_backward,
            RMT_OPTIONAL_BUF(dstate_out, floats(int64_t(s.W - 1) * s.row()))
            RMT_BUF(x, floats(int64_t(s.T) * s.row())) RMT_BUF(w, floats(int64_t(s.C) * s.W))
            RMT_OPTIONAL_BUF(state_in, floats(int64_t(s.W - 1) * s.row())))
+
+// The delta mixer's per-row pieces (lib/core/delta_math.h). l2norm over rows of D (a head's q or
+// k): y = x / sqrt(sum x^2 + eps), rstd [rows] saved; its backward dx overwrites.
+RMT_KERNEL(l2norm_forward, (float* y, float* rstd, const float* x, int64_t rows, int D, float eps),
+           (y, rstd, x, rows, D, eps),
+           RMT_BUF(y, floats(rows * D)) RMT_BUF(rstd, floats(rows)) RMT_BUF(x, floats(rows * D)))
+RMT_KERNEL(l2norm_backward,
+           (float* dx, const float* dy, const float* y, const float* rstd, int64_t rows, int D),
+           (dx, dy, y, rstd, rows, D),
+           RMT_BUF(dx, floats(rows * D)) RMT_BUF(dy, floats(rows * D)) RMT_BUF(y, floats(rows * D))
+           RMT_BUF(rstd, floats(rows)))
+// The output norm over rows of D (a head's values): y = x / sqrt(mean x^2 + eps) * w [D], times
+// silu(gate) [rows, D] when gate is not null (fla's FusedRMSNormGated); rstd [rows] saved. Its
+// backward: dx and dgate (with a gate) overwrite, dw accumulates.
+RMT_KERNEL(rms_norm_gated_forward,
+           (float* y, float* rstd, const float* x, const float* w, const float* gate, int64_t rows,
+            int D, float eps),
+           (y, rstd, x, w, gate, rows, D, eps),
+           RMT_BUF(y, floats(rows * D)) RMT_BUF(rstd, floats(rows)) RMT_BUF(x, floats(rows * D))
+           RMT_BUF(w, floats(D)) RMT_OPTIONAL_BUF(gate, floats(rows * D)))
+RMT_KERNEL(rms_norm_gated_backward,
+           (float* dx, float* dw, float* dgate, const float* dy, const float* x, const float* rstd,
+            const float* w, const float* gate, int64_t rows, int D),
+           (dx, dw, dgate, dy, x, rstd, w, gate, rows, D),
+           RMT_BUF(dx, floats(rows * D)) RMT_BUF(dw, floats(D))
+           RMT_OPTIONAL_BUF(dgate, gate ? floats(rows * D) : 0) RMT_BUF(dy, floats(rows * D))
+           RMT_BUF(x, floats(rows * D)) RMT_BUF(rstd, floats(rows)) RMT_BUF(w, floats(D))
+           RMT_OPTIONAL_BUF(gate, floats(rows * D)))
+// The write strength and the decay of rows [rows, H]: beta = sigmoid(b); with a (Gated DeltaNet)
+// g = -exp(A_log[h]) softplus(a + dt_bias[h]) (softplus as torch's, linear above 20); a, g,
+// A_log and dt_bias null for DeltaNet. Its backward: db (and da) overwrite, dA_log and dt_bias's
+// gradient [H] accumulate over the rows in order.
+RMT_KERNEL(delta_gates_forward,
+           (float* beta, float* g, const float* b, const float* a, const float* A_log,
+            const float* dt_bias, int64_t rows, int H),
+           (beta, g, b, a, A_log, dt_bias, rows, H),
+           RMT_BUF(beta, floats(rows * H)) RMT_OPTIONAL_BUF(g, floats(rows * H))
+           RMT_BUF(b, floats(rows * H)) RMT_OPTIONAL_BUF(a, floats(rows * H))
+           RMT_OPTIONAL_BUF(A_log, floats(H)) RMT_OPTIONAL_BUF(dt_bias, floats(H)))
+RMT_KERNEL(delta_gates_backward,
+           (float* db, float* da, float* dA_log, float* ddt_bias, const float* dbeta,
+            const float* dg, const float* beta, const float* g, const float* a, const float* A_log,
+            const float* dt_bias, int64_t rows, int H),
+           (db, da, dA_log, ddt_bias, dbeta, dg, beta, g, a, A_log, dt_bias, rows, H),
+           RMT_BUF(db, floats(rows * H)) RMT_OPTIONAL_BUF(da, floats(rows * H))
+           RMT_OPTIONAL_BUF(dA_log, floats(H)) RMT_OPTIONAL_BUF(ddt_bias, floats(H))
+           RMT_BUF(dbeta, floats(rows * H)) RMT_OPTIONAL_BUF(dg, floats(rows * H))
+           RMT_BUF(beta, floats(rows * H)) RMT_OPTIONAL_BUF(g, floats(rows * H))
+           RMT_OPTIONAL_BUF(a, floats(rows * H)) RMT_OPTIONAL_BUF(A_log, floats(H))
+           RMT_OPTIONAL_BUF(dt_bias, floats(H)))

@@ -57,4 +57,65 @@ void CpuBackend::short_conv_backward(float* dx, float* dw, float* dstate_in, con
   for (int64_t i = 0; i < nw; ++i) dw[i] += delta::conv_dw_item(s, dy, x, w, state_in, i, silu);
 }
 
+void CpuBackend::l2norm_forward(float* y, float* rstd, const float* x, int64_t rows, int D,
+                                float eps) {
+#pragma omp parallel for schedule(static) if (rows * D > (1 << 14))
+  for (int64_t r = 0; r < rows; ++r) delta::l2norm_row(y, rstd, x, r, D, eps);
+}
+
+void CpuBackend::l2norm_backward(float* dx, const float* dy, const float* y, const float* rstd,
+                                 int64_t rows, int D) {
+#pragma omp parallel for schedule(static) if (rows * D > (1 << 14))
+  for (int64_t r = 0; r < rows; ++r) delta::l2norm_backward_row(dx, dy, y, rstd, r, D);
+}
+
+void CpuBackend::rms_norm_gated_forward(float* y, float* rstd, const float* x, const float* w,
+                                        const float* gate, int64_t rows, int D, float eps) {
+#pragma omp parallel for schedule(static) if (rows * D > (1 << 14))
+  for (int64_t r = 0; r < rows; ++r) delta::rms_norm_gated_row(y, rstd, x, w, gate, r, D, eps);
+}
+
+void CpuBackend::rms_norm_gated_backward(float* dx, float* dw, float* dgate, const float* dy,
+                                         const float* x, const float* rstd, const float* w,
+                                         const float* gate, int64_t rows, int D) {
+#pragma omp parallel for schedule(static) if (rows * D > (1 << 14))
+  for (int64_t r = 0; r < rows; ++r)
+    delta::rms_norm_gated_backward_row(dx, dgate, dy, x, rstd, w, gate, r, D);
+#pragma omp parallel for schedule(static) if (rows * D > (1 << 14))
+  for (int j = 0; j < D; ++j) dw[j] += delta::rms_norm_dw_item(dy, x, rstd, gate, rows, D, j);
+}
+
+void CpuBackend::delta_gates_forward(float* beta, float* g, const float* b, const float* a,
+                                     const float* A_log, const float* dt_bias, int64_t rows,
+                                     int H) {
+  const int64_t n = rows * H;
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
+  for (int64_t i = 0; i < n; ++i) {
+    beta[i] = delta::sigmoid(b[i]);
+    if (a) g[i] = delta::gate_g(a, A_log, dt_bias, i, H);
+  }
+}
+
+void CpuBackend::delta_gates_backward(float* db, float* da, float* dA_log, float* ddt_bias,
+                                      const float* dbeta, const float* dg, const float* beta,
+                                      const float* g, const float* a, const float* A_log,
+                                      const float* dt_bias, int64_t rows, int H) {
+  const int64_t n = rows * H;
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
+  for (int64_t i = 0; i < n; ++i) {
+    db[i] = dbeta[i] * (beta[i] * (1.f - beta[i]));
+    if (a) da[i] = delta::gate_dz(dg, a, A_log, dt_bias, i, H);
+  }
+  if (!a) return;
+  for (int h = 0; h < H; ++h) {  // over the rows in order
+    float sg = 0.f, sz = 0.f;
+    for (int64_t r = 0; r < rows; ++r) {
+      sg += dg[r * H + h] * g[r * H + h];
+      sz += da[r * H + h];
+    }
+    dA_log[h] += sg;
+    ddt_bias[h] += sz;
+  }
+}
+
 }  // namespace rmt::cpu

@@ -244,4 +244,92 @@ RMT_HOST_DEVICE inline float conv_dw_item(const ConvShape& s, const float* dy, c
   return acc;
 }
 
+// ---- The mixer's per-row pieces (fla's l2norm, the gates, FusedRMSNormGated). Rows of D floats:
+// a head's keys (l2norm) or values (the output norm); the gates one float per (row, head).
+
+// softplus as torch's (threshold 20: linear above it).
+RMT_HOST_DEVICE inline float softplus(float z) { return z > 20.f ? z : log1pf(expf(z)); }
+
+// l2norm of row r: y = x rstd, rstd = 1 / sqrt(sum x^2 + eps) (fla: eps inside the root).
+RMT_HOST_DEVICE inline void l2norm_row(float* y, float* rstd, const float* x, int64_t r, int D,
+                                       float eps) {
+  const float* xr = x + r * D;
+  float ss = 0.f;
+  for (int j = 0; j < D; ++j) ss += xr[j] * xr[j];
+  const float rs = 1.f / sqrtf(ss + eps);
+  for (int j = 0; j < D; ++j) y[r * D + j] = xr[j] * rs;
+  rstd[r] = rs;
+}
+// dx = rstd (dy - y (y . dy))
+RMT_HOST_DEVICE inline void l2norm_backward_row(float* dx, const float* dy, const float* y,
+                                                const float* rstd, int64_t r, int D) {
+  const float* yr = y + r * D;
+  const float* dyr = dy + r * D;
+  float yd = 0.f;
+  for (int j = 0; j < D; ++j) yd += yr[j] * dyr[j];
+  for (int j = 0; j < D; ++j) dx[r * D + j] = rstd[r] * (dyr[j] - yr[j] * yd);
+}
+
+// The output norm of row r: xhat = x rstd, rstd = 1 / sqrt(mean x^2 + eps); y = xhat w, times
+// silu(gate) with a gate (Gated DeltaNet's g_proj output).
+RMT_HOST_DEVICE inline void rms_norm_gated_row(float* y, float* rstd, const float* x,
+                                               const float* w, const float* gate, int64_t r,
+                                               int D, float eps) {
+  const float* xr = x + r * D;
+  float ss = 0.f;
+  for (int j = 0; j < D; ++j) ss += xr[j] * xr[j];
+  const float rs = 1.f / sqrtf(ss / D + eps);
+  for (int j = 0; j < D; ++j) {
+    const float n = xr[j] * rs * w[j];
+    y[r * D + j] = gate ? n * (gate[r * D + j] * sigmoid(gate[r * D + j])) : n;
+  }
+  rstd[r] = rs;
+}
+// d(loss)/d(xhat w) at row r, column j.
+RMT_HOST_DEVICE inline float rms_norm_dn(const float* dy, const float* gate, int64_t r, int D,
+                                         int j) {
+  const int64_t i = r * D + j;
+  return gate ? dy[i] * (gate[i] * sigmoid(gate[i])) : dy[i];
+}
+// dx and dgate (with a gate) of row r: dx = rstd (dxhat - xhat mean(dxhat xhat)), dxhat = dn w.
+RMT_HOST_DEVICE inline void rms_norm_gated_backward_row(float* dx, float* dgate, const float* dy,
+                                                        const float* x, const float* rstd,
+                                                        const float* w, const float* gate,
+                                                        int64_t r, int D) {
+  const float rs = rstd[r];
+  float m = 0.f;
+  for (int j = 0; j < D; ++j) m += rms_norm_dn(dy, gate, r, D, j) * w[j] * (x[r * D + j] * rs);
+  m /= D;
+  for (int j = 0; j < D; ++j) {
+    const int64_t i = r * D + j;
+    const float xhat = x[i] * rs;
+    dx[i] = rs * (rms_norm_dn(dy, gate, r, D, j) * w[j] - xhat * m);
+    if (gate) {
+      const float sg = sigmoid(gate[i]);
+      dgate[i] = dy[i] * xhat * w[j] * (sg * (1.f + gate[i] * (1.f - sg)));
+    }
+  }
+}
+// dw[j] summed over the rows in order.
+RMT_HOST_DEVICE inline float rms_norm_dw_item(const float* dy, const float* x, const float* rstd,
+                                              const float* gate, int64_t rows, int D, int j) {
+  float acc = 0.f;
+  for (int64_t r = 0; r < rows; ++r)
+    acc += rms_norm_dn(dy, gate, r, D, j) * (x[r * D + j] * rstd[r]);
+  return acc;
+}
+
+// The gates of item i = r * H + h: beta = sigmoid(b); g = -exp(A_log[h]) softplus(a + dt_bias[h]).
+RMT_HOST_DEVICE inline float gate_g(const float* a, const float* A_log, const float* dt_bias,
+                                    int64_t i, int H) {
+  const int h = int(i % H);
+  return -expf(A_log[h]) * softplus(a[i] + dt_bias[h]);
+}
+// dz, z = a + dt_bias: dg * (-exp(A_log)) * sigmoid(z)
+RMT_HOST_DEVICE inline float gate_dz(const float* dg, const float* a, const float* A_log,
+                                     const float* dt_bias, int64_t i, int H) {
+  const int h = int(i % H);
+  return dg[i] * (-expf(A_log[h]) * sigmoid(a[i] + dt_bias[h]));
+}
+
 }  // namespace rmt::delta

@@ -40,7 +40,8 @@ inline void mixer_bind_layer(const Model& M, const std::string& prefix, const Fi
 // The mixer's output y for the layer's live rows, the state it hands on (next_cache); false for a
 // last layer with no live rows (lib/core/attention.h says the contract).
 inline bool mixer_forward(const LayerStep& st, LayerActivations& act, const float* x,
-                          const float* cache, DeviceArray<float>* next_cache, DeviceArray<float>& y) {
+                          const float* cache, DeviceArray<float>* next_cache,
+                          DeviceArray<float>& y) {
   switch (mixer_of(st.M)) {
     case Mixer::attention: return attention_forward(st, act.attn, x, cache, next_cache, y);
   }

@@ -1,5 +1,6 @@
 #pragma once
-// The delta mixer's kernels (Backend::delta_rule_* and short_conv_*, docs/deltanet.md) as drivers
+// The delta mixer's kernels (Backend::delta_rule_*, short_conv_*, l2norm_*, rms_norm_gated_*,
+// delta_gates_*; docs/deltanet.md) as drivers
 // on an Exec (lib/cuda/exec.h): the delta rule one item per (sample, head), the convolution one
 // per output element, each the body of lib/core/delta_math.h that the CPU backend's loop runs,
 // so HostExec is bit-identical to the CPU backend (tests/test_delta_kernels.cpp).
@@ -68,6 +69,76 @@ void short_conv_backward(Exec& ex, float* dx, float* dw, float* dstate_in, const
     });
   ex.for_each(int64_t(s.C) * s.W, [=] RMT_HOST_DEVICE(int64_t i) {
     dw[i] += delta::conv_dw_item(s, dy, x, w, state_in, i, silu);
+  });
+}
+
+template <class Exec>
+void l2norm_forward(Exec& ex, float* y, float* rstd, const float* x, int64_t rows, int D,
+                    float eps) {
+  if (rows <= 0) return;
+  ex.for_each(rows, [=] RMT_HOST_DEVICE(int64_t r) { delta::l2norm_row(y, rstd, x, r, D, eps); });
+}
+
+template <class Exec>
+void l2norm_backward(Exec& ex, float* dx, const float* dy, const float* y, const float* rstd,
+                     int64_t rows, int D) {
+  if (rows <= 0) return;
+  ex.for_each(rows, [=] RMT_HOST_DEVICE(int64_t r) {
+    delta::l2norm_backward_row(dx, dy, y, rstd, r, D);
+  });
+}
+
+template <class Exec>
+void rms_norm_gated_forward(Exec& ex, float* y, float* rstd, const float* x, const float* w,
+                            const float* gate, int64_t rows, int D, float eps) {
+  if (rows <= 0) return;
+  ex.for_each(rows, [=] RMT_HOST_DEVICE(int64_t r) {
+    delta::rms_norm_gated_row(y, rstd, x, w, gate, r, D, eps);
+  });
+}
+
+template <class Exec>
+void rms_norm_gated_backward(Exec& ex, float* dx, float* dw, float* dgate, const float* dy,
+                             const float* x, const float* rstd, const float* w, const float* gate,
+                             int64_t rows, int D) {
+  if (rows <= 0) return;
+  ex.for_each(rows, [=] RMT_HOST_DEVICE(int64_t r) {
+    delta::rms_norm_gated_backward_row(dx, dgate, dy, x, rstd, w, gate, r, D);
+  });
+  ex.for_each(D, [=] RMT_HOST_DEVICE(int64_t j) {
+    dw[j] += delta::rms_norm_dw_item(dy, x, rstd, gate, rows, D, int(j));
+  });
+}
+
+template <class Exec>
+void delta_gates_forward(Exec& ex, float* beta, float* g, const float* b, const float* a,
+                         const float* A_log, const float* dt_bias, int64_t rows, int H) {
+  if (rows * H <= 0) return;
+  ex.for_each(rows * H, [=] RMT_HOST_DEVICE(int64_t i) {
+    beta[i] = delta::sigmoid(b[i]);
+    if (a) g[i] = delta::gate_g(a, A_log, dt_bias, i, H);
+  });
+}
+
+template <class Exec>
+void delta_gates_backward(Exec& ex, float* db, float* da, float* dA_log, float* ddt_bias,
+                          const float* dbeta, const float* dg, const float* beta, const float* g,
+                          const float* a, const float* A_log, const float* dt_bias, int64_t rows,
+                          int H) {
+  if (rows * H <= 0) return;
+  ex.for_each(rows * H, [=] RMT_HOST_DEVICE(int64_t i) {
+    db[i] = dbeta[i] * (beta[i] * (1.f - beta[i]));
+    if (a) da[i] = delta::gate_dz(dg, a, A_log, dt_bias, i, H);
+  });
+  if (!a) return;
+  ex.for_each(H, [=] RMT_HOST_DEVICE(int64_t h) {  // over the rows in order, as the CPU
+    float sg = 0.f, sz = 0.f;
+    for (int64_t r = 0; r < rows; ++r) {
+      sg += dg[r * H + h] * g[r * H + h];
+      sz += da[r * H + h];
+    }
+    dA_log[h] += sg;
+    ddt_bias[h] += sz;
   });
 }
 

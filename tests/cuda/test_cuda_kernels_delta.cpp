@@ -1,7 +1,7 @@
 // GPU suite (tests/cuda/kernel_compare.h): the delta mixer's kernels on the cuda backend against
-// the cpu backend: the delta rule (DeltaNet, and Gated DeltaNet's decay) and the short
-// convolution, forward and backward, at a CPU-scale model's shapes (batch 32, 4 heads, keys of 32,
-// values of 64, segments of 24) and odd ones. Not yet run on a GPU (docs/cuda.md).
+// the cpu backend: the delta rule (DeltaNet, and Gated DeltaNet's decay), the short convolution,
+// the l2norm, the gated output norm and the gates, forward and backward, at a CPU-scale model's
+// shapes (batch 32, 4 heads, keys of 32, values of 64, segments of 24) and odd ones. Not yet run on a GPU (docs/cuda.md).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -69,4 +69,51 @@ TEST_CASE("cuda short convolution: forward and backward, with and without SiLU a
                     {"dstate_in", dstate.download()}};
       });
     }
+}
+
+TEST_CASE("cuda delta mixer pieces: l2norm, the gated output norm and the gates, forward and backward") {
+  const int64_t rows = int64_t(kSeg) * kB * kH;  // a segment's heads
+  const int D = 64;
+  for (bool gated : {false, true})
+    compare(fmt::format("delta pieces rows {} D {} gated {}", rows, D, gated), [&](Backend& be) {
+      const std::vector<float> dw0 = uniform(D, 106), dA0 = uniform(kH, 107), ddt0 = uniform(kH, 108);
+      auto x = on(be, uniform(rows * D, 100)), w = on(be, uniform(D, 101, 0.5f, 1.5f));
+      auto gate = on(be, uniform(rows * D, 102)), dy = on(be, uniform(rows * D, 103));
+      auto b = on(be, uniform(rows, 104, -3.f, 3.f)), a = on(be, uniform(rows, 105, -3.f, 3.f));
+      auto A_log = on(be, uniform(kH, 109, 0.f, 2.7f)), dt_bias = on(be, uniform(kH, 110, -4.f, 0.f));
+      auto dw = on(be, dw0), dA = on(be, dA0), ddt = on(be, ddt0);
+      auto dbeta = on(be, uniform(rows, 111)), dg = on(be, uniform(rows, 112));
+      DeviceArray<float> y = nans(be, rows * D), rstd = nans(be, rows), dx = nans(be, rows * D),
+                         n = nans(be, rows * D), nrstd = nans(be, rows), ndx = nans(be, rows * D),
+                         dgate = nans(be, rows * D), beta = nans(be, rows), g = nans(be, rows),
+                         db = nans(be, rows), da = nans(be, rows);
+      const float* gp = gated ? gate.data() : nullptr;
+      be.l2norm_forward(y.data(), rstd.data(), x.data(), rows, D, 1e-6f);
+      be.l2norm_backward(dx.data(), dy.data(), y.data(), rstd.data(), rows, D);
+      be.rms_norm_gated_forward(n.data(), nrstd.data(), x.data(), w.data(), gp, rows, D, 1e-5f);
+      be.rms_norm_gated_backward(ndx.data(), dw.data(), gated ? dgate.data() : nullptr, dy.data(), x.data(),
+                                 nrstd.data(), w.data(), gp, rows, D);
+      // The gates over rows of kH heads: rows / kH of them.
+      const int64_t grows = rows / kH;
+      be.delta_gates_forward(beta.data(), gated ? g.data() : nullptr, b.data(), gated ? a.data() : nullptr,
+                             A_log.data(), dt_bias.data(), grows, kH);
+      be.delta_gates_backward(db.data(), gated ? da.data() : nullptr, dA.data(), ddt.data(), dbeta.data(), dg.data(),
+                              beta.data(), gated ? g.data() : nullptr, gated ? a.data() : nullptr, A_log.data(),
+                              dt_bias.data(), grows, kH);
+      Outs outs = {{"l2norm y", y.download()},
+                   {"l2norm dx", dx.download()},
+                   {"norm y", n.download()},
+                   {"norm dx", ndx.download()},
+                   {"norm dw - before", increment(dw.download(), dw0)},
+                   {"beta", beta.download()},
+                   {"db", db.download()}};
+      if (gated) {
+        outs.push_back({"norm dgate", dgate.download()});
+        outs.push_back({"g", g.download()});
+        outs.push_back({"da", da.download()});
+        outs.push_back({"dA_log - before", increment(dA.download(), dA0)});
+        outs.push_back({"ddt_bias - before", increment(ddt.download(), ddt0)});
+      }
+      return outs;
+    });
 }
