@@ -331,7 +331,8 @@ void CpuBackend::dropout_forward(float* out, const float* x, uint8_t* keep, int6
     return;
   }
   const float s = p < 1.f ? 1.f / (1.f - p) : 0.f;
-  // Counter-based: element i's draw depends only on (key, i), so any thread split gives the same mask.
+  // Counter-based: element i's draw depends only on (key, i), so any thread split gives the same
+  // mask.
   const uint64_t key = dropout_key(*seed.word, seed.tag, seed.layer);
 #pragma omp parallel for schedule(static) if (n > kGrain)
   for (int64_t i = 0; i < n; ++i) {

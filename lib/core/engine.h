@@ -32,9 +32,10 @@ class Engine {
   // memory; baseline and xl) is not run at all, or only up to the layer inputs the next
   // segment's cache needs (xl), and its backward is skipped. Its logits are then not available.
   // Evaluation (training = false) computes every segment. stage_forward is the host's part: it
-  // checks and plans, and uploads every segment's tokens and targets. run_forward issues the kernels, and nothing else once its
-  // buffers are sized (no copy from or to the host, no wait), adding the loss sum (not yet
-  // scaled: loss_scale()) into *loss_sum, a double of the backend's memory.
+  // checks and plans, and uploads every segment's tokens and targets. run_forward issues the
+  // kernels, and nothing else once its buffers are sized (no copy from or to the host, no wait),
+  // adding the loss sum (not yet scaled: loss_scale()) into *loss_sum, a double of the backend's
+  // memory.
   void stage_forward(const int32_t* input, const int32_t* target, int B, int T,
                      const std::vector<int>& seg_len, int answer_size, bool training,
                      uint64_t dropout_seed, const Carry& carry = {});
@@ -134,8 +135,8 @@ class Engine {
   const uint64_t* segment_seed(int s) const {
     return dropout_p(fwd_.training) > 0 ? fwd_.segment_seeds.data() + s : nullptr;
   }
-  // forward_segment with its plan given (stage_forward plans all segments at once) and its tokens and
-  // targets (may be null) already in the backend's memory, time-major [T, B]; so is its dropout
+  // forward_segment with its plan given (stage_forward plans all segments at once) and its tokens
+  // and targets (may be null) already in the backend's memory, time-major [T, B]; so is its dropout
   // seed (one word, read when the kernels run; null without dropout).
   void run_segment(SegmentActivations& seg, const SegmentPlan& plan, const int32_t* ids,
                    const int32_t* targets, int B, const RecurrentState& state,

@@ -47,13 +47,15 @@ struct ModelKindTraits {
 };
 
 inline constexpr ModelKindTraits kModelKinds[] = {
-    // kind              name      label          mixer             cache  memory write  read   assoc  causal write
-    {ModelKind::baseline, "baseline", "baseline", Mixer::attention, false, false, false, false, false, false},  // segments independent
-    {ModelKind::mt, "mt", "MT", Mixer::attention, false, true, false, true, false, false},  // Memory Transformer
-    {ModelKind::xl, "xl", "Tr-XL", Mixer::attention, true, false, false, false, false, false},  // Transformer-XL
-    {ModelKind::rmt, "rmt", "RMT", Mixer::attention, false, true, true, true, false, false},  // Recurrent Memory Transformer
-    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", Mixer::attention, true, true, true, true, false, false},  // both
-    {ModelKind::armt, "armt", "ARMT", Mixer::attention, false, true, true, false, true, true},  // Associative RMT
+    // baseline: segments independent; mt: Memory Transformer; xl: Transformer-XL; rmt: Recurrent
+    // Memory Transformer; xl_rmt: both; armt: Associative RMT.
+    //                                                     cache  memory write  read   assoc  causal
+    {ModelKind::baseline, "baseline", "baseline", Mixer::attention, false, false, false, false, false, false},
+    {ModelKind::mt, "mt", "MT", Mixer::attention,                   false, true,  false, true,  false, false},
+    {ModelKind::xl, "xl", "Tr-XL", Mixer::attention,                true,  false, false, false, false, false},
+    {ModelKind::rmt, "rmt", "RMT", Mixer::attention,                false, true,  true,  true,  false, false},
+    {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", Mixer::attention,  true,  true,  true,  true,  false, false},
+    {ModelKind::armt, "armt", "ARMT", Mixer::attention,             false, true,  true,  false, true,  true},
 };
 inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
 

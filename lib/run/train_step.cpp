@@ -8,8 +8,9 @@ namespace rmt {
 
 double forward_backward(Engine& engine, const StepBatch& batch, int bptt, bool training,
                         uint64_t dropout_seed) {
-  const double loss = forward_loss(engine, batch.input, batch.target, batch.B, batch.T, *batch.seg_len,
-                                     batch.answer_size, training, dropout_seed, batch.carry);
+  const double loss = forward_loss(engine, batch.input, batch.target, batch.B, batch.T,
+                                   *batch.seg_len, batch.answer_size, training, dropout_seed,
+                                   batch.carry);
   engine.backward(bptt);
   return loss;
 }
