@@ -107,15 +107,7 @@ void CpuBackend::delta_gates_backward(float* db, float* da, float* dA_log, float
     if (a) da[i] = delta::gate_dz(dg, a, A_log, dt_bias, i, H);
   }
   if (!a) return;
-  for (int h = 0; h < H; ++h) {  // over the rows in order
-    float sg = 0.f, sz = 0.f;
-    for (int64_t r = 0; r < rows; ++r) {
-      sg += dg[r * H + h] * g[r * H + h];
-      sz += da[r * H + h];
-    }
-    dA_log[h] += sg;
-    ddt_bias[h] += sz;
-  }
+  for (int h = 0; h < H; ++h) delta::gate_param_grads(dA_log, ddt_bias, dg, g, da, rows, H, h);
 }
 
 }  // namespace rmt::cpu

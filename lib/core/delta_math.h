@@ -332,4 +332,18 @@ RMT_HOST_DEVICE inline float gate_dz(const float* dg, const float* a, const floa
   return dg[i] * (-expf(A_log[h]) * sigmoid(a[i] + dt_bias[h]));
 }
 
+// The gate's parameter gradients of head h, summed over the rows in order (accumulate):
+// dA_log[h] += sum dg g (d g / d A_log = g), ddt_bias[h] += sum da (da = dz, z = a + dt_bias).
+RMT_HOST_DEVICE inline void gate_param_grads(float* dA_log, float* ddt_bias, const float* dg,
+                                             const float* g, const float* da, int64_t rows, int H,
+                                             int h) {
+  float sg = 0.f, sz = 0.f;
+  for (int64_t r = 0; r < rows; ++r) {
+    sg += dg[r * H + h] * g[r * H + h];
+    sz += da[r * H + h];
+  }
+  dA_log[h] += sg;
+  ddt_bias[h] += sz;
+}
+
 }  // namespace rmt::delta

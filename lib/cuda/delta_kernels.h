@@ -131,14 +131,8 @@ void delta_gates_backward(Exec& ex, float* db, float* da, float* dA_log, float* 
     if (a) da[i] = delta::gate_dz(dg, a, A_log, dt_bias, i, H);
   });
   if (!a) return;
-  ex.for_each(H, [=] RMT_HOST_DEVICE(int64_t h) {  // over the rows in order, as the CPU
-    float sg = 0.f, sz = 0.f;
-    for (int64_t r = 0; r < rows; ++r) {
-      sg += dg[r * H + h] * g[r * H + h];
-      sz += da[r * H + h];
-    }
-    dA_log[h] += sg;
-    ddt_bias[h] += sz;
+  ex.for_each(H, [=] RMT_HOST_DEVICE(int64_t h) {
+    delta::gate_param_grads(dA_log, ddt_bias, dg, g, da, rows, H, int(h));
   });
 }
 
