@@ -4,8 +4,8 @@ flash-linear-attention's own reference functions, and against itself.
 
     /usr/bin/python3 tests/reference/test_deltanet_reference.py [--rmt PATH]   (--rmt is ignored)
 
-fla's naive functions come from the fla-core package (`make deps-python` installs the pinned
-version into tests/reference/.pydeps, which this test puts first on sys.path; else the
+fla's naive functions come from the fla-core package, loaded by fla_naive.py (`make deps-python`
+installs the pinned version into tests/reference/.pydeps, which goes first on sys.path; else the
 interpreter's own fla-core). The two files fla/ops/delta_rule/naive.py and
 fla/ops/gated_delta_rule/naive.py are loaded by path: fla/__init__.py, fla/ops/__init__.py and
 triton are never imported (docs/deltanet.md §3). Without torch, einops or fla-core the test
@@ -25,25 +25,12 @@ Checks (one line each, with the measured max |diff| / max |ref|), then `N passed
     state, and delta_mixer from a carried state.
 """
 import argparse
-import importlib.util
 import os
-import re
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYDEPS = os.path.join(HERE, ".pydeps")     # where `make deps-python` installs fla-core and einops
-FLA_PIN = "0.6.0"                           # the Makefile's FLA_CORE_VERSION (and EINOPS_VERSION 0.8.2)
-INSTALL = ("make deps-python  (it runs: /usr/bin/python3 -m pip install --no-deps --target "
-           f"tests/reference/.pydeps fla-core=={FLA_PIN} einops==0.8.2; Debian's pip is python3-pip)")
-
 NAME = "test_deltanet_reference"
-
-
-def missing(what):
-    print(f"{NAME} needs {what}.\nInstall with: {INSTALL}", file=sys.stderr)
-    sys.exit(1)
-
 
 try:
     import torch
@@ -52,17 +39,9 @@ except ImportError as e:
           "  (or: make deps-test)", file=sys.stderr)
     sys.exit(1)
 
-if os.path.isdir(PYDEPS):
-    sys.path.insert(0, PYDEPS)
-if importlib.util.find_spec("einops") is None:
-    missing("einops (imported by fla's naive.py files), not found on sys.path or in tests/reference/.pydeps")
-_fla_spec = importlib.util.find_spec("fla")   # finds the package without running its __init__
-if _fla_spec is None or not _fla_spec.submodule_search_locations:
-    missing("fla-core (flash-linear-attention's ops package, for its naive delta-rule functions), "
-            "not found on sys.path or in tests/reference/.pydeps")
-
 sys.path.insert(0, HERE)
 import deltanet_reference as D  # noqa: E402
+import fla_naive  # noqa: E402
 
 torch.set_num_threads(1)   # tiny tensors: more threads only add overhead
 DT = torch.float64
@@ -113,45 +92,22 @@ def compare(what, pairs, tol):
     return check(worst <= tol, what, f"{text} (tol {tol:.0e})")
 
 
-# ---- fla's naive files, by path ----------------------------------------------------------------
-
-
-def fla_version(pkg_dir):
-    try:
-        import importlib.metadata as md
-        for dist in ("fla-core", "flash-linear-attention"):
-            try:
-                return md.version(dist), dist
-            except md.PackageNotFoundError:
-                pass
-    except ImportError:
-        pass
-    m = re.search(r'__version__\s*=\s*"([^"]+)"', open(os.path.join(pkg_dir, "__init__.py")).read())
-    return (m.group(1) if m else "unknown"), "fla/__init__.py"
+# ---- fla's naive files, by path (fla_naive.py) -------------------------------------------------
 
 
 def load_fla():
-    rel_paths = {"delta": os.path.join("ops", "delta_rule", "naive.py"),
-                 "gated": os.path.join("ops", "gated_delta_rule", "naive.py")}
-    for pkg_dir in _fla_spec.submodule_search_locations:
-        if all(os.path.isfile(os.path.join(pkg_dir, p)) for p in rel_paths.values()):
-            break
-    else:
-        missing(f"fla-core with {' and '.join(rel_paths.values())}; the fla found "
-                f"({list(_fla_spec.submodule_search_locations)}) has not both")
-    mods = {}
-    for key, p in rel_paths.items():
-        spec = importlib.util.spec_from_file_location(f"rmt_fla_naive_{key}", os.path.join(pkg_dir, p))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        mods[key] = mod
-    version, source = fla_version(pkg_dir)
-    print(f"fla: {version} (from {source}) at {pkg_dir}; torch {torch.__version__}"
-          + ("" if version == FLA_PIN else f"; note: the pinned version is {FLA_PIN}"), flush=True)
+    try:
+        fla = fla_naive.load()
+    except fla_naive.FlaMissing as e:
+        print(f"{NAME} {e}", file=sys.stderr)
+        sys.exit(1)
+    pin = fla_naive.FLA_PIN
+    print(f"fla: {fla.version} (from {fla.source}) at {fla.pkg_dir}; torch {torch.__version__}"
+          + ("" if fla.version == pin else f"; note: the pinned version is {pin}"), flush=True)
     leaked = sorted(m for m in sys.modules if m == "fla" or m.startswith(("fla.", "triton")))
     check(not leaked, "fla's naive files loaded by path without fla/__init__, fla.ops or triton",
           f"imported: {leaked}" if leaked else "")
-    return mods["delta"], mods["gated"]
+    return fla.delta, fla.gated
 
 
 # ---- inputs ------------------------------------------------------------------------------------
