@@ -200,11 +200,20 @@ def init_state(params, kind, batch, dtype=torch.float64):
     return st
 
 
+def gate_init(n_head, generator=None, dtype=torch.float64):
+    """fla's draw of Gated DeltaNet's (A_log, dt_bias) [n_head]: A_log = log U(0, 16), dt_bias =
+    softplus^-1(dt) with dt log-uniform in [0.001, 0.1] floored at 1e-4."""
+    A = torch.rand(n_head, generator=generator, dtype=dtype) * 16
+    u = torch.rand(n_head, generator=generator, dtype=dtype)
+    dt = torch.exp(u * (math.log(0.1) - math.log(0.001)) + math.log(0.001)).clamp(min=1e-4)
+    return torch.log(A), dt + torch.log(-torch.expm1(-dt))
+
+
 def make_params(kind, d_model, n_head, d_k, d_v, conv_size=4, use_gate=None, std=0.02,
                 generator=None, dtype=torch.float64):
     """Parameters under fla's names and shapes (docs/deltanet.md §5), drawn as fla's models do:
-    Linear and Conv1d weights N(0, std), o_norm.weight ones; Gated DeltaNet's A_log = log U(0, 16)
-    and dt_bias = softplus^-1(dt), dt log-uniform in [0.001, 0.1] floored at 1e-4.
+    Linear and Conv1d weights N(0, std), o_norm.weight ones; Gated DeltaNet's A_log and dt_bias
+    by gate_init.
     use_gate: default off for DeltaNet, on for Gated DeltaNet (fla's layer defaults)."""
     assert kind in KINDS, f"kind {kind!r}: expected one of {KINDS}"
     if use_gate is None:
@@ -216,11 +225,7 @@ def make_params(kind, d_model, n_head, d_k, d_v, conv_size=4, use_gate=None, std
 
     p = {}
     if kind == "gated_deltanet":
-        A = torch.rand(n_head, generator=generator, dtype=dtype) * 16
-        p["A_log"] = torch.log(A)
-        u = torch.rand(n_head, generator=generator, dtype=dtype)
-        dt = torch.exp(u * (math.log(0.1) - math.log(0.001)) + math.log(0.001)).clamp(min=1e-4)
-        p["dt_bias"] = dt + torch.log(-torch.expm1(-dt))
+        p["A_log"], p["dt_bias"] = gate_init(n_head, generator, dtype)
     p["q_proj.weight"] = normal(key_dim, d_model)
     p["k_proj.weight"] = normal(key_dim, d_model)
     p["v_proj.weight"] = normal(value_dim, d_model)
@@ -243,7 +248,9 @@ def delta_mixer(x, params, kind, state=None, form="recurrent", chunk_size=64, no
 
     x [B, T, d_model] (the mixer's input rows); params: fla's names (make_params); kind
     "deltanet" or "gated_deltanet"; state: init_state's dict {"S", "conv_q", "conv_k", "conv_v"}
-    or None (a fresh sequence); form "recurrent" or "chunked" (chunk_size). The options are
+    or None (a fresh sequence); form "recurrent" or "chunked" (chunk_size), or another
+    implementation of the rule, called as form(q, k, v, beta, g, S) -> (o, S_T) with
+    delta_rule_recurrent's layouts and scale (fla's, fla_naive.recurrent_rule). The options are
     fla's defaults: SiLU on the convolved q, k, v (DeltaNet's qk_activation silu), L2 norm of q
     and k, beta = sigmoid(b_proj x) (no allow_neg_eigval), one value head per q/k head (no
     GVA), the output RMSNorm per head, gated by silu(g_proj x) where g_proj is given.
@@ -278,12 +285,14 @@ def delta_mixer(x, params, kind, state=None, form="recurrent", chunk_size=64, no
         g = gate_log_decay(a, params["A_log"], params["dt_bias"]).transpose(1, 2)
 
     # 4. the delta rule from the carried S
-    if form == "recurrent":
+    if callable(form):
+        o, new_state["S"] = form(q, k, v, beta, g, state["S"])
+    elif form == "recurrent":
         o, new_state["S"] = delta_rule_recurrent(q, k, v, beta, g, state["S"])
     elif form == "chunked":
         o, new_state["S"] = delta_rule_chunked(q, k, v, beta, g, state["S"], chunk_size=chunk_size)
     else:
-        raise ValueError(f"form {form!r}: expected 'recurrent' or 'chunked'")
+        raise ValueError(f"form {form!r}: expected 'recurrent', 'chunked' or a function")
 
     # 5. output norm (and gate) per head over d_v, heads concatenated, o_proj
     o = o.transpose(1, 2)                                                       # [B, T, H, d_v]
