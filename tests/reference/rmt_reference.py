@@ -1,7 +1,8 @@
 """Independent PyTorch reference of rmt's models (docs/paper.md §2-§3).
 
 Backbone: Transformer-XL decoder, post-LayerNorm, relative positional attention
-(attn_type 0). Model kinds: baseline, xl, rmt, mt, xl_rmt.
+(attn_type 0). Model kinds: baseline, xl, rmt, mt, xl_rmt (armt: armt_reference.py;
+deltanet, gated_deltanet: delta_model_reference.py, all made by make_model).
 
 The state_dict uses the authors' names and shapes so that
 load_state_dict(strict=True) works on rmt's checkpoints. The module is meant
@@ -23,15 +24,20 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 KINDS = ("baseline", "xl", "rmt", "mt", "xl_rmt")
-ALL_KINDS = KINDS + ("armt",)   # armt: armt_reference.ARMTReference
+DELTA_KINDS = ("deltanet", "gated_deltanet")   # delta_model_reference.DeltaModelReference
+ALL_KINDS = KINDS + ("armt",) + DELTA_KINDS   # armt: armt_reference.ARMTReference
 
 
 def make_model(kind, *args, **kwargs):
-    """RMTReference, or ARMTReference for kind armt (which takes d_mem)."""
+    """RMTReference; ARMTReference for kind armt (which takes d_mem); DeltaModelReference for
+    deltanet / gated_deltanet (which take expand_v, short_conv and rule)."""
     if kind == "armt":
         import armt_reference  # noqa: E402  (it builds on this module)
         return armt_reference.ARMTReference(kind, *args, **kwargs)
     kwargs.pop("d_mem", None)
+    if kind in DELTA_KINDS:
+        import delta_model_reference  # noqa: E402  (it builds on this module)
+        return delta_model_reference.DeltaModelReference(kind, *args, **kwargs)
     return RMTReference(kind, *args, **kwargs)
 
 
@@ -402,9 +408,10 @@ def lm_window_loss(model, inp, tgt, T, s, k, stored):
     inp, tgt [B, S*T]: the streams' inputs and next-token targets, segment u
     at columns [u*T, (u+1)*T). stored: dict u -> (memory, cache) entering
     segment u as the step before it handed it on (detached). The step runs
-    the window of segments s-w .. s (w = min(k, s) with memory tokens, else 0)
-    from the state entering s-w (the initial one, learned memory included,
-    when s-w == 0) and scores every position of segment s only (mean
+    the window of segments s-w .. s (w = min(k, s) for a model with memory,
+    model.use_mem: memory tokens or the delta models' state; else 0) from the
+    state entering s-w (the initial one, learned memory included, when
+    s-w == 0) and scores every position of segment s only (mean
     cross-entropy). Stores the state entering s+1 (detached). Returns
     (logits [B,T,V], loss) with the graph through the whole window."""
     B = inp.shape[0]
@@ -503,7 +510,11 @@ def save_checkpoint(path, model):
 
 def model_from_checkpoint(path, dtype=torch.float64):
     tensors, meta = load_safetensors(path)
-    extra = {"d_mem": int(meta["d_mem"])} if meta["kind"] == "armt" else {}
+    extra = {}
+    if meta["kind"] == "armt":
+        extra = {"d_mem": int(meta["d_mem"])}
+    elif meta["kind"] in DELTA_KINDS:
+        extra = {k: int(meta[k]) for k in ("expand_v", "short_conv")}
     model = make_model(
         meta["kind"], int(meta["n_token"]), int(meta["n_layer"]), int(meta["n_head"]),
         int(meta["d_head"]), int(meta["d_model"]), int(meta["d_inner"]),
