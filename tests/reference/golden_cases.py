@@ -38,15 +38,22 @@ def ratio(ref, got):
     return d / s, None
 
 
+CONV_STD = 0.5   # delta kinds: short-conv kernels N(0, .5) (torch's Conv1d default scale), so
+                 # that the SiLU after them is not near-linear
+
+
 def _small_model(kind, seed, mem_len=0, m=0, rfc=True, V=12, n_layer=2, n_head=2,
-                 d_head=8, d_model=16, d_inner=32, w_std=0.15, d_mem=3):
+                 d_head=8, d_model=16, d_inner=32, w_std=0.15, d_mem=3, expand_v=1,
+                 short_conv=4):
     torch.manual_seed(seed)
+    delta = kind in R.DELTA_KINDS
+    extra = dict(expand_v=expand_v, short_conv=short_conv) if delta else {}
     model = R.make_model(kind, V, n_layer, n_head, d_head, d_model, d_inner,
                          mem_len=mem_len, num_mem_tokens=m,
-                         read_mem_from_cache=rfc, d_mem=d_mem).double()
+                         read_mem_from_cache=rfc, d_mem=d_mem, **extra).double()
     gen = torch.Generator().manual_seed(seed)
     model.init_params(gen, w_std=w_std, ln_w_std=0.3, bias_std=0.3, uv_std=0.5,
-                      mem_std=1.0)
+                      mem_std=1.0, **(dict(conv_std=CONV_STD) if delta else {}))
     return model
 
 
@@ -73,9 +80,10 @@ COPY = dict(V=12, n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256)
 
 
 def case(name, kind, T, N, A, bptt="all", B=3, mem_len=0, m=0, rfc=True, arch=SMALL,
-         w_std=0.15, adam=None, seed=None):
+         w_std=0.15, adam=None, seed=None, expand_v=1, short_conv=4):
     return dict(name=name, kind=kind, T=T, N=N, A=A, bptt=bptt, B=B, mem_len=mem_len, m=m,
-                rfc=rfc, arch=arch, w_std=w_std, adam=adam, seed=seed)
+                rfc=rfc, arch=arch, w_std=w_std, adam=adam, seed=seed, expand_v=expand_v,
+                short_conv=short_conv)
 
 
 CASES = [
@@ -125,14 +133,41 @@ CASES = [
 ]
 ARMT_COND = 2e-5     # max per-tensor |fp32 - fp64| / max|fp64| of the reference's own gradients
 
+# DeltaNet and Gated DeltaNet (docs/deltanet.md; delta_model_reference.py): every layer's delta
+# state S and its short-convolution windows (W-1 = 3 rows of q, k, v) link the segments. d_v 8
+# (expand_v 1) and 16 (expand_v 2). The short case's segments of 2 rows are shorter than the
+# window: the window entering a segment holds rows of the two segments before it.
+DELTA_EXPAND_V = {"deltanet": 1, "gated_deltanet": 2}
+
+
+def _delta_cases(kind):
+    def dcase(name, *a, **kw):
+        return case(name.replace("KIND", kind), kind, *a, expand_v=DELTA_EXPAND_V[kind],
+                    short_conv=4, **kw)
+    return [
+        dcase("KIND_3seg_bptt_all", 12, 3, 10, "all"),
+        dcase("KIND_3seg_bptt_0", 12, 3, 10, "0"),
+        dcase("KIND_3seg_bptt_1", 12, 3, 10, "1"),
+        dcase("KIND_4seg_bptt_2", 16, 4, 13, "2"),
+        dcase("KIND_uneven_14_4seg_bptt_all", 14, 4, 11, "all"),
+        dcase("KIND_short_10_5seg_bptt_1", 10, 5, 9, "1"),
+        dcase("adam_KIND_3seg_bptt_all", 12, 3, 10, "all", adam=dict(steps=10, lr=3e-3, clip=0.5)),
+    ]
+
+
+# appended, so that the other cases keep their seeds (100 + the index in CASES)
+CASES += _delta_cases("deltanet") + _delta_cases("gated_deltanet")
+
 
 # Language-model steps (docs/paper.md §7; rmt step-dump --segment-length): B streams of S
 # segments of T, one step per segment with the state carried from the step before, every
 # position of the new segment scored, RMT's BPTT window re-run from the stored state, and an
 # Adam step (clipped) after each, so that the stored states come from earlier parameters.
-def lm_case(name, kind, bptt=0, mem_len=0, m=0, rfc=True, B=3, T=4, S=5, lr=3e-3, clip=0.5):
+def lm_case(name, kind, bptt=0, mem_len=0, m=0, rfc=True, B=3, T=4, S=5, lr=3e-3, clip=0.5,
+            expand_v=1, short_conv=4):
     return dict(name=name, kind=kind, bptt=bptt, mem_len=mem_len, m=m, rfc=rfc, B=B, T=T, S=S,
-                lr=lr, clip=clip, arch=SMALL, w_std=0.15)
+                lr=lr, clip=clip, arch=SMALL, w_std=0.15, expand_v=expand_v,
+                short_conv=short_conv)
 
 
 LM_CASES = [
@@ -146,6 +181,10 @@ LM_CASES = [
     lm_case("lm_mt_bptt1", "mt", 1, m=3),
     lm_case("lm_xl_rmt_bptt1", "xl_rmt", 1, mem_len=6, m=3),
     lm_case("lm_xl_rmt_bptt2_no_read_from_cache", "xl_rmt", 2, mem_len=3, m=3, rfc=False),
+    # the delta state is the memory: step s re-runs segment s-1 from the state stored entering it
+    lm_case("lm_deltanet_bptt1", "deltanet", 1, expand_v=DELTA_EXPAND_V["deltanet"]),
+    lm_case("lm_gated_deltanet_bptt1", "gated_deltanet", 1,
+            expand_v=DELTA_EXPAND_V["gated_deltanet"]),
 ]
 
 
@@ -154,7 +193,7 @@ def run_lm_case(c, rmt, seed, keep, device=None):
     model = _small_model(c["kind"], seed, mem_len=c["mem_len"], m=c["m"], rfc=c["rfc"],
                          V=a["V"], n_layer=a["n_layer"], n_head=a["n_head"],
                          d_head=a["d_head"], d_model=a["d_model"], d_inner=a["d_inner"],
-                         w_std=c["w_std"])
+                         w_std=c["w_std"], expand_v=c["expand_v"], short_conv=c["short_conv"])
     model.load_state_dict({k: v.float() for k, v in model.state_dict().items()}, strict=True)
     B, T, S = c["B"], c["T"], c["S"]
     inp, tgt = _lm_batch(seed, B, T, S, a["V"])
@@ -243,7 +282,7 @@ def run_case(c, rmt, seed, keep, device=None):
     model = _small_model(c["kind"], seed, mem_len=c["mem_len"], m=c["m"], rfc=c["rfc"],
                          V=a["V"], n_layer=a["n_layer"], n_head=a["n_head"],
                          d_head=a["d_head"], d_model=a["d_model"], d_inner=a["d_inner"],
-                         w_std=c["w_std"])
+                         w_std=c["w_std"], expand_v=c["expand_v"], short_conv=c["short_conv"])
     # round to fp32 so both sides see exactly the same parameters
     model.load_state_dict({k: v.float() for k, v in model.state_dict().items()}, strict=True)
     inp, tgt = _batch(seed, c["B"], c["T"], a["V"])

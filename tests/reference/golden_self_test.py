@@ -1,16 +1,21 @@
-"""The self-test of the PyTorch reference (rmt_reference.py, armt_reference.py) on its own, run by
-test_golden.py before the golden cases: rel_shift and the mask against closed forms, the
-state_dict's names and shapes, the checkpoint round trip, segment lengths, every BPTT mode against
-an independent unrolled graph, finite differences and recomputation, and the language-model steps.
+"""The self-test of the PyTorch reference (rmt_reference.py, armt_reference.py,
+delta_model_reference.py) on its own, run by test_golden.py before the golden cases: rel_shift and
+the mask against closed forms, the state_dict's names and shapes, the checkpoint round trip,
+segment lengths, every BPTT mode against an independent unrolled graph, finite differences and
+recomputation, and the language-model steps; for deltanet / gated_deltanet (delta_self_test) the
+model written out from its state_dict, segments carrying the state against one pass, fla's rule
+against rmt's float64 restatement, the BPTT modes and finite differences.
 """
 import math
 import os
 import tempfile
 
 import torch
+import torch.nn.functional as F
 
+import deltanet_reference as D
 import rmt_reference as R
-from golden_cases import _batch, _lm_batch, _small_model, ratio
+from golden_cases import DELTA_EXPAND_V, _batch, _lm_batch, _small_model, ratio
 
 def _closed_form_shift(x):
     q, k = x.shape[-2:]
@@ -311,8 +316,11 @@ def self_test():
 
     # 14. LM steps with fixed parameters == the last segment of one forward with bptt k
     for kind, kw in [("baseline", {}), ("xl", {"mem_len": 6}), ("rmt", {"m": 3}),
-                     ("mt", {"m": 2}), ("xl_rmt", {"m": 2, "mem_len": 5})]:
+                     ("mt", {"m": 2}), ("xl_rmt", {"m": 2, "mem_len": 5}),
+                     ("deltanet", {"expand_v": 1}), ("gated_deltanet", {"expand_v": 2})]:
         model = _small_model(kind, 9, **kw)
+        if kind in R.DELTA_KINDS:
+            model.rule = "deltanet_reference"   # float64 throughout: the comparison is exact
         B, T, S = 2, 4, 4
         inp, tgt = _lm_batch(9, B, T, S, 12)
         worst = 0.0
@@ -327,6 +335,198 @@ def self_test():
                             float((lg - la[:, -T:]).abs().max()), abs(float(ls - sa)))
         check(f"LM steps == last segment with bptt k [{kind}]", worst < 1e-12, f"worst {worst:.1e}")
 
+    # 15. deltanet / gated_deltanet
+    delta_self_test(check)
+
     n_ok = sum(results)
     print(f"self-test: {n_ok} passed, {len(results) - n_ok} failed", flush=True)
     return n_ok == len(results)
+
+
+# ----------------------------------------------------------------------------
+# deltanet / gated_deltanet (delta_model_reference.py)
+
+FLA_TOL = 1e-5   # fla's rule (float32 inside) vs the float64 restatement: logits, loss, every grad
+
+
+def _delta_model(kind, seed, rule="deltanet_reference"):
+    """The golden cases' model; by default with the float64 rule, so that comparisons of the
+    reference with itself are exact (rounding ~1e-15)."""
+    model = _small_model(kind, seed, expand_v=DELTA_EXPAND_V[kind])
+    model.rule = rule
+    return model
+
+
+def _delta_by_hand(model, segments):
+    """The model written out from its state_dict alone (delta_model_reference.py's docstring),
+    carrying each layer's mixer state: logits [B, T, V] of the concatenated segments."""
+    sd, d = model.state_dict(), model.d_model
+
+    def ln(z, pre):
+        return F.layer_norm(z, (d,), sd[pre + ".weight"], sd[pre + ".bias"])
+
+    out, states = [], [None] * model.n_layer     # None: delta_mixer's zero state
+    for tok in segments:
+        x = F.embedding(tok, sd["word_emb.emb_layers.0.weight"]) * math.sqrt(d)
+        for i in range(model.n_layer):
+            pre = f"layers.{i}."
+            params = {n[len(pre) + 5:]: t for n, t in sd.items() if n.startswith(pre + "attn.")}
+            y, states[i] = D.delta_mixer(x, params, model.kind, states[i])
+            h = ln(x + y, pre + "attn_layer_norm")
+            ff = pre + "pos_ff.CoreNet."
+            z = F.relu(F.linear(h, sd[ff + "0.weight"], sd[ff + "0.bias"]))
+            z = F.linear(z, sd[ff + "3.weight"], sd[ff + "3.bias"])
+            x = ln(h + z, pre + "pos_ff.layer_norm")
+        out.append(F.linear(x, sd["crit.out_layers.0.weight"], sd["crit.out_layers.0.bias"]))
+    return torch.cat(out, 1)
+
+
+def _delta_expected_shapes(model):
+    """name -> shape: fla's mixer parameters (deltanet_reference.make_params) under layers.L.attn.,
+    rmt's LayerNorms and feed-forward, the tied embedding / output and the output bias."""
+    V, d, H = model.n_token, model.d_model, model.n_head
+    mixer = D.make_params(model.kind, d, H, model.d_head, model.expand_v * model.d_head,
+                          conv_size=model.short_conv)
+    want = {"word_emb.emb_layers.0.weight": [V, d], "crit.out_layers.0.weight": [V, d],
+            "crit.out_layers.0.bias": [V]}
+    for i in range(model.n_layer):
+        want.update({f"layers.{i}.attn.{n}": list(t.shape) for n, t in mixer.items()})
+        for ln in ("attn_layer_norm", "pos_ff.layer_norm"):
+            want[f"layers.{i}.{ln}.weight"] = want[f"layers.{i}.{ln}.bias"] = [d]
+        want.update({f"layers.{i}.pos_ff.CoreNet.0.weight": [model.d_inner, d],
+                     f"layers.{i}.pos_ff.CoreNet.0.bias": [model.d_inner],
+                     f"layers.{i}.pos_ff.CoreNet.3.weight": [d, model.d_inner],
+                     f"layers.{i}.pos_ff.CoreNet.3.bias": [d]})
+    return want
+
+
+def _delta_logits_dropping(model, inp, N, names):
+    """Logits over N segments with the state entries `names` zeroed at every border."""
+    import delta_model_reference as DM
+    mem, out = model.initial_memory(inp.shape[0]), []
+    for a, b in R.segment_bounds(inp.shape[1], N):
+        lg, mem, _ = model.segment(inp[:, a:b], mem, None)
+        mem = DM.DeltaState([{n: torch.zeros_like(t) if n in names else t for n, t in st.items()}
+                             for st in mem.layers])
+        out.append(lg)
+    return torch.cat(out, 1)
+
+
+def delta_self_test(check):
+    for kind in R.DELTA_KINDS:
+        model = _delta_model(kind, 11)
+
+        # names and shapes; the checkpoint: metadata, no Transformer-XL entries, strict load
+        sd = model.state_dict()
+        want = _delta_expected_shapes(model)
+        ok = set(sd) == set(want) and all(list(sd[n].shape) == v for n, v in want.items())
+        ok = ok and model.crit.out_layers[0].weight is model.word_emb.emb_layers[0].weight
+        check(f"[{kind}] state_dict = fla's mixer names under layers.L.attn., rmt's LayerNorms and "
+              "feed-forward, tied output", ok, f"{len(sd)} entries")
+        inp, tgt = _batch(11, 2, 13, 12)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "ck.safetensors")
+            R.save_checkpoint(path, model)
+            tensors, meta = R.load_safetensors(path)
+            m2 = R.model_from_checkpoint(path)    # strict load
+            m2.rule = model.rule
+            l1, l2 = R.run_segments(model, inp, 3)[0], R.run_segments(m2, inp, 3)[0]
+            err = float((l1 - l2).abs().max())
+        meta_want = dict(kind=kind, mem_len="0", num_mem_tokens="0", expand_v=str(model.expand_v),
+                         short_conv="4", n_head="2", d_head="8")
+        ok = all(meta.get(k) == v for k, v in meta_want.items()) and set(tensors) == set(want) \
+            and m2.config() == model.config() and err < 1e-5
+        check(f"[{kind}] checkpoint round trip (strict; metadata expand_v {meta.get('expand_v')}, "
+              f"short_conv {meta.get('short_conv')}; no pos_emb.inv_freq, r_w_bias, r_r_bias)", ok,
+              f"fp32 rounding diff={err:.2e}")
+
+        # the model is its equations: written out from the state_dict, 6 segments of 2-3 rows
+        # (shorter than the conv window of W-1 = 3: it spans two borders)
+        with torch.no_grad():
+            lg, _ = R.run_segments(model, inp, 6)
+            hand = _delta_by_hand(model, [inp[:, a:b] for a, b in R.segment_bounds(13, 6)])
+        err = float((lg - hand).abs().max())
+        check(f"[{kind}] model == written out from its state_dict (6 segments)", err < 1e-12,
+              f"max|diff| {err:.1e}")
+
+        # (a) bptt all: any segmentation == one segment (the state carries everything)
+        l1, s1, g1 = R.loss_and_grads(model, inp, tgt, 1, 13, "all")
+        worst = 0.0
+        for N in (2, 4, 6, 13):
+            lN, sN, gN = R.loss_and_grads(model, inp, tgt, N, 13, "all")
+            worst = max(worst, _max_grad_ratio(g1, gN)[0], float((l1 - lN).abs().max()),
+                        abs(float(s1 - sN)))
+        check(f"[{kind}] bptt all over 2, 4, 6, 13 segments == one segment", worst < 1e-12,
+              f"worst {worst:.1e}")
+
+        # both parts of the state carry: dropping S or the conv windows changes later segments
+        with torch.no_grad():
+            lg, _ = R.run_segments(model, inp, 3)
+            dS = _delta_logits_dropping(model, inp, 3, {"S"})
+            dC = _delta_logits_dropping(model, inp, 3, {"conv_q", "conv_k", "conv_v"})
+        first = max(float((lg - x)[:, :5].abs().max()) for x in (dS, dC))
+        later = min(float((lg - x)[:, 5:].abs().max()) for x in (dS, dC))
+        check(f"[{kind}] S and the conv windows each carry into later segments",
+              first == 0.0 and later > 1e-2, f"min change of later logits {later:.2e}")
+
+        # (c) bptt modes: all / 0 / 1 / 2 differ; k >= N-1 == all; k = 0 == detached borders
+        inp4, tgt4 = _batch(12, 3, 16, 12)
+        la, sa, ga = R.loss_and_grads(model, inp4, tgt4, 4, 14, "all")
+        g = {k: R.loss_and_grads(model, inp4, tgt4, 4, 14, k)[2] for k in (0, 1, 2)}
+        d = [_max_grad_ratio(a, b)[0] for a, b in [(ga, g[0]), (ga, g[1]), (g[0], g[1]),
+                                                    (g[1], g[2]), (g[2], ga)]]
+        check(f"[{kind}] bptt all/0/1/2 give different gradients", min(d) > 1e-3,
+              f"min ratio {min(d):.2e}")
+        worst = 0.0
+        for k in (3, 6):
+            lk, sk, gk = R.grads_recompute(model, inp4, tgt4, 4, 14, k)
+            worst = max(worst, _max_grad_ratio(ga, gk)[0], float((la - lk).abs().max()),
+                        abs(float(sa - sk)))
+        worst0 = _max_grad_ratio(g[0], R.grads_recompute(model, inp4, tgt4, 4, 14, 0)[2])[0]
+        check(f"[{kind}] k-recompute: k = 3, 6 == all; k = 0 == detached at every border",
+              worst < 1e-12 and worst0 < 1e-12, f"{worst:.1e}, {worst0:.1e}")
+
+        # (b) fla's recurrences in the model == rmt's float64 restatement
+        fla = _delta_model(kind, 11, rule="fla")
+        worst, where = 0.0, ""
+        for T, N, A, bptt in [(13, 6, 13, "all"), (16, 4, 14, 0), (16, 4, 14, 1), (14, 4, 11, 2)]:
+            x, y = _batch(13, 3, T, 12)
+            lr, sr, gr = R.loss_and_grads(model, x, y, N, A, bptt)
+            lf, sf, gf = R.loss_and_grads(fla, x, y, N, A, bptt)
+            for r, w in [(ratio(lr.numpy(), lf.numpy())[0], f"logits bptt {bptt}"),
+                         (abs(float(sr - sf)) / abs(float(sr)), f"loss bptt {bptt}"),
+                         *((ratio(gr[n].numpy(), gf[n].numpy())[0], f"grad {n} bptt {bptt}")
+                           for n in gr)]:
+                if r > worst:
+                    worst, where = r, w
+        check(f"[{kind}] fla's recurrence in the model == float64 restatement (logits, loss, "
+              f"every grad; bptt all/0/1/2)", worst <= FLA_TOL,
+              f"worst {worst:.1e} ({where}), tol {FLA_TOL:g}")
+
+        # finite differences: bptt all is the derivative of the loss through the carried state
+        x, y = _batch(14, 2, 12, 12)
+        _, _, gr = R.loss_and_grads(model, x, y, 3, 10, "all")
+        params = dict(model.named_parameters())
+        entries = [("layers.0.attn.q_conv1d.weight", (3, 0, 1)),
+                   ("layers.1.attn.v_conv1d.weight", (5, 0, 3)),
+                   ("layers.0.attn.k_proj.weight", (6, 2)), ("layers.1.attn.b_proj.weight", (1, 4)),
+                   ("layers.0.attn.o_norm.weight", (2,)), ("layers.0.attn_layer_norm.bias", (3,)),
+                   ("word_emb.emb_layers.0.weight", (3, 3))]
+        if kind == "gated_deltanet":
+            entries += [("layers.0.attn.A_log", (1,)), ("layers.1.attn.dt_bias", (0,)),
+                        ("layers.0.attn.a_proj.weight", (0, 5)),
+                        ("layers.1.attn.g_proj.weight", (9, 7))]
+        worst = 0.0
+        for name, idx in entries:
+            p, h = params[name], 1e-5
+            with torch.no_grad():
+                old = float(p[idx])
+                p[idx] = old + h
+                lp = float(R.answer_loss(R.run_segments(model, x, 3)[0], y, 10))
+                p[idx] = old - h
+                lm = float(R.answer_loss(R.run_segments(model, x, 3)[0], y, 10))
+                p[idx] = old
+            fd = (lp - lm) / (2 * h)
+            worst = max(worst, abs(fd - float(gr[name][idx])) / max(1e-3, abs(fd)))
+        check(f"[{kind}] finite differences == bptt all ({len(entries)} entries)", worst < 1e-6,
+              f"worst rel {worst:.1e}")
