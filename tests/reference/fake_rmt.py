@@ -5,7 +5,8 @@ Only for exercising test_golden.py before the C++ exists, and for showing
 that the tolerances hold for an fp32 implementation:
     /usr/bin/python3 tests/reference/test_golden.py --rmt tests/reference/fake_rmt.py
 (`--break NAME` / FAKE_RMT_BREAK perturbs one output, and FAKE_RMT_MUTANT
-selects a plausible implementation bug, to see the driver fail.)
+selects a plausible implementation bug, to see the driver fail. Also `--segment-length T
+[--update]`: the language-model steps.)
 
 Also here: `authors_model(...)`, a stand-in of the authors' MemTransformerLM (booydar/LM-RMT,
 pytorch/mem_transformer.py) for test_convert.py: the same module tree, class and module names,
@@ -276,11 +277,48 @@ def _mutate(kind):
     elif kind == "bptt_k_plus_1":        # window one segment too long
         orig = R.grads_recompute
         R.grads_recompute = lambda m, i, t, N, A, k: orig(m, i, t, N, A, k + 1)
+    elif kind == "delta_conv_restart":   # delta kinds: conv windows restarted every segment
+        import delta_model_reference as DM
+        orig = DM.DeltaModelReference.segment
+
+        def segment(self, tok, mem, cache):
+            mem = DM.DeltaState([{n: torch.zeros_like(t) if n.startswith("conv") else t
+                                  for n, t in st.items()} for st in mem.layers])
+            return orig(self, tok, mem, cache)
+        DM.DeltaModelReference.segment = segment
+    elif kind == "delta_detach_S_only":  # delta kinds: bptt 0 detaches S but not the conv windows
+        import delta_model_reference as DM
+        DM.DeltaState.detach = lambda self: DM.DeltaState(
+            [{n: t.detach() if n == "S" else t for n, t in st.items()} for st in self.layers])
     elif kind:
         raise SystemExit(f"unknown mutant {kind}")
 
 
+def lm_steps(model, inp, tgt, a):
+    """Language-model steps (rmt step-dump --segment-length T): step s on segment s of every
+    stream with the state the step before stored, OUT/step<s>/ the parameters it started from,
+    the segment's logits, loss and gradients; with --update clip and one Adam after each step."""
+    T = a.segment_length
+    params = [p for _, p in model.named_parameters()]
+    opt = torch.optim.Adam(params, lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    stored = {}
+    for s in range(inp.shape[1] // T):
+        d = os.path.join(a.out, f"step{s}")
+        os.makedirs(d)
+        R.save_safetensors(os.path.join(d, "params.safetensors"), model.state_dict())
+        logits, loss, grads = R.lm_step(model, inp, tgt, T, s, int(a.bptt), stored)
+        np.save(os.path.join(d, "logits.npy"), logits.numpy().astype(np.float32))
+        with open(os.path.join(d, "loss.json"), "w") as f:
+            json.dump({"loss": float(loss)}, f)
+        R.save_safetensors(os.path.join(d, "grads.safetensors"), grads)
+        if a.update:      # lm_step leaves p.grad set
+            torch.nn.utils.clip_grad_norm_(params, a.clip)
+            opt.step()
+    return 0
+
+
 def main():
+    torch.set_num_threads(1)   # tiny tensors (test_golden.py)
     _mutate(os.environ.get("FAKE_RMT_MUTANT", ""))
     if len(sys.argv) < 2 or sys.argv[1] != "step-dump":
         print("usage: fake_rmt.py step-dump ...", file=sys.stderr)
@@ -288,17 +326,23 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("--checkpoint", "--input", "--target", "--bptt", "--out"):
         ap.add_argument(a, required=True)
-    ap.add_argument("--segments", type=int, required=True)
-    ap.add_argument("--answer-size", type=int, required=True)
+    ap.add_argument("--segments", type=int)
+    ap.add_argument("--answer-size", type=int)
+    ap.add_argument("--segment-length", type=int, default=0)
+    ap.add_argument("--update", action="store_true")
     ap.add_argument("--adam-steps", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--clip", type=float, default=0.25)
     ap.add_argument("--break", dest="brk", default=os.environ.get("FAKE_RMT_BREAK", ""))
     a = ap.parse_args(sys.argv[2:])
+    if not a.segment_length and (a.segments is None or a.answer_size is None):
+        ap.error("--segments and --answer-size are required without --segment-length")
     model = R.model_from_checkpoint(a.checkpoint, dtype=torch.float32)
     inp = torch.from_numpy(np.load(a.input))
     tgt = torch.from_numpy(np.load(a.target))
     os.makedirs(a.out, exist_ok=True)
+    if a.segment_length:
+        return lm_steps(model, inp, tgt, a)
     logits, loss, grads = R.loss_and_grads(model, inp, tgt, a.segments, a.answer_size, a.bptt)
     if a.brk == "logits":
         logits[0, -1, 0] += 1e-2
