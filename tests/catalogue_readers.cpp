@@ -298,7 +298,7 @@ RMT_CATALOGUE({
     {"results.csv", "unknown status", file_case("r.csv", kCsvHeader + "baseline,1,0,0,all,1,36,1.0,0.9,,0.1,b1,ok,10,1.0,abc,1,\n"),
      "table {dir}/r.csv", 1, "r.csv: line 2: status 'ok' is neither done nor failed"},
     {"results.csv", "unknown model kind", file_case("r.csv", kCsvHeader + "gpt,1,0,0,all,1,36,1.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n"),
-     "table {dir}/r.csv", 1, "r.csv: line 2: model.kind 'gpt' is not one of baseline, mt, xl, rmt, xl_rmt, armt"},
+     "table {dir}/r.csv", 1, "r.csv: line 2: model.kind 'gpt' is not one of baseline, mt, xl, rmt, xl_rmt, armt, deltanet, gated_deltanet"},
     {"results.csv", "memory size not an integer", file_case("r.csv", kCsvHeader + "rmt,2,6.5,0,all,1,18,1.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n"),
      "table {dir}/r.csv", 1, "r.csv: line 2: model.num_mem_tokens '6.5' is not an integer >= 0"},
     {"results.csv", "header column twice", file_case("r.csv", "segments,segments\n1,2\n"), "table {dir}/r.csv", 1,

@@ -58,7 +58,7 @@ RMT_CATALOGUE({
      kTable, 1, "quick_copy.task: expected the paper's task as text, e.g. task: copy 24"},
     {"paper.yaml", "row label not a model kind",
      paper("quick_copy: {seq_len: 72, rows: {\"recurrent memory\": {3: 1.0}}}\n"), kTable, 1,
-     "quick_copy.rows.recurrent memory: a row label is a model kind (baseline, mt, xl, rmt, xl_rmt, armt), then its memory "
+     "quick_copy.rows.recurrent memory: a row label is a model kind (baseline, mt, xl, rmt, xl_rmt, armt, deltanet, gated_deltanet), then its memory "
      "in parentheses"},
     {"paper.yaml", "row label's memory not in parentheses",
      paper("quick_copy: {seq_len: 72, rows: {\"rmt mem 6\": {3: 1.0}}}\n"), kTable, 1,

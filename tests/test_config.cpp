@@ -392,7 +392,8 @@ TEST_CASE("to_yaml round-trips every field exactly") {
     if (key == "segment_length") continue;  // language models only
     // written only when used (their defaults leave run ids unchanged): tested below
     if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals" ||
-        key == "train.adam_beta2" || key == "train.stop_unmastered" || key == "model.d_mem")
+        key == "train.adam_beta2" || key == "train.stop_unmastered" || key == "model.d_mem" ||
+        key == "model.expand_v" || key == "model.short_conv")
       continue;
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
@@ -407,13 +408,13 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 40);
+  REQUIRE(keys.size() == 42);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
   CHECK(keys[5] == "device");
   CHECK(keys[6] == "model.kind");
-  CHECK(keys[34] == "train.curriculum");
+  CHECK(keys[36] == "train.curriculum");
   CHECK(keys.back() == "train.adam_beta2");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
@@ -428,6 +429,24 @@ TEST_CASE("model.d_mem: written only for armt (the other kinds' run ids stay as 
   const std::string yaml = rmt::to_yaml(c);
   CHECK(contains(yaml, "d_mem: 12"));
   CHECK(rmt::parse_config(yaml, "to_yaml").model.d_mem == 12);
+}
+
+TEST_CASE("model.expand_v and model.short_conv: written only for the delta-rule kinds, round-tripped") {
+  rmt::Config plain;
+  CHECK(!contains(rmt::to_yaml(plain), "expand_v"));
+  CHECK(!contains(rmt::to_yaml(plain), "short_conv"));
+  rmt::Config c;
+  c.model.kind = "gated_deltanet";
+  c.model.expand_v = 3;
+  c.model.short_conv = 0;
+  const std::string yaml = rmt::to_yaml(c);
+  CHECK(contains(yaml, "expand_v: 3"));
+  CHECK(contains(yaml, "short_conv: 0"));
+  const rmt::Config back = rmt::parse_config(yaml, "to_yaml");
+  CHECK(back.model.expand_v == 3);
+  CHECK(back.model.short_conv == 0);
+  CHECK_THROWS_WITH_AS(rmt::parse_config("model:\n  kind: deltanet\n  short_conv: 65\n", "t"),
+                       doctest::Contains("model.short_conv"), rmt::Error);
 }
 
 TEST_CASE("the curriculum and stopping keys: written only when used, round-tripped when they are") {

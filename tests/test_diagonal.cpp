@@ -51,6 +51,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
+// What links the segments: armt's A and z, or the delta rule's S and convolution rows.
+std::vector<float> carried(const RecurrentState& state) {
+  std::vector<float> out = state.assoc.download();
+  const std::vector<float> mixer = state.mixer.download();
+  out.insert(out.end(), mixer.begin(), mixer.end());
+  return out;
+}
+
 struct Batch {
   int B = 0, T = 0, A = 0;
   std::vector<int> seg_len;
@@ -101,7 +109,7 @@ Outputs sequential(Engine& engine, const Batch& batch, float loss_scale, bool de
     if (scored) out.loss_rows.push_back(seg.loss_rows.download());
     std::swap(state, next);
   }
-  out.state_after = state.assoc.download();
+  out.state_after = carried(state);
   return out;
 }
 
@@ -123,8 +131,8 @@ Outputs diagonal(Engine& engine, const Batch& batch, float loss_scale, bool deco
         if (seg.plan.logits && !decoding) out.loss_rows.push_back(seg.loss_rows.download());
       },
       after);
-  CHECK(after.assoc_written);
-  out.state_after = after.assoc.download();
+  CHECK((after.assoc_written || !after.mixer.empty()));
+  out.state_after = carried(after);
   return out;
 }
 
@@ -136,7 +144,7 @@ struct Threads {
 
 }  // namespace
 
-TEST_CASE("diagonal evaluation of armt: the logits, losses and state of sequential evaluation, bit for bit") {
+TEST_CASE("diagonal evaluation of armt, deltanet and gated_deltanet: the logits, losses and state of sequential evaluation, bit for bit") {
   struct Shape {
     int layers, B;
     std::vector<int> seg_len;
@@ -150,18 +158,20 @@ TEST_CASE("diagonal evaluation of armt: the logits, losses and state of sequenti
       {1, 2, {3, 3, 3}, 3},        // one layer: every diagonal one layer-step
       {4, 1, {2, 3, 2, 3, 2, 3, 2, 3}, 5},  // batch of one, lengths alternating
   };
+  for (const std::string kind : {"armt", "deltanet", "gated_deltanet"})
   for (const std::string device : {"cpu", "cpu-guarded"})
     for (int threads : {1, 2})
       for (bool decoding : {false, true})  // as the teacher-forced pass asks, as greedy decoding does
       for (size_t i = 0; i < shapes.size(); ++i) {
         const Shape& sh = shapes[i];
+        CAPTURE(kind);
         CAPTURE(device);
         CAPTURE(threads);
         CAPTURE(decoding);
         CAPTURE(i);
         Threads use(threads);
         Backend& be = backend_by_name(device);
-        Model model(diagonal_config("armt", sh.layers), be);
+        Model model(diagonal_config(kind, sh.layers), be);
         randomize(model, 11 + i);
         Engine engine(model);
         const Batch batch(sh.B, sh.seg_len, sh.A, 3 + i);
@@ -211,10 +221,12 @@ TEST_CASE("diagonal evaluation: evaluate's loss, accuracies and greedy predictio
   }
   // 6 memory tokens: keys enough that most rows' DPFP features meet some (with few, many reads
   // are exactly zero and the predictions hardly depend on the state entering the answer).
-  ModelConfig config = diagonal_config("armt", 3);
-  config.num_mem_tokens = 6;
+  for (const std::string kind : {"armt", "deltanet", "gated_deltanet"})
   for (int threads : {1, 2})
     for (bool free_running : {false, true}) {  // greedy decoding: the segments before the answer's by diagonals
+      ModelConfig config = diagonal_config(kind, 3);
+      config.num_mem_tokens = kind == "armt" ? 6 : 0;
+      CAPTURE(kind);
       CAPTURE(threads);
       CAPTURE(free_running);
       Threads use(threads);
@@ -257,7 +269,7 @@ TEST_CASE("diagonal evaluation is refused for the kinds whose segments it cannot
     auto no_input = [](int) -> DiagonalSegmentInput { FAIL("no segment may start"); return {}; };
     auto no_done = [](int, const SegmentActivations&) { FAIL("no segment may finish"); };
     CHECK_THROWS_WITH_AS(engine.forward_diagonal(1, {3, 3}, 1.f, no_input, no_done, after),
-                         doctest::Contains("model.kind armt only"), Error);
+                         doctest::Contains("model.kind armt, deltanet and gated_deltanet only"), Error);
     SampleSplit split;
     split.n = 1, split.seq_len = 6;
     split.input.assign(6, 1);

@@ -236,7 +236,7 @@ TEST_CASE("table: malformed results.csv is rejected naming the file and line") {
   CHECK(error("baseline,1,0,0,all,2,36,1.0,0.9,,0.1,b2,running,10,1.0,abc,1,\n") ==
         "r.csv: line 2: status 'running' is neither done nor failed");
   CHECK(error("transformer,1,0,0,all,2,36,1.0,0.9,,0.1,b2,done,10,1.0,abc,1,\n") ==
-        "r.csv: line 2: model.kind 'transformer' is not one of baseline, mt, xl, rmt, xl_rmt, armt");
+        "r.csv: line 2: model.kind 'transformer' is not one of baseline, mt, xl, rmt, xl_rmt, armt, deltanet, gated_deltanet");
   // Lines are counted in the file, also across a quoted field that spans lines.
   CHECK(error("baseline,2,0,0,all,2,18,,,,,b4,failed,,,,,\"two\nlines\"\nbaseline,1,0,0,all,1,36,2.0,0.9,,0.1,b1,done,10,1.0,abc,1,\n") ==
         "r.csv: line 4: acc_teacher_forced 2.0 is outside [0, 1]");
@@ -313,7 +313,7 @@ TEST_CASE("table: malformed paper YAML is rejected naming the file, line and key
   CHECK(error("tiny: {seq_len: 36}").find("tiny: expected 'rows:' mapping model labels") != std::string::npos);
   // Row labels: a model kind, then its memory in parentheses.
   CHECK(error("tiny: {seq_len: 36, rows: {transformer: {1: 0.5}}}") ==
-        "paper.yaml: line 1: tiny.rows.transformer: a row label is a model kind (baseline, mt, xl, rmt, xl_rmt, armt), then "
+        "paper.yaml: line 1: tiny.rows.transformer: a row label is a model kind (baseline, mt, xl, rmt, xl_rmt, armt, deltanet, gated_deltanet), then "
         "its memory in parentheses, e.g. \"rmt (mem = seg len)\"");
   CHECK(error("tiny: {seq_len: 36, rows: {\"rmt mem 6\": {1: 0.5}}}").find("a row label is a model kind") != std::string::npos);
   CHECK(error("tiny: {seq_len: 36, rows: {\"rmt(mem 6)\": {1: 0.5}}}").find("a row label is a model kind") != std::string::npos);

@@ -2,6 +2,7 @@
 #include "lib/core/activations.h"
 
 #include "lib/core/assoc_memory.h"
+#include "lib/core/delta_mixer.h"
 #include "lib/core/model.h"
 
 namespace rmt {
@@ -16,6 +17,7 @@ void BackwardScratch::size(Backend& be, const Model& M, const SegmentPlan& plan,
   dqkv.sized(be, int64_t(plan.klen) * B * 3 * HD);
   dr.sized(be, int64_t(plan.klen) * HD);
   assoc_size_backward(be, M, plan, B, *this);  // the memory mechanisms' parts
+  delta_size_backward(be, M, plan, B, *this);  // the delta-rule mixer's
 }
 
 void DecodeScratch::size(Backend& be, const Model& M, int B, int klen) {

@@ -33,6 +33,11 @@ struct RecurrentState {
   // segment neither reads it nor corrects its write (the authors' first_seg).
   DeviceArray<float> assoc;
   bool assoc_written = false;
+  // deltanet, gated_deltanet: every layer's delta-rule state, layer l at l * B * the mixer's
+  // floats per sample (lib/core/delta_mixer.h): S [B, H, Dk, Dv], then the convolution's last
+  // W - 1 input rows of q, k and v ([W-1, B, HK], [W-1, B, HK], [W-1, B, HV]). Zero before the
+  // first segment.
+  DeviceArray<float> mixer;
 };
 
 // Language modelling carries the state across forward_loss() calls (docs/paper.md: Transformer-XL's
@@ -58,6 +63,26 @@ struct AttentionActivations {
   DeviceArray<float> prob;  // [B, H, q, klen]
   DeviceArray<float> av;    // [q, B, H*Dh]     attention vectors
 };
+// The delta-rule mixer's part (lib/core/delta_mixer.cpp, docs/deltanet.md), rows = q*B time-major,
+// HK = H*Dk, HV = H*Dv:
+struct DeltaActivations {
+  DeviceArray<float> xq, xk, xv;  // [rows, HK|HK|HV] the projections, before the convolution
+  DeviceArray<float> cq, ck;      // [rows, HK]  after the convolution and SiLU
+  DeviceArray<float> v;           // [rows, HV]  the same: the rule's values
+  DeviceArray<float> qn, kn;      // [rows, HK]  L2-normalised per head: the rule's q and k
+  DeviceArray<float> rq, rk;      // [rows*H]    their 1 / norms
+  DeviceArray<float> b, a;        // [rows, H]   b_proj x, a_proj x (gated)
+  DeviceArray<float> beta, g;     // [rows, H]   write strength, log-decay (gated)
+  DeviceArray<float> S_chunks;    // [chunks, B, H, Dk, Dv]  the state entering every chunk
+  DeviceArray<float> o;           // [rows, HV]  the rule's output
+  DeviceArray<float> gate;        // [rows, HV]  g_proj x (gated)
+  DeviceArray<float> on, ro;      // [rows, HV], [rows*H]  the output norm's result, 1 / rms
+  DeviceArray<float> ones;        // [max(HK, HV)] the width-1 convolution of model.short_conv 0
+  // Decoding (Engine::decode_token_row): the layer's state after rows [0, dec_row) of this
+  // segment, in dec[0] (dec[1] takes the next row's); dec_row -1: not built since the forward.
+  DeviceArray<float> dec[2];
+  int dec_row = -1;
+};
 // armt's associative memory's part (lib/core/assoc_memory.cpp, docs/armt.md). The read before the
 // layer, when the state holds a memory:
 struct AssocActivations {
@@ -71,7 +96,8 @@ struct AssocActivations {
 };
 // The layer (lib/core/layer.cpp): the mixer, then the residual blocks and the feed-forward.
 struct LayerActivations {
-  AttentionActivations attn;
+  AttentionActivations attn;     // the mixer's: attention's or the delta rule's
+  DeltaActivations delta;
   DeviceArray<float> attn_res;   // [q, B, d]        x + mixer output (LayerNorm 1 input)
   DeviceArray<float> h1;         // [q, B, d]        LayerNorm 1 output
   DeviceArray<float> f1;         // [q, B, d_inner]  ReLU output
@@ -104,6 +130,9 @@ struct SegmentActivations {
   // and whether it read one and wrote the next.
   const float* assoc_in = nullptr;
   bool assoc_read = false, assoc_write = false;
+  // deltanet, gated_deltanet: the mixers' state it started from (the entering state's mixer,
+  // valid while that state lives, as assoc_in)
+  const float* mixer_in = nullptr;
   const uint8_t* mask = nullptr;  // [q, klen] its attention mask (Engine::mask_for's, kept by shape)
 };
 
@@ -127,6 +156,12 @@ struct BackwardScratch {
   // armt (docs/armt.md): a dropped state gradient [B, F] (F = Dk d + Dk), d(phi) [q, B, Dk],
   // d(W_mq x | W_mk m) [q, B, dm], d(v) and d(vbar) [m, B, d], d(beta) [m B]
   DeviceArray<float> dassoc_drop, dphi, dproj, dwv, dwb, dwbar;
+  // the delta rule (lib/core/delta_mixer.cpp), rows = q*B: d(normed output), d(rule output),
+  // d(gate) [rows, HV]; d(q, k) [rows, HK] through the rule, then the norm, then the convolution;
+  // d(v) [rows, HV] through the rule, then the convolution; d(beta), d(g), d(b), d(a) [rows, H];
+  // a dropped d(S_in); the rule's work; the width-1 convolution's unused weight gradient
+  DeviceArray<float> d_on, d_o, d_gate, d_q, d_k, d_v, d_cq, d_ck, d_xq, d_xk, d_xv;
+  DeviceArray<float> d_beta, d_g, d_b, d_a, d_S_drop, delta_work, d_ones;
   void size(Backend& be, const Model& M, const SegmentPlan& plan, int B);
 };
 
@@ -145,6 +180,7 @@ struct MemoryGradients {
 struct DecodeScratch {
   DeviceArray<float> x, av, attn_res, f, prob, stats, logits;  // [B, d] [B, HD] [B, d] [B, di] [B, H, klen] [2B] [B, V]
   DeviceArray<float> q, phi, read, den;                        // armt's read: [B, dm] [B, Dk] [B, d] [B]
+  DeltaActivations delta;  // the delta rule's one row (rows = B); its S_chunks: the rebuild's outputs
   DeviceArray<int32_t> ids;                                    // [B]
   DeviceArray<uint8_t> mask;                                   // [klen] all zero: the row sees every key before it
   void size(Backend& be, const Model& M, int B, int klen);

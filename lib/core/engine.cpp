@@ -33,6 +33,7 @@
 #include "lib/core/error.h"
 #include "lib/core/layer.h"
 #include "lib/core/memory_tokens.h"
+#include "lib/core/mixer.h"
 #include "lib/core/random.h"
 
 namespace rmt {
@@ -72,11 +73,13 @@ void build_mask(uint8_t* mask, int q, int mlen, int m_read, int m_write, bool re
 
 Engine::Engine(Model& model)
     : model_(model), be_(model.backend),
-      plan_model_{model.num_mem, model.mem_len, model.write_block, model.read_block} {}
+      plan_model_{model.num_mem, model.mem_len, model.write_block, model.read_block,
+                  traits_of(model.kind).has_mixer_state()} {}
 
 Engine::Engine(Model& model, Backend& backend)
     : model_(model), be_(backend),
-      plan_model_{model.num_mem, model.mem_len, model.write_block, model.read_block} {
+      plan_model_{model.num_mem, model.mem_len, model.write_block, model.read_block,
+                  traits_of(model.kind).has_mixer_state()} {
   if (&backend != &model.backend)
     throw std::logic_error("Engine: the backend is not the one the model's parameters live on");
 }
@@ -103,6 +106,8 @@ void Engine::initial_state(RecurrentState& state, int B) const {
   // [num_mem, B, d]: memory row i of every sample
   state.assoc_written = false;  // armt: no memory yet (its A and z are sized when written)
   memory_tokens_initial(be_, M, state, B);
+  const int64_t mixer = mixer_state_floats(M, B);  // deltanet, gated_deltanet: S = 0, no rows yet
+  if (mixer > 0) state.mixer.zeroed(be_, mixer);
 }
 
 void Engine::upload_segment(DeviceArray<int32_t>& ids, DeviceArray<int32_t>* targets_dev,
@@ -159,34 +164,41 @@ const float* Engine::begin_segment(SegmentActivations& seg, const SegmentPlan& p
   seg.token_ids = ids;
   assoc_begin_segment(be_, M, seg, state, next);
   ++segment_runs_;
-  seg.mask = mask_for(plan);
+  const bool positions = mixer_uses_positions(M);  // attention's mask and position table
+  seg.mask = positions ? mask_for(plan) : nullptr;
   next.cache.resize(state.cache.size());
+  const int64_t mixer = mixer_state_floats(M, B);  // the mixers' state: read, and the next written
+  if (mixer > 0 && state.mixer.size() != mixer)
+    throw std::logic_error("run_segment: the state's mixer part does not fit the batch");
+  seg.mixer_in = mixer > 0 ? state.mixer.data() : nullptr;
+  if (mixer > 0) next.mixer.sized(be_, mixer);
 
   // Input rows: [read memory | embedded tokens * sqrt(d) | write memory (same vectors)].
   float* h0 = sized(seg.h0, int64_t(q) * Bd);
   be_.embedding_forward(h0 + m * Bd, ids, W.emb, T * B, d, std::sqrt(float(d)));
   memory_tokens_in(be_, M, plan, state, h0, B);
   if (p > 0) be_.dropout_forward(h0, h0, sized(seg.keep_h0, q * Bd), q * Bd, p, {seed, 1});
-  float* pos = sized(seg.pos, int64_t(klen) * d);
-  be_.positional_embedding(pos, klen, d);
-  if (p > 0) be_.dropout_forward(pos, pos, sized(seg.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
-                                 {seed, 2});
+  if (positions) {
+    float* pos = sized(seg.pos, int64_t(klen) * d);
+    be_.positional_embedding(pos, klen, d);
+    if (p > 0) be_.dropout_forward(pos, pos, sized(seg.keep_pos, int64_t(klen) * d), int64_t(klen) * d, p,
+                                   {seed, 2});
+  }
   return h0;
 }
 
 LayerStep Engine::layer_step(const SegmentActivations& seg, int l, bool training,
                              const uint64_t* seed) const {
-  return {be_, model_, seg.plan, seg.B, l, dropout_p(training), seed, seg.pos.data(), seg.mask};
+  return {be_, model_, seg.plan, seg.B, l, dropout_p(training), seed, seg.pos.data(), seg.mask,
+          seg.mixer_in};
 }
 
 const float* Engine::run_layer(SegmentActivations& seg, LayerActivations& act, int l,
                                const float* x, const RecurrentState& state, RecurrentState& next,
                                bool training, const uint64_t* seed) {
-  const SegmentPlan& plan = seg.plan;
   const LayerStep st = layer_step(seg, l, training, seed);
   x = assoc_layer_read(st, seg, act.assoc, x);  // armt: x + what the associative memory gives (else x)
-  const float* h2 = layer_forward(st, act, x, plan.mlen > 0 ? state.cache[size_t(l)].data() : nullptr,
-                                  plan.next_mlen > 0 ? &next.cache[size_t(l)] : nullptr);
+  const float* h2 = layer_forward(st, act, x, state, next);
   if (h2) assoc_layer_write(st, seg, act.assoc, h2, next);  // armt: A and z of the next state
   return h2;
 }
@@ -278,6 +290,8 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
     for (const auto& c : st->cache)
       if (c.size() != int64_t(st->mlen) * B * M.d)
         fail("forward: the start state's cache does not fit this model and batch of {}", B);
+    if (st->mixer.size() != mixer_state_floats(M, B))
+      fail("forward: the start state's delta-rule state does not fit this model and batch of {}", B);
   }
   fwd_.seg_len = seg_len;
   fwd_.training = training;

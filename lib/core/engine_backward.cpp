@@ -11,6 +11,7 @@
 #include "lib/core/error.h"
 #include "lib/core/layer.h"
 #include "lib/core/memory_tokens.h"
+#include "lib/core/mixer.h"
 
 namespace rmt {
 
@@ -21,7 +22,8 @@ inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
 }  // namespace
 
 int64_t Engine::memory_floats(int B) const {
-  return memory_tokens_state_floats(model_, B) + assoc_state_floats(model_, B);
+  return memory_tokens_state_floats(model_, B) + assoc_state_floats(model_, B) +
+         mixer_state_floats(model_, B);
 }
 
 SegmentActivations& Engine::activations_for_backward(int s) {
@@ -55,10 +57,14 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
   }
   memory_tokens_out_backward(be_, M, plan, dmem_out, dh, B);
   if (p > 0) be_.dropout_backward(dh + lo * d, dh + lo * d, seg.keep_out.data() + lo * d, (hi - lo) * d, p);
-  // The state's gradient: the memory tokens' part, then the associative memory's.
+  // The state's gradient: the memory tokens' part, then the associative memory's, then the
+  // mixers' (Engine::memory_floats).
   const int64_t tokens_floats = memory_tokens_state_floats(M, B);
   const float* dassoc_out = dmem_out ? dmem_out + tokens_floats : nullptr;
   float* dassoc_in = dmem_in ? dmem_in + tokens_floats : nullptr;
+  const int64_t assoc_floats = assoc_state_floats(M, B);
+  const float* dmixer_out = dassoc_out ? dassoc_out + assoc_floats : nullptr;
+  float* dmixer_in = dassoc_in ? dassoc_in + assoc_floats : nullptr;
   assoc_backward_begin(be_, M, B, dassoc_out, dassoc_in);  // armt: d(A, z) in starts as d(A, z) out
 
   for (int l = M.L - 1; l >= 0; --l) {
@@ -68,7 +74,7 @@ void Engine::backward_segment(SegmentActivations& seg, bool with_loss, const flo
     assoc_layer_write_backward(st, seg, act, dh, dassoc_out, dassoc_in, backward_);
     const float* x_prev = l > 0 ? seg.layers[size_t(l) - 1].h2.data() : seg.h0.data();
     const float* x = seg.assoc_read ? act.assoc.x_in.data() : x_prev;  // what the layer ran on
-    layer_backward(st, act, x, dh, backward_);
+    layer_backward(st, act, x, dh, dmixer_out, dmixer_in, backward_);
     assoc_layer_read_backward(st, seg, act.assoc, dh, x_prev, dassoc_in, backward_);  // armt: d(x_in) -> d(x)
   }
   // dh = d(h0): dropout, then the token embedding and the memory rows.

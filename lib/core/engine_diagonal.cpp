@@ -32,10 +32,12 @@ namespace rmt {
 
 void Engine::check_diagonal() const {
   const Model& M = model_;
-  if (!traits_of(M.kind).has_assoc)
-    fail("diagonal evaluation is for model.kind armt only ({} passes its memory from the last layer "
-         "of a segment to the first layer of the next, or has none: no two layer-steps are "
-         "independent); evaluate it segment by segment (--schedule sequential)",
+  const ModelKindTraits& kt = traits_of(M.kind);
+  if (!kt.has_assoc && !kt.has_mixer_state())
+    fail("diagonal evaluation is for model.kind armt, deltanet and gated_deltanet only ({} passes "
+         "its memory from the last layer of a segment to the first layer of the next, or has none: "
+         "no two layer-steps are independent); evaluate it segment by segment (--schedule "
+         "sequential)",
          M.config.kind);
   // A cache would make (s, l) read layer l's input rows of s - 1, the output of (s - 1, l - 1):
   // still an earlier diagonal, but not kept here. armt resolves mem_len to 0 (docs/armt.md).

@@ -7,7 +7,7 @@
 namespace rmt {
 
 const float* layer_forward(const LayerStep& st, LayerActivations& act, const float* x,
-                           const float* cache, DeviceArray<float>* next_cache) {
+                           const RecurrentState& state, RecurrentState& next) {
   Backend& be = st.be;
   const Model& M = st.M;
   const LayerWeights& w = M.W.layers[size_t(st.l)];
@@ -15,8 +15,8 @@ const float* layer_forward(const LayerStep& st, LayerActivations& act, const flo
   const int64_t Bd = int64_t(B) * d;  // one position of the whole batch
   const float p = st.p;
   const uint64_t l = uint64_t(st.l);
-  // The mixer's output into attn_res, its live rows (and the next cache handed on).
-  if (!mixer_forward(st, act, x, cache, next_cache, act.attn_res)) return nullptr;
+  // The mixer's output into attn_res, its live rows (and its part of the next state).
+  if (!mixer_forward(st, act, x, state, next, act.attn_res)) return nullptr;
   const int64_t o = int64_t(st.row_begin()) * B;  // first buffer row
   const int n = (st.row_end() - st.row_begin()) * B;
   // attn_res = x + dropout(mixer(x)); h1 = LayerNorm(attn_res)
@@ -55,7 +55,7 @@ const float* layer_forward(const LayerStep& st, LayerActivations& act, const flo
 }
 
 void layer_backward(const LayerStep& st, LayerActivations& act, const float* x, float* dh,
-                    BackwardScratch& s) {
+                    const float* dstate_out, float* dstate_in, BackwardScratch& s) {
   Backend& be = st.be;
   const Model& M = st.M;
   const LayerWeights& w = M.W.layers[size_t(st.l)];
@@ -66,6 +66,12 @@ void layer_backward(const LayerStep& st, LayerActivations& act, const float* x, 
   // Rows past the mixer: the live ones in the last layer (the others have zero gradient).
   const int64_t o = int64_t(st.row_begin()) * B, n64 = int64_t(st.row_end()) * B - o;
   const int n = int(n64);
+  if (n == 0 && traits_of(M.kind).has_mixer_state()) {
+    // a last layer that only passed its mixer's state on: nothing past the mixer ran
+    be.fill(dh, rows * d, 0.f);
+    mixer_backward(st, act, x, nullptr, dh, dstate_out, dstate_in, s);
+    return;
+  }
   float* dx = s.dx.data();
   float* dtmp = s.dtmp.data();
   // LayerNorm 2: dh (w.r.t. h2) -> dx (w.r.t. ff_res)
@@ -101,7 +107,7 @@ void layer_backward(const LayerStep& st, LayerActivations& act, const float* x, 
     be.fill(dh, o * d, 0.f);
     be.fill(dh + (o + n64) * d, (rows - o - n64) * d, 0.f);
   }
-  mixer_backward(st, act, x, dmix, dh, s);
+  mixer_backward(st, act, x, dmix, dh, dstate_out, dstate_in, s);
 }
 
 void layer_decode_row(const LayerStep& st, LayerActivations& act, int row, float* x,

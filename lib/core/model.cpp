@@ -27,8 +27,9 @@ Model::Model(const ModelConfig& c, Backend& be)
   if (V <= 0 || L <= 0 || H <= 0 || Dh <= 0 || d <= 0 || d_inner <= 0)
     fail("model sizes must be positive (n_token {}, n_layer {}, n_head {}, d_head {}, d_model {}, "
          "d_inner {})", V, L, H, Dh, d, d_inner);
-  if (d % 2 != 0) fail("model.d_model must be even for the sinusoid position embedding, got {}", d);
   const ModelKindTraits& kt = traits_of(kind);
+  if (kt.mixer == Mixer::attention && d % 2 != 0)
+    fail("model.d_model must be even for the sinusoid position embedding, got {}", d);
   mem_len = kt.has_cache ? c.mem_len : 0;
   num_mem = kt.has_memory ? c.num_mem_tokens : 0;
   write_block = kt.has_write_block;
@@ -39,6 +40,12 @@ Model::Model(const ModelConfig& c, Backend& be)
     if (c.d_mem <= 0 || c.d_mem > 4096) fail("model.kind={} needs model.d_mem in 1..4096, got {}", c.kind, c.d_mem);
     d_mem = c.d_mem;
     d_key = 2 * assoc::kNu * d_mem;  // DPFP doubles (relu of x and -x), then nu products
+  }
+  if (kt.has_mixer_state()) {
+    if (c.expand_v < 0 || c.expand_v > 64) fail("model.expand_v must be in 0..64 (0: the kind's default), got {}", c.expand_v);
+    if (c.short_conv < 0 || c.short_conv > 64) fail("model.short_conv must be in 0..64 (0: none), got {}", c.short_conv);
+    Dv = Dh * resolved_expand_v(c);
+    conv = c.short_conv;
   }
 
   // Layout, in the order of the authors' state_dict.
@@ -106,6 +113,7 @@ void Model::init_weights(uint64_t seed) {
   for (const auto& p : param_info) {
     float* x = host.data() + p.offset;
     const std::string& n = p.name;
+    if (mixer_init_param(*this, n, x, p.numel, rng)) continue;  // the mixer's own (fla's)
     bool is_bias = n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
     bool is_ln = n.find("layer_norm") != std::string::npos;
     if (n == "mem_tokens" && config.mem_init == "normal") {
@@ -126,9 +134,18 @@ void Model::init_weights(uint64_t seed) {
   params.upload(backend, host);
 }
 
+int resolved_expand_v(const ModelConfig& c) {
+  const ModelKindTraits& kt = traits_of(c.kind);
+  if (!kt.has_mixer_state()) return 0;
+  if (c.expand_v > 0) return c.expand_v;
+  return kt.mixer == Mixer::gated_delta_rule ? 2 : 1;  // fla's layers' defaults
+}
+
 double model_param_count(const ModelConfig& c) {
   const bool has_memory = traits_of(c.kind).has_memory;
   const double d = c.d_model, HD = double(c.n_head) * c.d_head, di = c.d_inner, V = c.n_token;
+  if (traits_of(c.kind).has_mixer_state())  // the delta rule's mixer in place of attention
+    return V * d + V + double(c.n_layer) * (delta_layer_param_count(c) + di * d + di + d * di + d + 2 * d);
   double per_layer = 3 * HD * d + d * HD + HD * d + di * d + di + d * di + d + 4 * d;
   if (traits_of(c.kind).has_assoc) per_layer += 2.0 * c.d_mem * d + d * d + d + 1;  // W_mq, W_mk, W_mv, W_mb
   return (has_memory ? double(c.num_mem_tokens) * d : 0.0) + 2 * HD + V * d + V +
@@ -156,6 +173,11 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
   // armt: the associative memory's key width and state per layer and sample (A, z), else 0
   const bool assoc = traits_of(c.kind).has_assoc;
   const double dm = assoc ? c.d_mem : 0, Dk = 2.0 * assoc::kNu * dm, F = assoc ? Dk * d + Dk : 0;
+  // deltanet, gated_deltanet: the mixer's widths, chunks of the saved states, and the state
+  const bool delta = traits_of(c.kind).has_mixer_state();
+  const double HK = HD, HV = delta ? H * c.d_head * resolved_expand_v(c) : 0;
+  const double S_head = delta ? double(c.d_head) * c.d_head * resolved_expand_v(c) : 0;
+  const double Fm = delta ? H * S_head + std::max(c.short_conv - 1, 0) * (2 * HK + HV) : 0;
   const bool dropout = w.training && (c.dropout > 0 || c.dropatt > 0);
   const double f = 4;  // bytes per float; masks are bytes, ids int32
 
@@ -170,6 +192,9 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     const double T = p.T, q = p.q, klen = p.klen, rows = q * B;
     double layer = klen * B * 3 * HD + klen * HD + B * H * q * klen + rows * HD +
                    4 * rows * d + rows * di + 4 * rows;
+    if (delta)  // DeltaActivations in place of attention's (lib/core/activations.h)
+      layer = rows * (6 * HK + 5 * HV + 7 * H) + std::ceil(q / 64.0) * B * H * S_head +
+              4 * rows * d + rows * di + 4 * rows;
     if (p.mlen > 0) layer += klen * B * d;         // [cache; input]
     if (dropout) layer += rows * di + (2 * rows * d + rows * di) / f;  // f1_drop and masks
     if (assoc) layer += rows * (dm + Dk + 2 * d + 1) + m * B * (dm + Dk + 2 * d + 2);  // read, write
@@ -186,7 +211,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     all_segments += segment_bytes(T);
   }
   const double N = double(w.seg_len.size());
-  const double state = ((assoc ? 0 : m * B * d) + L * mlen * B * d + L * B * F) * f;
+  const double state = ((assoc ? 0 : m * B * d) + L * mlen * B * d + L * B * F + L * B * Fm) * f;
   double act = (N + 1) * state;
   if (!w.training) {
     // Evaluation runs one segment at a time (lib/run/evaluate.cpp): one segment's activations
@@ -204,6 +229,8 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const Workload& w) {
     const double q = p.q, klen = p.klen, rows = q * B;
     act += (3 * rows * d + rows * di + rows * HD + klen * HD + klen * B * 3 * HD + 2 * m * B * d) * f;
     if (assoc) act += (2 * L * B * F + B * F + rows * (Dk + dm) + m * B * (2 * d + 1)) * f;  // armt's
+    if (delta)  // the delta rule's: d(rows), the state's gradients, the rule's work (64-row chunks)
+      act += (rows * (5 * HV + 6 * HK + 4 * H) + 2 * L * B * Fm + B * H * (66 * S_head + 2 * HV)) * f;
   }
   if (w.decoding) act += segment_bytes(longest);  // greedy decoding's own segment
   e.activations = act;

@@ -42,9 +42,23 @@ using FindParam = std::function<float*(const std::string& name)>;
 // Pointers to each tensor inside one flat buffer (parameters or gradients share the layout), in
 // the backend's memory: handed to kernels, never dereferenced by the host.
 struct AttentionWeights {  // the token mixer's (lib/core/attention.h)
-  float* qkv_w;  // [3*H*Dh, d]
-  float* r_w;    // [H*Dh, d]
-  float* o_w;    // [d, H*Dh]
+  float* qkv_w = nullptr;  // [3*H*Dh, d]
+  float* r_w = nullptr;    // [H*Dh, d]
+  float* o_w = nullptr;    // [d, H*Dh]
+};
+// The delta-rule mixer's (lib/core/delta_mixer.h, fla's names in comments; null where the kind
+// lacks it): HK = H*Dk key columns, HV = H*Dv value columns, W the convolution's width.
+struct DeltaWeights {
+  float *A_log = nullptr, *dt_bias = nullptr;         // [H] the decay's (gated_deltanet)
+  float *q_w = nullptr, *k_w = nullptr;               // [HK, d] q_proj, k_proj
+  float* v_w = nullptr;                               // [HV, d] v_proj
+  float* a_w = nullptr;                               // [H, d]  a_proj (gated_deltanet)
+  float* b_w = nullptr;                               // [H, d]  b_proj (beta's)
+  float *q_conv = nullptr, *k_conv = nullptr;         // [HK, W] q_conv1d, k_conv1d (W > 0)
+  float* v_conv = nullptr;                            // [HV, W] v_conv1d
+  float* g_w = nullptr;                               // [HV, d] g_proj, the output gate (gated_deltanet)
+  float* o_norm = nullptr;                            // [Dv]    o_norm
+  float* o_w = nullptr;                               // [d, HV] o_proj
 };
 // armt's associative memory (null otherwise; docs/armt.md): queries and keys d -> d_mem,
 // values d -> d (starting at zero), the write strength beta d -> 1 with a bias.
@@ -54,7 +68,8 @@ struct AssocWeights {
   float *mb_w = nullptr, *mb_b = nullptr;  // [1, d], [1]
 };
 struct LayerWeights {
-  AttentionWeights attn;
+  AttentionWeights attn;  // the layer's mixer: attention's or the delta rule's
+  DeltaWeights delta;
   float *ln1_w, *ln1_b; // [d]
   float *ff1_w, *ff1_b; // [d_inner, d], [d_inner]
   float *ff2_w, *ff2_b; // [d, d_inner], [d]
@@ -64,7 +79,7 @@ struct LayerWeights {
 struct Weights {
   float* emb;       // [V, d] token embedding, tied to the output layer
   float* out_bias;  // [V]
-  float *u, *v;     // [H, Dh] r_w_bias, r_r_bias (the attention's, shared by all layers)
+  float *u = nullptr, *v = nullptr;  // [H, Dh] r_w_bias, r_r_bias (attention's, shared by all layers)
   float* mem;       // [num_mem, d] initial memory (null without memory tokens)
   std::vector<LayerWeights> layers;
 };
@@ -86,6 +101,9 @@ struct Model {
   int d_mem = 0, d_key = 0;
   // Floats of the associative state of one sample in one layer: A [Dk, d] and z [Dk] (else 0)
   int64_t assoc_floats() const { return int64_t(d_key) * d + d_key; }
+  // deltanet, gated_deltanet: Dh key and Dv = expand_v Dh value columns per head, the
+  // convolution's width (0: none) (else 0)
+  int Dv = 0, conv = 0;
 
   std::vector<ParamInfo> param_info;
   DeviceArray<float> params, grads;  // [num_params()] each, in param_info's layout
@@ -103,6 +121,10 @@ struct Model {
 // The number of parameters a Model of this config has, computed without building it (as a
 // double: a config with absurd sizes must not overflow before it is refused).
 double model_param_count(const ModelConfig& config);
+
+// model.expand_v of a delta-rule kind, its 0 resolved to the kind's default (fla's layers: 1 for
+// DeltaNet, 2 for Gated DeltaNet); 0 for the other kinds.
+int resolved_expand_v(const ModelConfig& config);
 
 // ---- Resources a run needs, checked before anything large is allocated ----
 

@@ -14,11 +14,14 @@
 namespace rmt {
 
 // The token mixer of a kind's layers (lib/core/mixer.h): relative multi-head softmax attention
-// (Transformer-XL's, lib/core/attention.h).
-enum class Mixer { attention };
+// (Transformer-XL's, lib/core/attention.h), or the delta rule of DeltaNet and of Gated DeltaNet
+// (fla's layers, lib/core/delta_mixer.h, docs/deltanet.md), whose state S and short-convolution
+// rows are carried from segment to segment.
+enum class Mixer { attention, delta_rule, gated_delta_rule };
 
-// In the paper's order of models (Figure 4), which tables and lists follow.
-enum class ModelKind { baseline, mt, xl, rmt, xl_rmt, armt };
+// In the paper's order of models (Figure 4), which tables and lists follow; then the delta-rule
+// family (docs/deltanet.md).
+enum class ModelKind { baseline, mt, xl, rmt, xl_rmt, armt, deltanet, gated_deltanet };
 
 struct ModelKindTraits {
   ModelKind kind;
@@ -44,11 +47,15 @@ struct ModelKindTraits {
   constexpr bool reads_memory_from_cache() const { return has_cache && has_memory; }
   // The memory tokens' output is handed to the next segment (rmt, mt, xl_rmt; not armt).
   constexpr bool carries_memory_tokens() const { return has_memory && has_read_block; }
+  // Every layer's mixer carries a state to the next segment, gradients flowing back through it
+  // (the delta rule's S and convolution rows; attention's cache is detached).
+  constexpr bool has_mixer_state() const { return mixer != Mixer::attention; }
 };
 
 inline constexpr ModelKindTraits kModelKinds[] = {
     // baseline: segments independent; mt: Memory Transformer; xl: Transformer-XL; rmt: Recurrent
-    // Memory Transformer; xl_rmt: both; armt: Associative RMT.
+    // Memory Transformer; xl_rmt: both; armt: Associative RMT; deltanet, gated_deltanet: the
+    // delta rule as every layer's mixer (docs/deltanet.md).
     //                                                     cache  memory write  read   assoc  causal
     {ModelKind::baseline, "baseline", "baseline", Mixer::attention, false, false, false, false, false, false},
     {ModelKind::mt, "mt", "MT", Mixer::attention,                   false, true,  false, true,  false, false},
@@ -56,6 +63,9 @@ inline constexpr ModelKindTraits kModelKinds[] = {
     {ModelKind::rmt, "rmt", "RMT", Mixer::attention,                false, true,  true,  true,  false, false},
     {ModelKind::xl_rmt, "xl_rmt", "Tr-XL + RMT", Mixer::attention,  true,  true,  true,  true,  false, false},
     {ModelKind::armt, "armt", "ARMT", Mixer::attention,             false, true,  true,  false, true,  true},
+    {ModelKind::deltanet, "deltanet", "DeltaNet", Mixer::delta_rule, false, false, false, false, false, false},
+    {ModelKind::gated_deltanet, "gated_deltanet", "Gated DeltaNet", Mixer::gated_delta_rule,
+                                                                    false, false, false, false, false, false},
 };
 inline constexpr int kNumModelKinds = int(sizeof(kModelKinds) / sizeof(kModelKinds[0]));
 
@@ -69,14 +79,14 @@ constexpr bool model_kinds_in_enum_order() {
 }
 static_assert(model_kinds_in_enum_order(), "kModelKinds must list the kinds in ModelKind's order");
 
-// The names in order: "baseline", "mt", "xl", "rmt", "xl_rmt", "armt".
+// The names in order: "baseline", "mt", "xl", "rmt", "xl_rmt", "armt", "deltanet", "gated_deltanet".
 inline std::vector<std::string> model_kind_names() {
   std::vector<std::string> names;
   for (const ModelKindTraits& t : kModelKinds) names.push_back(t.name);
   return names;
 }
 
-// The names joined: "baseline, mt, xl, rmt, xl_rmt, armt" (sep ", "), for messages and help.
+// The names joined: "baseline, mt, ..., gated_deltanet" (sep ", "), for messages and help.
 inline std::string model_kind_list(const char* sep = ", ") {
   return fmt::format("{}", fmt::join(model_kind_names(), sep));
 }
@@ -101,6 +111,13 @@ inline bool kind_has_assoc(const std::string& name) {
 
 inline const ModelKindTraits& traits_of(const std::string& name) {
   return traits_of(parse_model_kind(name));
+}
+
+// Whether `name` is a kind whose mixer carries a state (deltanet, gated_deltanet); false for an
+// unknown name.
+inline bool kind_has_mixer_state(const std::string& name) {
+  const std::optional<ModelKind> kind = find_model_kind(name);
+  return kind && traits_of(*kind).has_mixer_state();
 }
 
 }  // namespace rmt

@@ -9,7 +9,7 @@ namespace rmt {
 SegmentModel segment_model(const ModelConfig& c) {
   const ModelKindTraits& kt = traits_of(c.kind);
   return {kt.has_memory ? c.num_mem_tokens : 0, kt.has_cache ? c.mem_len : 0, kt.has_write_block,
-          kt.has_read_block};
+          kt.has_read_block, kt.has_mixer_state()};
 }
 
 SegmentPlan plan_segment(const SegmentModel& model, int T, int mlen, bool training,
@@ -19,7 +19,7 @@ SegmentPlan plan_segment(const SegmentModel& model, int T, int mlen, bool traini
   const int m_read = model.read_block ? m : 0;
   p.T = T, p.m_read = m_read, p.mlen = mlen;
   p.logits = outputs.logits;
-  p.memory_out = m > 0 && outputs.memory;
+  p.memory_out = (m > 0 || model.mixer_state) && outputs.memory;
   // No other row attends to the write block (docs/paper.md mask): it only makes the memory passed
   // on. A training segment whose memory nothing reads (the last) runs without it.
   p.m_write = model.write_block && (p.memory_out || !training) ? m : 0;
@@ -34,7 +34,7 @@ SegmentPlan plan_segment(const SegmentModel& model, int T, int mlen, bool traini
   auto live = [&](int b, int e) { begin = std::min(begin, b), end = std::max(end, e); };
   if (!training) live(0, p.q);
   if (p.logits) live(m_read, m_read + T);
-  if (p.memory_out) live(p.mem_out_row, p.mem_out_row + m);
+  if (p.memory_out && m > 0) live(p.mem_out_row, p.mem_out_row + m);
   if (begin < end) p.live_begin = begin, p.live_end = end;
   return p;
 }

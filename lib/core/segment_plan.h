@@ -23,6 +23,8 @@ struct SegmentModel {
   bool write_block = false;  // memory tokens at the segment's end (rmt, xl_rmt, armt)
   bool read_block = true;    // memory tokens at the segment's start (rmt, mt, xl_rmt; not armt,
                              // whose only memory rows are the write block: m_read = 0)
+  bool mixer_state = false;  // every layer's mixer hands a state on (deltanet, gated_deltanet):
+                             // a memory passed on without memory rows
 };
 SegmentModel segment_model(const ModelConfig& config);
 
@@ -44,7 +46,7 @@ struct SegmentPlan {
   int klen = 0;     // key rows, mlen + q
   bool scored = false;      // some token row has a loss
   bool logits = false;      // the output layer runs over the token rows (with targets, the loss)
-  bool memory_out = false;  // the memory is passed on ...
+  bool memory_out = false;  // the memory (memory tokens' or the mixers' state) is passed on ...
   int mem_out_row = 0;      // ... from query rows [mem_out_row, +num_mem): the write block, or
                             // without one (mt) the read block (armt: every layer's write block
                             // rows write its A and z)

@@ -31,6 +31,10 @@ std::map<std::string, std::string> model_metadata(const ModelConfig& c) {
           {"dropout", fmt::format("{}", c.dropout)},
           {"dropatt", fmt::format("{}", c.dropatt)}};
   if (kind_has_assoc(c.kind)) md["d_mem"] = std::to_string(c.d_mem);  // only armt's: the others' stay as they were
+  if (kind_has_mixer_state(c.kind)) {  // only the delta-rule kinds'
+    md["expand_v"] = std::to_string(resolved_expand_v(c));
+    md["short_conv"] = std::to_string(c.short_conv);
+  }
   return md;
 }
 
@@ -73,6 +77,7 @@ ModelConfig model_config_from_metadata(const std::map<std::string, std::string>&
   c.mem_len = get_int("mem_len");
   c.num_mem_tokens = get_int("num_mem_tokens");
   if (kind_has_assoc(c.kind)) c.d_mem = get_int("d_mem");
+  if (kind_has_mixer_state(c.kind)) c.expand_v = get_int("expand_v"), c.short_conv = get_int("short_conv");
   const std::string& rm = get("read_mem_from_cache");
   if (rm != "true" && rm != "false")
     fail("{}: checkpoint metadata 'read_mem_from_cache' must be true or false, got '{}'", origin, rm);
@@ -92,9 +97,11 @@ void save_checkpoint(const std::string& path, const Model& model,
   const ParamInfo* emb = model.find("word_emb.emb_layers.0.weight");
   refs.push_back({kTiedOutputWeight, emb->shape, values.data() + emb->offset});
   std::vector<float> inv_freq(size_t(model.d / 2));
-  for (int i = 0; i < model.d / 2; ++i)
-    inv_freq[size_t(i)] = float(1.0 / std::pow(10000.0, 2.0 * i / model.d));
-  refs.push_back({kInvFreq, {model.d / 2}, inv_freq.data()});
+  if (traits_of(model.kind).mixer == Mixer::attention) {  // the position table's (attention's only)
+    for (int i = 0; i < model.d / 2; ++i)
+      inv_freq[size_t(i)] = float(1.0 / std::pow(10000.0, 2.0 * i / model.d));
+    refs.push_back({kInvFreq, {model.d / 2}, inv_freq.data()});
+  }
   auto md = model_metadata(model.config);
   for (auto& [k, v] : extra) md[k] = v;
   save_safetensors(path, refs, md);

@@ -300,6 +300,11 @@ const std::vector<KeyDescriptor>& key_table() {
       // armt only; written only for armt, so that the run ids of the other kinds do not change
       written_when(integer_key("model.d_mem", FIELD(model.d_mem), 1, 4096),
                    [](const Config& c) { return kind_has_assoc(c.model.kind); }),
+      // deltanet and gated_deltanet only, written only for them (the other kinds' run ids stay)
+      written_when(integer_key("model.expand_v", FIELD(model.expand_v), 0, 64),
+                   [](const Config& c) { return kind_has_mixer_state(c.model.kind); }),
+      written_when(integer_key("model.short_conv", FIELD(model.short_conv), 0, 64),
+                   [](const Config& c) { return kind_has_mixer_state(c.model.kind); }),
       bool_key("model.read_mem_from_cache", FIELD(model.read_mem_from_cache)),
       choice_key("model.mem_init", FIELD(model.mem_init), {"original", "normal"}),
       integer_key("model.n_token", FIELD(model.n_token), 0),
@@ -533,6 +538,11 @@ void resolve_kind(ModelConfig& model) {
   if (!traits_of(*kind).has_memory) model.num_mem_tokens = 0;
   if (!traits_of(*kind).has_cache) model.mem_len = 0;
   if (!traits_of(*kind).has_assoc) model.d_mem = ModelConfig().d_mem;  // (not written: config.yaml unchanged)
+  if (traits_of(*kind).has_mixer_state()) {
+    model.expand_v = resolved_expand_v(model);  // the kind's default written out
+  } else {
+    model.expand_v = ModelConfig().expand_v, model.short_conv = ModelConfig().short_conv;
+  }
 }
 
 namespace {

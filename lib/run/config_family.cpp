@@ -52,7 +52,8 @@ class TextConfig : public ConfigFamily {
       fail("invalid config: model.kind armt on a text dataset (segment_length {}) is not supported yet: "
            "its associative memory is not carried between training steps; train it on an algorithmic "
            "task (docs/armt.md)", config.segment_length);
-    if (config.bptt < 0 && traits_of(model.kind).has_memory && model.num_mem_tokens > 0)
+    if (config.bptt < 0 && ((traits_of(model.kind).has_memory && model.num_mem_tokens > 0) ||
+                            traits_of(model.kind).has_mixer_state()))
       fail("invalid config: bptt all with segment_length {}: a language model's streams have no "
            "end to back-propagate to; give the number of earlier segments the memory's gradient "
            "reaches, e.g. bptt: 1 (0 detaches it at every segment)", config.segment_length);

@@ -16,13 +16,17 @@ namespace rmt {
 // model.d_mem of the kinds that lack it, are reset by resolve_kind as every kind's unused sizes
 // are: a sweep over several kinds sets them for all.)
 void validate_associative_memory_keys(const Config& config) {
-  if (traits_of(config.model.kind).has_assoc) check_kind_runs_on(config.model.kind, config.device);
+  const ModelKindTraits& kt = traits_of(config.model.kind);
+  if (kt.has_assoc || kt.has_mixer_state()) check_kind_runs_on(config.model.kind, config.device);
 }
 
 void check_kind_runs_on(const std::string& kind, const std::string& device) {
   if (kind_has_assoc(kind) && device == "cuda")
     fail("model.kind armt has not yet run on a GPU (its kernels are built and tested on the host "
          "only; docs/cuda.md): use device cpu");
+  if (kind_has_mixer_state(kind) && device == "cuda")
+    fail("model.kind {} has not yet run on a GPU (its kernels are built and tested on the host "
+         "only; docs/deltanet.md): use device cpu", kind);
 }
 
 }  // namespace rmt

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lib/core/error.h"
+#include "lib/core/mixer.h"
 #include "lib/run/checkpoint.h"
 
 namespace rmt {
@@ -148,6 +149,8 @@ void add_lm_carry(const LmCarry& carry, const Model& model, int B, std::vector<T
     if (st.mlen > 0)
       for (size_t l = 0; l < st.cache.size(); ++l)
         refs.push_back({fmt::format("{}.cache.{}", name, l), {st.mlen, B, model.d}, on_host(st.cache[l])});
+    if (!st.mixer.empty())  // deltanet, gated_deltanet: every layer's S and convolution rows
+      refs.push_back({name + ".mixer", {st.mixer.size()}, on_host(st.mixer)});
   }
 }
 
@@ -189,6 +192,8 @@ void restore_lm_carry(const SafetensorsFile& f, const std::string& path, const M
       for (int l = 0; l < model.L; ++l)
         st.cache[size_t(l)].upload(model.backend, tensor(fmt::format("{}.cache.{}", name, l),
                                                          int64_t(st.mlen) * B * model.d));
+    if (const int64_t mixer = mixer_state_floats(model, B); mixer > 0)
+      st.mixer.upload(model.backend, tensor(name + ".mixer", mixer));
     stored.push_back(std::move(st));
   }
   try {

@@ -46,7 +46,9 @@ int64_t lm_epoch_segments(const RunSetup& run) {
 }
 
 int lm_window(const RunSetup& run) {
-  if (run.config.model.num_mem_tokens == 0 || run.config.bptt <= 0) return 1;
+  // the state's gradient reaches back bptt segments: the memory tokens', or the mixers' state's
+  const ModelConfig& m = run.config.model;
+  if ((m.num_mem_tokens == 0 && !kind_has_mixer_state(m.kind)) || run.config.bptt <= 0) return 1;
   return int(std::min<int64_t>(run.config.bptt, lm_epoch_segments(run) - 1)) + 1;
 }
 
@@ -88,6 +90,10 @@ void check_checkpoint_fits_run(const ModelConfig& checkpoint, const std::string&
   differ("num_mem_tokens", a.num_mem_tokens, b.num_mem_tokens);
   if (traits_of(b.kind).reads_memory_from_cache())  // other kinds ignore it
     differ("read_mem_from_cache", a.read_mem_from_cache, b.read_mem_from_cache);
+  if (traits_of(b.kind).has_mixer_state()) {  // the delta rule's sizes
+    differ("expand_v", a.expand_v, b.expand_v);
+    differ("short_conv", a.short_conv, b.short_conv);
+  }
 }
 
 }  // namespace rmt

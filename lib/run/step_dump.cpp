@@ -133,16 +133,18 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     w.batch = int(B);
     const int window = std::max(req.bptt, 0);
     const std::optional<ModelKind> kind = find_model_kind(c.kind);  // unknown: refused below
-    const bool memory = kind && traits_of(*kind).has_memory;
+    const bool memory = kind && (traits_of(*kind).has_memory || traits_of(*kind).has_mixer_state());
     w.seg_len.assign(size_t(memory ? std::min<int64_t>(window, steps - 1) + 1 : 1), T);
     w.training = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", req.checkpoint, B));
   }, be);
   model->config.dropout = 0;  // deterministic: golden runs compare without dropout
-  if (req.bptt < 0 && model->num_mem > 0)
+  // the state's gradient (the memory tokens', the mixers' state's) reaches back bptt segments
+  const bool state_gradient = model->num_mem > 0 || traits_of(model->kind).has_mixer_state();
+  if (req.bptt < 0 && state_gradient)
     fail("--bptt all: a language model's streams have no end to back-propagate to; give the "
          "number of earlier segments, --bptt k");
-  const int window = model->num_mem > 0 ? req.bptt : 0;
+  const int window = state_gradient ? req.bptt : 0;
   for (size_t i = 0; i < in64.size(); ++i)
     if (in64[i] < 0 || in64[i] >= model->V || tg64[i] < 0 || tg64[i] >= model->V)
       fail("{}: id {} at row {} is outside the checkpoint's vocabulary 0..{}",
