@@ -74,8 +74,9 @@ class DeltaMixer(nn.Module):
         if gated:
             self.a_proj = proj(n_head)
         self.b_proj = proj(n_head)
-        self.q_conv1d, self.k_conv1d = depthwise(n_head * d_k), depthwise(n_head * d_k)
-        self.v_conv1d = depthwise(n_head * d_v)
+        if conv:    # model.short_conv 0: none, SiLU alone (delta_mixer reads the absence)
+            self.q_conv1d, self.k_conv1d = depthwise(n_head * d_k), depthwise(n_head * d_k)
+            self.v_conv1d = depthwise(n_head * d_v)
         if gated:   # fla's use_gate: off for DeltaNet, on for Gated DeltaNet
             self.g_proj = proj(n_head * d_v)
         self.o_norm = R._Holder()
@@ -113,7 +114,7 @@ class DeltaModelReference(nn.Module):
         assert kind in KINDS, kind
         assert int(mem_len) == 0 and int(num_mem_tokens) == 0, \
             f"{kind} has neither: mem_len {mem_len}, num_mem_tokens {num_mem_tokens}"
-        assert int(expand_v) >= 1 and int(short_conv) >= 1, (expand_v, short_conv)
+        assert int(expand_v) >= 1 and int(short_conv) >= 0, (expand_v, short_conv)
         assert rule in RULES, f"rule {rule!r}: expected one of {RULES}"
         self.kind, self.rule = kind, rule
         self.n_token, self.n_layer = n_token, n_layer

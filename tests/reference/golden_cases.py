@@ -141,9 +141,9 @@ DELTA_EXPAND_V = {"deltanet": 1, "gated_deltanet": 2}
 
 
 def _delta_cases(kind):
-    def dcase(name, *a, **kw):
+    def dcase(name, *a, short_conv=4, **kw):
         return case(name.replace("KIND", kind), kind, *a, expand_v=DELTA_EXPAND_V[kind],
-                    short_conv=4, **kw)
+                    short_conv=short_conv, **kw)
     return [
         dcase("KIND_3seg_bptt_all", 12, 3, 10, "all"),
         dcase("KIND_3seg_bptt_0", 12, 3, 10, "0"),
@@ -152,6 +152,8 @@ def _delta_cases(kind):
         dcase("KIND_uneven_14_4seg_bptt_all", 14, 4, 11, "all"),
         dcase("KIND_short_10_5seg_bptt_1", 10, 5, 9, "1"),
         dcase("adam_KIND_3seg_bptt_all", 12, 3, 10, "all", adam=dict(steps=10, lr=3e-3, clip=0.5)),
+        # model.short_conv 0: no convolution, SiLU alone on q, k, v (fla's use_short_conv off)
+        dcase("KIND_no_conv_3seg_bptt_1", 12, 3, 10, "1", short_conv=0),
     ]
 
 
