@@ -82,24 +82,26 @@ TEST_CASE("LM steps with fixed parameters equal the last segment of one long for
   // With the parameters held fixed, the state a step stores is what one forward over all
   // segments computes at that border, so step s (window k) must give the loss, logits and
   // gradients of segment s scored alone in a forward over segments 0..s with truncated BPTT k.
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"})
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "deltanet", "gated_deltanet"})
     for (int k : {0, 1, 2}) {
       CAPTURE(kind);
       CAPTURE(k);
       Model model(lm_tiny_config(kind));
+      // the state's gradient (memory tokens', the delta rule's S and rows) reaches back k segments
+      const bool window = model.num_mem > 0 || traits_of(model.kind).has_mixer_state();
       SplitMixRng rng(31);
       std::vector<float> params(static_cast<size_t>(model.num_params()));
       for (auto& p : params) p = float(0.5 * rng.normal());
       model.params.upload(model.backend, params);
       Streams st(model.V, 7);
       Engine engine(model, cpu_backend());
-      LmCarry carry(model.num_mem > 0 ? k : 0);
+      LmCarry carry(window ? k : 0);
       for (int s = 0; s < st.S; ++s) {
         CAPTURE(s);
         const double loss = lm_forward_backward(engine, carry, st.source(), st.B, st.T, false, 0);
         const std::vector<float> logits = engine.logits(engine.num_segments() - 1);
         const std::vector<float> grads = model.grads.download();
-        CHECK(engine.num_segments() == (model.num_mem > 0 ? std::min(k, s) + 1 : 1));
+        CHECK(engine.num_segments() == (window ? std::min(k, s) + 1 : 1));
         CHECK(carry.next_segment() == s + 1);
         CHECK(int(carry.stored().size()) == std::min(s + 1, carry.window() + 1));
 
@@ -225,7 +227,7 @@ TEST_CASE("a language model trains from the CLI and rmt eval reproduces its test
   using json = nlohmann::json;
   const std::filesystem::path dir = fresh_dir("rmt_test_lm", "train");
   const std::string data = lm_text_dataset(dir, 3000);  // train 2700, val 150, test 150
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt"}) {
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "gated_deltanet"}) {
     CAPTURE(kind);
     const std::string run = (dir / kind).string();
     Run r = rmt_run(fmt::format("train --out {} --set data={} --set segment_length=8 --set bptt=1 "
@@ -273,7 +275,7 @@ TEST_CASE("a language model trains from the CLI and rmt eval reproduces its test
     CHECK(curve.output.rfind("kind,seed,segments,run_id,step,val_bpc,val_segments\n", 0) == 0);
     CHECK(curve.output.find(fmt::format("{},", kind)) != std::string::npos);
   }
-  // All five as one figure; beside an algorithmic run, refused (bpc and accuracy share no axis).
+  // All six as one figure; beside an algorithmic run, refused (bpc and accuracy share no axis).
   Run figure = rmt_run("plot --curves " + dir.string() + " --out " + (dir / "curves.svg").string());
   REQUIRE_MESSAGE(figure.status == 0, figure.output);
   CHECK(rmt::read_file(dir / "curves.svg").find("validation bits per character") != std::string::npos);

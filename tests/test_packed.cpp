@@ -163,9 +163,11 @@ void check_packed_equals_alone(const std::string& kind, int bptt, bool recompute
 
 TEST_CASE("packed runs: each run bit-identical to the run alone, every model kind and BPTT setting") {
   const int threads_before = num_threads();
-  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt", "armt"}) {
+  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt", "armt", "deltanet", "gated_deltanet"}) {
     const std::vector<int> bptts =
-        (kind == "rmt" || kind == "xl_rmt" || kind == "armt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
+        (kind == "rmt" || kind == "xl_rmt" || kind == "armt" || kind == "deltanet" || kind == "gated_deltanet")
+            ? std::vector<int>{-1, 0, 1}
+            : std::vector<int>{-1};
     for (int bptt : bptts) check_packed_equals_alone(kind, bptt, false, cpu_backend());
   }
   check_packed_equals_alone("rmt", -1, true, cpu_backend());  // bptt_recompute
@@ -177,6 +179,7 @@ TEST_CASE("packed runs: through cpu-guarded (no host access, unwritten slices ho
   check_packed_equals_alone("rmt", -1, false, guarded_cpu_backend());
   check_packed_equals_alone("xl_rmt", 1, false, guarded_cpu_backend());
   check_packed_equals_alone("armt", 1, false, guarded_cpu_backend());
+  check_packed_equals_alone("gated_deltanet", 1, false, guarded_cpu_backend());
   check_packed_equals_alone("xl", -1, false, guarded_cpu_backend());
   set_num_threads(threads_before);
 }
@@ -186,9 +189,11 @@ TEST_CASE("packed runs: merged on the host-run CUDA backend, each run's bits alo
   // recorded and issued once per pass for the group (lib/cuda/run_merge.h), run by run alone on a
   // backend of their own. The groups change from step to step, {0, 2} among them.
   const int threads_before = num_threads();
-  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt", "armt"}) {
+  for (const std::string kind : {"baseline", "xl", "mt", "rmt", "xl_rmt", "armt", "deltanet", "gated_deltanet"}) {
     const std::vector<int> bptts =
-        (kind == "rmt" || kind == "xl_rmt" || kind == "armt") ? std::vector<int>{-1, 0, 1} : std::vector<int>{-1};
+        (kind == "rmt" || kind == "xl_rmt" || kind == "armt" || kind == "deltanet" || kind == "gated_deltanet")
+            ? std::vector<int>{-1, 0, 1}
+            : std::vector<int>{-1};
     for (int bptt : bptts) {
       cuda::HostDriverBackend merged;
       merged.set_nan_scratch(true);  // a run reading scratch outside its region reads NaN

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/files/io.h"
@@ -213,6 +214,27 @@ TEST_CASE("a run killed mid-way and resumed ends bit-identical to an uninterrupt
   Run changed = t.train("resumed", "--resume --set train.lr=0.5");
   CHECK(changed.status != 0);
   CHECK(changed.output.find("differs") != std::string::npos);
+}
+
+TEST_CASE("deltanet and gated_deltanet: a run killed mid-way and resumed ends bit-identical") {
+  const TinyRun& t = tiny();
+  for (const char* kind : {"deltanet", "gated_deltanet"}) {
+    CAPTURE(kind);
+    const std::string set = fmt::format("--set model.kind={} ", kind);
+    REQUIRE(t.train(std::string(kind) + "_whole", set).status == 0);
+    CHECK(t.train(std::string(kind) + "_resumed", set + "--abort-after-step 15").status == 86);
+    Run resumed = t.train(std::string(kind) + "_resumed", set + "--resume");
+    REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+    for (const char* f : {"last.safetensors", "best.safetensors", "results.json"}) {
+      CAPTURE(f);
+      const std::string a = t.file(std::string(kind) + "_whole", f), b = t.file(std::string(kind) + "_resumed", f);
+      if (std::string(f) == "results.json")  // wall times differ
+        CHECK(json::parse(a)["loss"] == json::parse(b)["loss"]);
+      else
+        CHECK(a == b);
+    }
+    CHECK(t.file(std::string(kind) + "_whole", "config.yaml").find("short_conv: 4") != std::string::npos);
+  }
 }
 
 TEST_CASE("rmt train rejects bad configs with specific errors") {
