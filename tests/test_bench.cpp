@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/backend.h"
+#include "lib/core/model_kind.h"
 #include "lib/experiments/bench.h"
 #include "lib/experiments/sweep.h"
 #include "tests/cli.h"
@@ -121,7 +122,7 @@ TEST_CASE("bench language-model workloads are the paper's enwik8 model at a stat
   CHECK(bench_workload("lm_rmt", false).lm_window == 1);
   CHECK(bench_workload("lm_baseline", false).model.num_mem_tokens == 0);
   CHECK_THROWS(bench_workload("lm_mt", false));
-  CHECK(bench_models().size() == 11);  // copy, lm, copy120 (3 each), repro (2)
+  CHECK(bench_models().size() == 17);  // copy, lm, copy120 (3 each), repro (2), delta (6)
 }
 
 TEST_CASE("bench workload is the paper's copy config") {
@@ -304,6 +305,12 @@ TEST_CASE("bench --model groups select their models; all is the copy and languag
   CHECK(bench_selection("all") == std::vector<std::string>{"baseline", "xl", "rmt", "lm_baseline",
                                                            "lm_xl", "lm_rmt"});
   CHECK(bench_selection("copy120_xl") == std::vector<std::string>{"copy120_xl"});
+  CHECK(bench_selection("delta") ==
+        std::vector<std::string>{"deltanet", "gated_deltanet", "seg64_deltanet", "seg64_gated_deltanet",
+                                 "seg256_deltanet", "seg256_gated_deltanet"});
+  CHECK(bench_workload("seg64_gated_deltanet", false).model.kind == "gated_deltanet");
+  CHECK(bench_workload("seg256_deltanet", false).seq_len() == 768);  // 3 segments of 256
+  CHECK(bench_workload("deltanet", false).seq_len() == 72);
   CHECK_THROWS_WITH(bench_selection("copy360"),
                     doctest::Contains("--model must be one of baseline, xl, rmt"));
 }
@@ -316,6 +323,10 @@ TEST_CASE("bench batch override: FLOPs scale with the batch, except r_net's") {
     CHECK(w5.seq_len() == w.seq_len());
     CHECK(w5.model.num_mem_tokens == w.model.num_mem_tokens);
     CHECK(w5.model.mem_len == w.model.mem_len);
+    if (kind_has_mixer_state(w.model.kind)) {  // no r_net: every term scales with B
+      CHECK(step_flops(w5) == doctest::Approx(5 * step_flops(w) / w.batch));
+      continue;
+    }
     // r_net (2*klen*d*hd per layer) is the only term without B: 5x the FLOPs minus 4x r_net.
     CHECK(step_flops(w5) < 5 * step_flops(w) / w.batch);
     CHECK(step_flops(w5) > 4 * step_flops(w) / w.batch);

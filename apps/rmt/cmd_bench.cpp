@@ -1,5 +1,6 @@
 // rmt bench: training-step throughput, FLOPs, MFU and memory of the paper's copy models and of
 // a byte-level language model (lib/experiments/bench.h has the workloads).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -154,7 +155,10 @@ void add_bench_command(CLI::App& app) {
                 peak, source.c_str(), results.front().device.c_str(), results.front().threads, args->reps,
                 args->warmup);
     std::printf("FLOPs: %s\n", flop_formula());
-    for (const char* workload : {"copy", "copy120", "lm", "repro_copy", "repro_retrieval"}) {
+    if (std::any_of(results.begin(), results.end(),
+                    [](const BenchResult& r) { return r.model.find("deltanet") != std::string::npos; }))
+      std::printf("       %s\n", delta_flop_formula());
+    for (const char* workload : {"copy", "copy120", "lm", "repro_copy", "repro_retrieval", "seg64", "seg256"}) {
       bool header = false;
       for (const auto& r : results) {
         if (r.workload != workload) continue;

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "lib/core/cpu_backend.h"
 #include "lib/core/delta_math.h"
@@ -46,15 +47,24 @@ void CpuBackend::short_conv_backward(float* dx, float* dw, float* dstate_in, con
                                      const float* dstate_out, const float* x, const float* w,
                                      const float* state_in, const ConvShape& s, bool silu) {
   const int64_t ns = int64_t(s.W - 1) * s.row(), n = int64_t(s.T) * s.row() + ns;
+  // d(pre-activation) once per element (the CUDA driver recomputes it per use: the same values,
+  // the same sums); host scratch of this thread (the backend is reentrant across threads)
+  static thread_local std::vector<float> dpre_buffer;
+  const int64_t nt = int64_t(s.T) * s.row();
+  if (int64_t(dpre_buffer.size()) < nt) dpre_buffer.resize(size_t(nt));
+  float* dpre = dpre_buffer.data();
+#pragma omp parallel for schedule(static) if (nt > (1 << 14))
+  for (int64_t i = 0; i < nt; ++i)
+    dpre[i] = delta::conv_dpre(s, dy, x, w, state_in, int(i / s.row()), i % s.row(), silu);
 #pragma omp parallel for schedule(static) if (n > (1 << 14))
   for (int64_t i = 0; i < n; ++i) {
-    const float d = delta::conv_dxin_item(s, dy, dstate_out, x, w, state_in, i, silu);
+    const float d = delta::conv_dxin_from_dpre(s, dpre, dstate_out, w, i);
     if (i >= ns) dx[i - ns] = d;
     else if (dstate_in) dstate_in[i] = d;
   }
   const int64_t nw = int64_t(s.C) * s.W;
 #pragma omp parallel for schedule(static) if (int64_t(s.T) * s.row() * s.W > (1 << 14))
-  for (int64_t i = 0; i < nw; ++i) dw[i] += delta::conv_dw_item(s, dy, x, w, state_in, i, silu);
+  for (int64_t i = 0; i < nw; ++i) dw[i] += delta::conv_dw_from_dpre(s, dpre, x, state_in, i);
 }
 
 void CpuBackend::l2norm_forward(float* y, float* rstd, const float* x, int64_t rows, int D,

@@ -18,7 +18,8 @@
 // of s.chunk rows, and the backward recomputes a chunk's states from it, with the forward's own
 // step: the same bits, so the gradients do not depend on the chunk size.
 //
-// Every sum runs over its index in increasing order, in float (deterministic; no atomics).
+// Every sum runs in a fixed order, in float (deterministic; no atomics): over its index in
+// increasing order, or, for the backward's dot products, as dot8's 8 interleaved partial sums.
 #include <math.h>
 
 #include <cstdint>
@@ -33,6 +34,17 @@ using Shape = DeltaShape;  // lib/core/backend.h
 // Row t of head bh (= b * H + h) in a [T, B, H, width] buffer.
 RMT_HOST_DEVICE inline int64_t row_of(const Shape& s, int t, int64_t bh, int width) {
   return (int64_t(t) * s.heads() + bh) * width;
+}
+
+// sum_j a[j] b[j] as 8 interleaved partial sums added in a fixed order: the same bits on every
+// backend, and vectorisable (a strict left-to-right sum is one long dependency chain).
+RMT_HOST_DEVICE inline float dot8(const float* a, const float* b, int n) {
+  float p[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) p[l] += a[j + l] * b[j + l];
+  for (int l = 0; j < n; ++j, ++l) p[l] += a[j] * b[j];
+  return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
 }
 
 // One step S_{t-1} -> S_t in place, for row t of head bh: writes u_t into u [Dv] (p_t on the way).
@@ -119,11 +131,7 @@ RMT_HOST_DEVICE inline void backward_head(const Shape& s, int64_t bh, float* dq,
       const float b = beta[r], a = decay(g, s, t, bh);
       // o_t = scale S_t^T q_t
       float* dqt = dq + row_of(s, t, bh, Dk);
-      for (int i = 0; i < Dk; ++i) {
-        float acc = 0.f;
-        for (int j = 0; j < Dv; ++j) acc += Sn[int64_t(i) * Dv + j] * dot[j];
-        dqt[i] = scale * acc;
-      }
+      for (int i = 0; i < Dk; ++i) dqt[i] = scale * dot8(Sn + int64_t(i) * Dv, dot, Dv);
       for (int i = 0; i < Dk; ++i)
         for (int j = 0; j < Dv; ++j) dS[int64_t(i) * Dv + j] += scale * qt[i] * dot[j];
       // u_t = beta (v - a p), p = S_{t-1}^T k: recomputed (u holds p, then v - a p)
@@ -146,22 +154,16 @@ RMT_HOST_DEVICE inline void backward_head(const Shape& s, int64_t bh, float* dq,
       dbeta[r] = db;
       // dk = dS u + a S_{t-1} e
       float* dkt = dk + row_of(s, t, bh, Dk);
-      for (int i = 0; i < Dk; ++i) {
-        float x = 0.f, y = 0.f;
-        for (int j = 0; j < Dv; ++j) {
-          x += dS[int64_t(i) * Dv + j] * u[j];
-          y += Sp[int64_t(i) * Dv + j] * du[j];
-        }
-        dkt[i] = x + a * y;
-      }
-      // M = dS + k e^T; da = <S_{t-1}, M>; dS <- a M
-      float da = 0.f;
       for (int i = 0; i < Dk; ++i)
-        for (int j = 0; j < Dv; ++j) {
-          const float m = dS[int64_t(i) * Dv + j] + kt[i] * du[j];
-          da += Sp[int64_t(i) * Dv + j] * m;
-          dS[int64_t(i) * Dv + j] = a * m;
-        }
+        dkt[i] = dot8(dS + int64_t(i) * Dv, u, Dv) + a * dot8(Sp + int64_t(i) * Dv, du, Dv);
+      // M = dS + k e^T; da = <S_{t-1}, M> (row by row); dS <- a M
+      float da = 0.f;
+      for (int i = 0; i < Dk; ++i) {
+        float* row = dS + int64_t(i) * Dv;
+        for (int j = 0; j < Dv; ++j) row[j] += kt[i] * du[j];  // M's row
+        da += dot8(Sp + int64_t(i) * Dv, row, Dv);
+        for (int j = 0; j < Dv; ++j) row[j] *= a;
+      }
       if (g) dg[r] = a * da;
     }
   }
@@ -227,6 +229,34 @@ RMT_HOST_DEVICE inline float conv_dxin_item(const ConvShape& s, const float* dy,
     if (t >= 0 && t < s.T) acc += wc[j] * conv_dpre(s, dy, x, w, state, t, bc, silu);
   }
   if (dstate_out && r >= s.T) acc += dstate_out[int64_t(r - s.T) * s.row() + bc];
+  return acc;
+}
+
+// The same two sums from dpre [T, B, C] computed once (the CPU backend's path: each dpre is the
+// value conv_dpre gives, so the sums have the recomputing items' bits).
+RMT_HOST_DEVICE inline float conv_dxin_from_dpre(const ConvShape& s, const float* dpre,
+                                                 const float* dstate_out, const float* w,
+                                                 int64_t i) {
+  const int r = int(i / s.row());
+  const int64_t bc = i % s.row();
+  const float* wc = w + (bc % s.C) * s.W;
+  float acc = 0.f;
+  for (int j = 0; j < s.W; ++j) {
+    const int t = r - j;
+    if (t >= 0 && t < s.T) acc += wc[j] * dpre[int64_t(t) * s.row() + bc];
+  }
+  if (dstate_out && r >= s.T) acc += dstate_out[int64_t(r - s.T) * s.row() + bc];
+  return acc;
+}
+RMT_HOST_DEVICE inline float conv_dw_from_dpre(const ConvShape& s, const float* dpre,
+                                               const float* x, const float* state, int64_t i) {
+  const int c = int(i / s.W), j = int(i % s.W);
+  float acc = 0.f;
+  for (int t = 0; t < s.T; ++t)
+    for (int b = 0; b < s.B; ++b) {
+      const int64_t bc = int64_t(b) * s.C + c;
+      acc += dpre[int64_t(t) * s.row() + bc] * conv_in(s, x, state, t + j, bc);
+    }
   return acc;
 }
 

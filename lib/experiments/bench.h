@@ -18,8 +18,9 @@ namespace rmt {
 struct BenchWorkload {
   std::string name;         // the bench model: baseline | xl | rmt | lm_baseline | lm_xl |
                             // lm_rmt | copy120_baseline | copy120_xl | copy120_rmt |
-                            // repro_copy_rmt | repro_retrieval_rmt
-  std::string workload;     // copy | copy120 | lm | repro_copy | repro_retrieval
+                            // repro_copy_rmt | repro_retrieval_rmt | deltanet |
+                            // gated_deltanet | seg64_* | seg256_* (of those two)
+  std::string workload;     // copy | copy120 | lm | repro_copy | repro_retrieval | seg64 | seg256
   ModelConfig model;        // kind, sizes, mem_len / num_mem_tokens, dropout; n_token set
   int batch = 32;           // copy: samples; language model: streams
   double clip = 0.25, lr = 1e-4;
@@ -72,6 +73,9 @@ std::vector<std::string> bench_selection(const std::string& model_or_group);
 // associative retrieval with 4 pairs (vocab 37, 10 positions) in 5 segments of 2 with 2 memory
 // tokens, d_model 64, 4 heads x 16, d_inner 128, lr 1e-3 (the retrieval setting that learns the
 // task, docs/paper.md §6). Their steps are small: per-call overhead decides their speed.
+// deltanet | gated_deltanet: the copy config with the delta rule as every layer's mixer
+// (docs/deltanet.md; d_k = 64, d_v = expand_v's default x 64, short_conv 4); seg64_* and
+// seg256_*: the same on copy of 64 / 256 symbols in 3 segments of 64 / 256 (the group delta).
 // tiny: a few-ms stand-in with the same structure (1 layer, 2 heads x 8, d_model 16; copy:
 // batch 4, 18 positions; copy120: the same with vocab 10 and memory / cache 3, half the segment;
 // language model: 2 streams, segments of 8, xl cache 8, rmt 2 memory tokens with BPTT-1), for
@@ -107,6 +111,7 @@ double forward_flops(const BenchWorkload& w);
 // the forward of the new segment's write block, which only the next step's memory needs.
 double step_flops(const BenchWorkload& w);
 const char* flop_formula();  // the formula above in one line, for reports
+const char* delta_flop_formula();  // the delta-rule kinds' layer, in one line
 
 // The best rate of a large single-precision GEMM (n x n x n, also n/2 and n/4) through the
 // backend's matmul on the backend's own buffers, in GFLOP/s, and the n that reached it.

@@ -27,26 +27,37 @@ const std::vector<std::string>& bench_models() {
     copy.insert(copy.end(), lm.begin(), lm.end());
     copy.insert(copy.end(), copy120.begin(), copy120.end());
     for (const char* repro : {"repro_copy_rmt", "repro_retrieval_rmt"}) copy.push_back(repro);
+    // the delta-rule kinds (docs/deltanet.md): the copy shape, then segments of 64 and 256
+    for (const char* prefix : {"", "seg64_", "seg256_"})
+      for (ModelKind k : {ModelKind::deltanet, ModelKind::gated_deltanet})
+        copy.push_back(std::string(prefix) + traits_of(k).name);
     return copy;
   }();
   return models;
 }
 
 const std::vector<std::string>& bench_groups() {
-  static const std::vector<std::string> groups = {"copy", "lm", "copy120", "repro", "all"};
+  static const std::vector<std::string> groups = {"copy", "lm", "copy120", "repro", "delta", "all"};
   return groups;
 }
 
 namespace {
-// copy | copy120 | lm | repro_copy | repro_retrieval, from the model's name.
+// copy | copy120 | lm | repro_copy | repro_retrieval | seg64 | seg256, from the model's name.
 std::string workload_of(const std::string& name) {
-  if (name.rfind("lm_", 0) == 0) return "lm";
-  if (name.rfind("copy120_", 0) == 0) return "copy120";
+  for (const char* prefix : {"lm", "copy120", "seg64", "seg256"})
+    if (name.rfind(std::string(prefix) + "_", 0) == 0) return prefix;
   if (name.rfind("repro_", 0) == 0) return name.substr(0, name.rfind('_'));
   return "copy";
 }
-// The group a workload belongs to (--model GROUP).
-std::string group_of(const std::string& workload) {
+// The model kind of a bench model: its name after the workload's prefix.
+std::string kind_of(const std::string& name) {
+  const std::string workload = workload_of(name);
+  return name.rfind(workload + "_", 0) == 0 ? name.substr(workload.size() + 1) : name;
+}
+// The group a model belongs to (--model GROUP): the delta-rule kinds' own, else its workload's.
+std::string group_of(const std::string& name) {
+  if (kind_has_mixer_state(kind_of(name))) return "delta";
+  const std::string workload = workload_of(name);
   return workload.rfind("repro_", 0) == 0 ? "repro" : workload;
 }
 }  // namespace
@@ -59,7 +70,7 @@ std::vector<std::string> bench_selection(const std::string& m) {
     fail("--model must be one of {}, {} (got '{}')", fmt::join(all, ", "), fmt::join(groups, ", "), m);
   std::vector<std::string> out;
   for (const std::string& name : all) {
-    const std::string g = group_of(workload_of(name));
+    const std::string g = group_of(name);
     if (name == m || g == m || (m == "all" && (g == "copy" || g == "lm"))) out.push_back(name);
   }
   return out;
@@ -74,7 +85,7 @@ BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
   w.name = name;
   w.workload = workload_of(name);
   w.lm = w.workload == "lm";
-  const std::string kind = w.workload == "copy" ? name : name.substr(name.rfind('_') + 1);
+  const std::string kind = kind_of(name);
   const ModelKindTraits& traits = traits_of(kind);
   ModelConfig& m = w.model;
   m.kind = kind;
@@ -100,7 +111,7 @@ BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
     if (batch > 0) w.batch = batch;
     return w;
   }
-  if (group_of(w.workload) == "repro") {  // the reproduction's recipe (bench.h)
+  if (w.workload.rfind("repro_", 0) == 0) {  // the reproduction's recipe (bench.h)
     const bool retrieval = w.workload == "repro_retrieval";
     m.dropout = 0.0;
     m.n_layer = 2, m.n_head = retrieval ? 4 : 2, m.d_head = 16, m.d_model = retrieval ? 64 : 32;
@@ -120,10 +131,11 @@ BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
     if (batch > 0) w.batch = batch;
     return w;
   }
-  // copy: 12 ids (10 symbols); copy120: 10 ids (8 symbols), L 120 (docs/paper.md §1).
+  // copy: 12 ids (10 symbols); copy120: 10 ids (8 symbols), L 120 (docs/paper.md §1); seg64,
+  // seg256: the copy model on copy of 64 / 256 symbols, 3 segments of 64 / 256.
   const bool long_copy = w.workload == "copy120";
   m.n_token = long_copy ? 10 : 12;
-  w.copy_length = long_copy ? 120 : 24;
+  w.copy_length = long_copy ? 120 : w.workload == "seg64" ? 64 : w.workload == "seg256" ? 256 : 24;
   if (tiny) {
     m.n_layer = 1, m.n_head = 2, m.d_head = 8, m.d_model = 16, m.d_inner = 32;
     w.batch = 4;
@@ -151,6 +163,16 @@ double layer_flops(const BenchWorkload& w, double n, double klen) {
   const ModelConfig& c = w.model;
   const double B = w.batch, d = c.d_model, H = c.n_head, Dh = c.d_head, hd = H * Dh;
   const double di = c.d_inner;
+  if (kind_has_mixer_state(c.kind)) {  // the delta rule over all q = klen rows (its state)
+    const bool gated = traits_of(c.kind).mixer == Mixer::gated_delta_rule;
+    const double q = klen, HV = hd * resolved_expand_v(c), Dv = Dh * resolved_expand_v(c);
+    return 2 * B * q * d * (2 * hd + HV + H * (gated ? 2 : 1))  // q, k, v, b (a) projections
+           + 2 * B * q * (2 * hd + HV) * c.short_conv          // the convolutions
+           + 3 * 2 * B * H * q * Dh * Dv                       // S^T k, the update k u^T, S^T q
+           + (gated ? 2 * B * q * d * HV : 0.0)                // g_proj (the output gate)
+           + 2 * B * n * HV * d                                // o_proj
+           + 2 * 2 * B * n * d * di;                           // FF in and out
+  }
   return 2 * B * klen * d * 3 * hd        // qkv_net over [cache; segment]
          + 2 * klen * d * hd              // r_net over the position embeddings
          + 2 * 2 * B * H * n * klen * Dh  // (q+u)k^T and (q+v)r^T
@@ -228,6 +250,14 @@ double step_flops(const BenchWorkload& w) {
     else if (p.run) total += segment_cache_only(w, p);       // forward for the cache
   }
   return total;
+}
+
+const char* delta_flop_formula() {
+  return "deltanet / gated_deltanet, per layer over the q rows of a segment (n live rows past the "
+         "mixer): 2B*q*d*(2HK + HV + H) (q, k, v, b projections; gated + H for a) + "
+         "2B*q*(2HK + HV)*W (convolutions) + 3 x 2B*H*q*Dk*Dv (the rule: S^T k, k u^T, S^T q) + "
+         "gated 2B*q*d*HV (g_proj) + 2B*n*HV*d (o_proj) + 4B*n*d*d_inner (FF); HK = H*Dk, "
+         "HV = H*Dv, W = short_conv";
 }
 
 const char* flop_formula() {
