@@ -3,9 +3,9 @@
 
 RMT_CATALOGUE({
     {"cli-value", "bench: a language model kind bench does not have", nullptr, "bench --model lm_mt", 1,
-     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy120_baseline, copy120_xl, copy120_rmt, repro_copy_rmt, repro_retrieval_rmt, copy, lm, copy120, repro, all (got 'lm_mt'; did you mean 'lm_rmt'?)"},
+     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy120_baseline, copy120_xl, copy120_rmt, repro_copy_rmt, repro_retrieval_rmt, deltanet, gated_deltanet, seg64_deltanet, seg64_gated_deltanet, seg256_deltanet, seg256_gated_deltanet, copy, lm, copy120, repro, delta, all (got 'lm_mt'; did you mean 'lm_rmt'?)"},
     {"cli-value", "bench --list: unknown --model", nullptr, "bench --list --model enwik8", 1,
-     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy120_baseline, copy120_xl, copy120_rmt, repro_copy_rmt, repro_retrieval_rmt, copy, lm, copy120, repro, all (got 'enwik8')"},
+     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy120_baseline, copy120_xl, copy120_rmt, repro_copy_rmt, repro_retrieval_rmt, deltanet, gated_deltanet, seg64_deltanet, seg64_gated_deltanet, seg256_deltanet, seg256_gated_deltanet, copy, lm, copy120, repro, delta, all (got 'enwik8')"},
     {"cli-usage", "bench: --list with --peak-only", nullptr, "bench --list --peak-only", 2,
      "--peak-only excludes --list; see 'rmt bench --help'"},
     {"cli-usage", "bench: --list given a value", nullptr, "bench --list lm", 2,

@@ -173,7 +173,7 @@ RMT_CATALOGUE({
     {"cli-value", "bench: --warmup negative", nullptr, "bench --warmup -1", 1, "--warmup must be from 0 to 100000 (got -1)"},
     {"cli-value", "bench: --threads negative", nullptr, "bench --threads -1", 1, "--threads must be from 0 to 1024 (got -1)"},
     {"cli-value", "bench: unknown --model", nullptr, "bench --model transformer", 1,
-     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy120_baseline, copy120_xl, copy120_rmt, repro_copy_rmt, repro_retrieval_rmt, copy, lm, copy120, repro, all (got 'transformer')"},
+     "--model must be one of baseline, xl, rmt, lm_baseline, lm_xl, lm_rmt, copy120_baseline, copy120_xl, copy120_rmt, repro_copy_rmt, repro_retrieval_rmt, deltanet, gated_deltanet, seg64_deltanet, seg64_gated_deltanet, seg256_deltanet, seg256_gated_deltanet, copy, lm, copy120, repro, delta, all (got 'transformer')"},
     {"cli-value", "bench: --gemm-size too large for memory", nullptr, "bench --peak-only --gemm-size 100000", 1,
      "--gemm-size must be from 16 to 16384 (got 100000)"},
     {"cli-value", "bench: --peak-gflops not finite", nullptr, "bench --peak-gflops inf", 1,
