@@ -46,7 +46,7 @@ void check_split_rows(const DatasetMeta& meta, const TaskOptions& task, const Sp
     for (int i = 0; i < meta.len_x && why.empty(); i++)
       if (x[i] < 0 || x[i] >= vocab) why = fmt::format("X[{}] = {} outside the vocabulary [0, {})", i, x[i], vocab);
     for (int i = 0; i < meta.len_y && why.empty(); i++)
-      if (y[i] < 0 || y[i] >= vocab) {
+      if ((y[i] < 0 || y[i] >= vocab) && !(y[i] == -1 && meta.unscored_targets)) {  // -1: not scored (mqar)
         why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
         file = &split.y_name;
       }

@@ -170,8 +170,9 @@ void SampleSplitReader::read_rows(File& f, int64_t start, int count, std::vector
   if (read_some(f.in, reinterpret_cast<char*>(out.data()), bytes, f.path) != bytes)
     fail("{}: the file changed while it was read (rows {} to {} are missing)", f.path, start, start + count - 1);
   const int64_t vocab = int64_t(meta_.vocab.size());
+  const bool unscored = meta_.unscored_targets && &f == &y_;  // y's -1: a position not scored (mqar)
   for (size_t i = 0; i < out.size(); ++i)
-    if (out[i] < 0 || out[i] >= vocab)
+    if ((out[i] < 0 || out[i] >= vocab) && !(unscored && out[i] == -1))
       fail("{}: id {} at row {} is outside the vocabulary [0, {}) of task {}", f.path, out[i],
            start + int64_t(i) / f.cols, vocab, meta_.task);
 }

@@ -18,7 +18,8 @@ struct DatasetMeta {
   std::vector<std::string> vocab;   // id -> symbol; vocab.size() is the model's n_token
   int len_x = 0, len_y = 0;         // columns of X and y
   int input_length = 0;             // model input positions: len_x + len_y - 1 if stacked, else len_x
-  int answer_size = 0;              // loss/accuracy positions at the end of the target
+  int answer_size = 0;              // loss/accuracy positions at the end of the target (where y is
+                                    // not -1: unscored_targets below)
   bool stacked = true;              // input = concat(X,y)[:-1], target = concat(X,y)[1:]
   bool from_meta_yaml = false;      // false: inferred for a directory written by the authors' code
   // The resolved task options, for decoding and checking.
@@ -30,6 +31,10 @@ struct DatasetMeta {
   int facts = 0, distractors = 0, noise_words = 0;
   std::string noise, noise_text, noise_text_sha256;  // filler | text; text: the file's name and sha256
   int pad_id = -1;                  // imported: the padding id the user declared (meta.yaml options); -1 none
+  int vocab_size = 0;               // mqar (meta.yaml options): ids 0..vocab_size-1
+  std::string power_a, filler;      // mqar: the power law's a (decimal text), random | zero
+  // y holds -1 at answer positions that are not scored (the kind's unscored_targets: mqar).
+  bool unscored_targets = false;
   std::optional<uint64_t> seed;     // absent for the authors' data
   std::array<int64_t, 3> counts = {-1, -1, -1};  // train/val/test rows in meta.yaml; -1: not recorded
   std::vector<std::pair<std::string, std::string>> sha256;  // file name -> hex, from meta.yaml

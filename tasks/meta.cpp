@@ -376,6 +376,7 @@ DatasetMeta implied_meta(const DatasetMeta& raw) {
   m.len_x = task_len_x(t);
   m.len_y = task_len_y(t);
   m.stacked = task_stacked(t);
+  m.unscored_targets = task_unscored_targets(t);
   m.input_length = m.stacked ? m.len_x + m.len_y - 1 : m.len_x;
   m.answer_size = task_answer_size(t);
   return m;

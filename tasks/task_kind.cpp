@@ -12,6 +12,7 @@
 #include "tasks/babilong.h"
 #include "tasks/dataset.h"
 #include "tasks/imported.h"
+#include "tasks/mqar.h"
 #include "tasks/retrieval.h"
 #include "tasks/sequence_tasks.h"
 #include "tasks/sqeq.h"
@@ -42,7 +43,7 @@ const std::vector<TaskOptionInfo>& task_option_info() {
   static const std::vector<TaskOptionInfo> options = {
       int_option(kOptLength, "length", "length", &A::length, &T::length, &M::length, 1, kBabiMaxLength, {}, 0,
                  "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the model's input "
-                 "positions (default 64)"),
+                 "positions (default 64); mqar: the sequence length, even (Zoology's input_seq_len, default 64)"),
       // --segments S --segment-length T is --length S*T (BABILong-style).
       int_option(kOptNoise, "segments", "segments", &A::segments, nullptr, nullptr, 1, kBabiMaxLength, {},
                  kNameKinds | kNotInSweep,
@@ -52,7 +53,8 @@ const std::vector<TaskOptionInfo>& task_option_info() {
       int_option(kOptSymbols, "symbols", "symbols", &A::symbols, &T::symbols, &M::symbols, 1, 36, {}, 0,
                  "copy/reverse: alphabet size V, ids 2..V+1 (default 10); ar_*: 2..36 (default 16)"),
       int_option(kOptPairs, "pairs", "pairs", &A::pairs, &T::pairs, &M::pairs, 1, 100000, {}, 0,
-                 "retrieval: key-value pairs K, 1..10 (default 4); ar_*: 1..100000 (default 10)"),
+                 "retrieval: key-value pairs K, 1..10 (default 4); ar_*: 1..100000 (default 10); mqar: Zoology's "
+                 "num_kv_pairs, at most length/4 (default 8)"),
       int_option(kOptKeySize, "key_size", "key-size", &A::key_size, &T::key_size, &M::key_size, 1, kArMaxSymbolSize,
                  {}, 0, "ar_*: symbols per key (default 1)"),
       int_option(kOptValueSize, "value_size", "value-size", &A::value_size, &T::value_size, &M::value_size, 1,
@@ -84,6 +86,16 @@ const std::vector<TaskOptionInfo>& task_option_info() {
                  "words + <unk>, default 500)"),
       // imported: -1 (or absent) = no padding id declared; imported checks it against the vocabulary.
       int_option(kOptPadId, "pad_id", nullptr, nullptr, &T::pad_id, &M::pad_id, -1, INT_MAX, -1, 0, ""),
+      // mqar (tasks/mqar.h): Zoology's vocab_size, power_a and random_non_queries.
+      int_option(kOptVocabSize, "vocab_size", "vocab-size", &A::vocab_size, &T::vocab_size, &M::vocab_size, 4,
+                 kMqarMaxVocab, {}, kKindChecksMeta,
+                 "mqar: ids 0..V-1, keys 1..V/2-1, values V/2..V-1 (Zoology's vocab_size, default 8192)"),
+      text_option(kOptPowerA, "power_a", "power-a", &A::power_a, &T::power_a, &M::power_a, 0,
+                  "mqar: the queries' gaps drawn with weights a * g^(a-1), a in (0, 100] (Zoology's power_a, "
+                  "default 0.01; 1: uniform)"),
+      text_option(kOptFiller, "filler", "filler", &A::filler, &T::filler, &M::filler, 0,
+                  "mqar: the positions that are neither pairs nor queries: random (uniform over the ids that are "
+                  "not the sample's keys; default) or zero (id 0, Zoology's random_non_queries=False)"),
   };
   return options;
 }
@@ -144,6 +156,11 @@ const std::vector<TaskKindTraits>& task_kinds() {
       babilong_kind("memorize"),
       babilong_kind("detect_memorize"),
       babilong_kind("reasoning"),
+      // Zoology's MQAR: aligned (X its inputs, y its labels), every position eligible, y -1 where unscored.
+      {"mqar", kOptLength | kOptPairs | kOptVocabSize | kOptPowerA | kOptFiller, true, false, 0, false, false,
+       "--vocab-size", " (@position key→value at each query)", false, mqar_len, mqar_len, mqar_answer_size,
+       mqar_vocab, mqar_max_unique, mqar_draw, mqar_target, mqar_row_problem, mqar_show_row, mqar_resolve_options,
+       mqar_check_meta_options, nullptr, nullptr, mqar_generated_summary, nullptr, nullptr, true},
       // A user's own X/y arrays (`rmt data import`): meta.yaml states shapes, vocabulary and answer;
       // y is data (no target), nothing can be drawn, no authors' layout, no preset.
       {"imported", kOptPadId, false, true, 0, false, false, "--vocab", " of y (after '|' where y has more)", true,
@@ -186,6 +203,9 @@ const std::vector<TaskPreset>& task_presets() {
       // values of one (--key-size, --value-size).
       {"ar_remember", "ar_remember", 0, kArDefaultSymbols, kArDefaultPairs, kAr},
       {"ar_rewrite", "ar_rewrite", 0, kArDefaultSymbols, kArDefaultPairs, kAr},
+      // Zoology's MQAR (tasks/mqar.h): its defaults; sizes at CPU scale (Zoology's Figure 2 trains on
+      // 20000 to 100000 and tests on 1000).
+      {"mqar", "mqar", kMqarDefaultLength, 0, kMqarDefaultPairs, {20000, 1000, 1000}},
   };
   return presets;
 }
@@ -247,6 +267,7 @@ int task_answer_size(const TaskOptions& t) {
   const TaskKindTraits& k = task_kind(t.kind);
   return k.answer_size ? k.answer_size(t) : k.len_y(t) - 1;
 }
+bool task_unscored_targets(const TaskOptions& t) { return task_kind(t.kind).unscored_targets; }
 bool task_stacked(const TaskOptions& t) {
   const TaskKindTraits& k = task_kind(t.kind);
   return k.is_stacked ? k.is_stacked(t) : k.stacked;

@@ -9,6 +9,7 @@
 //   ar_remember, ar_rewrite   tasks/assoc_retrieval.h (the ARMT paper's associative retrieval)
 //   sqeq               tasks/sqeq.h
 //   memorize, detect_memorize, reasoning   tasks/babilong.h
+//   mqar               tasks/mqar.h (Zoology's multi-query associative recall)
 //   imported           tasks/imported.h (a user's own X/y arrays: `rmt data import`, tasks/import.h)
 // The presets (copy120 ...) are named datasets of a kind with fixed options: task_presets().
 #include <cstdint>
@@ -48,6 +49,9 @@ struct TaskOptions {
   bool stacked_layout = true;
   std::vector<std::string> id_symbols = {};  // id -> symbol
   int pad_id = -1;                        // the padding id the user declared; -1: none
+  // mqar (tasks/mqar.h): ids 0..vocab_size-1; power_a as its decimal text; filler random | zero.
+  int vocab_size = 0;
+  std::string power_a = "", filler = "";
 };
 
 // The user's explicit options of `rmt generate` (unset: the task's default, or not given).
@@ -56,6 +60,8 @@ struct TaskArgs {
   // BABILong-style: --segments S --segment-length T is --length S*T.
   std::optional<int> segments, segment_length, facts, distractors, noise_words;
   std::optional<std::string> noise, noise_text;
+  std::optional<int> vocab_size;  // mqar
+  std::optional<std::string> power_a, filler;
 };
 
 struct SplitSizes {
@@ -77,6 +83,9 @@ enum TaskOption : unsigned {
   kOptPadId = 1u << 9,
   kOptKeySize = 1u << 10,
   kOptValueSize = 1u << 11,
+  kOptVocabSize = 1u << 12,
+  kOptPowerA = 1u << 13,
+  kOptFiller = 1u << 14,
 };
 
 // What a row says beyond its columns (TaskOptionInfo::traits).
@@ -181,6 +190,10 @@ struct TaskKindTraits {
   std::vector<std::string> (*generation_notes)(const TaskOptions&, const std::vector<int64_t>& X, int64_t total);
   // whether the task is stacked, where the dataset says (imported); nullptr: `stacked` above.
   bool (*is_stacked)(const TaskOptions&);
+  // y holds -1 at the answer positions that are not scored (mqar: every position but the
+  // queries'), so every reader allows -1 in y and the metrics skip those positions
+  // (docs/training.md, "Which positions are scored"). false: every answer position is scored.
+  bool unscored_targets = false;
 };
 
 const std::vector<TaskKindTraits>& task_kinds();
@@ -213,6 +226,7 @@ int task_len_x(const TaskOptions& task);
 int task_len_y(const TaskOptions& task);
 int task_answer_size(const TaskOptions& task);
 bool task_stacked(const TaskOptions& task);
+bool task_unscored_targets(const TaskOptions& task);  // y holds -1 where a position is not scored
 int task_solve_positions(const std::string& kind);
 std::vector<std::string> task_vocab(const TaskOptions& task);
 int64_t max_unique_samples(const TaskOptions& task);

@@ -53,13 +53,15 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand(
       "generate", "Generate a dataset (copy, reverse, retrieval, sqeq, the paper's presets, the BABILong-style "
-                  "memorize, detect_memorize, reasoning, ARMT's ar_remember, ar_rewrite, or text from a file)");
+                  "memorize, detect_memorize, reasoning, ARMT's ar_remember, ar_rewrite, Zoology's mqar, or text from a file)");
   cmd->footer(
       "Tasks: copy, reverse (L 24, 10 symbols), retrieval (4 pairs), sqeq, copy120, copy240, copy360,\n"
       "reverse120 (8 symbols); BABILong-style (facts hidden in noise, a question at the end): memorize,\n"
       "detect_memorize, reasoning (default length 64, 20000/500/1000 samples; docs/datasets.md).\n"
       "The ARMT paper's associative retrieval: ar_remember (distinct keys), ar_rewrite (keys repeat; the\n"
       "last value counts): key-value blocks `key=value.` then `key?`, 16 symbols, one block a segment.\n"
+      "Zoology's multi-query associative recall: mqar (--vocab-size 8192, --length 64, --pairs 8, --power-a\n"
+      "0.01, --filler random; 20000/1000/1000): pairs, then each key queried once; y is -1 but at the queries.\n"
       "Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
       "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.\n"
       "text --input FILE: a byte-level language-modelling dataset (bytes as tokens, vocabulary 256): the\n"
