@@ -311,9 +311,10 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
     for (int s = 0; s < N; ++s) seeds[size_t(s)] = mix_seed(dropout_seed, uint64_t(s));
     fwd_.segment_seeds.upload(be_, seeds);
   }
-  fwd_.loss_scale = 1.f / float(int64_t(B) * answer_size);
   // Each segment's tokens and targets (-1 where the position is not scored), time-major [T_s, B],
-  // one after the other in one upload.
+  // one after the other in one upload. A target of -1 inside the answer is a position the dataset
+  // leaves unscored (mqar): the loss is the mean over the positions that are scored.
+  int64_t scored = 0;
   fwd_.batch_at.assign(size_t(N), 0);
   host_.batch.clear();
   int t0 = 0;
@@ -329,11 +330,15 @@ void Engine::stage_forward(const int32_t* input, const int32_t* target, int B, i
         for (int b = 0; b < B; ++b) {
           const int pos = t0 + t;
           ids[size_t(t) * B + b] = input[int64_t(b) * T + pos];
-          targets[size_t(t) * B + b] = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
+          const int32_t y = pos >= T - answer_size ? target[int64_t(b) * T + pos] : -1;
+          targets[size_t(t) * B + b] = y;
+          scored += y >= 0;
         }
     }
     t0 += Ts;
   }
+  // B x answer_size where every answer position is scored (the same float as before masks).
+  fwd_.loss_scale = scored > 0 ? 1.f / float(scored) : 0.f;
   fwd_.batch_tokens.upload(be_, host_.batch);
 }
 

@@ -26,8 +26,8 @@ class Engine {
 
   // Training's forward (and forward_loss's, below) in two halves, so that a training step can be
   // captured once and replayed (lib/run/train_step.cpp). input, target: [B, T] row-major host
-  // arrays; the loss is the mean cross-entropy over the last answer_size positions of each row,
-  // over all segments concatenated; every segment's activations are kept. In training, work no
+  // arrays; the loss is the mean cross-entropy over the last answer_size positions of each row
+  // whose target is not -1 (a position the dataset leaves unscored), over all segments concatenated; every segment's activations are kept. In training, work no
   // loss depends on is skipped: a segment with no scored position whose output goes nowhere (no
   // memory; baseline and xl) is not run at all, or only up to the layer inputs the next
   // segment's cache needs (xl), and its backward is skipped. Its logits are then not available.

@@ -71,7 +71,9 @@ void check_same_task(const std::string& run_dir, const std::string& trained_dir,
 // (input = concat(X, y)[:-1]): X, its first len_x ids; the answer is y's last answer_size ids, so
 // T - answer_size ids would drop X's last one where the answer is all of y (ar_remember). Aligned
 // (sqeq: input X, target y position by position): X's ids before the first answer position.
+// With unscored targets (mqar) the answer is spread through the row: all of it is shown.
 int prediction_input_length(const DatasetMeta& meta, int seq_len) {
+  if (meta.unscored_targets) return seq_len;
   return meta.stacked ? meta.len_x : seq_len - meta.answer_size;
 }
 
@@ -84,16 +86,23 @@ PredictionCallback prediction_lister(const RunSetup& run, std::string& out) {
       const std::vector<int64_t> wide(ids, ids + n);
       return decode_ids(run.meta, wide.data(), n);
     };
+    std::vector<int32_t> want, got;  // the answer's scored positions (target not -1)
     for (int b = 0; b < B; ++b) {
       const int32_t* in = input + int64_t(b) * T;
-      const int32_t* want = target + int64_t(b) * T + (T - A);
-      const int32_t* got = pred + int64_t(b) * T + (T - A);
       nlohmann::ordered_json line;  // in the order a reader expects
+      want.clear(), got.clear();
+      std::vector<int> positions;
+      for (int p = T - A; p < T; ++p)
+        if (target[int64_t(b) * T + p] >= 0) {
+          want.push_back(target[int64_t(b) * T + p]), got.push_back(pred[int64_t(b) * T + p]);
+          positions.push_back(p);
+        }
       line["sample"] = start + b;
       line["input"] = text(in, shown);
-      line["target"] = text(want, A);
-      line["prediction"] = text(got, A);
-      line["correct"] = std::equal(want, want + A, got);
+      if (run.meta.unscored_targets) line["positions"] = positions;  // where the scored ids are
+      line["target"] = text(want.data(), int(want.size()));
+      line["prediction"] = text(got.data(), int(got.size()));
+      line["correct"] = want == got;
       out += line.dump() + "\n";
     }
   };

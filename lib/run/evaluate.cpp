@@ -24,11 +24,12 @@ bool all_finite(const float* x, int n) {
 // does not grow with the number of segments (inputs far longer than training's are evaluated in
 // the memory of one segment). Calls on_scored(t0, Ts, logits [B, Ts, V]) for each segment holding
 // answer positions, in order, and returns the loss as Engine::forward(training = false) does, bit
-// for bit, whichever the schedule.
+// for bit, whichever the schedule: the mean over the batch's scored positions (answer positions
+// whose target is not -1), whose count goes to *scored.
 template <typename OnScored>
 double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* target, int B, int T,
                            const std::vector<int>& seg_len, int answer_size, EvalSchedule schedule,
-                           OnScored on_scored) {
+                           OnScored on_scored, int64_t* scored) {
   const int N = int(seg_len.size());
   std::vector<int> seg_start(size_t(N) + 1, 0);  // segment s is positions [seg_start[s], seg_start[s + 1])
   for (int s = 0; s < N; ++s) seg_start[size_t(s) + 1] = seg_start[size_t(s)] + seg_len[size_t(s)];
@@ -46,7 +47,10 @@ double teacher_forced_pass(Engine& engine, const int32_t* input, const int32_t* 
       }
     return t0 + Ts > T - answer_size;
   };
-  const float loss_scale = 1.f / float(int64_t(B) * answer_size);
+  *scored = 0;
+  for (int b = 0; b < B; ++b)
+    for (int p = T - answer_size; p < T; ++p) *scored += target[int64_t(b) * T + p] >= 0;
+  const float loss_scale = *scored > 0 ? 1.f / float(*scored) : 0.f;  // as Engine::stage_forward's
   double loss_sum = 0;
   auto add_scored = [&](int s, const SegmentActivations& seg) {
     loss_sum = engine.add_segment_loss(seg, loss_sum);
@@ -210,7 +214,9 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   const bool fr = opt.free_running;
   // One answer token is predicted from the true inputs before it: its greedy decoding is the
   // teacher-forced prediction, so it is not run again.
-  const bool decode = fr && A > 1;
+  // So is every answer position of a dataset with unscored targets (mqar's queries: their inputs
+  // are all given).
+  const bool decode = fr && A > 1 && !opt.unscored_targets;
   // Diagonal (armt only): where the engine cannot run a diagonal's layer-steps at once (one
   // thread), the grid is walked segment by segment instead: the same numbers, in the order that
   // keeps a segment's rows in cache from layer to layer.
@@ -237,7 +243,7 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
       for (int b = 0; b < B; ++b)
         for (int j = 0; j < Ts; ++j) {
           int p = t0 + j;
-          if (p < T - A) continue;
+          if (p < T - A || target[int64_t(b) * T + p] < 0) continue;  // not scored
           const float* row = logits.data() + (int64_t(b) * Ts + j) * V;
           int y = argmax(row, V);
           if (!all_finite(row, V)) y = -1, sample_finite[size_t(b)] = 0;
@@ -248,9 +254,13 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
           if (!ok && p >= T - opt.solve_positions) sample_ok[size_t(b)] = 0;
         }
     };
-    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, schedule, score) * B;
+    // Each batch's mean weighted by its scored positions in rows' worth (count / A, which is B
+    // where every answer position is scored: the bits of the results before masks).
+    int64_t scored = 0;
+    loss_sum += teacher_forced_pass(engine, input, target, B, T, opt.seg_len, A, schedule, score, &scored) *
+                (double(scored) / A);
     correct_tf += batch_correct;
-    positions += int64_t(B) * A;
+    positions += scored;
     int64_t batch_solved_tf = 0, batch_exact_tf = 0;
     for (int b = 0; b < B; ++b) batch_solved_tf += sample_ok[size_t(b)], batch_exact_tf += sample_exact[size_t(b)];
     solved_tf += batch_solved_tf;
@@ -280,7 +290,8 @@ EvalResult evaluate(Engine& engine, int64_t n, int T, const EvalBatchReader& rea
   // The solve rate uses greedy decoding when it runs, teacher forcing otherwise.
   EvalResult r;
   r.samples = n;
-  r.loss = loss_sum / double(n);
+  if (positions == 0) fail("none of the {} samples has a scored position (every target is -1)", n);
+  r.loss = loss_sum / (double(positions) / A);
   r.non_finite_samples = non_finite;
   if (non_finite > 0 && !opt.count_non_finite)
     fail("{} of {} samples (the first: sample {}) have answer outputs that are not finite numbers (rmt eval "

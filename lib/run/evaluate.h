@@ -24,6 +24,10 @@ const char* eval_schedule_name(EvalSchedule schedule);
 struct EvalOptions {
   std::vector<int> seg_len;   // segment lengths (sum = the split's seq_len)
   int answer_size = 0;
+  // The targets hold -1 at answer positions that are not scored (mqar: all but the queries'):
+  // every metric skips them, and each scored position is predicted from the true inputs before
+  // it, so greedy decoding is the teacher-forced prediction (not run again).
+  bool unscored_targets = false;
   int batch_size = 32;
   int64_t max_samples = 0;    // 0 = the whole split
   bool free_running = true;   // also decode greedily (wherever the answer starts)
@@ -46,8 +50,8 @@ struct EvalOptions {
 };
 
 struct EvalResult {
-  double loss = 0;                      // mean cross-entropy over answer positions
-  double acc_teacher_forced = 0;        // per-token accuracy over answer positions
+  double loss = 0;                      // mean cross-entropy over the scored answer positions
+  double acc_teacher_forced = 0;        // per-token accuracy over the scored answer positions
   std::optional<double> acc_free_running;  // set when options.free_running
   std::optional<double> solve_rate;     // greedy decoding (whole answer block right)
   // The same with teacher forcing: the answer block right given the true text before it (for

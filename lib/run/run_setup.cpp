@@ -56,6 +56,7 @@ EvalOptions eval_options(const RunSetup& run, int batch_size, int64_t max_sample
   EvalOptions o;
   o.seg_len = run.seg_len;
   o.answer_size = run.meta.answer_size;
+  o.unscored_targets = run.meta.unscored_targets;
   o.batch_size = batch_size;
   o.max_samples = max_samples;
   o.solve_positions = task_solve_positions(run.meta.kind);  // the kind: the authors' sqeq_cd too

@@ -122,7 +122,8 @@ void run_pack(const std::vector<TrainJob>& jobs, std::vector<std::string>& error
       int stage_segments = 0;
       const StepSettings settings = run->step_settings(&stage_segments);
       const StepBatch batch = run->data().train_batch(run->step(), stage_segments);
-      std::vector<int> key{batch.B, batch.T, batch.answer_size, settings.bptt};
+      // The scored positions too: the loss scale is one for a group (mqar's are B x pairs always).
+      std::vector<int> key{batch.B, batch.T, batch.answer_size, settings.bptt, int(scored_positions(batch))};
       key.insert(key.end(), batch.seg_len->begin(), batch.seg_len->end());
       Group& g = groups[key];
       g.steps.push_back({k, batch, settings, run->adam_steps()});

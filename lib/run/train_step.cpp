@@ -15,6 +15,13 @@ double forward_backward(Engine& engine, const StepBatch& batch, int bptt, bool t
   return loss;
 }
 
+int64_t scored_positions(const StepBatch& b) {
+  int64_t scored = 0;
+  for (int r = 0; r < b.B; ++r)
+    for (int p = b.T - b.answer_size; p < b.T; ++p) scored += b.target[int64_t(r) * b.T + p] >= 0;
+  return scored;
+}
+
 namespace {
 
 // Clip (the norm known), then Adam unless the loss or the norm is not finite.
@@ -32,7 +39,7 @@ StepResult clip_and_update(Model& model, Backend& be, Adam& adam, double loss, d
 // What a captured step depends on besides the buffers: the shapes and the settings.
 std::vector<int64_t> capture_key(const Engine& engine, const StepBatch& b, const StepSettings& s) {
   std::vector<int64_t> key{b.B, b.T, b.answer_size, s.bptt, s.training, b.carry.start != nullptr,
-                           b.carry.pass_on, engine.recompute()};
+                           b.carry.pass_on, engine.recompute(), scored_positions(b)};
   key.insert(key.end(), b.seg_len->begin(), b.seg_len->end());
   return key;
 }
@@ -109,6 +116,7 @@ std::vector<StepResult> packed_train_step(Engine& engine, Model& model, PackedBa
   for (const PackedRunStep& r : group) {
     const StepBatch &a = r.batch, &b = first.batch;
     if (a.B != b.B || a.T != b.T || *a.seg_len != *b.seg_len || a.answer_size != b.answer_size ||
+        scored_positions(a) != scored_positions(b) ||
         r.settings.bptt != first.settings.bptt || r.settings.training != first.settings.training ||
         a.carry.start || a.carry.pass_on || !r.adam_steps)
       throw std::logic_error("packed_train_step: the runs of a group differ in shape or settings, or carry state");

@@ -14,7 +14,8 @@
 namespace rmt {
 
 // One batch. input, target: [B, T] row-major token ids; the loss is the mean cross-entropy over
-// the last answer_size positions of each row, all segments concatenated.
+// the last answer_size positions of each row whose target is not -1 (a position the dataset leaves
+// unscored: mqar), all segments concatenated.
 struct StepBatch {
   const int32_t* input = nullptr;
   const int32_t* target = nullptr;
@@ -23,6 +24,11 @@ struct StepBatch {
   int answer_size = 0;
   Carry carry = {};  // language modelling: the state to start from and whether to pass it on
 };
+
+// The positions the batch's loss is the mean over: its answer positions whose target is not -1
+// (B x answer_size where every one is scored). Part of what a captured or packed step depends on:
+// the loss scale 1 / scored is an argument of its kernels.
+int64_t scored_positions(const StepBatch& batch);
 
 struct StepSettings {
   int bptt = -1;     // -1 = through every segment, 0 = memory detached at every border, k
