@@ -1,9 +1,11 @@
 // The delta rule's kernels (Backend::delta_rule_forward / delta_rule_backward, DeltaNet and Gated
 // DeltaNet, docs/deltanet.md): the forward against a literal double-precision recurrence, the
 // backward against central finite differences of that reference's loss L = sum(wo * o) +
-// sum(wS * S_T), with and without the gate and the initial state, T not a multiple of the chunk.
-// The chunk size and the thread count change no bit; the CUDA drivers run on the host
-// (HostExec) give the CPU backend's bits in either item order.
+// sum(wS * S_T), with and without the gate and the initial state, T not a multiple of the chunk,
+// for both forms (the recurrence, and the chunked WY form of lib/core/delta_wy.h). The
+// recurrence's chunk size and the thread count change no bit; the chunked form equals the
+// recurrence within rounding for any chunk; the CUDA drivers run on the host (HostExec) give the
+// CPU backend's bits in either item order.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -83,7 +85,9 @@ DeltaOutputs forward(const DeltaInputs& in, Backend& backend = be()) {
   const DeltaShape& s = in.s;
   DeltaOutputs out{Vec(size_t(s.T * s.heads() * s.Dv), NAN), Vec(size_t(s.heads() * s.state()), NAN),
                    Vec(size_t(s.chunks() * s.heads() * s.state()), NAN)};
-  backend.delta_rule_forward(out.o.data(), out.S_out.data(), out.S_chunks.data(), in.q.data(),
+  Vec work(size_t(s.heads() * s.forward_work_per_head()), NAN);
+  backend.delta_rule_forward(out.o.data(), out.S_out.data(), out.S_chunks.data(),
+                             s.wy ? work.data() : nullptr, in.q.data(),
                              in.k.data(), in.v.data(), in.beta.data(), or_null(in.g),
                              or_null(in.S_in), s, in.scale);
   return out;
@@ -109,12 +113,15 @@ DeltaGrads backward(const DeltaInputs& in, const DeltaOutputs& out, const Vec& d
 
 }  // namespace
 
-TEST_CASE("delta rule: forward vs the double recurrence, backward vs finite differences") {
+TEST_CASE("delta rule: forward vs the double recurrence, backward vs finite differences, both forms") {
+  for (bool wy : {false, true})
   for (bool gated : {false, true})
     for (bool with_state : {false, true}) {
+      CAPTURE(wy);
       CAPTURE(gated);
       CAPTURE(with_state);
-      DeltaInputs in = make_inputs({7, 2, 2, 3, 4, 3}, gated, with_state, 10);
+      // 7 rows in chunks of 3: the chunked form's last chunk is short
+      DeltaInputs in = make_inputs({7, 2, 2, 3, 4, 3, wy}, gated, with_state, 10);
       const DeltaOutputs out = forward(in);
       DVec ref = reference(in);
       const size_t no = out.o.size();
@@ -139,8 +146,10 @@ TEST_CASE("delta rule: forward vs the double recurrence, backward vs finite diff
     }
 }
 
-TEST_CASE("delta rule: S_in null is a zero state, dS_out null a zero gradient") {
-  DeltaInputs in = make_inputs({5, 1, 2, 4, 3, 2}, true, false, 30);
+TEST_CASE("delta rule: S_in null is a zero state, dS_out null a zero gradient, both forms") {
+  for (bool wy : {false, true}) {
+  CAPTURE(wy);
+  DeltaInputs in = make_inputs({5, 1, 2, 4, 3, 2, wy}, true, false, 30);
   DeltaInputs zero = in;
   zero.S_in.assign(size_t(in.s.heads() * in.s.state()), 0.f);
   const DeltaOutputs a = forward(in), b = forward(zero);
@@ -151,9 +160,10 @@ TEST_CASE("delta rule: S_in null is a zero state, dS_out null a zero gradient") 
                    gb = backward(in, a, dout, Vec(a.S_out.size(), 0.f));
   check_bits("dk", ga.dk, gb.dk);
   check_bits("dS_in", ga.dS_in, gb.dS_in);
+  }
 }
 
-TEST_CASE("delta rule: the chunk size and the thread count change no bit") {
+TEST_CASE("delta rule: the recurrence's chunk size and the thread count change no bit") {
   const int saved = num_threads();
   for (bool gated : {false, true}) {
     CAPTURE(gated);
@@ -184,9 +194,12 @@ TEST_CASE("delta rule: the chunk size and the thread count change no bit") {
   set_num_threads(saved);
 }
 
-TEST_CASE("delta rule: two segments carrying S compute what one does") {
-  // The recurrent state is all a segment hands on: S_T of rows 0..5 as S_in of rows 6..12.
-  const DeltaInputs all = make_inputs({13, 2, 2, 4, 4, 4}, true, true, 50);
+TEST_CASE("delta rule: two segments carrying S compute what one does, both forms") {
+  // The recurrent state is all a segment hands on: S_T of rows 0..5 as S_in of rows 6..12 (the
+  // chunked form's chunks of 3 fall on the same rows either way).
+  for (bool wy : {false, true}) {
+  CAPTURE(wy);
+  const DeltaInputs all = make_inputs({13, 2, 2, 4, 4, wy ? 3 : 4, wy}, true, true, 50);
   const DeltaOutputs whole = forward(all);
   auto rows = [&](const Vec& x, int t0, int t1, int width) {
     const int64_t w = all.s.heads() * width;
@@ -207,12 +220,56 @@ TEST_CASE("delta rule: two segments carrying S compute what one does") {
   o.insert(o.end(), b.o.begin(), b.o.end());
   check_bits("o", o, whole.o);
   check_bits("S_T", b.S_out, whole.S_out);
+  }
 }
 
-TEST_CASE("cuda kernels (host): the delta rule's drivers give the CPU's bits") {
+TEST_CASE("delta rule: the chunked form computes the recurrence's map for any chunk; threads change no bit") {
+  const int saved = num_threads();
   for (bool gated : {false, true}) {
     CAPTURE(gated);
-    const DeltaInputs in = make_inputs({9, 2, 3, 4, 6, 4}, gated, true, 60);
+    const DeltaInputs rec = make_inputs({37, 3, 2, 8, 16, 64}, gated, true, 70);
+    const DeltaOutputs out_r = forward(rec);
+    const Vec dout = randn(out_r.o.size(), 1.f, 71), dS = randn(out_r.S_out.size(), 1.f, 72);
+    const DeltaGrads g_r = backward(rec, out_r, dout, dS);
+    for (int chunk : {1, 4, 16, 37, 64}) {
+      CAPTURE(chunk);
+      DeltaInputs in = rec;
+      in.s.chunk = chunk, in.s.wy = true;
+      set_num_threads(1);
+      const DeltaOutputs out1 = forward(in);
+      const DeltaGrads g1 = backward(in, out1, dout, dS);
+      // the same map: equal to the recurrence up to float rounding
+      const double tol = 2e-5;
+      check_close("o", out1.o, DVec(out_r.o.begin(), out_r.o.end()), tol);
+      check_close("S_T", out1.S_out, DVec(out_r.S_out.begin(), out_r.S_out.end()), tol);
+      check_close("dq", g1.dq, DVec(g_r.dq.begin(), g_r.dq.end()), tol);
+      check_close("dk", g1.dk, DVec(g_r.dk.begin(), g_r.dk.end()), tol);
+      check_close("dv", g1.dv, DVec(g_r.dv.begin(), g_r.dv.end()), tol);
+      check_close("dbeta", g1.dbeta, DVec(g_r.dbeta.begin(), g_r.dbeta.end()), tol);
+      if (gated) check_close("dg", g1.dg, DVec(g_r.dg.begin(), g_r.dg.end()), tol);
+      check_close("dS_in", g1.dS_in, DVec(g_r.dS_in.begin(), g_r.dS_in.end()), tol);
+      set_num_threads(2);
+      const DeltaOutputs out2 = forward(in);
+      const DeltaGrads g2 = backward(in, out2, dout, dS);
+      check_bits("o", out2.o, out1.o);
+      check_bits("S_T", out2.S_out, out1.S_out);
+      check_bits("dq", g2.dq, g1.dq);
+      check_bits("dk", g2.dk, g1.dk);
+      check_bits("dv", g2.dv, g1.dv);
+      check_bits("dbeta", g2.dbeta, g1.dbeta);
+      check_bits("dg", g2.dg, g1.dg);
+      check_bits("dS_in", g2.dS_in, g1.dS_in);
+    }
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("cuda kernels (host): the delta rule's drivers give the CPU's bits, both forms") {
+  for (bool wy : {false, true})
+  for (bool gated : {false, true}) {
+    CAPTURE(wy);
+    CAPTURE(gated);
+    const DeltaInputs in = make_inputs({9, 2, 3, 4, 6, 4, wy}, gated, true, 60);
     const DeltaOutputs out = forward(in);
     const Vec dout = randn(out.o.size(), 1.f, 61), dS = randn(out.S_out.size(), 1.f, 62);
     const DeltaGrads g = backward(in, out, dout, dS);
@@ -221,10 +278,12 @@ TEST_CASE("cuda kernels (host): the delta rule's drivers give the CPU's bits") {
     Buffers r = host_run(
         {{Vec(out.o.size(), 4.f), Vec(out.S_out.size(), 4.f), Vec(out.S_chunks.size(), 4.f),
           Vec(rows * s.Dk, 4.f), Vec(rows * s.Dk, 4.f), Vec(rows * s.Dv, 4.f), Vec(rows, 4.f),
-          Vec(rows, 4.f), Vec(out.S_out.size(), 4.f), Vec(size_t(s.heads() * s.work_per_head()), 4.f)},
+          Vec(rows, 4.f), Vec(out.S_out.size(), 4.f), Vec(size_t(s.heads() * s.work_per_head()), 4.f),
+          Vec(size_t(s.heads() * s.forward_work_per_head()), 4.f)},
          {}},
         [&](auto& ex, Buffers& b) {
-          cuda::delta_rule_forward(ex, b.f[0].data(), b.f[1].data(), b.f[2].data(), in.q.data(),
+          cuda::delta_rule_forward(ex, b.f[0].data(), b.f[1].data(), b.f[2].data(),
+                                   wy ? b.f[10].data() : nullptr, in.q.data(),
                                    in.k.data(), in.v.data(), in.beta.data(), or_null(in.g),
                                    in.S_in.data(), s, in.scale);
           cuda::delta_rule_backward(ex, b.f[3].data(), b.f[4].data(), b.f[5].data(), b.f[6].data(),

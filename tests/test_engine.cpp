@@ -22,9 +22,14 @@ namespace {
 // The backends every engine test runs on.
 const std::vector<std::string> kDevices = {"cpu", "cpu-guarded"};
 
-ModelConfig tiny_config(const std::string& kind) {
+// kind: a model kind, or "deltanet/wy" or "gated_deltanet/wy" for the delta rule's chunked form in
+// chunks of 2 rows (the problem's segments of 4 and 3: whole and short chunks).
+ModelConfig tiny_config(const std::string& name) {
+  const size_t slash = name.find('/');
+  const std::string kind = name.substr(0, slash);
   ModelConfig c;
   c.kind = kind;
+  if (slash != std::string::npos) c.delta_chunk = 2;
   c.n_token = 7;
   c.n_layer = 2;
   c.n_head = 2;
@@ -135,14 +140,15 @@ void check_gradients(const std::string& kind, int bptt, Backend& be) {
 TEST_CASE("model gradients match finite differences for every kind (full BPTT)") {
   for (const std::string& device : kDevices) {
     CAPTURE(device);
-    for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt", "deltanet", "gated_deltanet"})
+    for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt", "deltanet", "gated_deltanet",
+                             "deltanet/wy", "gated_deltanet/wy"})
       check_gradients(kind, -1, backend_by_name(device));
   }
 }
 
 TEST_CASE("truncated BPTT: k >= segments-1 equals full BPTT; 0 differs") {
   for (const std::string& device : kDevices)
-   for (const char* kind : {"rmt", "armt", "deltanet", "gated_deltanet"}) {
+   for (const char* kind : {"rmt", "armt", "deltanet", "gated_deltanet", "gated_deltanet/wy"}) {
     CAPTURE(device);
     CAPTURE(kind);
     Model model(tiny_config(kind), backend_by_name(device));
@@ -183,7 +189,8 @@ TEST_CASE("forward and backward are bit-identical across runs") {
 }
 
 TEST_CASE("cpu-guarded gives the CPU backend's results bit for bit (every kind, truncated BPTT, dropout)") {
-  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt", "deltanet", "gated_deltanet"})
+  for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt", "deltanet", "gated_deltanet",
+                           "gated_deltanet/wy"})
     for (int bptt : {-1, 1}) {
       CAPTURE(kind);
       CAPTURE(bptt);

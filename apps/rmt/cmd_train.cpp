@@ -249,6 +249,7 @@ namespace {
 struct StepDumpArgs {
   std::string checkpoint, input, target, out, bptt = "all", device = kDefaultDevice;
   int segments = 1, answer_size = 0, adam_steps = 0, segment_length = 0;
+  int delta_chunk = -1;  // not given: the default form
   double lr = 1e-3, clip = 0.25;
   bool update = false;
 };
@@ -285,6 +286,10 @@ void add_step_dump_command(CLI::App& app) {
       ->transform(int_range(1, int_max));
   auto* update = cmd->add_flag("--update", args->update,
       "With --segment-length: after each step clip the gradient (--clip) and take an Adam step (--lr), as training does");
+  cmd->add_option("--delta-chunk", args->delta_chunk,
+                  "deltanet, gated_deltanet: the delta rule's form (model.delta_chunk: 0 the recurrence, "
+                  "C > 0 the chunked form with chunks of C rows; default: model.delta_chunk's default)")
+      ->transform(int_range(0, 1024));
   seg_len_opt->excludes(segments)->excludes(answer)->excludes(adam_steps);
   update->needs(seg_len_opt);
   cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str()->check(number_range(0, HUGE_VAL, true));
@@ -313,6 +318,7 @@ void add_step_dump_command(CLI::App& app) {
     req.adam_steps = args->adam_steps;
     req.segment_length = args->segment_length;
     req.update = args->update;
+    req.delta_chunk = args->delta_chunk;
     const StepDumpResult r = step_dump(req);
     if (args->segment_length > 0)
       std::printf("losses %s; wrote %s\n", fmt::format("{:.8f}", fmt::join(r.losses, " ")).c_str(),

@@ -74,6 +74,7 @@ struct DeltaActivations {
   DeviceArray<float> b, a;        // [rows, H]   b_proj x, a_proj x (gated)
   DeviceArray<float> beta, g;     // [rows, H]   write strength, log-decay (gated)
   DeviceArray<float> S_chunks;    // [chunks, B, H, Dk, Dv]  the state entering every chunk
+  DeviceArray<float> rule_work;   // [B*H, forward_work_per_head] the chunked form's scratch
   DeviceArray<float> o;           // [rows, HV]  the rule's output
   DeviceArray<float> gate;        // [rows, HV]  g_proj x (gated)
   DeviceArray<float> on, ro;      // [rows, HV], [rows*H]  the output norm's result, 1 / rms

@@ -33,13 +33,22 @@ struct AttentionShape {
 //   q, k [T, B, H, Dk]   v, o [T, B, H, Dv]   beta, g [T, B, H]   S [B, H, Dk, Dv]
 struct DeltaShape {
   int T, B, H, Dk, Dv;
-  int chunk;  // rows between the states the forward saves for the backward (>= 1)
+  int chunk;       // rows between the states the forward saves for the backward (>= 1)
+  bool wy = false;  // the chunked (WY) form, chunks of `chunk` rows (lib/core/delta_wy.h)
   RMT_HOST_DEVICE int64_t heads() const { return int64_t(B) * H; }
   RMT_HOST_DEVICE int64_t chunks() const { return (T + chunk - 1) / chunk; }
   RMT_HOST_DEVICE int64_t state() const { return int64_t(Dk) * Dv; }  // floats of one head's S
-  // Floats of the backward's work buffer, per head: a chunk's states and two rows.
+  // Floats of the backward's work buffer, per head: the recurrence's a chunk's states and two
+  // rows; the chunked form's three rows, three [chunk, Dv] and three [chunk, chunk] blocks.
   RMT_HOST_DEVICE int64_t work_per_head() const {
-    return (int64_t(chunk) + 1) * state() + 2 * int64_t(Dv);
+    const int64_t C = chunk;
+    return wy ? 3 * C + 3 * C * Dv + 3 * C * C : (C + 1) * state() + 2 * int64_t(Dv);
+  }
+  // Floats of the forward's work buffer, per head: none for the recurrence; the chunked form's
+  // row, [chunk, Dv] and [chunk, chunk] blocks.
+  RMT_HOST_DEVICE int64_t forward_work_per_head() const {
+    const int64_t C = chunk;
+    return wy ? C + C * Dv + C * C : 0;
   }
 };
 

@@ -284,15 +284,17 @@ RMT_KERNEL(assoc_write_backward,
 // equations; shapes DeltaShape, lib/core/backend.h): per head the state S_t = a_t S_{t-1} +
 // k_t (beta_t (v_t - a_t S_{t-1}^T k_t))^T, a_t = exp(g_t) (g null: 1, DeltaNet), and
 // o_t = scale S_t^T q_t. S_in null: S_0 = 0. S_out gets S_T; S_chunks (null in evaluation) the
-// state entering every chunk of s.chunk rows, for the backward.
+// state entering every chunk of s.chunk rows, for the backward. s.wy: the chunked form
+// (lib/core/delta_wy.h), work its s.heads() * s.forward_work_per_head() floats (else null).
 RMT_KERNEL(delta_rule_forward,
-           (float* o, float* S_out, float* S_chunks, const float* q, const float* k,
+           (float* o, float* S_out, float* S_chunks, float* work, const float* q, const float* k,
             const float* v, const float* beta, const float* g, const float* S_in,
             const DeltaShape& s, float scale),
-           (o, S_out, S_chunks, q, k, v, beta, g, S_in, s, scale),
+           (o, S_out, S_chunks, work, q, k, v, beta, g, S_in, s, scale),
            RMT_BUF(o, floats(int64_t(s.T) * s.heads() * s.Dv))
            RMT_BUF(S_out, floats(s.heads() * s.state()))
            RMT_OPTIONAL_BUF(S_chunks, floats(s.chunks() * s.heads() * s.state()))
+           RMT_OPTIONAL_BUF(work, floats(s.heads() * s.forward_work_per_head()))
            RMT_BUF(q, floats(int64_t(s.T) * s.heads() * s.Dk))
            RMT_BUF(k, floats(int64_t(s.T) * s.heads() * s.Dk))
            RMT_BUF(v, floats(int64_t(s.T) * s.heads() * s.Dv))

@@ -1,5 +1,5 @@
 // The delta mixer's kernels on the CPU, each an OpenMP loop over the per-item (or per-head) bodies
-// of lib/core/delta_math.h. The delta rule: one head (sample, head) per iteration; heads are
+// of lib/core/delta_math.h and delta_wy.h. The delta rule (either form): one head (sample, head) per iteration; heads are
 // independent and each runs its rows in order. The short convolution: one output element per
 // iteration, its sums in a fixed order. Bit-identical for any thread count.
 #include <omp.h>
@@ -8,18 +8,18 @@
 #include <vector>
 
 #include "lib/core/cpu_backend.h"
-#include "lib/core/delta_math.h"
+#include "lib/core/delta_wy.h"
 
 namespace rmt::cpu {
 
-void CpuBackend::delta_rule_forward(float* o, float* S_out, float* S_chunks, const float* q,
+void CpuBackend::delta_rule_forward(float* o, float* S_out, float* S_chunks, float* work, const float* q,
                                     const float* k, const float* v, const float* beta,
                                     const float* g, const float* S_in, const DeltaShape& s,
                                     float scale) {
   const int64_t heads = s.heads();
 #pragma omp parallel for schedule(static) if (heads > 1)
   for (int64_t bh = 0; bh < heads; ++bh)
-    delta::forward_head(s, bh, o, S_out, S_chunks, q, k, v, beta, g, S_in, scale);
+    delta::rule_forward_head(s, bh, o, S_out, S_chunks, q, k, v, beta, g, S_in, work, scale);
 }
 
 void CpuBackend::delta_rule_backward(float* dq, float* dk, float* dv, float* dbeta, float* dg,
@@ -30,8 +30,8 @@ void CpuBackend::delta_rule_backward(float* dq, float* dk, float* dv, float* dbe
   const int64_t heads = s.heads();
 #pragma omp parallel for schedule(static) if (heads > 1)
   for (int64_t bh = 0; bh < heads; ++bh)
-    delta::backward_head(s, bh, dq, dk, dv, dbeta, dg, dS_in, dout, dS_out, q, k, v, beta, g,
-                         S_chunks, work + bh * s.work_per_head(), scale);
+    delta::rule_backward_head(s, bh, dq, dk, dv, dbeta, dg, dS_in, dout, dS_out, q, k, v, beta,
+                              g, S_chunks, work, scale);
 }
 
 void CpuBackend::short_conv_forward(float* y, float* state_out, const float* x, const float* w,

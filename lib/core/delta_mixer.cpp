@@ -14,8 +14,8 @@ namespace {
 
 constexpr float kL2Eps = 1e-6f;    // fla's l2norm (inside the root, docs/deltanet.md §1.4)
 constexpr float kNormEps = 1e-5f;  // fla's layers' norm_eps, the output RMSNorm's (§1.6)
-// Rows between the states the forward saves for the backward (fla's chunk size; the gradients do
-// not depend on it, lib/core/delta_math.h).
+// The recurrent form's rows between the states the forward saves for the backward (its
+// gradients do not depend on it, lib/core/delta_math.h).
 constexpr int kChunk = 64;
 
 inline size_t fbytes(int64_t n) { return size_t(n) * sizeof(float); }
@@ -48,7 +48,15 @@ StateView state_view(const Model& M, const float* base, int l, int B) {
   return {S, cq, ck, cv};
 }
 
-DeltaShape rule_shape(const Model& M, int T, int B) { return {T, B, M.H, M.Dh, M.Dv, kChunk}; }
+// The rule's shape: the chunked form with chunks of model.delta_chunk rows, or (0) the recurrence.
+DeltaShape rule_shape(const Model& M, int T, int B) {
+  if (M.wy_chunk > 0) return {T, B, M.H, M.Dh, M.Dv, M.wy_chunk, true};
+  return {T, B, M.H, M.Dh, M.Dv, kChunk};
+}
+// The forward's scratch for shape s (null for the recurrence).
+float* rule_work(Backend& be, DeviceArray<float>& work, const DeltaShape& s) {
+  return s.wy ? work.sized(be, s.heads() * s.forward_work_per_head()) : nullptr;
+}
 float rule_scale(const Model& M) { return 1.f / std::sqrt(float(M.Dh)); }
 
 // The convolution's weight: the parameter, or the width-1 kernel of ones (no convolution: SiLU).
@@ -92,7 +100,7 @@ void forward_rows(Backend& be, const Model& M, const DeltaWeights& w, DeltaActiv
   const DeltaShape s = rule_shape(M, T, B);
   be.delta_rule_forward(a.o.sized(be, rows * D.HV), out.S,
                         save_chunks ? a.S_chunks.sized(be, s.chunks() * s.heads() * s.state()) : nullptr,
-                        a.qn.data(), a.kn.data(), a.v.data(), a.beta.data(), gate ? a.g.data() : nullptr,
+                        rule_work(be, a.rule_work, s), a.qn.data(), a.kn.data(), a.v.data(), a.beta.data(), gate ? a.g.data() : nullptr,
                         in.S, s, rule_scale(M));
 }
 
@@ -303,7 +311,8 @@ void delta_decode_row(const LayerStep& st, DeltaActivations& a, int row, const f
       be.copy_device_to_device(out.S, in.S, fbytes(S_floats));
     } else {
       const DeltaShape rs = rule_shape(M, row, B);
-      be.delta_rule_forward(s.delta.o.sized(be, int64_t(row) * B * D.HV), out.S, nullptr, a.qn.data(),
+      be.delta_rule_forward(s.delta.o.sized(be, int64_t(row) * B * D.HV), out.S, nullptr,
+                            rule_work(be, s.delta.rule_work, rs), a.qn.data(),
                             a.kn.data(), a.v.data(), a.beta.data(), gated(M) ? a.g.data() : nullptr,
                             in.S, rs, rule_scale(M));
     }

@@ -46,6 +46,9 @@ Model::Model(const ModelConfig& c, Backend& be)
     if (c.short_conv < 0 || c.short_conv > 64) fail("model.short_conv must be in 0..64 (0: none), got {}", c.short_conv);
     Dv = Dh * resolved_expand_v(c);
     conv = c.short_conv;
+    if (c.delta_chunk < 0 || c.delta_chunk > 1024)
+      fail("model.delta_chunk must be in 0..1024 (0: the recurrent form), got {}", c.delta_chunk);
+    wy_chunk = c.delta_chunk;
   }
 
   // Layout, in the order of the authors' state_dict.

@@ -104,6 +104,7 @@ struct Model {
   // deltanet, gated_deltanet: Dh key and Dv = expand_v Dh value columns per head, the
   // convolution's width (0: none) (else 0)
   int Dv = 0, conv = 0;
+  int wy_chunk = 0;  // model.delta_chunk: the chunked form's rows per chunk (0: the recurrence)
 
   std::vector<ParamInfo> param_info;
   DeviceArray<float> params, grads;  // [num_params()] each, in param_info's layout

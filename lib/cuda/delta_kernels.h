@@ -10,19 +10,19 @@
 // independently in the forward) or run the chunked form's products through cuBLAS.
 #include <cstdint>
 
-#include "lib/core/delta_math.h"
+#include "lib/core/delta_wy.h"
 #include "lib/cuda/exec.h"
 
 namespace rmt::cuda {
 
 template <class Exec>
-void delta_rule_forward(Exec& ex, float* o, float* S_out, float* S_chunks, const float* q,
+void delta_rule_forward(Exec& ex, float* o, float* S_out, float* S_chunks, float* work, const float* q,
                         const float* k, const float* v, const float* beta, const float* g,
                         const float* S_in, const DeltaShape& shape, float scale) {
   const DeltaShape s = shape;  // captured by value
   if (s.heads() <= 0) return;
   ex.for_each(s.heads(), [=] RMT_HOST_DEVICE(int64_t bh) {
-    delta::forward_head(s, bh, o, S_out, S_chunks, q, k, v, beta, g, S_in, scale);
+    delta::rule_forward_head(s, bh, o, S_out, S_chunks, q, k, v, beta, g, S_in, work, scale);
   });
 }
 
@@ -35,8 +35,8 @@ void delta_rule_backward(Exec& ex, float* dq, float* dk, float* dv, float* dbeta
   const DeltaShape s = shape;
   if (s.heads() <= 0) return;
   ex.for_each(s.heads(), [=] RMT_HOST_DEVICE(int64_t bh) {
-    delta::backward_head(s, bh, dq, dk, dv, dbeta, dg, dS_in, dout, dS_out, q, k, v, beta, g,
-                         S_chunks, work + bh * s.work_per_head(), scale);
+    delta::rule_backward_head(s, bh, dq, dk, dv, dbeta, dg, dS_in, dout, dS_out, q, k, v, beta,
+                              g, S_chunks, work, scale);
   });
 }
 

@@ -305,6 +305,8 @@ const std::vector<KeyDescriptor>& key_table() {
                    [](const Config& c) { return kind_has_mixer_state(c.model.kind); }),
       written_when(integer_key("model.short_conv", FIELD(model.short_conv), 0, 64),
                    [](const Config& c) { return kind_has_mixer_state(c.model.kind); }),
+      written_when(integer_key("model.delta_chunk", FIELD(model.delta_chunk), 0, 1024),
+                   [](const Config& c) { return kind_has_mixer_state(c.model.kind); }),
       bool_key("model.read_mem_from_cache", FIELD(model.read_mem_from_cache)),
       choice_key("model.mem_init", FIELD(model.mem_init), {"original", "normal"}),
       integer_key("model.n_token", FIELD(model.n_token), 0),
@@ -542,6 +544,7 @@ void resolve_kind(ModelConfig& model) {
     model.expand_v = resolved_expand_v(model);  // the kind's default written out
   } else {
     model.expand_v = ModelConfig().expand_v, model.short_conv = ModelConfig().short_conv;
+    model.delta_chunk = ModelConfig().delta_chunk;
   }
 }
 

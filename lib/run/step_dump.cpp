@@ -35,6 +35,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// --delta-chunk: the delta rule's form for this dump (a way to compute, not part of the weights,
+// so the checkpoint does not carry it).
+void use_delta_chunk(Model& model, int chunk) {
+  if (chunk < 0) return;
+  if (!kind_has_mixer_state(model.config.kind))
+    fail("--delta-chunk applies to model kinds deltanet and gated_deltanet, not {}", model.config.kind);
+  model.config.delta_chunk = chunk;
+  model.wy_chunk = chunk;
+}
+
 // The scored-answer step: one forward and backward as evaluation runs it (no dropout, every
 // segment), its tensors, then adam_steps train_step()s on the same batch.
 StepDumpResult answer_step_dump(const StepDumpRequest& req) {
@@ -53,6 +63,7 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
     w.training = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", req.checkpoint, B));
   }, be);
+  use_delta_chunk(*model, req.delta_chunk);
   model->config.dropout = 0;  // deterministic: golden runs compare without dropout
   std::vector<int32_t> input(in64.begin(), in64.end()), target(tg64.begin(), tg64.end());
   if (req.answer_size < 1 || req.answer_size > T)
@@ -138,6 +149,7 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
     w.training = true;
     check_memory_fits(estimate_memory(c, w), fmt::format("step-dump of {} (batch {})", req.checkpoint, B));
   }, be);
+  use_delta_chunk(*model, req.delta_chunk);
   model->config.dropout = 0;  // deterministic: golden runs compare without dropout
   // the state's gradient (the memory tokens', the mixers' state's) reaches back bptt segments
   const bool state_gradient = model->num_mem > 0 || traits_of(model->kind).has_mixer_state();

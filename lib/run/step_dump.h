@@ -38,6 +38,7 @@ struct StepDumpRequest {
   // language-model steps
   int segment_length = 0;   // > 0: language-model steps over segments of this length
   bool update = false;      // clip and Adam after each step
+  int delta_chunk = -1;     // deltanet / gated_deltanet: model.delta_chunk (-1: the default's)
 };
 
 struct StepDumpResult {

@@ -18,11 +18,13 @@
 using namespace rmt;
 using namespace rmt::cuda_test;
 
-TEST_CASE("cuda delta rule: forward and backward, with and without the gate, from a state") {
-  for (const DeltaShape s : {DeltaShape{5, 2, 3, 3, 4, 2}, DeltaShape{kSeg, kB, kH, 32, 64, 8}})
+TEST_CASE("cuda delta rule: forward and backward, both forms, with and without the gate, from a state") {
+  for (const DeltaShape s : {DeltaShape{5, 2, 3, 3, 4, 2}, DeltaShape{kSeg, kB, kH, 32, 64, 8},
+                             DeltaShape{5, 2, 3, 3, 4, 2, true}, DeltaShape{kSeg, kB, kH, 32, 64, 16, true}})
     for (bool gated : {false, true}) {
       const int64_t rows = int64_t(s.T) * s.heads(), nS = s.heads() * s.state();
-      compare(fmt::format("delta rule T {} B {} H {} Dk {} Dv {} gated {}", s.T, s.B, s.H, s.Dk, s.Dv, gated),
+      compare(fmt::format("delta rule T {} B {} H {} Dk {} Dv {} chunk {} {} gated {}", s.T, s.B, s.H, s.Dk, s.Dv,
+                          s.chunk, s.wy ? "chunked" : "recurrent", gated),
               [&](Backend& be) {
                 auto q = on(be, uniform(rows * s.Dk, 80)), k = on(be, uniform(rows * s.Dk, 81, -0.3f, 0.3f));
                 auto v = on(be, uniform(rows * s.Dv, 82)), beta = on(be, uniform(rows, 83, 0.05f, 0.95f));
@@ -32,9 +34,10 @@ TEST_CASE("cuda delta rule: forward and backward, with and without the gate, fro
                                    S_chunks = nans(be, s.chunks() * nS), dq = nans(be, rows * s.Dk),
                                    dk = nans(be, rows * s.Dk), dv = nans(be, rows * s.Dv),
                                    dbeta = nans(be, rows), dg = nans(be, rows), dS_in = nans(be, nS),
-                                   work = nans(be, s.heads() * s.work_per_head());
+                                   work = nans(be, s.heads() * s.work_per_head()),
+                                   fwork = nans(be, s.heads() * s.forward_work_per_head() + 1);
                 const float scale = 0.25f;
-                be.delta_rule_forward(o.data(), S_out.data(), S_chunks.data(), q.data(), k.data(), v.data(),
+                be.delta_rule_forward(o.data(), S_out.data(), S_chunks.data(), s.wy ? fwork.data() : nullptr, q.data(), k.data(), v.data(),
                                       beta.data(), gated ? g.data() : nullptr, S_in.data(), s, scale);
                 be.delta_rule_backward(dq.data(), dk.data(), dv.data(), dbeta.data(), gated ? dg.data() : nullptr,
                                        dS_in.data(), work.data(), dout.data(), dS_out.data(), q.data(), k.data(),

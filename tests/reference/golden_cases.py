@@ -80,10 +80,10 @@ COPY = dict(V=12, n_layer=4, n_head=4, d_head=64, d_model=128, d_inner=256)
 
 
 def case(name, kind, T, N, A, bptt="all", B=3, mem_len=0, m=0, rfc=True, arch=SMALL,
-         w_std=0.15, adam=None, seed=None, expand_v=1, short_conv=4):
+         w_std=0.15, adam=None, seed=None, expand_v=1, short_conv=4, delta_chunk=None):
     return dict(name=name, kind=kind, T=T, N=N, A=A, bptt=bptt, B=B, mem_len=mem_len, m=m,
                 rfc=rfc, arch=arch, w_std=w_std, adam=adam, seed=seed, expand_v=expand_v,
-                short_conv=short_conv)
+                short_conv=short_conv, delta_chunk=delta_chunk)
 
 
 CASES = [
@@ -161,15 +161,32 @@ def _delta_cases(kind):
 CASES += _delta_cases("deltanet") + _delta_cases("gated_deltanet")
 
 
+# The chunked (WY) form of the delta rule (rmt step-dump --delta-chunk C, model.delta_chunk)
+# against the same reference (fla's recurrences): chunks shorter than a segment with a short last
+# one, a chunk longer than the segments, and Adam steps through it.
+def _delta_chunked_cases(kind):
+    ev = DELTA_EXPAND_V[kind]
+    return [
+        case(f"{kind}_chunked2_uneven_14_4seg_bptt_all", kind, 14, 4, 11, "all", expand_v=ev,
+             delta_chunk=2),
+        case(f"{kind}_chunked64_3seg_bptt_1", kind, 12, 3, 10, "1", expand_v=ev, delta_chunk=64),
+        case(f"adam_{kind}_chunked3_3seg_bptt_0", kind, 15, 3, 12, "0", expand_v=ev,
+             delta_chunk=3, adam=dict(steps=10, lr=3e-3, clip=0.5)),
+    ]
+
+
+CASES += _delta_chunked_cases("deltanet") + _delta_chunked_cases("gated_deltanet")
+
+
 # Language-model steps (docs/paper.md §7; rmt step-dump --segment-length): B streams of S
 # segments of T, one step per segment with the state carried from the step before, every
 # position of the new segment scored, RMT's BPTT window re-run from the stored state, and an
 # Adam step (clipped) after each, so that the stored states come from earlier parameters.
 def lm_case(name, kind, bptt=0, mem_len=0, m=0, rfc=True, B=3, T=4, S=5, lr=3e-3, clip=0.5,
-            expand_v=1, short_conv=4):
+            expand_v=1, short_conv=4, delta_chunk=None):
     return dict(name=name, kind=kind, bptt=bptt, mem_len=mem_len, m=m, rfc=rfc, B=B, T=T, S=S,
                 lr=lr, clip=clip, arch=SMALL, w_std=0.15, expand_v=expand_v,
-                short_conv=short_conv)
+                short_conv=short_conv, delta_chunk=delta_chunk)
 
 
 LM_CASES = [
@@ -187,6 +204,8 @@ LM_CASES = [
     lm_case("lm_deltanet_bptt1", "deltanet", 1, expand_v=DELTA_EXPAND_V["deltanet"]),
     lm_case("lm_gated_deltanet_bptt1", "gated_deltanet", 1,
             expand_v=DELTA_EXPAND_V["gated_deltanet"]),
+    lm_case("lm_gated_deltanet_chunked3_bptt2", "gated_deltanet", 2,
+            expand_v=DELTA_EXPAND_V["gated_deltanet"], delta_chunk=3),
 ]
 
 
@@ -210,6 +229,8 @@ def run_lm_case(c, rmt, seed, keep, device=None):
                "--target", os.path.join(tmp, "target.npy"), "--segment-length", str(T),
                "--bptt", str(c["bptt"]), "--update", "--lr", _fmt(c["lr"]),
                "--clip", _fmt(c["clip"]), "--out", out]
+        if c.get("delta_chunk") is not None:
+            cmd += ["--delta-chunk", str(c["delta_chunk"])]
         if device:
             cmd += ["--device", device]
         try:
@@ -302,6 +323,8 @@ def run_case(c, rmt, seed, keep, device=None):
         if c["adam"]:
             cmd += ["--adam-steps", str(c["adam"]["steps"]), "--lr", _fmt(c["adam"]["lr"]),
                     "--clip", _fmt(c["adam"]["clip"])]
+        if c.get("delta_chunk") is not None:
+            cmd += ["--delta-chunk", str(c["delta_chunk"])]
         if device:
             cmd += ["--device", device]
         try:
