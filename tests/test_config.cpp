@@ -393,7 +393,7 @@ TEST_CASE("to_yaml round-trips every field exactly") {
     // written only when used (their defaults leave run ids unchanged): tested below
     if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals" ||
         key == "train.adam_beta2" || key == "train.stop_unmastered" || key == "model.d_mem" ||
-        key == "model.expand_v" || key == "model.short_conv")
+        key == "model.expand_v" || key == "model.short_conv" || key == "model.delta_chunk")
       continue;
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
@@ -408,7 +408,7 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 42);
+  REQUIRE(keys.size() == 43);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
@@ -431,22 +431,29 @@ TEST_CASE("model.d_mem: written only for armt (the other kinds' run ids stay as 
   CHECK(rmt::parse_config(yaml, "to_yaml").model.d_mem == 12);
 }
 
-TEST_CASE("model.expand_v and model.short_conv: written only for the delta-rule kinds, round-tripped") {
+TEST_CASE("model.expand_v, short_conv and delta_chunk: written only for the delta-rule kinds, round-tripped") {
   rmt::Config plain;
   CHECK(!contains(rmt::to_yaml(plain), "expand_v"));
   CHECK(!contains(rmt::to_yaml(plain), "short_conv"));
+  CHECK(!contains(rmt::to_yaml(plain), "delta_chunk"));
   rmt::Config c;
   c.model.kind = "gated_deltanet";
   c.model.expand_v = 3;
   c.model.short_conv = 0;
+  c.model.delta_chunk = 0;
   const std::string yaml = rmt::to_yaml(c);
   CHECK(contains(yaml, "expand_v: 3"));
   CHECK(contains(yaml, "short_conv: 0"));
+  CHECK(contains(yaml, "delta_chunk: 0"));
   const rmt::Config back = rmt::parse_config(yaml, "to_yaml");
   CHECK(back.model.expand_v == 3);
   CHECK(back.model.short_conv == 0);
+  CHECK(back.model.delta_chunk == 0);
+  CHECK(rmt::parse_config("model:\n  kind: deltanet\n", "t").model.delta_chunk == 16);  // the default
   CHECK_THROWS_WITH_AS(rmt::parse_config("model:\n  kind: deltanet\n  short_conv: 65\n", "t"),
                        doctest::Contains("model.short_conv"), rmt::Error);
+  CHECK_THROWS_WITH_AS(rmt::parse_config("model:\n  kind: deltanet\n  delta_chunk: -1\n", "t"),
+                       doctest::Contains("model.delta_chunk"), rmt::Error);
 }
 
 TEST_CASE("the curriculum and stopping keys: written only when used, round-tripped when they are") {

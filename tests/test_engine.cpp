@@ -22,14 +22,15 @@ namespace {
 // The backends every engine test runs on.
 const std::vector<std::string> kDevices = {"cpu", "cpu-guarded"};
 
-// kind: a model kind, or "deltanet/wy" or "gated_deltanet/wy" for the delta rule's chunked form in
-// chunks of 2 rows (the problem's segments of 4 and 3: whole and short chunks).
+// kind: a model kind (the delta kinds in their default form, the chunked one in chunks of 16:
+// a segment a chunk here), or "deltanet/wy2" or "gated_deltanet/wy2" for chunks of 2 rows (the
+// problem's segments of 4 and 3: whole and short chunks), "KIND/recurrent" for the recurrence.
 ModelConfig tiny_config(const std::string& name) {
   const size_t slash = name.find('/');
   const std::string kind = name.substr(0, slash);
   ModelConfig c;
   c.kind = kind;
-  if (slash != std::string::npos) c.delta_chunk = 2;
+  if (slash != std::string::npos) c.delta_chunk = name.substr(slash) == "/wy2" ? 2 : 0;
   c.n_token = 7;
   c.n_layer = 2;
   c.n_head = 2;
@@ -141,14 +142,16 @@ TEST_CASE("model gradients match finite differences for every kind (full BPTT)")
   for (const std::string& device : kDevices) {
     CAPTURE(device);
     for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt", "deltanet", "gated_deltanet",
-                             "deltanet/wy", "gated_deltanet/wy"})
+                             "deltanet/wy2", "gated_deltanet/wy2", "deltanet/recurrent",
+                             "gated_deltanet/recurrent"})
       check_gradients(kind, -1, backend_by_name(device));
   }
 }
 
 TEST_CASE("truncated BPTT: k >= segments-1 equals full BPTT; 0 differs") {
   for (const std::string& device : kDevices)
-   for (const char* kind : {"rmt", "armt", "deltanet", "gated_deltanet", "gated_deltanet/wy"}) {
+   for (const char* kind : {"rmt", "armt", "deltanet", "gated_deltanet", "gated_deltanet/wy2",
+                            "gated_deltanet/recurrent"}) {
     CAPTURE(device);
     CAPTURE(kind);
     Model model(tiny_config(kind), backend_by_name(device));
@@ -190,7 +193,7 @@ TEST_CASE("forward and backward are bit-identical across runs") {
 
 TEST_CASE("cpu-guarded gives the CPU backend's results bit for bit (every kind, truncated BPTT, dropout)") {
   for (const char* kind : {"baseline", "xl", "rmt", "mt", "xl_rmt", "armt", "deltanet", "gated_deltanet",
-                           "gated_deltanet/wy"})
+                           "gated_deltanet/wy2", "deltanet/recurrent"})
     for (int bptt : {-1, 1}) {
       CAPTURE(kind);
       CAPTURE(bptt);

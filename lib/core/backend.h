@@ -39,16 +39,18 @@ struct DeltaShape {
   RMT_HOST_DEVICE int64_t chunks() const { return (T + chunk - 1) / chunk; }
   RMT_HOST_DEVICE int64_t state() const { return int64_t(Dk) * Dv; }  // floats of one head's S
   // Floats of the backward's work buffer, per head: the recurrence's a chunk's states and two
-  // rows; the chunked form's three rows, three [chunk, Dv] and three [chunk, chunk] blocks.
+  // rows; the chunked form's (lib/core/delta_wy.h) three rows, three [chunk, Dv], three [chunk,
+  // chunk], two [Dv, Dk] and three [chunk, Dk] blocks.
   RMT_HOST_DEVICE int64_t work_per_head() const {
     const int64_t C = chunk;
-    return wy ? 3 * C + 3 * C * Dv + 3 * C * C : (C + 1) * state() + 2 * int64_t(Dv);
+    return wy ? 3 * C + 3 * C * Dv + 3 * C * C + 2 * state() + 3 * C * Dk
+              : (C + 1) * state() + 2 * int64_t(Dv);
   }
   // Floats of the forward's work buffer, per head: none for the recurrence; the chunked form's
-  // row, [chunk, Dv] and [chunk, chunk] blocks.
+  // row, [chunk, Dv], [chunk, chunk] and [Dk, chunk] blocks.
   RMT_HOST_DEVICE int64_t forward_work_per_head() const {
     const int64_t C = chunk;
-    return wy ? C + C * Dv + C * C : 0;
+    return wy ? C + C * Dv + C * C + C * Dk : 0;
   }
 };
 

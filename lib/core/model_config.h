@@ -22,9 +22,11 @@ struct ModelConfig {
   // conv_size 4; 0: none, SiLU alone).
   int expand_v = 0;
   int short_conv = 4;
-  // The delta rule's form (docs/deltanet.md §2): 0 the recurrence, row by row; C > 0 the chunked
-  // (WY) form with chunks of C rows (fla's chunk kernels use 64). Same map, other rounding.
-  int delta_chunk = 0;
+  // The delta rule's form (docs/deltanet.md, "The kernels"): C > 0 the chunked (WY) form with
+  // chunks of C rows (16: the fastest of 16, 32, 64 at the bench's shapes on the CPU, bench/
+  // delta_kernel.cpp; fla's GPU kernels use 64); 0 the recurrence, row by row. Same map, other
+  // rounding.
+  int delta_chunk = 16;
   bool read_mem_from_cache = true;
   // Initial memory: "original" = one N(0, 1) vector repeated for every memory token (the
   // authors' init_mem_tokens); "normal" = independent N(0, 0.02) entries, like the other weights,

@@ -161,12 +161,17 @@ def _delta_cases(kind):
 CASES += _delta_cases("deltanet") + _delta_cases("gated_deltanet")
 
 
-# The chunked (WY) form of the delta rule (rmt step-dump --delta-chunk C, model.delta_chunk)
-# against the same reference (fla's recurrences): chunks shorter than a segment with a short last
-# one, a chunk longer than the segments, and Adam steps through it.
+# The delta rule's form (rmt step-dump --delta-chunk C, model.delta_chunk; the cases above run
+# the default, the chunked form in chunks of 16) against the same reference (fla's recurrences):
+# chunks shorter than a segment with a short last one, a chunk longer than the segments, Adam
+# steps through it; and the recurrence (--delta-chunk 0).
 def _delta_chunked_cases(kind):
     ev = DELTA_EXPAND_V[kind]
     return [
+        case(f"{kind}_recurrent_uneven_14_4seg_bptt_all", kind, 14, 4, 11, "all", expand_v=ev,
+             delta_chunk=0),
+        case(f"adam_{kind}_recurrent_3seg_bptt_1", kind, 12, 3, 10, "1", expand_v=ev,
+             delta_chunk=0, adam=dict(steps=10, lr=3e-3, clip=0.5)),
         case(f"{kind}_chunked2_uneven_14_4seg_bptt_all", kind, 14, 4, 11, "all", expand_v=ev,
              delta_chunk=2),
         case(f"{kind}_chunked64_3seg_bptt_1", kind, 12, 3, 10, "1", expand_v=ev, delta_chunk=64),
@@ -206,6 +211,8 @@ LM_CASES = [
             expand_v=DELTA_EXPAND_V["gated_deltanet"]),
     lm_case("lm_gated_deltanet_chunked3_bptt2", "gated_deltanet", 2,
             expand_v=DELTA_EXPAND_V["gated_deltanet"], delta_chunk=3),
+    lm_case("lm_deltanet_recurrent_bptt1", "deltanet", 1,
+            expand_v=DELTA_EXPAND_V["deltanet"], delta_chunk=0),
 ]
 
 
