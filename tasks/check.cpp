@@ -50,6 +50,17 @@ void check_split_rows(const DatasetMeta& meta, const TaskOptions& task, const Sp
         why = fmt::format("y[{}] = {} outside the vocabulary [0, {})", i, y[i], vocab);
         file = &split.y_name;
       }
+    if (why.empty() && meta.unscored_targets) {  // a row that scores nothing would teach and measure nothing
+      bool scored = false;
+      for (int i = meta.len_y - meta.answer_size; i < meta.len_y && !scored; i++) scored = y[i] != -1;
+      if (!scored) {
+        why = meta.answer_size == meta.len_y
+                  ? std::string("y is -1 (unscored) at every position: a row needs at least one scored position")
+                  : fmt::format("y is -1 (unscored) at every answer position (the last {}): a row needs at least "
+                                "one scored position", meta.answer_size);
+        file = &split.y_name;
+      }
+    }
     if (why.empty()) why = check_row(meta, task, x, y, want);
     if (!why.empty()) v.add(fmt::format("{} row {}: {}", *file, r, why));
   }

@@ -123,6 +123,8 @@ std::string dataset_meta_yaml(const TaskOptions& t, const SplitSizes& sizes, con
       << (task_stacked(t) ? task_len_x(t) + task_len_y(t) - 1 : task_len_x(t));
   out << YAML::Key << "answer_size" << YAML::Value << task_answer_size(t);
   out << YAML::Key << "stacked" << YAML::Value << task_stacked(t);
+  if (kind.has_unscored_targets && task_unscored_targets(t))  // imported; absent: none (as before)
+    out << YAML::Key << "unscored_targets" << YAML::Value << true;
   if (from.seed) {
     out << YAML::Key << "seed" << YAML::Value << *from.seed;
     out << YAML::Key << "prng" << YAML::Value << "std::mt19937_64, rejection-sampled bounded ints (tasks/rng.h)";

@@ -149,13 +149,36 @@ std::vector<std::string> inferred_vocab(const std::vector<SourceArray>& arrays, 
   return symbols;
 }
 
+// y's unscored positions: -1 (rmt's mark, as `rmt generate mqar` writes) or -100 (PyTorch's
+// ignore_index, as mad-lab and Zoology label them), written as -1. Returns how many there are; the
+// first is named in *first ("FILE row r: y[i] = -100").
+int64_t mark_unscored(std::vector<SourceArray>& arrays, std::string* first) {
+  int64_t count = 0;
+  for (size_t k = 1; k < arrays.size(); k += 2) {
+    SourceArray& y = arrays[k];
+    for (size_t i = 0; i < y.ids.size(); i++) {
+      if (y.ids[i] != -1 && y.ids[i] != kIgnoreIndex) continue;
+      if (count++ == 0)
+        *first = fmt::format("{} row {}: y[{}] = {}", y.path, int64_t(i) / y.cols, int64_t(i) % y.cols, y.ids[i]);
+      y.ids[i] = -1;
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 ImportResult import_dataset(const ImportRequest& r) {
   std::error_code ec;
   if (!fs::is_directory(r.source_dir, ec)) fail("source directory {} does not exist", r.source_dir);
   const std::string name = task_name_in(r.source_dir, r.name);
-  const std::vector<SourceArray> arrays = read_source(r.source_dir, name);
+  std::vector<SourceArray> arrays = read_source(r.source_dir, name);
+  std::string first_unscored;
+  const int64_t unscored = mark_unscored(arrays, &first_unscored);
+  if (unscored > 0 && !r.aligned)
+    fail("{} marks a position as unscored ({} such in all), which needs --aligned (X and y of one width, y[i] the "
+         "target at X's position i): in the stacked layout y's ids are also the model's inputs",
+         first_unscored, unscored);
 
   // The task as meta.yaml will state it; its values checked as the flags name them.
   ImportResult result;
@@ -164,6 +187,8 @@ ImportResult import_dataset(const ImportRequest& r) {
   t.columns_y = int(std::min<int64_t>(arrays[1].cols, INT32_MAX));
   t.answer_positions = r.answer_size.value_or(t.columns_y);
   t.stacked_layout = !r.aligned;
+  t.unscored = unscored > 0;
+  result.unscored_positions = unscored;
   if (r.pad_id && *r.pad_id < 0) fail("--pad-id must be 0 or more (got {})", *r.pad_id);
   t.pad_id = r.pad_id.value_or(-1);
   result.vocab_inferred = r.vocab_file.empty();
@@ -176,6 +201,7 @@ ImportResult import_dataset(const ImportRequest& r) {
   stated.kind = t.kind;
   stated.len_x = t.columns_x, stated.len_y = t.columns_y, stated.answer_size = t.answer_positions;
   stated.stacked = t.stacked_layout, stated.vocab = t.id_symbols, stated.pad_id = t.pad_id;
+  stated.unscored_targets = t.unscored;
   result.meta = implied_meta(stated);  // as every reader of the written dataset will see it
 
   // Every row as `rmt data check` judges it: ids in the vocabulary, no empty X, no X twice.

@@ -27,11 +27,15 @@ struct ImportResult {
   bool vocab_inferred = false;     // ids 0..V-1 named "0".."V-1", V = the largest id + 1
   std::vector<std::string> files;  // written, meta.yaml last
   std::vector<std::string> source_dtypes;  // "sort_train_X.npy int32" for each file not int64
+  int64_t unscored_positions = 0;  // y's -1 and -100 (written as -1): positions not scored
 };
 
 // Fails (rmt::Error) naming the file, row and rule; writes nothing then.
 ImportResult import_dataset(const ImportRequest& request);
 
+// PyTorch's ignore_index (CrossEntropyLoss's default; mad-lab's target_ignore_index): in y, as -1,
+// a position not scored.
+constexpr int64_t kIgnoreIndex = -100;
 // The largest vocabulary an import infers from the ids (larger: name the symbols with --vocab).
 constexpr int kMaxInferredVocab = 1 << 20;
 

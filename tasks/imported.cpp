@@ -14,6 +14,7 @@ int imported_len_x(const TaskOptions& t) { return t.columns_x; }
 int imported_len_y(const TaskOptions& t) { return t.columns_y; }
 int imported_answer_size(const TaskOptions& t) { return t.answer_positions; }
 bool imported_is_stacked(const TaskOptions& t) { return t.stacked_layout; }
+bool imported_unscored_targets(const TaskOptions& t) { return t.unscored; }
 std::vector<std::string> imported_vocab(const TaskOptions& t) { return t.id_symbols; }
 
 std::string imported_row_problem(const TaskOptions& t, const DatasetMeta& meta, const int64_t* x, const int64_t*) {
@@ -23,11 +24,23 @@ std::string imported_row_problem(const TaskOptions& t, const DatasetMeta& meta, 
   return fmt::format("X is nothing but the padding id {}: an empty sample", t.pad_id);
 }
 
+namespace {
+
+// decode_ids, with '·' for an unscored target (-1).
+std::string shown_ids(const DatasetMeta& meta, const int64_t* ids, int n) {
+  if (!meta.unscored_targets) return decode_ids(meta, ids, n);
+  std::string out;
+  for (int i = 0; i < n; i++) out += (i ? " " : "") + (ids[i] == -1 ? std::string("·") : decode_ids(meta, ids + i, 1));
+  return out;
+}
+
+}  // namespace
+
 std::string imported_show_row(const DatasetMeta& meta, const int64_t* x, int cx, const int64_t* y, int cy) {
   const int unscored = cy - meta.answer_size;  // y's leading ids outside the answer (a start token ...)
-  if (unscored <= 0 || unscored >= cy) return fmt::format("X: {}   y: {}", decode_ids(meta, x, cx), decode_ids(meta, y, cy));
-  return fmt::format("X: {}   y: {} | {}", decode_ids(meta, x, cx), decode_ids(meta, y, unscored),
-                     decode_ids(meta, y + unscored, cy - unscored));
+  if (unscored <= 0 || unscored >= cy) return fmt::format("X: {}   y: {}", decode_ids(meta, x, cx), shown_ids(meta, y, cy));
+  return fmt::format("X: {}   y: {} | {}", decode_ids(meta, x, cx), shown_ids(meta, y, unscored),
+                     shown_ids(meta, y + unscored, cy - unscored));
 }
 
 void imported_finish_from_meta(TaskOptions& t, const DatasetMeta& meta) {
@@ -37,6 +50,7 @@ void imported_finish_from_meta(TaskOptions& t, const DatasetMeta& meta) {
   t.stacked_layout = meta.stacked;
   t.id_symbols = meta.vocab;
   t.pad_id = meta.pad_id;
+  t.unscored = meta.unscored_targets;
 }
 
 std::string imported_options_problem(const TaskOptions& t, ImportedNames names) {
@@ -54,6 +68,11 @@ std::string imported_options_problem(const TaskOptions& t, ImportedNames names) 
                                "but X has {} columns and y {}", t.columns_x, t.columns_y)
                  : fmt::format("stacked is false (y[i] is the target at X's position i), but len_x {} differs from "
                                "len_y {}", t.columns_x, t.columns_y);
+  if (t.unscored && t.stacked_layout)  // stacked: y's ids are also the model's inputs (X then y)
+    return flags ? std::string("y marks positions as unscored (-1 or -100), which needs --aligned: in the stacked "
+                               "layout y's ids are also the model's inputs")
+                 : std::string("unscored_targets is true, but stacked is true: in the stacked layout y's ids are also "
+                               "the model's inputs");
   if (t.pad_id >= vocab)
     return flags ? fmt::format("--pad-id {} is not an id of the vocabulary (0..{})", t.pad_id, vocab - 1)
                  : fmt::format("options.pad_id is {}, not an id of the vocabulary (0..{})", t.pad_id, vocab - 1);

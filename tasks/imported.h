@@ -17,10 +17,12 @@ int imported_len_x(const TaskOptions& t);
 int imported_len_y(const TaskOptions& t);
 int imported_answer_size(const TaskOptions& t);
 bool imported_is_stacked(const TaskOptions& t);
+// y holds -1 at positions not scored (an aligned import whose y marked them -1 or -100).
+bool imported_unscored_targets(const TaskOptions& t);
 std::vector<std::string> imported_vocab(const TaskOptions& t);
 // An X row of nothing but the declared padding id is an empty sample.
 std::string imported_row_problem(const TaskOptions& t, const DatasetMeta& meta, const int64_t* x, const int64_t* y);
-// "X: ...   y: ..." ("y: prefix | answer" where only the end of y is scored).
+// "X: ...   y: ..." ("y: prefix | answer" where only the end of y is scored; '·' where y is -1).
 std::string imported_show_row(const DatasetMeta& meta, const int64_t* x, int cx, const int64_t* y, int cy);
 // The task's values from meta.yaml (they are the dataset's own), and their joint constraints.
 void imported_finish_from_meta(TaskOptions& t, const DatasetMeta& meta);

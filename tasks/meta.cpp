@@ -150,6 +150,7 @@ DatasetMeta meta_from_yaml(const std::string& path) {
                                              "input_length", "answer_size", "stacked", "counts", "sha256"};
   std::vector<std::string> known = required;
   for (const char* k : {"rmt_version", "seed", "prng", "source"}) known.push_back(k);  // provenance only
+  known.push_back("unscored_targets");  // imported's, only where y marks unscored positions
   auto e = meta_map(y, path, "", known, required);
   DatasetMeta m;
   m.from_meta_yaml = true;
@@ -247,6 +248,12 @@ DatasetMeta meta_from_yaml(const std::string& path) {
   m.input_length = int(meta_int(e["input_length"], path, "input_length", INT32_MIN, INT32_MAX));
   m.answer_size = int(meta_int(e["answer_size"], path, "answer_size", INT32_MIN, INT32_MAX));
   m.stacked = meta_bool(e["stacked"], path, "stacked");
+  if (e.count("unscored_targets")) {
+    if (!stated_kind->has_unscored_targets)
+      fail("{}: 'unscored_targets' is a key of imported datasets (rmt data import); kind {} implies whether y "
+           "holds unscored positions", path, m.kind);
+    m.unscored_targets = meta_bool(e["unscored_targets"], path, "unscored_targets");
+  }
   if (e.count("seed")) {
     uint64_t seed = 0;
     if (!e["seed"].IsScalar() || !YAML::convert<uint64_t>::decode(e["seed"], seed))

@@ -166,7 +166,8 @@ const std::vector<TaskKindTraits>& task_kinds() {
       {"imported", kOptPadId, false, true, 0, false, false, "--vocab", " of y (after '|' where y has more)", true,
        imported_len_x, imported_len_y, imported_answer_size, imported_vocab, nullptr, nullptr, nullptr,
        imported_row_problem, imported_show_row, nullptr,
-       imported_check_meta_options, imported_finish_from_meta, nullptr, nullptr, nullptr, imported_is_stacked},
+       imported_check_meta_options, imported_finish_from_meta, nullptr, nullptr, nullptr, imported_is_stacked, false,
+       imported_unscored_targets},
   };
   return kinds;
 }
@@ -267,7 +268,10 @@ int task_answer_size(const TaskOptions& t) {
   const TaskKindTraits& k = task_kind(t.kind);
   return k.answer_size ? k.answer_size(t) : k.len_y(t) - 1;
 }
-bool task_unscored_targets(const TaskOptions& t) { return task_kind(t.kind).unscored_targets; }
+bool task_unscored_targets(const TaskOptions& t) {
+  const TaskKindTraits& k = task_kind(t.kind);
+  return k.has_unscored_targets ? k.has_unscored_targets(t) : k.unscored_targets;
+}
 bool task_stacked(const TaskOptions& t) {
   const TaskKindTraits& k = task_kind(t.kind);
   return k.is_stacked ? k.is_stacked(t) : k.stacked;

@@ -49,6 +49,7 @@ struct TaskOptions {
   bool stacked_layout = true;
   std::vector<std::string> id_symbols = {};  // id -> symbol
   int pad_id = -1;                        // the padding id the user declared; -1: none
+  bool unscored = false;                  // y holds -1 at positions not scored (meta.yaml unscored_targets)
   // mqar (tasks/mqar.h): ids 0..vocab_size-1; power_a as its decimal text; filler random | zero.
   int vocab_size = 0;
   std::string power_a = "", filler = "";
@@ -194,6 +195,8 @@ struct TaskKindTraits {
   // queries'), so every reader allows -1 in y and the metrics skip those positions
   // (docs/training.md, "Which positions are scored"). false: every answer position is scored.
   bool unscored_targets = false;
+  // whether y holds such -1s, where the dataset says (imported); nullptr: unscored_targets above.
+  bool (*has_unscored_targets)(const TaskOptions&) = nullptr;
 };
 
 const std::vector<TaskKindTraits>& task_kinds();

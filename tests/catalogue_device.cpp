@@ -1,4 +1,5 @@
-// Catalogue of bad inputs (tests/catalogue.h) of backend choice: `rmt step-dump --device`.
+// Catalogue of bad inputs (tests/catalogue.h) of backend choice, `rmt step-dump --device`, and of
+// step-dump's AdamW option.
 #include <string>
 #include <vector>
 
@@ -37,4 +38,6 @@ RMT_CATALOGUE({
     {"step-dump", "LM steps: --device cuda without a usable CUDA device", step_files,
      std::string(kStep).substr(0, std::string(kStep).find("--segments")) +
          "--segment-length 3 --bptt 1 --device cuda", 1, kCudaUnavailable},
+    {"step-dump", "a negative --weight-decay", step_files, std::string(kStep) + "--adam-steps 2 --weight-decay -0.1",
+     1, "--weight-decay must be at least 0 (got -0.1)"},
 });

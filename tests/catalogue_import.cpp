@@ -151,8 +151,33 @@ RMT_CATALOGUE({
      "data import {dir}/src --out {dir}/d --vocab {dir}/v.txt", 1,
      "sort_train_X.npy row 0: X[2] = 9 outside the vocabulary [0, 9)"},
     {"data import", "a negative id",
-     [](const std::string& d) { sort_source(d, [](SortSplits& s) { s.y[1][7] = -1; }); },
-     "data import {dir}/src --out {dir}/d", 1, "sort_val_y.npy row 1: y[1] = -1 outside the vocabulary [0, 10)"},
+     [](const std::string& d) { sort_source(d, [](SortSplits& s) { s.y[1][7] = -5; }); },
+     "data import {dir}/src --out {dir}/d", 1, "sort_val_y.npy row 1: y[1] = -5 outside the vocabulary [0, 10)"},
+    // ---- unscored targets (y's -1 or -100) ---------------------------------------------------
+    {"data import", "an unscored target in stacked data",
+     [](const std::string& d) { sort_source(d, [](SortSplits& s) { s.y[1][7] = -1, s.y[2][0] = -100; }); },
+     "data import {dir}/src --out {dir}/d", 1,
+     "{dir}/src/sort_val_y.npy row 1: y[1] = -1 marks a position as unscored (2 such in all), which needs "
+     "--aligned (X and y of one width, y[i] the target at X's position i): in the stacked layout y's ids are also "
+     "the model's inputs"},
+    {"data import", "ignore_index -100 in X",
+     [](const std::string& d) { sort_source(d, [](SortSplits& s) { s.x[0][2] = -100; }); },
+     "data import {dir}/src --out {dir}/d --aligned", 1,
+     "sort_train_X.npy row 0: X[2] = -100 outside the vocabulary [0, 10)"},
+    {"data import", "an aligned row with no scored position",
+     [](const std::string& d) {
+       sort_source(d, [](SortSplits& s) {
+         std::fill(s.y[2].begin() + 18, s.y[2].begin() + 24, -100);  // test row 3
+         s.y[0][0] = -1;
+       });
+     },
+     "data import {dir}/src --out {dir}/d --aligned", 1,
+     "sort_test_y.npy row 3: y is -1 (unscored) at every position: a row needs at least one scored position"},
+    {"data import", "an aligned row whose answer is all unscored",
+     [](const std::string& d) { sort_source(d, [](SortSplits& s) { s.y[1][4] = -1, s.y[1][5] = -100; }); },
+     "data import {dir}/src --out {dir}/d --aligned --answer-size 2", 1,
+     "sort_val_y.npy row 0: y is -1 (unscored) at every answer position (the last 2): a row needs at least one "
+     "scored position"},
     {"data import", "the same X twice in one split",
      [](const std::string& d) {
        sort_source(d, [](SortSplits& s) { std::copy(s.x[0].begin(), s.x[0].begin() + 6, s.x[0].begin() + 6); });
@@ -231,6 +256,13 @@ RMT_CATALOGUE({
     {"data check", "imported: stacked false with the input length of stacked data",
      [](const std::string& d) { imported_then_edited(d, "stacked: true", "stacked: false"); },
      "data check {dir}/d", 1, "meta.yaml: input_length is 11, but task sort implies 6"},
+    {"data check", "imported: unscored_targets added to stacked data",
+     [](const std::string& d) { imported_then_edited(d, "stacked: true", "stacked: true\nunscored_targets: true"); },
+     "data check {dir}/d", 1,
+     "unscored_targets is true, but stacked is true: in the stacked layout y's ids are also the model's inputs"},
+    {"data check", "imported: unscored_targets not a boolean",
+     [](const std::string& d) { imported_then_edited(d, "stacked: true", "stacked: true\nunscored_targets: 2"); },
+     "data check {dir}/d", 1, "{dir}/d/meta.yaml: 'unscored_targets' must be true or false, got '2'"},
     {"data check", "imported: two ids of one symbol",
      [](const std::string& d) { imported_then_edited(d, "1: 1,", "1: 0,"); },
      "data check {dir}/d", 1, "meta.yaml: ids 0 and 1 are both '0'; each id needs its own symbol"},

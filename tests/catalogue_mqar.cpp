@@ -48,4 +48,9 @@ RMT_CATALOGUE({
     {"data", "mqar: meta.yaml's filler unknown",
      [](const std::string& dir) { edited_mqar(dir, "filler: random", "filler: some"); }, "data check {dir}/d", 1,
      "options.filler 'some' is not one of random, zero"},
+    {"data check", "mqar: meta.yaml with imported's unscored_targets",
+     [](const std::string& dir) { edited_mqar(dir, "stacked: false", "stacked: false\nunscored_targets: false"); },
+     "data check {dir}/d", 1,
+     "{dir}/d/meta.yaml: 'unscored_targets' is a key of imported datasets (rmt data import); kind mqar implies "
+     "whether y holds unscored positions"},
 });

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -54,6 +55,7 @@ void check_equal(const rmt::Config& a, const rmt::Config& b) {
   CHECK(a.train.target == b.train.target);
   CHECK(a.train.target_evals == b.train.target_evals);
   CHECK(a.train.adam_beta2 == b.train.adam_beta2);
+  CHECK(a.train.weight_decay == b.train.weight_decay);
 }
 
 const char* kExample = R"(data: runs/data/copy
@@ -392,8 +394,9 @@ TEST_CASE("to_yaml round-trips every field exactly") {
     if (key == "segment_length") continue;  // language models only
     // written only when used (their defaults leave run ids unchanged): tested below
     if (key == "train.curriculum_advance" || key == "train.target" || key == "train.target_evals" ||
-        key == "train.adam_beta2" || key == "train.stop_unmastered" || key == "model.d_mem" ||
-        key == "model.expand_v" || key == "model.short_conv" || key == "model.delta_chunk")
+        key == "train.adam_beta2" || key == "train.weight_decay" || key == "train.stop_unmastered" ||
+        key == "model.d_mem" || key == "model.expand_v" || key == "model.short_conv" ||
+        key == "model.delta_chunk")
       continue;
     std::string leaf = key.substr(key.rfind('.') + 1) + ":";
     size_t found = text.find(leaf, position);
@@ -408,14 +411,14 @@ TEST_CASE("to_yaml round-trips every field exactly") {
 
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
-  REQUIRE(keys.size() == 43);
+  REQUIRE(keys.size() == 44);
   CHECK(keys.front() == "data");
   CHECK(keys[2] == "segment_length");
   CHECK(keys[3] == "bptt");
   CHECK(keys[5] == "device");
   CHECK(keys[6] == "model.kind");
   CHECK(keys[36] == "train.curriculum");
-  CHECK(keys.back() == "train.adam_beta2");
+  CHECK(keys.back() == "train.weight_decay");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
 }
@@ -489,6 +492,24 @@ TEST_CASE("train.adam_beta2: written only when changed, range-checked, and it re
     CAPTURE(bad);
     CHECK_THROWS_WITH(rmt::validate(c), doctest::Contains("train.adam_beta2"));
   }
+}
+
+TEST_CASE("train.weight_decay: written only when > 0, refused when negative or not finite") {
+  rmt::Config plain;
+  CHECK(!contains(rmt::to_yaml(plain), "weight_decay"));
+  rmt::Config c;
+  c.train.weight_decay = 0.01;
+  const std::string yaml = rmt::to_yaml(c);
+  CHECK(contains(yaml, "  weight_decay: 0.01\n"));
+  CHECK(rmt::parse_config(yaml, "t").train.weight_decay == 0.01);
+  CHECK(rmt::identity_yaml(c) != rmt::identity_yaml(plain));
+  for (double bad : {-1e-3, std::nan(""), HUGE_VAL}) {
+    c.train.weight_decay = bad;
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(rmt::validate(c), doctest::Contains("train.weight_decay"));
+  }
+  CHECK_THROWS_WITH(rmt::parse_config("train:\n  weight_decay: -0.5\n", "bad.yaml"),
+                    doctest::Contains("train.weight_decay"));
 }
 
 TEST_CASE("segment_length: a language model's config, written only when set") {

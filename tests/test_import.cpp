@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/files/io.h"
@@ -158,6 +159,71 @@ TEST_CASE("rmt data import --aligned: input X, target y of one width") {
   CHECK(train.seq_len == 6);
   CHECK(std::vector<int32_t>(train.target.begin(), train.target.begin() + 6) ==
         std::vector<int32_t>(s.y[0].begin(), s.y[0].begin() + 6));
+  fs::remove_all(root);
+}
+
+TEST_CASE("rmt data import --aligned: unscored targets (-1, and -100 read as -1) score nothing") {
+  const fs::path root = fresh_dir("rmt_test_import", "unscored");
+  const SortSplits s = sort_task(60, 8, 8);
+  // masked: y's first 3 columns unscored (-100 in train, as PyTorch's ignore_index; -1 in val and
+  // test); plain: the same rows, --answer-size 3 scoring those same last 3 columns.
+  SortSplits masked = s;
+  int64_t marked = 0;
+  for (int k = 0; k < 3; k++)
+    for (int64_t r = 0; r < s.n[k]; r++)
+      for (int c = 0; c < 3; c++, marked++) masked.y[k][size_t(r * 6 + c)] = k == 0 ? -100 : -1;
+  fs::create_directories(root / "src_masked");
+  fs::create_directories(root / "src_plain");
+  write_sort_task((root / "src_masked").string(), masked);
+  write_sort_task((root / "src_plain").string(), s);
+  const std::string data = (root / "masked").string(), plain = (root / "plain").string();
+  Run imp = rmt_run("data import " + (root / "src_masked").string() + " --out " + data + " --aligned");
+  REQUIRE_MESSAGE(imp.status == 0, imp.output);
+  CHECK(imp.output.find(fmt::format("unscored: {} positions of y are -1 or -100 (written as -1)", marked)) !=
+        std::string::npos);
+  REQUIRE(rmt_run("data import " + (root / "src_plain").string() + " --out " + plain + " --aligned --answer-size 3")
+              .status == 0);
+  CHECK(rmt::read_file(data + "/meta.yaml").find("\nunscored_targets: true\n") != std::string::npos);
+  CHECK(rmt::read_file(plain + "/meta.yaml").find("unscored_targets") == std::string::npos);
+  const rmt::DatasetMeta m = rmt::load_dataset_meta(data);
+  CHECK(m.unscored_targets);
+  CHECK(m.answer_size == 6);
+  CHECK_FALSE(rmt::load_dataset_meta(plain).unscored_targets);
+  const rmt::SampleSplit train = rmt::load_sample_split(data, m, "train");
+  for (int c = 0; c < 6; c++) CHECK(train.target[size_t(c)] == (c < 3 ? -1 : s.y[0][size_t(c)]));
+  CHECK(rmt::check_dataset(data).ok);
+  Run show = rmt_run("data show " + data + " -n 1 --split test");
+  REQUIRE_MESSAGE(show.status == 0, show.output);
+  CHECK_MESSAGE(show.output.find(fmt::format("   y: · · · {} {} {}\n", s.y[2][3], s.y[2][4], s.y[2][5])) !=
+                    std::string::npos, show.output);
+
+  // Training and evaluation score the same positions as --answer-size 3: the same test metrics,
+  // up to float rounding (the two take different paths through the engine: an answer of 6 positions,
+  // 3 unscored, and one of 3); scoring the -1s, or dividing by all 6, would move the loss far more.
+  const std::string model = "model: {kind: rmt, n_layer: 1, n_head: 1, d_head: 8, d_model: 8, d_inner: 16, "
+                            "num_mem_tokens: 2}\ntrain: {batch_size: 8, max_steps: 6, eval_every: 6, log_every: 2, "
+                            "threads: 1}\n";
+  json ev[2];
+  for (int i = 0; i < 2; i++) {
+    const std::string config = (root / fmt::format("c{}.yaml", i)).string();
+    rmt::write_file_atomic(config, "data: " + (i ? plain : data) + "\nsegments: 2\n" + model);
+    const std::string run = (root / fmt::format("run{}", i)).string();
+    Run train_run = rmt_run("train --config " + config + " --out " + run);
+    REQUIRE_MESSAGE(train_run.status == 0, train_run.output);
+    Run eval = rmt_run("eval --run " + run + " --split test");
+    REQUIRE_MESSAGE(eval.status == 0, eval.output);
+    ev[i] = json::parse(eval.output);
+  }
+  CHECK(ev[0]["loss"].get<double>() == doctest::Approx(ev[1]["loss"].get<double>()).epsilon(1e-5));
+  CHECK(ev[0]["acc_teacher_forced"] == ev[1]["acc_teacher_forced"]);
+  CHECK(ev[0]["samples"] == 8);
+  // predictions list the scored positions, 3..5 of each row
+  const std::string predictions = (root / "predictions.jsonl").string();
+  Run pr = rmt_run("eval --run " + (root / "run0").string() + " --split test --predictions " + predictions);
+  REQUIRE_MESSAGE(pr.status == 0, pr.output);
+  const json first = json::parse(rmt::read_file(predictions).substr(0, rmt::read_file(predictions).find('\n')));
+  CHECK(first["positions"] == json::array({3, 4, 5}));
+  CHECK(first["target"] == fmt::format("{}{}{}", s.y[2][3], s.y[2][4], s.y[2][5]));
   fs::remove_all(root);
 }
 

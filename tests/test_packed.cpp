@@ -349,3 +349,29 @@ TEST_CASE("packed runs: what cannot join a pack is refused for that run alone") 
   CHECK(fs::exists(root / "d" / "results.json"));
   CHECK(!fs::exists(root / "b" / "results.json"));
 }
+
+TEST_CASE("packed runs: AdamW's weight decay packed as alone; a run of another decay does not join the pack") {
+  const fs::path root = fresh_dir("rmt_test_packed", "weight_decay");
+  Run g = rmt_run("generate copy --length 5 --symbols 4 --train 100 --val 20 --test 20 --out " + (root / "data").string());
+  REQUIRE_MESSAGE(g.status == 0, g.output);
+  auto job = [&](const std::string& dir, int seed, const std::string& wd) {
+    const std::string yaml = fmt::format(
+        "data: {}\nsegments: 2\nmodel: {{kind: rmt, n_layer: 1, n_head: 2, d_head: 4, d_model: 8, d_inner: 16, "
+        "num_mem_tokens: 2}}\ntrain: {{batch_size: 4, lr: 3.0e-3, max_steps: 12, eval_every: 6, threads: 1, seed: {}, "
+        "weight_decay: {}}}\n", (root / "data").string(), seed, wd);
+    TrainOptions o;
+    o.run_dir = (root / dir).string();
+    return TrainJob{parse_config(yaml, dir), o};
+  };
+  const int threads_before = num_threads();
+  const std::vector<std::string> errors = train_packed({job("p1", 1, "0.5"), job("p2", 2, "0.5")}, 2, 1);
+  for (const std::string& e : errors) CHECK(e == "");
+  for (const TrainJob& j : {job("a1", 1, "0.5"), job("a2", 2, "0.5")}) train(j.config, j.options);
+  const std::vector<std::string> mixed = train_packed({job("m1", 1, "0"), job("m2", 1, "0.5")}, 2, 1);
+  set_num_threads(threads_before);
+  CHECK(read_file(root / "p1" / "last.safetensors") == read_file(root / "a1" / "last.safetensors"));
+  CHECK(read_file(root / "p2" / "last.safetensors") == read_file(root / "a2" / "last.safetensors"));
+  CHECK(mixed[0] == "");
+  CHECK(mixed[1].find("cannot join a pack") != std::string::npos);
+  CHECK(read_file(root / "m1" / "last.safetensors") != read_file(root / "a1" / "last.safetensors"));  // only a1 decays
+}

@@ -185,6 +185,26 @@ TEST_CASE("train.adam_beta2 reaches the optimizer: another beta2, other weights"
   CHECK(t.file("beta2_095", "config.yaml").find("adam_beta2: 0.95") != std::string::npos);
 }
 
+TEST_CASE("train.weight_decay reaches AdamW: 0 is today's Adam bit for bit, > 0 other weights, resumed bit-identical") {
+  const TinyRun& t = tiny();
+  REQUIRE(t.train("wd_default").status == 0);
+  REQUIRE(t.train("wd_0", "--set train.weight_decay=0").status == 0);
+  CHECK(t.file("wd_default", "last.safetensors") == t.file("wd_0", "last.safetensors"));
+  CHECK(t.file("wd_0", "config.yaml").find("weight_decay") == std::string::npos);
+  REQUIRE(t.train("wd_01", "--set train.weight_decay=0.1").status == 0);
+  CHECK(t.file("wd_default", "last.safetensors") != t.file("wd_01", "last.safetensors"));
+  CHECK(t.file("wd_01", "config.yaml").find("  weight_decay: 0.1\n") != std::string::npos);
+  // killed after step 25 (last checkpoint 20) and resumed: the same bits as uninterrupted
+  CHECK(t.train("wd_01_resumed", "--set train.weight_decay=0.1 --abort-after-step 25").status == 86);
+  Run resumed = t.train("wd_01_resumed", "--set train.weight_decay=0.1 --resume");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.output);
+  CHECK(t.file("wd_01", "last.safetensors") == t.file("wd_01_resumed", "last.safetensors"));
+  // a bad value names the key
+  Run bad = t.train("wd_bad", "--set train.weight_decay=-0.1");
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("train.weight_decay") != std::string::npos);
+}
+
 TEST_CASE("a run killed mid-way and resumed ends bit-identical to an uninterrupted one") {
   const TinyRun& t = tiny();
   REQUIRE(t.train("uninterrupted").status == 0);

@@ -90,6 +90,9 @@ void add_data_command(CLI::App& app) {
     fmt::print("model input: {} ({} positions); scored: the last {} ids of y{}\n",
                m.stacked ? "X then y" : "X, target y (aligned)", m.input_length, m.answer_size,
                m.answer_size == m.len_y ? " (all of it)" : "");
+    if (r.unscored_positions > 0)
+      fmt::print("unscored: {} positions of y are -1 or -100 (written as -1): training and evaluation score the "
+                 "others\n", r.unscored_positions);
     if (m.pad_id >= 0) fmt::print("padding id: {} ('{}')\n", m.pad_id, m.vocab[size_t(m.pad_id)]);
     for (const std::string& d : r.source_dtypes) fmt::print("converted to int64: {}\n", d);
     fmt::print("next: rmt data show {}; train with `data: {}` in the config\n", request.out_dir, request.out_dir);

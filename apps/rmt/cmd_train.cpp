@@ -250,7 +250,7 @@ struct StepDumpArgs {
   std::string checkpoint, input, target, out, bptt = "all", device = kDefaultDevice;
   int segments = 1, answer_size = 0, adam_steps = 0, segment_length = 0;
   int delta_chunk = -1;  // not given: the default form
-  double lr = 1e-3, clip = 0.25;
+  double lr = 1e-3, clip = 0.25, weight_decay = 0;
   bool update = false;
 };
 
@@ -295,6 +295,9 @@ void add_step_dump_command(CLI::App& app) {
   cmd->add_option("--lr", args->lr, "Adam learning rate")->capture_default_str()->check(number_range(0, HUGE_VAL, true));
   cmd->add_option("--clip", args->clip, "Gradient-norm clip (0: none)")->capture_default_str()
       ->check(number_range(0, HUGE_VAL));
+  cmd->add_option("--weight-decay", args->weight_decay,
+                  "AdamW's decoupled weight decay of the Adam steps, as train.weight_decay (0: Adam)")
+      ->capture_default_str()->check(number_range(0, HUGE_VAL));
   cmd->add_option("--out", args->out, "Output directory")->required();
   add_device_option(cmd, args->device, kDefaultDevice);
   cmd->callback([args, answer] {
@@ -313,6 +316,7 @@ void add_step_dump_command(CLI::App& app) {
     req.bptt = args->bptt == "all" ? -1 : std::stoi(args->bptt);  // checked by its validator
     req.lr = args->lr;
     req.clip = args->clip;
+    req.weight_decay = args->weight_decay;
     req.segments = args->segments;
     req.answer_size = args->answer_size;
     req.adam_steps = args->adam_steps;

@@ -56,7 +56,7 @@ Model::Model(const ModelConfig& c, Backend& be)
   const AddParam add = [&](const std::string& name, std::vector<int64_t> shape) {
     int64_t n = 1;
     for (auto s : shape) n *= s;
-    param_info.push_back({name, std::move(shape), offset, n});
+    param_info.push_back({name, std::move(shape), offset, n, decays_by_name(name)});
     offset += n;
   };
   memory_tokens_params(*this, add);
@@ -98,6 +98,22 @@ Model::Model(const ModelConfig& c, Backend& be)
   };
   W = bind(params.data());
   G = bind(grads.data());
+}
+
+bool decays_by_name(const std::string& name) {
+  const bool bias_or_norm = name.find("bias") != std::string::npos || name.find("norm") != std::string::npos;
+  const bool a_log = name.size() >= 5 && name.compare(name.size() - 5, 5, "A_log") == 0;
+  return !bias_or_norm && !a_log;
+}
+
+std::vector<ParamRange> decaying_ranges(const std::vector<ParamInfo>& layout) {
+  std::vector<ParamRange> ranges;
+  for (const ParamInfo& p : layout) {
+    if (!p.decays || p.numel == 0) continue;
+    if (!ranges.empty() && ranges.back().offset + ranges.back().n == p.offset) ranges.back().n += p.numel;
+    else ranges.push_back({p.offset, p.numel});
+  }
+  return ranges;
 }
 
 const ParamInfo* Model::find(const std::string& name) const {

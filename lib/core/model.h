@@ -30,7 +30,17 @@ struct ParamInfo {
   std::string name;             // authors' state_dict name
   std::vector<int64_t> shape;   // authors' shape
   int64_t offset = 0, numel = 0;
+  bool decays = true;           // AdamW's weight decay applies (decays_by_name; docs/training.md)
 };
+
+// Whether train.weight_decay applies to tensor `name`: mad-lab's rule (no "bias" and no "norm"
+// in the name) and fla's _no_weight_decay mark of A_log (docs/training.md, "Weight decay").
+bool decays_by_name(const std::string& name);
+// The parameters' [offset, offset + n) ranges that decay, contiguous tensors merged.
+struct ParamRange {
+  int64_t offset = 0, n = 0;
+};
+std::vector<ParamRange> decaying_ranges(const std::vector<ParamInfo>& layout);
 
 // Each part of the model declares its own tensors: the token mixer (lib/core/attention.h), the
 // memory mechanisms (lib/core/memory_tokens.h, lib/core/assoc_memory.h) and the backbone here.

@@ -7,6 +7,10 @@ namespace rmt {
 void Adam::step(Backend& be, DeviceArray<float>& params, const DeviceArray<float>& grads,
                 float lr) {
   t += 1;
+  if (weight_decay > 0) {  // a pass of its own, as torch's: the decayed parameter is rounded first
+    const float keep = float(1.0 - double(lr) * weight_decay);
+    for (const ParamRange& r : decaying) be.scale(params.data() + r.offset, r.n, keep);
+  }
   be.adam_update(params.data(), grads.data(), moment1.data(), moment2.data(), params.size(), lr,
                  beta1, beta2, eps, t);
 }

@@ -339,6 +339,8 @@ const std::vector<KeyDescriptor>& key_table() {
                    [](const Config& c) { return c.train.target > 0; }),
       written_when(real_key("train.adam_beta2", FIELD(train.adam_beta2), above(0), below(1)),
                    [](const Config& c) { return c.train.adam_beta2 != TrainConfig().adam_beta2; }),
+      written_when(real_key("train.weight_decay", FIELD(train.weight_decay), at_or_above(0), no_bound()),
+                   [](const Config& c) { return c.train.weight_decay > 0; }),
   };
   return table;
 }

@@ -31,6 +31,9 @@ struct TrainConfig {
   // follow a sudden gradient after a long stretch of near-zero loss instead of dividing it by a
   // stale tiny estimate: the loss spikes that end some long runs (docs/training.md).
   double adam_beta2 = 0.999;
+  // AdamW's decoupled weight decay (torch.optim.AdamW's weight_decay), 0 = Adam. Not applied to
+  // biases, norms and A_log (docs/training.md, "Weight decay").
+  double weight_decay = 0;
   uint64_t seed = 1;
   // Curriculum over the number of segments (lib/run/curriculum.h): `curriculum` stages, stage i
   // of N (1-based) training on ceil(segments * i / N) segments of the same input, the last on

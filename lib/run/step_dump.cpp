@@ -105,6 +105,7 @@ StepDumpResult answer_step_dump(const StepDumpRequest& req) {
 
   if (req.adam_steps > 0) {
     Adam adam(be, model->num_params());
+    adam.set_weight_decay(req.weight_decay, model->param_info);
     StepSettings settings;
     settings.bptt = req.bptt;
     settings.clip = req.clip;
@@ -174,6 +175,7 @@ StepDumpResult lm_step_dump(const StepDumpRequest& req) {
   create_directories_or_fail(req.out);
   Engine engine(*model, be);
   Adam adam(be, model->num_params());
+  adam.set_weight_decay(req.weight_decay, model->param_info);
   LmCarry carry(window);
   StepDumpResult result;
   for (int64_t s = 0; s < steps; ++s) {

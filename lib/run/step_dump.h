@@ -31,6 +31,7 @@ struct StepDumpRequest {
   std::string device = "cpu";  // the backend (backend_by_name)
   int bptt = -1;            // -1 = all, else k
   double lr = 1e-3, clip = 0.25;
+  double weight_decay = 0;  // AdamW's, as train.weight_decay (0: Adam)
   // scored-answer step
   int segments = 1;
   int answer_size = 0;      // scored positions at the end of each row, 1..T

@@ -57,7 +57,8 @@ std::string pack_shape(const Config& config) {
                      m.kind, m.n_layer, m.n_head, m.d_head, m.d_model, m.d_inner, m.dropout, m.dropatt, m.mem_len,
                      m.num_mem_tokens, m.read_mem_from_cache, m.mem_init, m.n_token, config.device,
                      config.bptt_recompute, config.train.adam_beta2) +
-         (traits_of(m.kind).has_assoc ? fmt::format(" | d_mem {}", m.d_mem) : "");
+         (traits_of(m.kind).has_assoc ? fmt::format(" | d_mem {}", m.d_mem) : "") +
+         (config.train.weight_decay > 0 ? fmt::format(" | weight_decay {}", config.train.weight_decay) : "");
 }
 
 namespace {

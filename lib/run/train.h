@@ -50,7 +50,7 @@ void train(const Config& config, const TrainOptions& options);
 // one shape. Each run keeps its own seed, data order, dropout, curriculum, evaluations, stopping
 // rule, checkpoints, metrics.jsonl and results.json in its own directory, bit-identical to the
 // run trained alone by train() (tests/test_packed.cpp), and resumes packed or alone.
-// Every job must have the same model, device, bptt_recompute and Adam beta2 (pack_shape), one
+// Every job must have the same model, device, bptt_recompute, Adam beta2 and weight decay (pack_shape), one
 // thread (train.threads 1: a packed run computes as a lone run of one thread), and samples of an
 // algorithmic task (a language model's runs train alone). Returns per job the error that ended
 // it ("" = finished); one run's failure does not stop the others.

@@ -205,6 +205,7 @@ void TrainingRun::attach(Model& model, Adam& adam, Engine& engine, PackedBackend
     adam.t = 0;
   }
   adam.beta2 = float(tc.adam_beta2);
+  adam.set_weight_decay(tc.weight_decay, model.param_info);
   if (resuming_) resume_state(run_.config, dir_, model, adam, sched_, st_, with_progression_, *data_);
   adam_steps_ = adam.t;
   engine.set_recompute(run_.config.bptt_recompute);

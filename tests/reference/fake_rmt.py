@@ -333,6 +333,7 @@ def main():
     ap.add_argument("--adam-steps", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--clip", type=float, default=0.25)
+    ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--break", dest="brk", default=os.environ.get("FAKE_RMT_BREAK", ""))
     a = ap.parse_args(sys.argv[2:])
     if not a.segment_length and (a.segments is None or a.answer_size is None):
@@ -354,7 +355,7 @@ def main():
     R.save_safetensors(os.path.join(a.out, "grads.safetensors"), grads)
     if a.adam_steps > 0:
         losses, _ = R.adam_run(model, inp, tgt, a.segments, a.answer_size, a.bptt,
-                               a.adam_steps, a.lr, a.clip)
+                               a.adam_steps, a.lr, a.clip, weight_decay=a.weight_decay)
         with open(os.path.join(a.out, "adam.json"), "w") as f:
             json.dump({"losses": losses}, f)
         R.save_safetensors(os.path.join(a.out, "after.safetensors"), model.state_dict())

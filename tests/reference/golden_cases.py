@@ -159,6 +159,15 @@ def _delta_cases(kind):
 
 # appended, so that the other cases keep their seeds (100 + the index in CASES)
 CASES += _delta_cases("deltanet") + _delta_cases("gated_deltanet")
+# AdamW (train.weight_decay, docs/training.md "Weight decay") against torch.optim.AdamW with
+# mad-lab's groups: wd 1 moves every decaying tensor by about lr * wd * steps = 3e-2 of itself,
+# 30 x AFTER_TOL, so a missing decay, or one on a bias, norm, A_log or dt_bias, fails.
+CASES += [
+    case("adamw_rmt_3seg_bptt_all", "rmt", 12, 3, 10, "all", m=3,
+         adam=dict(steps=10, lr=3e-3, clip=0.5, wd=1.0)),
+    case("adamw_gated_deltanet_3seg_bptt_all", "gated_deltanet", 12, 3, 10, "all",
+         expand_v=DELTA_EXPAND_V["gated_deltanet"], adam=dict(steps=10, lr=3e-3, clip=0.5, wd=1.0)),
+]
 
 
 # The delta rule's form (rmt step-dump --delta-chunk C, model.delta_chunk; the cases above run
@@ -330,6 +339,8 @@ def run_case(c, rmt, seed, keep, device=None):
         if c["adam"]:
             cmd += ["--adam-steps", str(c["adam"]["steps"]), "--lr", _fmt(c["adam"]["lr"]),
                     "--clip", _fmt(c["adam"]["clip"])]
+            if c["adam"].get("wd"):
+                cmd += ["--weight-decay", _fmt(c["adam"]["wd"])]
         if c.get("delta_chunk") is not None:
             cmd += ["--delta-chunk", str(c["delta_chunk"])]
         if device:
@@ -409,7 +420,7 @@ def _check_adam(c, model, inp, tgt, out):
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     glog = []
     losses, norms = R.adam_run(model, inp, tgt, c["N"], c["A"], c["bptt"], ad["steps"],
-                               ad["lr"], ad["clip"], grad_log=glog)
+                               ad["lr"], ad["clip"], grad_log=glog, weight_decay=ad.get("wd", 0.0))
     n_loose = 0
     try:
         with open(os.path.join(out, "adam.json")) as f:

@@ -382,11 +382,20 @@ def loss_and_grads(model, inp, tgt, N, A, bptt):
     return grads_recompute(model, inp, tgt, N, A, int(bptt))
 
 
-def adam_run(model, inp, tgt, N, A, bptt, steps, lr, clip, grad_log=None):
+def adam_run(model, inp, tgt, N, A, bptt, steps, lr, clip, grad_log=None, weight_decay=0.0):
     """S x (forward+backward, clip_grad_norm_, Adam step); loss before each update.
-    grad_log: optional list that receives each step's (unclipped) gradient dict."""
-    params = [p for _, p in model.named_parameters()]
-    opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    grad_log: optional list that receives each step's (unclipped) gradient dict.
+    weight_decay > 0: torch.optim.AdamW with mad-lab's two groups (configure_optimizers: no
+    decay where the name holds "bias" or "norm"), fla's A_log (_no_weight_decay) also without."""
+    named = list(model.named_parameters())
+    params = [p for _, p in named]
+    if weight_decay > 0:
+        skip = lambda n: "bias" in n or "norm" in n or n.endswith("A_log")
+        groups = [{"params": [p for n, p in named if not skip(n)], "weight_decay": weight_decay},
+                  {"params": [p for n, p in named if skip(n)], "weight_decay": 0.0}]
+        opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    else:
+        opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999), eps=1e-8)
     losses, norms = [], []
     for _ in range(steps):
         _, loss, g = loss_and_grads(model, inp, tgt, N, A, bptt)   # leaves p.grad set
