@@ -8,8 +8,8 @@ per step, the cache and memory carried), and, by name or group only, the paper's
 (copy120_baseline, copy120_xl, copy120_rmt: 360 positions in 3 segments of 120), and the
 delta-rule models (group delta: deltanet, gated_deltanet at the copy shape, seg64_* and seg256_*
 on copies of 64 and 256 symbols in 3 segments; PyTorch runs fla's naive chunked rule, and reads
-their workload from `--rmt bench --list`). --batch B replaces every selected workload's batch in
-both engines.
+their workload from `--rmt bench --list`; rmt runs them with --no-eval). --batch B replaces every
+selected workload's batch in both engines.
 
 On a GPU (--device cuda, issue 13): both engines run on the device, and PyTorch runs twice more
 per model, under torch.compile (--compile-modes, default "default,reduce-overhead": the plain
@@ -169,6 +169,11 @@ def main():
     def delta_rmt(model):  # the delta models' workload comes from this rmt's bench --list
         return ["--rmt", args.rmt] if model in DELTA_MODELS else []
 
+    def delta_no_eval(model):
+        # rmt's free-running evaluation that re-runs the answer segment per generated token takes
+        # minutes for the delta models (seg256_deltanet: 459 s on one thread), and is not compared
+        return ["--no-eval"] if model in DELTA_MODELS else []
+
     def fastest(runs):
         return min(runs, key=lambda e: e["step_ms"])
 
@@ -177,7 +182,8 @@ def main():
         rs, ps = [], []
         cs = {m: [] for m in modes}
         for _ in range(max(1, args.rounds)):
-            rs += run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + steps(k) + peak_arg + common)
+            rs += run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + steps(k) + peak_arg
+                           + common + delta_no_eval(k))
             ps += run_json(pyref + ["--model", k, "--threads", T] + steps(k) + peak_arg + common
                            + delta_rmt(k))
             for m in modes:

@@ -14,8 +14,9 @@ peak too, with the GPU's --gemm-size), PyTorch also runs compiled in each mode, 
 run is reported and does not stop the others, the table prints rmt / eager and rmt / compiled
 ratios per model with the batch and the GPU memory, there is no thread-scaling run; without
 the new flags compare.py runs exactly the commands `make bench` always ran; and --models with
-delta models runs them in both engines, hands pytorch_reference.py the same rmt (--rmt, whose
-bench --list gives their workload), and prints their table with the same FLOPs per step.
+delta models runs them in both engines (rmt without its evaluation), hands pytorch_reference.py
+the same rmt (--rmt, whose bench --list gives their workload), and prints their table with the
+same FLOPs per step.
 
     /usr/bin/python3 tests/reference/test_bench_compare.py --rmt PATH_TO_RMT
 """
@@ -195,6 +196,10 @@ def main():
         check("pytorch_reference.py runs both delta models with --rmt (the rmt compare.py runs)",
               [c[c.index("--model") + 1] for c in py_runs] == ["deltanet", "seg256_gated_deltanet"]
               and all(c[c.index("--rmt") + 1] == fakes["rmt"] for c in py_runs))
+        rmt_runs = [c for c in calls if c[0] == "rmt" and "--list" not in c and "--model" in c]
+        check("rmt runs both delta models without the evaluation (--no-eval)",
+              [c[c.index("--model") + 1] for c in rmt_runs] == ["deltanet", "seg256_gated_deltanet"]
+              and all("--no-eval" in c for c in rmt_runs))
         listed = [c for c in calls if c[0] == "rmt" and "--list" in c]
         check("the workload of each delta model read from that rmt's bench --list",
               sorted(c[c.index("--model") + 1] for c in listed) == ["deltanet", "seg256_gated_deltanet"])
