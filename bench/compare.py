@@ -5,8 +5,11 @@ prints them side by side, with the ratio rmt / PyTorch and rmt's 1- vs 2-thread 
 Workloads (bench/README.md): the paper's copy models (baseline, xl, rmt), the paper's 12-layer
 enwik8 language model at a small batch (lm_baseline, lm_xl, lm_rmt: one segment of every stream
 per step, the cache and memory carried), and, by name or group only, the paper's copy120 task
-(copy120_baseline, copy120_xl, copy120_rmt: 360 positions in 3 segments of 120). --batch B
-replaces every selected workload's batch in both engines.
+(copy120_baseline, copy120_xl, copy120_rmt: 360 positions in 3 segments of 120), and the
+delta-rule models (group delta: deltanet, gated_deltanet at the copy shape, seg64_* and seg256_*
+on copies of 64 and 256 symbols in 3 segments; PyTorch runs fla's naive chunked rule, and reads
+their workload from `--rmt bench --list`; rmt runs them with --no-eval). --batch B replaces every
+selected workload's batch in both engines.
 
 On a GPU (--device cuda, issue 13): both engines run on the device, and PyTorch runs twice more
 per model, under torch.compile (--compile-modes, default "default,reduce-overhead": the plain
@@ -35,10 +38,11 @@ COPY_MODELS = ["baseline", "xl", "rmt"]
 LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
 COPY120_MODELS = ["copy120_baseline", "copy120_xl", "copy120_rmt"]
 REPRO_MODELS = ["repro_copy_rmt", "repro_retrieval_rmt"]
-EVERY_MODEL = COPY_MODELS + LM_MODELS + COPY120_MODELS + REPRO_MODELS
-# all = the CPU bench's set (as rmt bench --model all); copy120 and repro only when asked for.
+DELTA_MODELS = [p + k for p in ("", "seg64_", "seg256_") for k in ("deltanet", "gated_deltanet")]
+EVERY_MODEL = COPY_MODELS + LM_MODELS + COPY120_MODELS + REPRO_MODELS + DELTA_MODELS
+# all = the CPU bench's set (as rmt bench --model all); copy120, repro and delta only when asked for.
 GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS, "repro": REPRO_MODELS,
-          "all": COPY_MODELS + LM_MODELS}
+          "delta": DELTA_MODELS, "all": COPY_MODELS + LM_MODELS}
 
 
 SAVED = None  # the --out file, open for the whole run
@@ -102,8 +106,8 @@ def main():
                          "else the python3 running this script, e.g. a GPU machine's own)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--models", default="all",
-                    help="comma-separated models or groups (copy, lm, copy120, repro, all = copy and "
-                         "lm); default all")
+                    help="comma-separated models or groups (copy, lm, copy120, repro, delta, all = "
+                         "copy and lm); default all")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lm-reps", type=int, default=5, help="timed steps of the language models")
@@ -162,6 +166,14 @@ def main():
     peak = max(g_rmt["gemm_gflops"], g_pt["gemm_gflops"])
     peak_arg = ["--peak-gflops", repr(peak)]
 
+    def delta_rmt(model):  # the delta models' workload comes from this rmt's bench --list
+        return ["--rmt", args.rmt] if model in DELTA_MODELS else []
+
+    def delta_no_eval(model):
+        # rmt's free-running evaluation that re-runs the answer segment per generated token takes
+        # minutes for the delta models (seg256_deltanet: 459 s on one thread), and is not compared
+        return ["--no-eval"] if model in DELTA_MODELS else []
+
     def fastest(runs):
         return min(runs, key=lambda e: e["step_ms"])
 
@@ -170,13 +182,16 @@ def main():
         rs, ps = [], []
         cs = {m: [] for m in modes}
         for _ in range(max(1, args.rounds)):
-            rs += run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + steps(k) + peak_arg + common)
-            ps += run_json(pyref + ["--model", k, "--threads", T] + steps(k) + peak_arg + common)
+            rs += run_json([args.rmt, "bench", "--json", "--model", k, "--threads", T] + steps(k) + peak_arg
+                           + common + delta_no_eval(k))
+            ps += run_json(pyref + ["--model", k, "--threads", T] + steps(k) + peak_arg + common
+                           + delta_rmt(k))
             for m in modes:
                 if cs[m] is None:
                     continue  # failed in an earlier round
                 got, why = try_run_json(pyref + ["--model", k, "--threads", T, "--compile",
-                                                 "--compile-mode", m] + steps(k) + peak_arg + common)
+                                                 "--compile-mode", m] + steps(k) + peak_arg + common
+                                        + delta_rmt(k))
                 if got is None:
                     compiled[(k, m)] = why
                     cs[m] = None
@@ -214,7 +229,8 @@ def main():
           f"PyTorch {torch_version}")
     mem = "GPU MB" if cuda else "RSS MB"
     ew = 32 if modes else 8  # the engine column: "pytorch compiled reduce-overhead"
-    hdr = (f"{'model':<20} {'engine':<{ew}} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
+    mw = max([20] + [len(k) for k in models])  # the model column: seg256_gated_deltanet is 21
+    hdr = (f"{'model':<{mw}} {'engine':<{ew}} {'tokens/s':>10} {'step ms':>9} {'median':>9} "
            f"{'GFLOP/st':>9} {'GFLOP/s':>8} {'MFU':>7} {mem:>8}")
 
     def memory(e):
@@ -232,12 +248,18 @@ def main():
                                      "BPTT-1)"),
                          (REPRO_MODELS, "the shapes rmt reproduce trains (batch {b}; RMT, 2 layers, 2 "
                                         "memory tokens: copy of 6 in 9 segments of 2 at d_model 32, "
-                                        "retrieval in 5 segments of 2 at d_model 64)")):
+                                        "retrieval in 5 segments of 2 at d_model 64)"),
+                         (DELTA_MODELS, "delta-rule models (batch {b}; fla's DeltaNet / Gated DeltaNet "
+                                        "layer as the mixer of the copy model, the state carried, bptt "
+                                        "all; copy of 24, 64 (seg64), 256 (seg256) symbols in 3 "
+                                        "segments; PyTorch: fla's naive chunked rule{chunks})")):
         shown = [k for k in group if k in rows]
         if not shown:
             continue
         print()
-        print(title.format(b=batch_of(group)))
+        chunks = sorted({rows[k][1].get("chunk_size") for k in shown} - {None})
+        print(title.format(b=batch_of(group), chunks=", chunks of " + "/".join(map(str, chunks))
+                           if chunks else ""))
         print(hdr)
         print("-" * len(hdr))
         for k in shown:
@@ -245,22 +267,22 @@ def main():
             engines += [(f"pytorch compiled {m}", compiled[(k, m)]) for m in modes]
             for label, e in engines:
                 if isinstance(e, str):
-                    print(f"{k:<20} {label:<{ew}} failed: {e}")
+                    print(f"{k:<{mw}} {label:<{ew}} failed: {e}")
                     continue
-                print(f"{k:<20} {label:<{ew}} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.2f} "
+                print(f"{k:<{mw}} {label:<{ew}} {e['tokens_per_s']:>10.0f} {e['step_ms']:>9.2f} "
                       f"{e['step_ms_median']:>9.2f} {e['gflop_per_step']:>9.2f} {e['gflops']:>8.1f} "
                       f"{100 * e['mfu']:>6.1f}% {memory(e)}")
             r = rows[k][0]
             for label, e in engines[1:]:
                 if not isinstance(e, str):
-                    print(f"{k:<20} {'rmt / ' + label[len('pytorch '):] if modes else 'ratio':<{ew}} "
+                    print(f"{k:<{mw}} {'rmt / ' + label[len('pytorch '):] if modes else 'ratio':<{ew}} "
                           f"{r['tokens_per_s'] / e['tokens_per_s']:>9.2f}x  (rmt / PyTorch tokens/s)")
     if all((k, t) in scale for k in models for t in (1, 2)):
         print()
         print("rmt thread scaling (tokens/s)")
         for k in models:
             one, two = scale[(k, 1)]["tokens_per_s"], scale[(k, 2)]["tokens_per_s"]
-            print(f"{k:<20} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
+            print(f"{k:<{mw}} 1 thread {one:>9.0f}   2 threads {two:>9.0f}   speed-up {two / one:.2f}x")
     evals = [k for k in models if "eval_free_running_ms" in rows[k][0]]
     if evals:
         print()
@@ -268,7 +290,7 @@ def main():
               "(cached keys/values vs re-running the answer segment per generated token)")
         for k in evals:
             r = rows[k][0]
-            print(f"{k:<20} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
+            print(f"{k:<{mw}} teacher-forced {r['eval_teacher_forced_ms']:>8.1f} ms   "
                   f"free-running {r['eval_free_running_ms']:>8.1f} ms (kv cache), "
                   f"{r.get('eval_free_running_rerun_ms', float('nan')):>8.1f} ms (re-running segments)")
     samples = [k for k in models if "sample_ms" in rows[k][0]]
@@ -277,7 +299,7 @@ def main():
         print("rmt sample's path (one stream, greedy): one segment of bytes after a one-segment prompt")
         for k in samples:
             r = rows[k][0]
-            print(f"{k:<20} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
+            print(f"{k:<{mw}} {r['sample_bytes']} bytes in {r['sample_ms']:>8.1f} ms "
                   f"({1e3 * r['sample_bytes'] / r['sample_ms']:.0f} bytes/s, prompt included)")
     print(f"\nraw JSON lines: {args.out}")
 

@@ -22,9 +22,20 @@ Repro models (repro_copy_rmt, repro_retrieval_rmt): the small shapes rmt reprodu
 on copy in 9 segments of 2 at d_model 32, on associative retrieval in 5 segments of 2 at d_model
 64; 2 layers, dropout 0, clip 1.0, bptt all), by name or as the group repro.
 
+Delta models (deltanet, gated_deltanet, seg64_*, seg256_*; the group delta, issue 56):
+tests/reference/delta_model_reference.py (fla's DeltaNet / Gated DeltaNet layer as the mixer of
+rmt's post-LN backbone, fla's defaults: expand_v 1 / 2, short convolution 4) in float32, with the
+delta rule computed by fla's naive chunked form (rule fla_chunk: naive_chunk_gated_delta_rule from
+fla-core's fla/ops/gated_delta_rule/naive.py, g = 0 for DeltaNet; chunks of the largest divisor of
+the segment length up to 64, so none is padded: 24 at the copy shape, 64 for seg64 and seg256),
+the state S and the convolution windows carried from segment to segment (bptt all). The step is
+the copy models'. Their workload is read from `rmt bench --list` (--rmt, default build/rmt), so
+the two engines run the same shapes; the FLOPs per step are computed here by rmt's delta formula
+and must equal the listing's (else the run stops).
+
 Usage: bench/.venv/bin/python bench/pytorch_reference.py [--model NAME|copy|lm|copy120|repro|all]
            [--threads T] [--reps N] [--warmup N] [--batch B] [--peak-gflops P | --peak-only]
-           [--tiny] [--device cpu|cuda] [--compile [--compile-mode MODE]]
+           [--tiny] [--device cpu|cuda] [--compile [--compile-mode MODE]] [--rmt PATH]
 Prints one JSON object per model per line (keys as `rmt bench --json`). `all` is the copy and
 language models (as rmt bench); the copy120 models run when named or by their group.
 
@@ -43,6 +54,7 @@ import math
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -50,19 +62,29 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 from rmt_reference import RMTReference, answer_loss, lm_window_loss, run_segments  # noqa: E402
+import delta_model_reference  # noqa: E402
+import fla_naive  # noqa: E402
 
 COPY_MODELS = ["baseline", "xl", "rmt"]
 LM_MODELS = ["lm_baseline", "lm_xl", "lm_rmt"]
 COPY120_MODELS = ["copy120_baseline", "copy120_xl", "copy120_rmt"]
 REPRO_MODELS = ["repro_copy_rmt", "repro_retrieval_rmt"]
-ALL_MODELS = COPY_MODELS + LM_MODELS + COPY120_MODELS + REPRO_MODELS  # rmt bench's bench_models() order
+DELTA_MODELS = [p + k for p in ("", "seg64_", "seg256_") for k in ("deltanet", "gated_deltanet")]
+# rmt bench's bench_models() order
+ALL_MODELS = COPY_MODELS + LM_MODELS + COPY120_MODELS + REPRO_MODELS + DELTA_MODELS
 GROUPS = {"copy": COPY_MODELS, "lm": LM_MODELS, "copy120": COPY120_MODELS, "repro": REPRO_MODELS,
-          "all": COPY_MODELS + LM_MODELS}
+          "delta": DELTA_MODELS, "all": COPY_MODELS + LM_MODELS}
+DEFAULT_RMT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "rmt")
+DELTA_EXPAND_V = {"deltanet": 1, "gated_deltanet": 2}  # rmt's expand_v 0: fla's layer defaults
+DELTA_SHORT_CONV = 4                                   # rmt's model.short_conv default (fla's 4)
 COMPILE_MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 
 
-def workload(name, tiny, batch=0):
-    """Same numbers as lib/experiments/bench.cpp bench_workload; batch > 0 replaces the batch."""
+def workload(name, tiny, batch=0, rmt=None):
+    """Same numbers as lib/experiments/bench.cpp bench_workload; batch > 0 replaces the batch.
+    The delta models' are read from `rmt bench --list` (rmt: the binary, default build/rmt)."""
+    if name in DELTA_MODELS:
+        return delta_workload(name, tiny, batch, rmt or DEFAULT_RMT)
     w = _workload(name, tiny)
     if batch > 0:
         w["batch"] = batch
@@ -104,6 +126,62 @@ def _workload(name, tiny):
     w["mem_len"] = memory if kind == "xl" else 0
     w["num_mem_tokens"] = memory if kind == "rmt" else 0
     return w
+
+
+def delta_workload(name, tiny, batch, rmt):
+    """A delta model's workload as `rmt bench --list --model NAME` describes it (its JSON keys are
+    kept under their own names too: listed)."""
+    cmd = [rmt, "bench", "--list", "--model", name] + (["--tiny"] if tiny else []) + \
+          (["--batch", str(batch)] if batch > 0 else [])
+    try:
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        why = getattr(e, "stderr", None) or str(e)
+        raise SystemExit(f"pytorch_reference.py: error: {name}: the delta models' workload comes "
+                         f"from `{' '.join(cmd)}` (--rmt), which failed: {why.strip()}")
+    o = json.loads(out.strip().splitlines()[0])
+    L = o["seq_len"] // 3  # the copy sample: L symbols, the separator, L + L (answer 2L)
+    assert o["model"] == name and o["seq_len"] == 3 * L and o["answer_size"] == 2 * L, o
+    assert o["mem_len"] == 0 and o["num_mem_tokens"] == 0, o
+    return dict(kind=o["kind"], lm=False, delta=True, workload=o["workload"], n_layer=o["n_layer"],
+                n_head=o["n_head"], d_head=o["d_head"], d_model=o["d_model"],
+                d_inner=o["d_inner"], batch=o["batch"], lr=o["lr"], clip=o["clip"],
+                dropout=o["dropout"], vocab=o["vocab"], segments=o["segments"], L=L,
+                T=o["seq_len"], answer=o["answer_size"], mem_len=0, num_mem_tokens=0,
+                expand_v=DELTA_EXPAND_V[o["kind"]], short_conv=DELTA_SHORT_CONV, listed=o)
+
+
+def delta_layer_flops(w, n, q):
+    """A delta layer over q rows of a segment, n of them live past the mixer
+    (lib/experiments/bench_workloads.cpp layer_flops, delta_flop_formula)."""
+    B, d, H, Dk, di = w["batch"], w["d_model"], w["n_head"], w["d_head"], w["d_inner"]
+    gated = w["kind"] == "gated_deltanet"
+    Dv = Dk * w["expand_v"]
+    HK, HV = H * Dk, H * Dv
+    return (2 * B * q * d * (2 * HK + HV + H * (2 if gated else 1))  # q, k, v, b (a) projections
+            + 2 * B * q * (2 * HK + HV) * w["short_conv"]            # the short convolutions
+            + 3 * 2 * B * H * q * Dk * Dv                            # S^T k, k u^T, S^T q
+            + (2 * B * q * d * HV if gated else 0)                   # g_proj
+            + 2 * B * n * HV * d                                     # o_proj
+            + 2 * 2 * B * n * d * di)                                # FF
+
+
+def delta_step_flops(w):
+    """3 x the forward of every segment: each hands its state to the next or is scored. A
+    segment's last layer runs o_proj and the FF only on the rows something reads (its tokens if
+    scored, else none: the state comes out of the mixer); the output layer only scored segments."""
+    total, t0 = 0.0, 0
+    base, extra = divmod(w["T"], w["segments"])
+    for s in range(w["segments"]):
+        Ts = base + (1 if s < extra else 0)
+        scored = t0 + Ts > w["T"] - w["answer"]
+        live = Ts if scored else 0
+        fwd = ((w["n_layer"] - 1) * delta_layer_flops(w, Ts, Ts) + delta_layer_flops(w, live, Ts)
+               + (2 * w["batch"] * Ts * w["d_model"] * w["vocab"] if scored else 0))
+        total += 3 * fwd
+        t0 += Ts
+    return total
 
 
 def lm_fill_steps(w):
@@ -178,6 +256,8 @@ def step_flops(kind, w):
     back-propagates their zero gradients."""
     if w["lm"]:
         return lm_step_flops(w)
+    if w.get("delta"):
+        return delta_step_flops(w)
     segs = segment_flops(w["kind"], w)
     total = 0.0
     for s, (full, cache_only, scored) in enumerate(segs):
@@ -293,6 +373,11 @@ class Runner:
 
 def make_model(w):
     torch.manual_seed(1)
+    if w.get("delta"):  # fla's chunked rule, chunk_size 0: the largest divisor of the segment <= 64
+        return delta_model_reference.DeltaModelReference(
+            w["kind"], w["vocab"], w["n_layer"], w["n_head"], w["d_head"], w["d_model"],
+            w["d_inner"], dropout=w["dropout"], expand_v=w["expand_v"],
+            short_conv=w["short_conv"], rule="fla_chunk", chunk_size=0).float()
     return RMTReference(w["kind"], w["vocab"], w["n_layer"], w["n_head"], w["d_head"],
                         w["d_model"], w["d_inner"], mem_len=w["mem_len"],
                         num_mem_tokens=w["num_mem_tokens"], read_mem_from_cache=True,
@@ -300,7 +385,7 @@ def make_model(w):
 
 
 def bench(name, args, run):
-    w = workload(name, args.tiny, args.batch)
+    w = workload(name, args.tiny, args.batch, args.rmt)
     run.start_model()
     if w["lm"]:
         return bench_lm(name, w, args, run)
@@ -336,15 +421,26 @@ def bench(name, args, run):
             times.append(dt)
     best = min(times)
     gflop = step_flops(name, w) * 1e-9
+    extra = {}
+    if w.get("delta"):
+        listed = w["listed"]["gflop_per_step"]
+        if abs(gflop - listed) > 1e-9 * listed:  # the two engines' MFU share one definition
+            raise SystemExit(f"pytorch_reference.py: error: {name}: {gflop!r} GFLOP per step here, "
+                             f"{listed!r} in rmt bench --list ({args.rmt}): the formulas differ")
+        seg = w["T"] // w["segments"]
+        extra = dict(delta_rule="fla naive_chunk_gated_delta_rule" +
+                     (" (g = 0)" if w["kind"] == "deltanet" else ""),
+                     chunk_size=fla_naive.chunk_size_for(seg), fla_version=fla_naive.load().version)
     return dict(engine="pytorch", torch_version=torch.__version__, model=name,
-                workload=("copy120" if name in COPY120_MODELS else
+                workload=(w["workload"] if w.get("delta") else
+                          "copy120" if name in COPY120_MODELS else
                           name[:name.rfind("_")] if name in REPRO_MODELS else "copy"),
                 threads=torch.get_num_threads(), batch=B, seq_len=T, segments=w["segments"],
                 bptt_window=0, warmup=warmup,
                 params=sum(p.numel() for p in params), reps=args.reps,
                 tokens_per_s=B * T / best, step_ms=best * 1e3,
                 step_ms_median=statistics.median(times) * 1e3, gflop_per_step=gflop,
-                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss,
+                gflops=gflop / best, peak_rss_mb=peak_rss_mb(), loss=loss, **extra,
                 **run.report("forward+loss"))
 
 
@@ -426,6 +522,9 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile the forward and loss (language models: the segment)")
     ap.add_argument("--compile-mode", default="default", choices=COMPILE_MODES)
+    ap.add_argument("--rmt", default=DEFAULT_RMT,
+                    help="the rmt binary whose `bench --list` gives the delta models' workload "
+                         "(default build/rmt)")
     args = ap.parse_args()
     if args.batch is not None and not 1 <= args.batch <= 65536:
         raise SystemExit(f"pytorch_reference.py: error: --batch must be from 1 to 65536 (got {args.batch})")

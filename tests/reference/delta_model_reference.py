@@ -24,7 +24,11 @@ through t-1..t-k (k, by recomputation); the zero state entering segment 0 is a c
 The delta rule inside the mixer is fla's own naive recurrence (rule "fla", the default:
 fla_naive.recurrent_rule, fla-core's delta_rule_recurrence / naive_recurrent_gated_delta_rule,
 which compute in float32), or deltanet_reference.delta_rule_recurrent (rule "deltanet_reference",
-rmt's float64 restatement). golden_self_test.py checks that the two give the same model.
+rmt's float64 restatement). golden_self_test.py checks that the two give the same model. Rule
+"fla_chunk": fla's naive chunked form (fla_naive.chunk_rule, naive_chunk_gated_delta_rule; g = 0
+for DeltaNet) from the carried state, in chunks of chunk_size rows (0, the default: the largest
+divisor of the segment's length up to 64, fla_naive.chunk_size_for): what bench/pytorch_reference.py
+times; test_bench_reference.py checks that it gives the recurrent rule's loss and gradients.
 """
 import math
 
@@ -37,7 +41,7 @@ import fla_naive
 import rmt_reference as R
 
 KINDS = D.KINDS
-RULES = ("fla", "deltanet_reference")
+RULES = ("fla", "fla_chunk", "deltanet_reference")
 
 
 class DeltaState:
@@ -109,14 +113,14 @@ class DeltaModelReference(nn.Module):
 
     def __init__(self, kind, n_token, n_layer, n_head, d_head, d_model, d_inner,
                  mem_len=0, num_mem_tokens=0, read_mem_from_cache=True,
-                 dropout=0.0, dropatt=0.0, expand_v=1, short_conv=4, rule="fla"):
+                 dropout=0.0, dropatt=0.0, expand_v=1, short_conv=4, rule="fla", chunk_size=0):
         super().__init__()
         assert kind in KINDS, kind
         assert int(mem_len) == 0 and int(num_mem_tokens) == 0, \
             f"{kind} has neither: mem_len {mem_len}, num_mem_tokens {num_mem_tokens}"
         assert int(expand_v) >= 1 and int(short_conv) >= 0, (expand_v, short_conv)
         assert rule in RULES, f"rule {rule!r}: expected one of {RULES}"
-        self.kind, self.rule = kind, rule
+        self.kind, self.rule, self.chunk_size = kind, rule, int(chunk_size)
         self.n_token, self.n_layer = n_token, n_layer
         self.n_head, self.d_head = n_head, d_head
         self.d_model, self.d_inner = d_model, d_inner
@@ -185,6 +189,11 @@ class DeltaModelReference(nn.Module):
         """tok [B, L] int64; mem the DeltaState entering the segment. Returns logits [B, L, V],
         the DeltaState leaving it and no cache."""
         rule = fla_naive.recurrent_rule if self.rule == "fla" else "recurrent"
+        if self.rule == "fla_chunk":
+            C = self.chunk_size or fla_naive.chunk_size_for(tok.shape[1])
+
+            def rule(q, k, v, beta, g, S):
+                return fla_naive.chunk_rule(q, k, v, beta, g, S, chunk_size=C)
         E = self.word_emb.emb_layers[0].weight
         h = F.dropout(F.embedding(tok, E) * math.sqrt(self.d_model), self.dropout, self.training)
         states = []

@@ -7,8 +7,10 @@ pip-installs the pinned fla-core and einops into tests/reference/.pydeps (ignore
 comes first on sys.path here; else the interpreter's own are used. Missing: FlaMissing, whose
 message says what to install (the tests fail, never skip).
 
-Used by test_deltanet_reference.py (fla against deltanet_reference.py) and by
-delta_model_reference.py (fla's recurrences as the delta rule of the whole-model reference).
+Used by test_deltanet_reference.py (fla against deltanet_reference.py), by
+delta_model_reference.py (fla's recurrences, or fla's chunked forms, as the delta rule of the
+whole-model reference) and through it by bench/pytorch_reference.py (the chunked forms: the
+PyTorch side of `rmt bench --model delta`).
 """
 import functools
 import importlib.util
@@ -95,3 +97,40 @@ def recurrent_rule(q, k, v, beta, g=None, initial_state=None):
             output_final_state=True)
         o = bt(o)
     return o.to(q.dtype), S.to(q.dtype)
+
+
+def chunk_size_for(T, largest=64):
+    """The chunk size of chunk_rule for segments of T rows: the largest divisor of T that is at
+    most `largest` (fla's default chunk 64), so that no chunk is padded (T 24 -> 24, 64 -> 64,
+    256 -> 64, 6 -> 6)."""
+    assert T >= 1 and largest >= 1, (T, largest)
+    return max(c for c in range(1, min(T, largest) + 1) if T % c == 0)
+
+
+def chunk_rule(q, k, v, beta, g=None, initial_state=None, chunk_size=64):
+    """The delta rule by fla's naive chunked form, in recurrent_rule's layouts, scale and result
+    (o, S_T): naive_chunk_gated_delta_rule (fla/ops/gated_delta_rule/naive.py; batch-major
+    [B, T, H, D], g before beta), which takes the carried state (initial_state) and returns the
+    final one. DeltaNet (g None) runs it with g = 0 (every decay exp(0) = 1, the in-chunk decay
+    matrix tril(ones)): fla's delta_rule_chunkwise (fla/ops/delta_rule/naive.py) is the same
+    chunked form but has no initial state, so it cannot carry S from segment to segment;
+    test_bench_reference.py checks that the two agree from a zero state. The function pads T to
+    a multiple of chunk_size itself (zero rows: beta 0, g 0, which leave S unchanged); choose a
+    chunk_size that divides T (chunk_size_for) to avoid padded work. Computes in float32; o and
+    S_T come back in q's dtype. Differentiable (plain torch ops)."""
+    fla = load()
+
+    def bt(x):
+        return x.transpose(1, 2)
+    if g is None:
+        g = beta.new_zeros(beta.shape)
+    o, S = fla.gated.naive_chunk_gated_delta_rule(
+        bt(q), bt(k), bt(v), bt(g), bt(beta), chunk_size=chunk_size, scale=None,
+        initial_state=initial_state, output_final_state=True)
+    return bt(o).to(q.dtype), S.to(q.dtype)
+
+
+def chunkwise_rule_zero_state(q, k, v, beta, chunk_size=32):
+    """fla's DeltaNet chunked form itself (delta_rule_chunkwise, from a zero state; T a multiple of
+    chunk_size), in recurrent_rule's layouts: (o, S_T). Only to check chunk_rule's g = 0 path."""
+    return load().delta.delta_rule_chunkwise(q, k, v, beta, chunk_size=chunk_size)

@@ -12,8 +12,11 @@ not wait for real peak GEMMs.
 Checked: with --device cuda both engines get --device cuda and --batch on every run (the GEMM
 peak too, with the GPU's --gemm-size), PyTorch also runs compiled in each mode, a failed compiled
 run is reported and does not stop the others, the table prints rmt / eager and rmt / compiled
-ratios per model with the batch and the GPU memory, there is no thread-scaling run; and without
-the new flags compare.py runs exactly the commands `make bench` always ran.
+ratios per model with the batch and the GPU memory, there is no thread-scaling run; without
+the new flags compare.py runs exactly the commands `make bench` always ran; and --models with
+delta models runs them in both engines (rmt without its evaluation), hands pytorch_reference.py
+the same rmt (--rmt, whose bench --list gives their workload), and prints their table with the
+same FLOPs per step.
 
     /usr/bin/python3 tests/reference/test_bench_compare.py --rmt PATH_TO_RMT
 """
@@ -182,6 +185,37 @@ def main():
         check(f"the CPU commands are unchanged: {calls}", calls == expected)
         check("the CPU table has the plain ratio row", "rmt / PyTorch tokens/s" in r.stdout
               and "compiled" not in r.stdout and "RSS MB" in r.stdout)
+
+        # ---- the delta group: both engines, PyTorch told which rmt lists the workload ----
+        r, calls = compare(["--models", "deltanet,seg256_gated_deltanet", "--reps", "1", "--warmup",
+                            "0", "--rounds", "1", "--no-scaling"])
+        out = r.stdout
+        check(f"compare.py --models deltanet,seg256_gated_deltanet exits 0 (stderr tail: "
+              f"{r.stderr[-300:]!r})", r.returncode == 0)
+        py_runs = [c[2:] for c in calls if c[0] == "python" and "--model" in c]
+        check("pytorch_reference.py runs both delta models with --rmt (the rmt compare.py runs)",
+              [c[c.index("--model") + 1] for c in py_runs] == ["deltanet", "seg256_gated_deltanet"]
+              and all(c[c.index("--rmt") + 1] == fakes["rmt"] for c in py_runs))
+        rmt_runs = [c for c in calls if c[0] == "rmt" and "--list" not in c and "--model" in c]
+        check("rmt runs both delta models without the evaluation (--no-eval)",
+              [c[c.index("--model") + 1] for c in rmt_runs] == ["deltanet", "seg256_gated_deltanet"]
+              and all("--no-eval" in c for c in rmt_runs))
+        listed = [c for c in calls if c[0] == "rmt" and "--list" in c]
+        check("the workload of each delta model read from that rmt's bench --list",
+              sorted(c[c.index("--model") + 1] for c in listed) == ["deltanet", "seg256_gated_deltanet"])
+        check("the delta table with both models and their ratios",
+              "delta-rule models (batch 4;" in out and "chunks of 6" in out
+              and out.count("rmt / PyTorch tokens/s") == 2
+              and all(f"{m} " in out for m in ("deltanet", "seg256_gated_deltanet")))
+        with open(os.path.join(tmp, "out.jsonl")) as f:
+            saved = [json.loads(line) for line in f if "model" in line]
+        by = {}
+        for e in saved:
+            by.setdefault(e["model"], {})[e["engine"]] = e
+        check("the same FLOPs per step in both engines' delta runs",
+              all(abs(b["rmt"]["gflop_per_step"] - b["pytorch"]["gflop_per_step"]) <= 1e-12
+                  for b in by.values()) and len(by) == 2)
+        print(out)
 
         # ---- bad values: one line ----
         for args, msg in ((["--batch", "0"], "compare.py: --batch must be from 1 to 65536 (got 0)"),

@@ -7,6 +7,13 @@ in the same number of untimed steps. Its --device cuda fails in one line where P
 GPU (and runs where it does), and --compile fails in one line on a PyTorch without
 torch.compile (and runs a compiled step where it has one).
 
+The delta models (group delta): their workload comes from `rmt bench --list` and their FLOPs,
+computed by rmt's delta formula, match rmt's; one step of each tiny model runs; and the model the
+bench times (fla's chunked rule, rule fla_chunk) gives the recurrent rule's loss and gradients
+(fla's recurrences, rule fla) within float32 rounding, in chunks that divide the segment, in
+several chunks per segment and in padded chunks; fla's own DeltaNet chunked form
+(delta_rule_chunkwise) equals the g = 0 path from a zero state.
+
     /usr/bin/python3 tests/reference/test_bench_reference.py --rmt PATH_TO_RMT
 """
 import argparse
@@ -15,12 +22,60 @@ import os
 import subprocess
 import sys
 
+import torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench")
 sys.path.insert(0, BENCH)
 import pytorch_reference as P  # noqa: E402
+import delta_model_reference as DM  # noqa: E402
+import fla_naive  # noqa: E402
+import rmt_reference as R  # noqa: E402
 
 MODELS = P.ALL_MODELS
+GROUPS = ("all", "copy120", "repro", "delta")
+CHUNK_TOL = 1e-4   # fla's chunked rule vs its recurrence, both float32: loss, logits, every grad
+
+
+def max_rel(a, b):
+    """max |a - b| / max |a| (0 when both are zero)."""
+    scale = float(a.abs().max())
+    return float((a - b).abs().max()) / scale if scale > 0 else float((a - b).abs().max())
+
+
+def chunked_vs_recurrent(check):
+    """The model the bench times (rule fla_chunk) against fla's recurrences (rule fla): the same
+    loss and gradients (bptt all, the state carried across 3 segments of 24), chunks of 24 (the
+    bench's choice), 8 (3 per segment) and 16 (padded by fla to 32)."""
+    x = torch.randint(0, 12, (3, 72), generator=torch.Generator().manual_seed(5))
+    y = torch.randint(0, 12, (3, 72), generator=torch.Generator().manual_seed(6))
+    for kind in DM.KINDS:
+        model = DM.DeltaModelReference(kind, 12, 2, 2, 8, 16, 32, dropout=0.0,
+                                       expand_v=P.DELTA_EXPAND_V[kind], rule="fla").float()
+        # larger stds than training's, so that the comparison is sensitive
+        model.init_params(gen=torch.Generator().manual_seed(3), w_std=0.3, ln_w_std=0.3,
+                          bias_std=0.1)
+        lr, sr, gr = R.loss_and_grads(model, x, y, 3, 48, "all")
+        for chunk in (0, 8, 16):
+            model.rule, model.chunk_size = "fla_chunk", chunk
+            lc, sc, gc = R.loss_and_grads(model, x, y, 3, 48, "all")
+            worst = max([(max_rel(lr, lc), "logits"), (abs(float(sr - sc)) / abs(float(sr)), "loss")]
+                        + [(max_rel(gr[n], gc[n]), n) for n in gr])
+            check(f"[{kind}] fla's chunked rule (chunk {chunk or fla_naive.chunk_size_for(24)}) == "
+                  f"its recurrence in the model: loss, logits, every gradient (bptt all, 3 "
+                  f"segments of 24): worst {worst[0]:.1e} ({worst[1]}), tol {CHUNK_TOL:g}",
+                  worst[0] <= CHUNK_TOL and len(gc) == len(gr))
+            model.rule, model.chunk_size = "fla", 0
+    g = torch.Generator().manual_seed(7)
+    B, H, T, dk, dv = 2, 2, 32, 8, 16
+    q, v = torch.randn(B, H, T, dk, generator=g), torch.randn(B, H, T, dv, generator=g)
+    k = torch.nn.functional.normalize(torch.randn(B, H, T, dk, generator=g), dim=-1)
+    beta = torch.rand(B, H, T, generator=g)
+    o1, S1 = fla_naive.chunk_rule(q, k, v, beta, chunk_size=8)
+    o2, S2 = fla_naive.chunkwise_rule_zero_state(q, k, v, beta, chunk_size=8)
+    worst = max(max_rel(o2, o1), max_rel(S2, S1))
+    check(f"fla's delta_rule_chunkwise == chunk_rule's g = 0 path from a zero state: worst {worst:.1e}",
+          worst <= 1e-6)
 
 
 def json_lines(cmd):
@@ -43,7 +98,7 @@ def main():
 
     def listed_by_rmt(flags):  # the workloads as rmt bench describes them (no step run)
         out = {}
-        for group in ("all", "copy120", "repro"):
+        for group in GROUPS:
             out.update({r["model"]: r for r in json_lines([rmt, "bench", "--list", "--model", group] + flags)})
         return out
 
@@ -55,11 +110,11 @@ def main():
             # ... and as it runs them (tiny only: the full language models take seconds per step).
             ran = {}
             if tiny and batch in (0, 3):
-                for group in ("all", "copy120", "repro"):
+                for group in GROUPS:
                     ran.update({r["model"]: r for r in json_lines(
                         [rmt, "bench", "--json", "--no-eval", "--model", group] + one_step + flag)})
             for k in MODELS:
-                w, o = P.workload(k, tiny, batch), listed[k]
+                w, o = P.workload(k, tiny, batch, rmt), listed[k]
                 py = P.step_flops(k, w) * 1e-9
                 check(f"{size} {k}: FLOPs per step rmt {o['gflop_per_step']:.6g} = PyTorch reference "
                       f"{py:.6g}", abs(o["gflop_per_step"] - py) <= 1e-9 * py)
@@ -96,6 +151,11 @@ def main():
     runs += json_lines(ref + ["--tiny", "--model", "repro"] + one_step)
     check("pytorch_reference.py --tiny --model repro reports the repro models (rmt reproduce's shapes)",
           [r["model"] for r in runs[9:]] == P.REPRO_MODELS)
+    runs += json_lines(ref + ["--tiny", "--model", "delta", "--rmt", rmt] + one_step)
+    check("pytorch_reference.py --tiny --model delta reports the delta models, by fla's chunked rule",
+          [r["model"] for r in runs[11:]] == P.DELTA_MODELS
+          and all(r["delta_rule"].startswith("fla naive_chunk_gated_delta_rule") and r["chunk_size"] == 6
+                  for r in runs[11:]))
     tiny_rmt = listed_by_rmt(["--tiny"])
     for r in runs:
         o = tiny_rmt[r["model"]]
@@ -113,6 +173,11 @@ def main():
     check("pytorch_reference.py --batch 3 trains and reports batch 3 and rmt bench's FLOPs",
           [r["batch"] for r in b3] == [3]
           and abs(b3[0]["gflop_per_step"] - listed_by_rmt(["--tiny", "--batch", "3"])["rmt"]["gflop_per_step"]) <= 1e-12)
+    d3 = json_lines(ref + ["--tiny", "--model", "gated_deltanet", "--batch", "3", "--rmt", rmt] + one_step)
+    check("pytorch_reference.py --model gated_deltanet --batch 3 trains and reports batch 3 and rmt bench's FLOPs",
+          [r["batch"] for r in d3] == [3] and abs(d3[0]["gflop_per_step"] - listed_by_rmt(
+              ["--tiny", "--batch", "3"])["gated_deltanet"]["gflop_per_step"]) <= 1e-12)
+    chunked_vs_recurrent(check)
 
     def one_line_error(args, expected):
         p = subprocess.run(ref + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -122,7 +187,8 @@ def main():
 
     for bad in ("0", "-2", "100000"):
         one_line_error(["--tiny", "--batch", bad], f"--batch must be from 1 to 65536 (got {bad})")
-    import torch
+    one_line_error(["--tiny", "--model", "deltanet", "--rmt", "/nonexistent/rmt"] + one_step,
+                   "the delta models' workload comes from `/nonexistent/rmt bench --list --model deltanet --tiny`")
     if torch.cuda.is_available():
         g = json_lines(ref + ["--tiny", "--model", "rmt", "--device", "cuda"] + one_step)
         check("pytorch_reference.py --device cuda trains on the GPU and reports its peak memory",
