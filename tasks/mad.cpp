@@ -16,9 +16,10 @@ const char* mad_refused_task(const std::string& name) {
   if (name == "mad_compression")
     return "mad_compression is not offered: mad-lab's compression (generate_compression_instance, "
            "mad/data/instances.py) is scored by an encoder-decoder (mad/model/auto_encoder.py) that pools the "
-           "whole sequence into its last position and decodes every position from that one vector; a causal "
-           "language model sees each token it would reconstruct, so the task would test nothing "
-           "(docs/datasets.md, \"MAD\")";
+           "whole sequence into its last position and decodes every position from that one vector; rmt's models "
+           "are causal language models whose every position reads the tokens before it, so reconstructing them "
+           "would be rmt's copy task (rmt generate copy), not compression into one vector (docs/datasets.md, "
+           "\"MAD\")";
   return nullptr;
 }
 
