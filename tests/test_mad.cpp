@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "lib/files/io.h"
 #include "lib/files/npy.h"
 #include "tasks/dataset.h"
@@ -379,4 +382,34 @@ TEST_CASE("mad options: impossible ones are refused, naming the option and why; 
   a.frac_noise = "0.20";
   a.noise_vocab_size = 8;
   CHECK(resolve_task("mad_recall", a).frac_noise == "0.2");  // one spelling in meta.yaml
+}
+
+TEST_CASE("a tiny model learns mad_memorization and mad_selective_copy far above chance (rmt train, rmt eval)") {
+  struct Case {
+    const char* task;
+    const char* options;
+    int steps;
+    double above;  // chance: 1/16 of the values, 1/6 of the tokens
+  };
+  for (const Case& c : {Case{"mad_memorization", "--vocab-size 32 --length 8", 400, 0.9},
+                        Case{"mad_selective_copy", "--vocab-size 8 --length 20 --tokens-to-copy 4", 1500, 0.7}}) {
+    const std::string task_name = c.task;
+    CAPTURE(task_name);
+    const std::string dir = fresh_tmp("mad", std::string("learn_") + c.task), run = dir + "_run";
+    REQUIRE(rmt_run(fmt::format("generate {} {} --train 4000 --val 100 --test 200 --out {}", c.task, c.options, dir))
+                .status == 0);
+    write_file_atomic(dir + "/t.yaml",
+                      fmt::format("data: {}\nsegments: 1\nmodel: {{kind: baseline, n_layer: 2, n_head: 2, d_head: 16, "
+                                  "d_model: 32, d_inner: 64, dropout: 0.0}}\ntrain: {{batch_size: 32, lr: 3.0e-3, "
+                                  "schedule: constant, max_steps: {}, eval_every: {}, threads: 1}}\n",
+                                  dir, c.steps, c.steps));
+    REQUIRE(rmt_run("train --config " + dir + "/t.yaml --out " + run).status == 0);
+    const Run ev = rmt_run("eval " + run + " --split test", true);
+    REQUIRE(ev.status == 0);
+    const double acc = nlohmann::json::parse(ev.output)["acc_teacher_forced"].get<double>();
+    MESSAGE(task_name, " ", std::string(c.options), ", baseline 2x32, ", c.steps, " steps: test accuracy ", acc);
+    CHECK(acc > c.above);
+    fs::remove_all(dir);
+    fs::remove_all(run);
+  }
 }
