@@ -40,10 +40,11 @@ RecallDefaults recall_defaults(const std::string& kind) {
 // mad-lab's inputs[:-1] (instances.py:140): the final value is only a target.
 int mad_recall_len(const TaskOptions& t) { return t.length - 1; }
 
-// A lower bound: each sequence of the length/2 - 1 keys before the query gives another X.
+// A lower bound: each sequence of the length/2 - 1 keys before the query, and each value of the
+// first, gives another X (noise only adds to them).
 int64_t mad_recall_max_unique(const TaskOptions& t) {
   const RecallIds ids(t);
-  int64_t n = 1;
+  int64_t n = ids.plain - ids.keys;
   for (int i = 0; i < t.length / 2 - 1; ++i) n = saturating_mul(n, ids.keys);
   return n;
 }
