@@ -96,6 +96,10 @@ std::string mad_options_problem(const TaskOptions& t, bool flags) {
       return fmt::format("{} is too short for motifs of up to {} + {} ids: at least {}", L, t.k_motif_size,
                          t.v_motif_size, need);
   }
+  if ((recall || fuzzy) && t.targets != "scored" && t.targets != "next")
+    return fmt::format("{} '{}' is not one of scored, next", name("targets", "targets"), t.targets);
+  if (fuzzy && t.key_motifs != "any" && t.key_motifs != "longest")
+    return fmt::format("{} '{}' is not one of any, longest", name("key_motifs", "key-motifs"), t.key_motifs);
   if (t.kind == "mad_selective_copy") {
     if (t.vocab_size < 3)
       return fmt::format("{} is too small: ids V-2 and V-1 are the blank and the copy token, so at least 3", V);
@@ -121,7 +125,9 @@ std::string mad_generated_summary(const TaskOptions& t) {
   const TaskKindTraits& k = task_kind(t.kind);
   if (has_option(k, kOptNoiseVocabSize))
     s += fmt::format(", noise_vocab_size {}, frac_noise {}", t.noise_vocab_size, t.frac_noise);
-  if (has_option(k, kOptMotifSize)) s += fmt::format(", motifs up to {} + {}", t.k_motif_size, t.v_motif_size);
+  if (has_option(k, kOptMotifSize))
+    s += fmt::format(", motifs up to {} + {} (keys {})", t.k_motif_size, t.v_motif_size, t.key_motifs);
+  if (has_option(k, kOptTargets)) s += fmt::format(", targets {}", t.targets);
   if (has_option(k, kOptTokensToCopy)) s += fmt::format(", {} tokens to copy", t.tokens_to_copy);
   if (has_option(k, kOptKvMapSeed)) s += fmt::format(", kv_map_seed {}", t.kv_map_seed);
   return s;

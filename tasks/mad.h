@@ -4,7 +4,9 @@
 // the baselines of its configs/tasks/*.yml (docs/datasets.md, "MAD"). Ids are mad-lab's own, 0..V-1
 // (V = vocab_size); every task is stored aligned (X the inputs, y the targets, one width) with
 // mad-lab's ignore index -100 written as -1 (an unscored position). y is mad-lab's evaluation
-// targets (is_training=False); mad-lab trains the recall tasks on the shifted inputs instead.
+// targets (is_training=False) by default; --targets next stores the training targets mad-lab's
+// recall tasks train on (is_training=True: every next input), --key-motifs longest fuzzy recall's
+// test instances (keys all k_motif_size long).
 //   mad_recall, mad_noisy_recall  in-context recall (multi_query): pairs k v, keys 0..N/2-1, values
 //        N/2..N-1 (N = V - noise ids), noise pairs of ids N..V-1 with probability frac_noise; the
 //        last pair's key was seen before. X is mad-lab's inputs[:-1]: length - 1 columns; y scores

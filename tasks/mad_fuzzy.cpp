@@ -56,13 +56,14 @@ bool distinct(const int64_t* x, int a, int b) {
 
 int mad_fuzzy_len(const TaskOptions& t) { return t.length; }
 
-// A lower bound: the loop runs at least (L - 2(km+vm)) / (km+vm) rounds, one the probe's; each other
-// round may be a key of one id, any of the key ids.
+// A lower bound: the loop runs at least ceil((L - 2(km+vm)) / (km+vm)) rounds (each adds at most
+// km+vm ids until length - probe - (km+vm)), one of them the probe's; each round's key may be any
+// of at least K (the key ids), and the probe's value any of the value ids.
 int64_t mad_fuzzy_max_unique(const TaskOptions& t) {
   const FuzzyIds ids(t);
-  const int most = t.k_motif_size + t.v_motif_size;
-  int64_t n = 1;
-  for (int r = 1; r < (t.length - 2 * most) / most; ++r) n = saturating_mul(n, ids.keys);
+  const int most = t.k_motif_size + t.v_motif_size, rounds = (t.length - 2 * most + most - 1) / most;
+  int64_t n = ids.plain - ids.keys;
+  for (int r = 0; r < rounds; ++r) n = saturating_mul(n, ids.keys);
   return n;
 }
 
@@ -76,13 +77,16 @@ void mad_fuzzy_draw(const TaskOptions& t, TaskRng& rng, int64_t* x, int64_t* y) 
   // never showed. Such a draw is drawn again, so a sample is mad-lab's given the probe is shown.
   for (bool probe_added = false; !probe_added;) {
     seq.clear();
-    const int kp = 1 + int(rng.below(uint64_t(km))), vp = 1 + int(rng.below(uint64_t(vm)));  // :253-254
+    // The sizes (:253-254, :270-271); longest: mad-lab's test instances, every key k_motif_size ids
+    // (:238-240, :253, :270).
+    const bool longest = t.key_motifs == "longest";
+    const int kp = longest ? km : 1 + int(rng.below(uint64_t(km))), vp = 1 + int(rng.below(uint64_t(vm)));
     const Motif k_probe = motif(rng, 0, ids.keys, kp), v_probe = motif(rng, ids.keys, ids.plain - ids.keys, vp);
     const int probe_idx = int(rng.below(uint64_t(L - 2 * (kp + vp))));  // :258
     const size_t limit = size_t(L - (kp + vp) - (km + vm));              // :267
     std::map<Motif, Motif> value_of;  // kv_map and keys_presented (:262-264)
     while (seq.size() < limit) {
-      const int ks = 1 + int(rng.below(uint64_t(km))), vs = 1 + int(rng.below(uint64_t(vm)));  // :270-271
+      const int ks = longest ? km : 1 + int(rng.below(uint64_t(km))), vs = 1 + int(rng.below(uint64_t(vm)));
       if (!probe_added && seq.size() >= size_t(probe_idx)) {  // :274-281
         seq.insert(seq.end(), k_probe.begin(), k_probe.end());
         seq.insert(seq.end(), v_probe.begin(), v_probe.end());
@@ -135,6 +139,8 @@ void mad_fuzzy_target(const TaskOptions& t, const int64_t* x, int64_t* y) {
     }
     p = c;
   }
+  // next: mad-lab's training targets, inputs[1:] (:343-345): every next input, pads included.
+  if (t.targets == "next") std::copy(x + 1, x + L, y);
 }
 
 std::string mad_fuzzy_row_problem(const TaskOptions& t, const DatasetMeta&, const int64_t* x, const int64_t*) {
@@ -159,6 +165,8 @@ std::string mad_fuzzy_row_problem(const TaskOptions& t, const DatasetMeta&, cons
     if (k == 1) return fmt::format("X[{}] = {} starts a value with no key before it", p, x[p]);
     if (e - p > t.k_motif_size || !distinct(x, p, e))
       return fmt::format("the key at X[{}..{}] is not 1..{} distinct key ids", p, e - 1, t.k_motif_size);
+    if (t.key_motifs == "longest" && e - p != t.k_motif_size)
+      return fmt::format("the key at X[{}..{}] is not {} ids long (key_motifs longest)", p, e - 1, t.k_motif_size);
     const int c = e < L && ids.kind(x[e]) == 1 ? run_end(ids, x, e, L) : e;
     const Motif key(x + p, x + e), value(x + e, x + c);
     const auto it = value_of.find(key);
@@ -190,6 +198,8 @@ void mad_fuzzy_resolve_options(TaskOptions& t, const TaskArgs& a) {
   t.v_motif_size = a.v_motif_size.value_or(3);
   t.noise_vocab_size = a.noise_vocab_size.value_or(0);
   t.frac_noise = a.frac_noise.value_or("0");
+  t.targets = a.targets.value_or("scored");
+  t.key_motifs = a.key_motifs.value_or("any");
   mad_finish_options(t);
 }
 

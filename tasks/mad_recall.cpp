@@ -92,6 +92,8 @@ void mad_recall_target(const TaskOptions& t, const int64_t* x, int64_t* y) {
     if (v >= 0) y[p] = v;
     else if (p + 1 < len) v = x[p + 1];
   }
+  // next: mad-lab's training targets, inputs[1:] (:136-138): every next input, the query's value last.
+  if (t.targets == "next") std::copy(x + 1, x + len, y);
 }
 
 std::string mad_recall_row_problem(const TaskOptions& t, const DatasetMeta&, const int64_t* x, const int64_t*) {
@@ -131,6 +133,7 @@ void mad_recall_resolve_options(TaskOptions& t, const TaskArgs& a) {
   t.length = a.length.value_or(d.length);
   t.noise_vocab_size = a.noise_vocab_size.value_or(d.noise_vocab);
   t.frac_noise = a.frac_noise.value_or(d.frac_noise);
+  t.targets = a.targets.value_or("scored");
   mad_finish_options(t);
 }
 

@@ -122,6 +122,12 @@ const std::vector<TaskOptionInfo>& task_option_info() {
                  INT_MAX, {}, 0,
                  "mad_memorization: the seed of the fixed key-to-value map, apart from --seed (mad-lab's seed, "
                  "default 12345)"),
+      text_option(kOptTargets, "targets", "targets", &A::targets, &T::targets, &M::targets, 0,
+                  "mad recall, fuzzy recall: y scored (mad-lab's evaluation targets, -1 but at the answers; "
+                  "default) or next (its training targets: every next input, the final value at the end)"),
+      text_option(kOptKeyMotifs, "key_motifs", "key-motifs", &A::key_motifs, &T::key_motifs, &M::key_motifs, 0,
+                  "mad_fuzzy_recall: keys of any size 1..K (mad-lab's training instances; default) or longest, "
+                  "K ids each (its test instances)"),
   };
   return options;
 }
@@ -149,7 +155,8 @@ const std::vector<TaskKindTraits>& task_kinds() {
                           babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr};
   };
   // MAD's kinds share their vocabulary, display, meta check and summary (tasks/mad.h).
-  constexpr unsigned kMadRecall = kOptVocabSize | kOptLength | kOptNoiseVocabSize | kOptFracNoise;
+  constexpr unsigned kMadNoise = kOptVocabSize | kOptLength | kOptNoiseVocabSize | kOptFracNoise;
+  constexpr unsigned kMadRecall = kMadNoise | kOptTargets;
   using Len = int (*)(const TaskOptions&);
   using Draw = void (*)(const TaskOptions&, TaskRng&, int64_t*, int64_t*);
   using Target = void (*)(const TaskOptions&, const int64_t*, int64_t*);
@@ -206,11 +213,11 @@ const std::vector<TaskKindTraits>& task_kinds() {
                mad_recall_row_problem, mad_recall_resolve_options),
       mad_kind("mad_noisy_recall", kMadRecall, mad_recall_len, mad_recall_max_unique, mad_recall_draw,
                mad_recall_target, mad_recall_row_problem, mad_recall_resolve_options),
-      mad_kind("mad_fuzzy_recall", kMadRecall | kOptMotifSize, mad_fuzzy_len, mad_fuzzy_max_unique, mad_fuzzy_draw,
+      mad_kind("mad_fuzzy_recall", kMadRecall | kOptMotifSize | kOptKeyMotifs, mad_fuzzy_len, mad_fuzzy_max_unique, mad_fuzzy_draw,
                mad_fuzzy_target, mad_fuzzy_row_problem, mad_fuzzy_resolve_options),
       mad_kind("mad_selective_copy", kOptVocabSize | kOptLength | kOptTokensToCopy, mad_copy_len,
                mad_copy_max_unique, mad_copy_draw, mad_copy_target, mad_copy_row_problem, mad_copy_resolve_options),
-      mad_kind("mad_memorization", kMadRecall | kOptKvMapSeed, mad_memo_len, mad_memo_max_unique, mad_memo_draw,
+      mad_kind("mad_memorization", kMadNoise | kOptKvMapSeed, mad_memo_len, mad_memo_max_unique, mad_memo_draw,
                mad_memo_target, mad_memo_row_problem, mad_memo_resolve_options),
       // A user's own X/y arrays (`rmt data import`): meta.yaml states shapes, vocabulary and answer;
       // y is data (no target), nothing can be drawn, no authors' layout, no preset.

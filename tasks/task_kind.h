@@ -58,6 +58,7 @@ struct TaskOptions {
   // text, the fuzzy motifs' longest sizes, selective copying's tokens, memorization's fixed map.
   int noise_vocab_size = 0, k_motif_size = 0, v_motif_size = 0, tokens_to_copy = 0, kv_map_seed = 0;
   std::string frac_noise = "";
+  std::string targets = "", key_motifs = "";  // recall: scored | next; fuzzy: any | longest
 };
 
 // The user's explicit options of `rmt generate` (unset: the task's default, or not given).
@@ -69,7 +70,7 @@ struct TaskArgs {
   std::optional<int> vocab_size;  // mqar
   std::optional<std::string> power_a, filler;
   std::optional<int> noise_vocab_size, k_motif_size, v_motif_size, tokens_to_copy, kv_map_seed;  // MAD
-  std::optional<std::string> frac_noise;                                                         // MAD
+  std::optional<std::string> frac_noise, targets, key_motifs;                                    // MAD
 };
 
 struct SplitSizes {
@@ -99,6 +100,8 @@ enum TaskOption : unsigned {
   kOptMotifSize = 1u << 17,       // k_motif_size and v_motif_size
   kOptTokensToCopy = 1u << 18,
   kOptKvMapSeed = 1u << 19,
+  kOptTargets = 1u << 20,
+  kOptKeyMotifs = 1u << 21,
 };
 
 // What a row says beyond its columns (TaskOptionInfo::traits).

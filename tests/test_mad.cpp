@@ -413,3 +413,56 @@ TEST_CASE("a tiny model learns mad_memorization and mad_selective_copy far above
     fs::remove_all(run);
   }
 }
+
+TEST_CASE("mad --targets next is mad-lab's training targets; --key-motifs longest its fuzzy test instances") {
+  for (const char* task : {"mad_recall", "mad_fuzzy_recall"}) {
+    const std::string task_name = task;
+    CAPTURE(task_name);
+    TaskArgs a;
+    a.length = 40;
+    const TaskOptions scored = resolve_task(task, a);
+    CHECK(scored.targets == "scored");
+    a.targets = "next";
+    const TaskOptions next = resolve_task(task, a);
+    const Rows rows = draw(next, 100, 9);
+    std::vector<int64_t> want(rows.y[0].size());
+    for (size_t s = 0; s < rows.x.size(); ++s) {
+      const std::vector<int64_t>& x = rows.x[s];
+      const std::vector<int64_t>& y = rows.y[s];
+      for (size_t p = 0; p + 1 < x.size(); ++p) CHECK(y[p] == x[p + 1]);  // inputs[1:]
+      target_from_x(scored, x.data(), want.data());                      // the evaluation targets
+      CHECK(y.back() == want.back());                                    // the query's value last
+      CHECK(y.back() >= 0);
+      for (size_t p = 0; p + 1 < x.size(); ++p)
+        if (want[p] >= 0) CHECK(want[p] == y[p]);  // every scored answer is among the next inputs
+    }
+  }
+  TaskArgs a;
+  a.key_motifs = "longest";
+  const TaskOptions longest = resolve_task("mad_fuzzy_recall", a);
+  const Rows rows = draw(longest, 200, 4);
+  for (const std::vector<int64_t>& x : rows.x)
+    for (size_t p = 0; p < x.size();) {  // every run of key ids (0..6) is 3 long
+      size_t q = p;
+      while (q < x.size() && x[q] < 7) ++q;
+      if (q > p) CHECK(q - p == 3);
+      p = q == p ? p + 1 : q;
+    }
+  const std::string dir = generate(longest, "longest", 2);
+  CHECK(check_dataset(dir).ok);
+  CHECK(has(violation_after(dir, "mad_fuzzy_recall", [](int64_t* x, int64_t*) {
+              int p = 0;
+              while (x[p] >= 7) ++p;  // the first key's first id becomes one more pad: a key of 2
+              x[p] = 15;
+            }), "is not 3 ids long (key_motifs longest)"));
+  fs::remove_all(dir);
+  TaskArgs bad;
+  bad.targets = "all";
+  CHECK(has(error_of([&] { resolve_task("mad_recall", bad); }), "--targets 'all' is not one of scored, next"));
+  bad = {};
+  bad.key_motifs = "short";
+  CHECK(has(error_of([&] { resolve_task("mad_fuzzy_recall", bad); }), "--key-motifs 'short' is not one of any, longest"));
+  bad = {};
+  bad.targets = "next";
+  CHECK(has(error_of([&] { resolve_task("mad_selective_copy", bad); }), "--targets is not an option of task mad_selective_copy"));
+}
