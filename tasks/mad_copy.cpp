@@ -82,7 +82,8 @@ std::string mad_copy_row_problem(const TaskOptions& t, const DatasetMeta&, const
       return fmt::format("X[{}] = {} after the copy token, expected the blank {}", p, x[p], copy_blank(t));
   int tokens = 0;
   for (int p = 0; p < start - 1; ++p) {
-    if (x[p] == copy_token(t)) return fmt::format("X[{}] = {}, the copy token, before its place X[{}]", p, x[p], start - 1);
+    if (x[p] == copy_token(t))
+      return fmt::format("X[{}] = {}, the copy token, before its place X[{}]", p, x[p], start - 1);
     tokens += x[p] != copy_blank(t);
   }
   if (tokens != n) return fmt::format("{} tokens before the copy token, expected {} (tokens_to_copy)", tokens, n);

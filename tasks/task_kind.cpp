@@ -44,8 +44,8 @@ const std::vector<TaskOptionInfo>& task_option_info() {
   static const std::vector<TaskOptionInfo> options = {
       int_option(kOptLength, "length", "length", &A::length, &T::length, &M::length, 1, kBabiMaxLength, {}, 0,
                  "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the model's input "
-                 "positions (default 64); mqar: the sequence length, even (Zoology's input_seq_len, default 64); mad_*: "
-                 "mad-lab's seq_len (recall: X has length - 1 columns; default 128, selective copy 256, "
+                 "positions (default 64); mqar: the sequence length, even (Zoology's input_seq_len, default 64); "
+                 "mad_*: mad-lab's seq_len (recall: X has length - 1 columns; default 128, selective copy 256, "
                  "memorization 32)"),
       // --segments S --segment-length T is --length S*T (BABILong-style).
       int_option(kOptNoise, "segments", "segments", &A::segments, nullptr, nullptr, 1, kBabiMaxLength, {},

@@ -43,11 +43,14 @@ RMT_CATALOGUE({
     {"generate", "mad_fuzzy_recall's motifs given to mad_recall", nullptr,
      "generate mad_recall --v-motif-size 2" + kSizes, 1, "--v-motif-size is not an option of task mad_recall"},
     {"data", "mad_noisy_recall: meta.yaml's frac_noise not a number",
-     [](const std::string& dir) { edited_mad(dir, "mad_noisy_recall", "--length 16", "frac_noise: 0.2", "frac_noise: x"); },
+     [](const std::string& dir) {
+       edited_mad(dir, "mad_noisy_recall", "--length 16", "frac_noise: 0.2", "frac_noise: x");
+     },
      "data check {dir}/d", 1, "options.frac_noise 'x' must be a number in [0, 1)"},
     {"data", "mad_selective_copy: meta.yaml's tokens_to_copy too many for its length",
      [](const std::string& dir) {
-       edited_mad(dir, "mad_selective_copy", "--length 16 --tokens-to-copy 3", "tokens_to_copy: 3", "tokens_to_copy: 9");
+       edited_mad(dir, "mad_selective_copy", "--length 16 --tokens-to-copy 3", "tokens_to_copy: 3",
+                  "tokens_to_copy: 9");
      },
      "data check {dir}/d", 1, "options.length 16 must be more than 2 x options.tokens_to_copy 9 + 1"},
 });

@@ -461,8 +461,10 @@ TEST_CASE("mad --targets next is mad-lab's training targets; --key-motifs longes
   CHECK(has(error_of([&] { resolve_task("mad_recall", bad); }), "--targets 'all' is not one of scored, next"));
   bad = {};
   bad.key_motifs = "short";
-  CHECK(has(error_of([&] { resolve_task("mad_fuzzy_recall", bad); }), "--key-motifs 'short' is not one of any, longest"));
+  CHECK(has(error_of([&] { resolve_task("mad_fuzzy_recall", bad); }),
+            "--key-motifs 'short' is not one of any, longest"));
   bad = {};
   bad.targets = "next";
-  CHECK(has(error_of([&] { resolve_task("mad_selective_copy", bad); }), "--targets is not an option of task mad_selective_copy"));
+  CHECK(has(error_of([&] { resolve_task("mad_selective_copy", bad); }),
+            "--targets is not an option of task mad_selective_copy"));
 }
