@@ -33,6 +33,9 @@ struct DatasetMeta {
   int pad_id = -1;                  // imported: the padding id the user declared (meta.yaml options); -1 none
   int vocab_size = 0;               // mqar (meta.yaml options): ids 0..vocab_size-1
   std::string power_a, filler;      // mqar: the power law's a (decimal text), random | zero
+  // MAD's tasks (meta.yaml options, tasks/mad.h); frac_noise as its decimal text.
+  int noise_vocab_size = 0, k_motif_size = 0, v_motif_size = 0, tokens_to_copy = 0, kv_map_seed = 0;
+  std::string frac_noise, targets, key_motifs;  // recall: scored | next; fuzzy: any | longest
   // y holds -1 at answer positions that are not scored (the kind's unscored_targets: mqar).
   bool unscored_targets = false;
   std::optional<uint64_t> seed;     // absent for the authors' data

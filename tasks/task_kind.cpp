@@ -12,6 +12,7 @@
 #include "tasks/babilong.h"
 #include "tasks/dataset.h"
 #include "tasks/imported.h"
+#include "tasks/mad.h"
 #include "tasks/mqar.h"
 #include "tasks/retrieval.h"
 #include "tasks/sequence_tasks.h"
@@ -43,7 +44,9 @@ const std::vector<TaskOptionInfo>& task_option_info() {
   static const std::vector<TaskOptionInfo> options = {
       int_option(kOptLength, "length", "length", &A::length, &T::length, &M::length, 1, kBabiMaxLength, {}, 0,
                  "copy/reverse: symbols per sample L (default 24); BABILong-style: X's tokens, the model's input "
-                 "positions (default 64); mqar: the sequence length, even (Zoology's input_seq_len, default 64)"),
+                 "positions (default 64); mqar: the sequence length, even (Zoology's input_seq_len, default 64); "
+                 "mad_*: mad-lab's seq_len (recall: X has length - 1 columns; default 128, selective copy 256, "
+                 "memorization 32)"),
       // --segments S --segment-length T is --length S*T (BABILong-style).
       int_option(kOptNoise, "segments", "segments", &A::segments, nullptr, nullptr, 1, kBabiMaxLength, {},
                  kNameKinds | kNotInSweep,
@@ -89,13 +92,42 @@ const std::vector<TaskOptionInfo>& task_option_info() {
       // mqar (tasks/mqar.h): Zoology's vocab_size, power_a and random_non_queries.
       int_option(kOptVocabSize, "vocab_size", "vocab-size", &A::vocab_size, &T::vocab_size, &M::vocab_size, 4,
                  kMqarMaxVocab, {}, kKindChecksMeta,
-                 "mqar: ids 0..V-1, keys 1..V/2-1, values V/2..V-1 (Zoology's vocab_size, default 8192)"),
+                 "mqar: ids 0..V-1, keys 1..V/2-1, values V/2..V-1 (Zoology's vocab_size, default 8192); mad_*: "
+                 "mad-lab's vocab_size, ids 0..V-1 (default 16; noisy recall 32, memorization 256)"),
       text_option(kOptPowerA, "power_a", "power-a", &A::power_a, &T::power_a, &M::power_a, 0,
                   "mqar: the queries' gaps drawn with weights a * g^(a-1), a in (0, 100] (Zoology's power_a, "
                   "default 0.01; 1: uniform)"),
       text_option(kOptFiller, "filler", "filler", &A::filler, &T::filler, &M::filler, 0,
                   "mqar: the positions that are neither pairs nor queries: random (uniform over the ids that are "
                   "not the sample's keys; default) or zero (id 0, Zoology's random_non_queries=False)"),
+      // MAD's tasks (tasks/mad.h), mad-lab's names and meanings.
+      int_option(kOptNoiseVocabSize, "noise_vocab_size", "noise-vocab-size", &A::noise_vocab_size,
+                 &T::noise_vocab_size, &M::noise_vocab_size, 0, kMadMaxVocab, {}, 0,
+                 "mad recall, fuzzy recall, memorization: the last noise ids before the special ones, taken from "
+                 "vocab_size (mad-lab's noise_vocab_size; default 0, noisy recall 16)"),
+      text_option(kOptFracNoise, "frac_noise", "frac-noise", &A::frac_noise, &T::frac_noise, &M::frac_noise, 0,
+                  "mad recall, fuzzy recall, memorization: each pair is noise with this probability, in [0, 1) "
+                  "(memorization [0, 1]; mad-lab's frac_noise; default 0, noisy recall 0.2)"),
+      int_option(kOptMotifSize, "k_motif_size", "k-motif-size", &A::k_motif_size, &T::k_motif_size,
+                 &M::k_motif_size, 1, kMadMaxMotif, {}, 0,
+                 "mad_fuzzy_recall: a key is 1..K distinct key ids (mad-lab's k_motif_size, default 3)"),
+      int_option(kOptMotifSize, "v_motif_size", "v-motif-size", &A::v_motif_size, &T::v_motif_size,
+                 &M::v_motif_size, 1, kMadMaxMotif, {}, 0,
+                 "mad_fuzzy_recall: a value is 1..K distinct value ids (mad-lab's v_motif_size, default 3)"),
+      int_option(kOptTokensToCopy, "tokens_to_copy", "tokens-to-copy", &A::tokens_to_copy, &T::tokens_to_copy,
+                 &M::tokens_to_copy, 1, kMadMaxVocab, {}, 0,
+                 "mad_selective_copy: the tokens among the blanks, copied after the copy token (mad-lab's "
+                 "num_tokens_to_copy, default 16)"),
+      int_option(kOptKvMapSeed, "kv_map_seed", "kv-map-seed", &A::kv_map_seed, &T::kv_map_seed, &M::kv_map_seed, 0,
+                 INT_MAX, {}, 0,
+                 "mad_memorization: the seed of the fixed key-to-value map, apart from --seed (mad-lab's seed, "
+                 "default 12345)"),
+      text_option(kOptTargets, "targets", "targets", &A::targets, &T::targets, &M::targets, 0,
+                  "mad recall, fuzzy recall: y scored (mad-lab's evaluation targets, -1 but at the answers; "
+                  "default) or next (its training targets: every next input, the final value at the end)"),
+      text_option(kOptKeyMotifs, "key_motifs", "key-motifs", &A::key_motifs, &T::key_motifs, &M::key_motifs, 0,
+                  "mad_fuzzy_recall: keys of any size 1..K (mad-lab's training instances; default) or longest, "
+                  "K ids each (its test instances)"),
   };
   return options;
 }
@@ -121,6 +153,21 @@ const std::vector<TaskKindTraits>& task_kinds() {
                           babilong_max_unique_samples, babilong_draw, babilong_target_from_x, babilong_check_row,
                           babilong_show_row, babilong_resolve_options, babilong_check_meta_options,
                           babilong_finish_from_meta, nullptr, babilong_generated_summary, nullptr};
+  };
+  // MAD's kinds share their vocabulary, display, meta check and summary (tasks/mad.h).
+  constexpr unsigned kMadNoise = kOptVocabSize | kOptLength | kOptNoiseVocabSize | kOptFracNoise;
+  constexpr unsigned kMadRecall = kMadNoise | kOptTargets;
+  using Len = int (*)(const TaskOptions&);
+  using Draw = void (*)(const TaskOptions&, TaskRng&, int64_t*, int64_t*);
+  using Target = void (*)(const TaskOptions&, const int64_t*, int64_t*);
+  using Problem = std::string (*)(const TaskOptions&, const DatasetMeta&, const int64_t*, const int64_t*);
+  using Resolve = void (*)(TaskOptions&, const TaskArgs&);
+  auto mad_kind = [](const char* name, unsigned options, Len len, int64_t (*max_unique)(const TaskOptions&),
+                     Draw draw, Target target, Problem problem, Resolve resolve) {
+    return TaskKindTraits{name, options, true, false, 0, false, false, "--vocab-size", " (@position→target)", false,
+                          len, len, mad_answer_size, mad_vocab, max_unique, draw, target, problem, mad_show_row,
+                          resolve, mad_check_meta_options, nullptr, nullptr, mad_generated_summary, nullptr,
+                          nullptr, true};
   };
   // Columns in TaskKindTraits' order: name, options, options_required, stacked, solve_positions,
   // authors_layout, count_is_estimate, vocabulary_options, answer_note, defined_by_meta, then the
@@ -161,6 +208,17 @@ const std::vector<TaskKindTraits>& task_kinds() {
        "--vocab-size", " (@position key→value at each query)", false, mqar_len, mqar_len, mqar_answer_size,
        mqar_vocab, mqar_max_unique, mqar_draw, mqar_target, mqar_row_problem, mqar_show_row, mqar_resolve_options,
        mqar_check_meta_options, nullptr, nullptr, mqar_generated_summary, nullptr, nullptr, true},
+      // MAD's tasks (tasks/mad.h): aligned, every position eligible, y -1 where mad-lab ignores it.
+      mad_kind("mad_recall", kMadRecall, mad_recall_len, mad_recall_max_unique, mad_recall_draw, mad_recall_target,
+               mad_recall_row_problem, mad_recall_resolve_options),
+      mad_kind("mad_noisy_recall", kMadRecall, mad_recall_len, mad_recall_max_unique, mad_recall_draw,
+               mad_recall_target, mad_recall_row_problem, mad_recall_resolve_options),
+      mad_kind("mad_fuzzy_recall", kMadRecall | kOptMotifSize | kOptKeyMotifs, mad_fuzzy_len, mad_fuzzy_max_unique,
+               mad_fuzzy_draw, mad_fuzzy_target, mad_fuzzy_row_problem, mad_fuzzy_resolve_options),
+      mad_kind("mad_selective_copy", kOptVocabSize | kOptLength | kOptTokensToCopy, mad_copy_len,
+               mad_copy_max_unique, mad_copy_draw, mad_copy_target, mad_copy_row_problem, mad_copy_resolve_options),
+      mad_kind("mad_memorization", kMadNoise | kOptKvMapSeed, mad_memo_len, mad_memo_max_unique, mad_memo_draw,
+               mad_memo_target, mad_memo_row_problem, mad_memo_resolve_options),
       // A user's own X/y arrays (`rmt data import`): meta.yaml states shapes, vocabulary and answer;
       // y is data (no target), nothing can be drawn, no authors' layout, no preset.
       {"imported", kOptPadId, false, true, 0, false, false, "--vocab", " of y (after '|' where y has more)", true,
@@ -207,6 +265,13 @@ const std::vector<TaskPreset>& task_presets() {
       // Zoology's MQAR (tasks/mqar.h): its defaults; sizes at CPU scale (Zoology's Figure 2 trains on
       // 20000 to 100000 and tests on 1000).
       {"mqar", "mqar", kMqarDefaultLength, 0, kMqarDefaultPairs, {20000, 1000, 1000}},
+      // MAD's tasks (tasks/mad.h): mad-lab's num_train_examples and num_test_examples (mad/configs.py:43-44,
+      // configs/tasks/*.yml), its test size again for val (mad-lab has none).
+      {"mad_recall", "mad_recall", 0, 0, 0, {12800, 1280, 1280}},
+      {"mad_noisy_recall", "mad_noisy_recall", 0, 0, 0, {12800, 1280, 1280}},
+      {"mad_fuzzy_recall", "mad_fuzzy_recall", 0, 0, 0, {12800, 1280, 1280}},
+      {"mad_selective_copy", "mad_selective_copy", 0, 0, 0, {12800, 1280, 1280}},
+      {"mad_memorization", "mad_memorization", 0, 0, 0, {256, 1280, 1280}},
   };
   return presets;
 }
@@ -234,6 +299,7 @@ TaskOptions resolve_task(const std::string& name, const TaskArgs& a) {
   const TaskPreset* preset = nullptr;
   for (const TaskPreset& p : task_presets())
     if (name == p.name) preset = &p;
+  if (const char* why = mad_refused_task(name); !preset && why) fail("{}", why);
   if (!preset) fail("unknown task '{}' (known: {})", name, fmt::join(task_names(), ", "));
   TaskOptions t{preset->name, preset->kind, preset->length, preset->symbols, preset->pairs};
   const TaskKindTraits& kind = task_kind(t.kind);

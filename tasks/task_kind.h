@@ -10,6 +10,8 @@
 //   sqeq               tasks/sqeq.h
 //   memorize, detect_memorize, reasoning   tasks/babilong.h
 //   mqar               tasks/mqar.h (Zoology's multi-query associative recall)
+//   mad_recall, mad_noisy_recall, mad_fuzzy_recall, mad_selective_copy, mad_memorization
+//                      tasks/mad.h (MAD's synthetic tasks; mad_compression is refused there)
 //   imported           tasks/imported.h (a user's own X/y arrays: `rmt data import`, tasks/import.h)
 // The presets (copy120 ...) are named datasets of a kind with fixed options: task_presets().
 #include <cstdint>
@@ -53,6 +55,11 @@ struct TaskOptions {
   // mqar (tasks/mqar.h): ids 0..vocab_size-1; power_a as its decimal text; filler random | zero.
   int vocab_size = 0;
   std::string power_a = "", filler = "";
+  // MAD's tasks (tasks/mad.h), mad-lab's names: noise ids, the fraction of noise as its decimal
+  // text, the fuzzy motifs' longest sizes, selective copying's tokens, memorization's fixed map.
+  int noise_vocab_size = 0, k_motif_size = 0, v_motif_size = 0, tokens_to_copy = 0, kv_map_seed = 0;
+  std::string frac_noise = "";
+  std::string targets = "", key_motifs = "";  // recall: scored | next; fuzzy: any | longest
 };
 
 // The user's explicit options of `rmt generate` (unset: the task's default, or not given).
@@ -63,6 +70,8 @@ struct TaskArgs {
   std::optional<std::string> noise, noise_text;
   std::optional<int> vocab_size;  // mqar
   std::optional<std::string> power_a, filler;
+  std::optional<int> noise_vocab_size, k_motif_size, v_motif_size, tokens_to_copy, kv_map_seed;  // MAD
+  std::optional<std::string> frac_noise, targets, key_motifs;                                    // MAD
 };
 
 struct SplitSizes {
@@ -87,6 +96,13 @@ enum TaskOption : unsigned {
   kOptVocabSize = 1u << 12,
   kOptPowerA = 1u << 13,
   kOptFiller = 1u << 14,
+  kOptNoiseVocabSize = 1u << 15,  // MAD (tasks/mad.h)
+  kOptFracNoise = 1u << 16,
+  kOptMotifSize = 1u << 17,       // k_motif_size and v_motif_size
+  kOptTokensToCopy = 1u << 18,
+  kOptKvMapSeed = 1u << 19,
+  kOptTargets = 1u << 20,
+  kOptKeyMotifs = 1u << 21,
 };
 
 // What a row says beyond its columns (TaskOptionInfo::traits).

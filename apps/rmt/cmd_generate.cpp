@@ -53,7 +53,7 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand(
       "generate", "Generate a dataset (copy, reverse, retrieval, sqeq, the paper's presets, the BABILong-style "
-                  "memorize, detect_memorize, reasoning, ARMT's ar_remember, ar_rewrite, Zoology's mqar, or text from a file)");
+                  "memorize, detect_memorize, reasoning, ARMT's ar_remember, ar_rewrite, Zoology's mqar, MAD's mad_*, or text from a file)");
   cmd->footer(
       "Tasks: copy, reverse (L 24, 10 symbols), retrieval (4 pairs), sqeq, copy120, copy240, copy360,\n"
       "reverse120 (8 symbols); BABILong-style (facts hidden in noise, a question at the end): memorize,\n"
@@ -62,6 +62,12 @@ void add_generate_command(CLI::App& app) {
       "last value counts): key-value blocks `key=value.` then `key?`, 16 symbols, one block a segment.\n"
       "Zoology's multi-query associative recall: mqar (--vocab-size 8192, --length 64, --pairs 8, --power-a\n"
       "0.01, --filler random; 20000/1000/1000): pairs, then each key queried once; y is -1 but at the queries.\n"
+      "MAD's synthetic tasks (mad-lab's generators and baselines; y is -1 where mad-lab ignores a target):\n"
+      "mad_recall, mad_noisy_recall (--vocab-size 16 / 32, --length 128, --noise-vocab-size 0 / 16,\n"
+      "--frac-noise 0 / 0.2), mad_fuzzy_recall (--k-motif-size 3, --v-motif-size 3), mad_selective_copy\n"
+      "(--length 256, --tokens-to-copy 16), mad_memorization (--vocab-size 256, --length 32, --kv-map-seed\n"
+      "12345); 12800/1280/1280 samples (memorization 256 train). --targets next: mad-lab's training\n"
+      "targets; --key-motifs longest: its fuzzy test keys. mad_compression is refused.\n"
       "Writes {task}_{split}_{X|y}.npy (int64) and meta.yaml (written last).\n"
       "Samples are drawn i.i.d. with std::mt19937_64, de-duplicated on X, shuffled, then split.\n"
       "text --input FILE: a byte-level language-modelling dataset (bytes as tokens, vocabulary 256): the\n"
