@@ -417,7 +417,7 @@ TEST_CASE("config_keys lists every key in file order") {
   CHECK(keys[3] == "bptt");
   CHECK(keys[5] == "device");
   CHECK(keys[6] == "model.kind");
-  CHECK(keys[36] == "train.curriculum");
+  CHECK(keys[37] == "train.curriculum");
   CHECK(keys.back() == "train.weight_decay");
   CHECK(rmt::bptt_to_string(-1) == "all");
   CHECK(rmt::bptt_to_string(4) == "4");
