@@ -409,6 +409,14 @@ TEST_CASE("to_yaml round-trips every field exactly") {
   CHECK(contains(text, "  min_lr: 1.0e-06\n"));
 }
 
+TEST_CASE("a string key must be UTF-8: bytes yaml-cpp's emitter would rewrite are refused") {
+  // "\xc0\xb2" is an overlong '2': written back it would read as "2" (found by fuzz_config)
+  for (const char* bad : {"data: \xc0\xb2\n", "data: a\xff\n", "data: \xed\xa0\x80\n", "data: \xe2\x82\n"})
+    CHECK_THROWS_WITH_AS(rmt::parse_config(bad, "t"), doctest::Contains("UTF-8"), rmt::Error);
+  CHECK(rmt::parse_config("data: caf\xc3\xa9/\xe2\x82\xac\xf0\x9f\x98\x80\n", "t").data ==
+        "caf\xc3\xa9/\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
 TEST_CASE("config_keys lists every key in file order") {
   std::vector<std::string> keys = rmt::config_keys();
   REQUIRE(keys.size() == 44);

@@ -1,6 +1,7 @@
 #include "lib/run/config.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -189,14 +190,34 @@ std::string yaml_string(const std::string& s) {
   return out.c_str();
 }
 
+// Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF):
+// yaml-cpp's emitter decodes what it writes, so other bytes would not survive to_yaml.
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (n < 0 || i + size_t(n) >= s.size()) return false;  // a bad lead byte, or cut short
+    uint32_t cp = n == 0 ? c : n == 1 ? (c & 0x1F) : n == 2 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + size_t(k)]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static const uint32_t least[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += size_t(n) + 1;
+  }
+  return true;
+}
+
 template <typename Access>
 KeyDescriptor string_key(std::string path, Access field) {
   KeyDescriptor key;
   key.path = std::move(path);
-  key.allowed = "a string";
+  key.allowed = "a string (UTF-8)";
   key.parse = [field](Config& c, const YAML::Node& node) {
     auto text = scalar_text(node);
-    if (!text) return false;
+    if (!text || !valid_utf8(*text)) return false;
     field(c) = *text;
     return true;
   };
