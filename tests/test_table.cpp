@@ -579,3 +579,34 @@ TEST_CASE("table --format latex: booktabs, a label, $\\pm$, --digits, n in the c
   CHECK(r.status == 1);
   CHECK(r.output.find("--label 'a b': a LaTeX label holds no spaces") != std::string::npos);
 }
+
+TEST_CASE("table: runs that differ in a setting column are rows of their own, never seeds of one cell") {
+  // Two datasets (a grid over data.dir), two seeds each: pooled, the cell was 0.5 +- 0.4 over 4.
+  const std::string csv = "data.dir,model.kind,train.seed,segments,model.num_mem_tokens,model.mem_len,segment_length,"
+                          "train.lr,acc_teacher_forced,run_id,status,git_commit\n"
+                          "a,rmt,1,2,4,0,6,0.001,0.9,r1,done,c1\n"
+                          "b,rmt,1,2,4,0,6,0.001,0.1,r2,done,c1\n"
+                          "a,rmt,2,2,4,0,6,0.001,0.8,r3,done,c2\n"
+                          "b,rmt,2,2,4,0,6,0.001,0.2,r4,done,c2\n";
+  rmt::Pivot p = rmt::pivot_results(rmt::parse_csv(csv, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  CHECK(p.split_by == std::vector<std::string>{"data.dir"});  // the seed and the commit pool
+  REQUIRE(p.rows.size() == 2);
+  CHECK(p.rows[0].label == "rmt (mem 4, data.dir a)");
+  CHECK(p.rows[0].cells.at(2).n == 2);
+  CHECK(p.rows[0].cells.at(2).mean == doctest::Approx(0.85));
+  CHECK(p.rows[1].label == "rmt (mem 4, data.dir b)");
+  CHECK(p.rows[1].cells.at(2).mean == doctest::Approx(0.15));
+  // A column given with --by is not split again; one that varies in no cell is left alone.
+  rmt::Pivot by = rmt::pivot_results(rmt::parse_csv(csv, "r.csv"), "acc_teacher_forced", {"data.dir"}, "r.csv");
+  CHECK(by.split_by.empty());
+  CHECK(by.rows.size() == 2);
+  // Only within a cell: runs on two datasets at different segment counts share a row.
+  const std::string apart = "data.dir,model.kind,train.seed,segments,model.num_mem_tokens,model.mem_len,segment_length,"
+                            "acc_teacher_forced,run_id,status\n"
+                            "a,rmt,1,2,4,0,6,0.9,r1,done\nb,rmt,1,4,4,0,3,0.1,r2,done\n";
+  rmt::Pivot one = rmt::pivot_results(rmt::parse_csv(apart, "r.csv"), "acc_teacher_forced", {}, "r.csv");
+  CHECK(one.split_by.empty());
+  CHECK(one.rows.size() == 1);
+  // The table says why its rows were split.
+  CHECK(rmt::format_pivot(p, "md").find("Rows split by data.dir") != std::string::npos);
+}

@@ -172,6 +172,7 @@ void add_sweep_command(CLI::App& app) {
       for (const auto& d : plan.datasets)
         if (!d.generate_args.empty() && fs::exists(fs::path(d.dir) / "meta.yaml"))
           check_generated_dataset(d.dir, d.generate_args);
+      check_finished_runs_data(plan);
       write_results_csv(plan);
       std::vector<std::string> unfinished;
       for (const auto& run : plan.runs)

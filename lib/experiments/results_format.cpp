@@ -175,6 +175,9 @@ std::string format_pivot(const Pivot& pivot, const std::string& format, const Ta
   if (pivot.without_metric)
     footnote += fmt::format("{}{} finished run(s) without a value for {} left out.", footnote.empty() ? "" : " ",
                             pivot.without_metric, pivot.metric);
+  if (!pivot.split_by.empty())
+    footnote += fmt::format("{}Rows split by {}: runs of one cell differed in it, so they are not pooled as seeds.",
+                            footnote.empty() ? "" : " ", fmt::join(pivot.split_by, ", "));
   if (!note.empty()) footnote = note + (footnote.empty() ? "" : " " + footnote);
   if (format == "md") {
     out += "**" + caption + "** (" + pivot.metric + ", from " + pivot.source + ")\n\n";

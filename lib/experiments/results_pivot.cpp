@@ -116,6 +116,14 @@ bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std
   return t > 0;
 }
 
+// Whether a column says what a run computes (its data, model, recipe), not what it measured or
+// where it ran: runs that differ in one are different settings, never seeds of one cell.
+bool is_setting_column(const std::string& name) {
+  for (const char* prefix : {"data.", "model.", "train."})
+    if (name.rfind(prefix, 0) == 0) return name != "train.seed";
+  return name == "bptt" || name == "segment_length" || name == "eval_length" || name == "trained_segments";
+}
+
 }  // namespace
 
 Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
@@ -131,6 +139,7 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   const int c_metric = need(metric), c_kind = need("model.kind"), c_seg = need("segments"),
             c_mem = need("model.num_mem_tokens"), c_cache = need("model.mem_len"),
             c_status = need("status"), c_seglen = csv.column("segment_length");
+  std::vector<std::string> by_names = by;
   std::vector<int> c_by;
   for (const auto& b : by) c_by.push_back(need(b));
   SolveColumns c_solve;
@@ -205,6 +214,46 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
   for (const auto& [kind, runs] : mem_runs) mem_setting[kind] = memory_setting("mem", runs);
   for (const auto& [kind, runs] : cache_runs) cache_setting[kind] = memory_setting("cache", runs);
 
+  // A row's label: its kind, memory (as described for its kind) and `by` values.
+  auto label_of = [&](size_t r) {
+    const auto& row = csv.rows[r];
+    const std::string& kind = row[c_kind];
+    const int seglen = c_seglen >= 0 ? int_cell(csv, r, c_seglen, 1, source) : 0;
+    std::vector<std::string> parts;
+    const ModelKindTraits& traits = traits_of(kind);  // a known kind: checked above
+    if (traits.has_cache)
+      parts.push_back(!cache_setting[kind].empty() ? cache_setting[kind]
+                                                   : memory_text("cache", int_cell(csv, r, c_cache, 0, source), seglen));
+    if (traits.has_memory)
+      parts.push_back(!mem_setting[kind].empty() ? mem_setting[kind]
+                                                 : memory_text("mem", int_cell(csv, r, c_mem, 0, source), seglen));
+    for (size_t i = 0; i < by_names.size(); ++i) parts.push_back(by_names[i] + " " + row[c_by[i]]);
+    std::string label = kind;
+    if (!parts.empty()) label += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+    return label;
+  };
+  // A cell pools seeds of one setting. Runs of one label and segment count that differ in a
+  // setting column (a grid over datasets, data.length, a recipe key) are split into rows by that
+  // column, as `by` would, so that runs on different data are never averaged as if seeds.
+  for (bool split = true; split;) {  // until no cell holds two settings (a split relabels rows)
+    split = false;
+    std::map<std::pair<std::string, int>, size_t> first_of_cell;
+    for (size_t r = 0; r < csv.rows.size() && !split; ++r) {
+      const auto& row = csv.rows[r];
+      if (row[c_status] != "done" || row[c_metric].empty()) continue;
+      const auto [it, first] = first_of_cell.emplace(std::pair{label_of(r), int_cell(csv, r, c_seg, 1, source)}, r);
+      if (first) continue;
+      for (size_t c = 0; c < csv.header.size(); ++c) {
+        const int ci = int(c);
+        if (!is_setting_column(csv.header[c]) || ci == c_mem || ci == c_cache ||
+            std::find(c_by.begin(), c_by.end(), ci) != c_by.end())
+          continue;
+        if (row[c] != csv.rows[it->second][c]) by_names.push_back(csv.header[c]), c_by.push_back(ci), split = true;
+      }
+    }
+  }
+  pivot.split_by.assign(by_names.begin() + long(by.size()), by_names.end());
+
   std::map<std::string, std::map<int, std::vector<double>>> values;
   struct Solves {
     int targeted = 0;
@@ -223,17 +272,7 @@ Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::v
     const std::string& kind = row[c_kind];
     const int seg = int_cell(csv, r, c_seg, 1, source);
     const int seglen = c_seglen >= 0 ? int_cell(csv, r, c_seglen, 1, source) : 0;
-    std::vector<std::string> parts;
-    const ModelKindTraits& traits = traits_of(kind);  // a known kind: checked above
-    if (traits.has_cache)
-      parts.push_back(!cache_setting[kind].empty() ? cache_setting[kind]
-                                                   : memory_text("cache", int_cell(csv, r, c_cache, 0, source), seglen));
-    if (traits.has_memory)
-      parts.push_back(!mem_setting[kind].empty() ? mem_setting[kind]
-                                                 : memory_text("mem", int_cell(csv, r, c_mem, 0, source), seglen));
-    for (size_t i = 0; i < by.size(); ++i) parts.push_back(by[i] + " " + row[c_by[i]]);
-    std::string label = kind;
-    if (!parts.empty()) label += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+    const std::string label = label_of(r);
     if (row[c_metric].empty()) {  // e.g. acc_free_running of a run that did not decode
       ++pivot.without_metric;
       continue;

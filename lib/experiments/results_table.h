@@ -45,6 +45,8 @@ struct Pivot {
   std::vector<PivotRow> rows;
   int failed = 0;                     // runs with status failed (left out)
   int without_metric = 0;             // finished runs with no value for the metric (left out)
+  // Setting columns the rows were split by beyond `by`: runs of one cell that differed in them.
+  std::vector<std::string> split_by;
   // The paper's own setup, from the paper YAML section: its task ("copy 24"), input positions
   // (0 if not given) and segments -> segment length.
   std::string paper_task;
@@ -53,7 +55,9 @@ struct Pivot {
 };
 
 // Rows = model kind plus memory, plus each of `by` (extra dotted columns, e.g. bptt); columns =
-// segments; cells over the remaining rows (seeds). The memory (rmt, mt: num_mem_tokens) and the
+// segments; cells over the remaining rows (seeds). Runs that would share a cell but differ in a
+// setting column (data.*, model.*, train.* but the seed, bptt, segment_length) are split into rows
+// by it as if it were in `by` (split_by names them): a cell never pools different data or recipes. The memory (rmt, mt: num_mem_tokens) and the
 // cache (xl: mem_len) are named from the runs of each kind: "mem 6" when the same in all of them,
 // "mem = seg len" / "mem = 2 x seg len" / "mem = seg len/2" (integer division, as derive:
 // computes it) when one ratio to the longest segment holds for all of them, else per run.

@@ -113,6 +113,10 @@ void prepare_sweep_files(const SweepPlan& plan, const SweepOptions& options);
 // What would stop the sweep before any run starts: a device this build lacks, data that cannot
 // be generated (rmt generate --check). run_sweep and `rmt sweep --dry-run` both check it.
 void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options);
+// A finished run on a dataset named by data.dir is reused only while that dataset is the one it
+// trained on (the fingerprint its results.json recorded); a changed one fails naming both.
+// check_sweep_runnable and --collect call it (generated data: check_generated_dataset).
+void check_finished_runs_data(const SweepPlan& plan);
 int run_sweep(const SweepPlan& plan, const SweepOptions& options);
 // Rewrites RUNS/NAME/results.csv (atomically) from the run directories.
 void write_results_csv(const SweepPlan& plan);

@@ -69,6 +69,9 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
   for (const auto& [key, expr] : spec.derive) add_column(key);
 
   std::set<std::string> seen_ids;
+  // data.dir spellings by the directory they name: one dataset written as two paths ("d", "./d/",
+  // a link to it) is the first spelling, so that one config on it is one run.
+  std::map<std::string, std::string> spelling_of_dataset;
   for (const auto& grid : spec.grids) {
     // Cartesian product, the first grid key varying slowest.
     std::vector<size_t> index(grid.size(), 0);
@@ -83,9 +86,11 @@ SweepPlan plan_sweep(const SweepSpec& spec, const std::string& runs_dir, int thr
         else apply_value(config, key, values[index[k]], spec.path + ": grid." + key);
       }
       // The dataset of this point and its segment lengths.
-      const SweepData resolved = resolve_data(data, where);
+      SweepData resolved = resolve_data(data, where);
       SweepDataset dataset;
       if (!resolved.dir.empty()) {
+        const auto [first, fresh] = spelling_of_dataset.emplace(fs::canonical(resolved.dir).string(), resolved.dir);
+        resolved.dir = data["dir"] = first->second;
         dataset.dir = resolved.dir;  // exists; nothing to generate
       } else {
         dataset.dir = (plan.sweep_dir / "data").string();

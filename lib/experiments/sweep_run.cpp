@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -28,6 +29,8 @@
 #include "lib/experiments/process.h"
 #include "lib/experiments/sweep_internal.h"
 #include "lib/files/io.h"
+#include "lib/run/run_data.h"
+#include "tasks/family.h"
 
 namespace rmt {
 
@@ -182,7 +185,26 @@ static void wait_for_run_directory(const fs::path& dir) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+void check_finished_runs_data(const SweepPlan& plan) {
+  std::map<std::string, std::string> now;  // data.dir -> its fingerprint, hashed once
+  for (const auto& d : plan.datasets)
+    if (d.generate_args.empty()) now[d.dir] = "";  // generated data: check_generated_dataset's
+  for (const auto& run : plan.runs) {
+    const auto it = now.find(run.config.data);
+    if (it == now.end() || run_state(run) != RunState::done) continue;
+    const std::string recorded = recorded_dataset_fingerprint(run.dir.string());
+    if (recorded.empty()) continue;  // an older rmt recorded none: nothing to compare
+    if (it->second.empty()) it->second = dataset_fingerprint(it->first);
+    if (recorded != it->second)
+      fail("sweep {}: dataset {} changed since run {} finished on it (its fingerprint is now {}, the run "
+           "recorded {}): that run's results are of other data. Restore the dataset, or move the finished "
+           "runs aside (or use another --runs-dir) to train them on it anew",
+           plan.spec.name, it->first, run.run_id, it->second, recorded);
+  }
+}
+
 void check_sweep_runnable(const SweepPlan& plan, const SweepOptions& options) {
+  check_finished_runs_data(plan);
   // A device this build lacks would fail every run on it: refuse it once, before anything runs.
   std::set<std::string> checked;
   for (const auto& run : plan.runs) {
