@@ -4,6 +4,7 @@
 // iteration, its sums in a fixed order. Bit-identical for any thread count.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,37 +35,73 @@ void CpuBackend::delta_rule_backward(float* dq, float* dk, float* dv, float* dbe
                               g, S_chunks, work, scale);
 }
 
+// The short convolution's loops run over (row, sample, channel) with each element's sums in
+// delta_math.h's order (the bits of its per-item functions, which the CUDA drivers run), without
+// a division per element: at the small widths of these models that was most of the step.
 void CpuBackend::short_conv_forward(float* y, float* state_out, const float* x, const float* w,
                                     const float* state_in, const ConvShape& s, bool silu) {
-  const int64_t n = int64_t(s.T) * s.row(), ns = int64_t(s.W - 1) * s.row();
+  const int64_t row = s.row(), n = int64_t(s.T) * row;
 #pragma omp parallel for schedule(static) if (n > (1 << 14))
-  for (int64_t i = 0; i < n; ++i) y[i] = delta::conv_item(s, x, w, state_in, i, silu);
+  for (int t = 0; t < s.T; ++t)
+    for (int b = 0; b < s.B; ++b)
+      for (int c = 0; c < s.C; ++c) {
+        const int64_t bc = int64_t(b) * s.C + c;
+        y[t * row + bc] = delta::conv_activation(delta::conv_pre_wc(s, x, w + int64_t(c) * s.W, state_in, t, bc), silu);
+      }
   if (state_out)
-    for (int64_t i = 0; i < ns; ++i) state_out[i] = delta::conv_state_item(s, x, state_in, i);
+    for (int r = 0; r < s.W - 1; ++r)
+      for (int64_t bc = 0; bc < row; ++bc) state_out[r * row + bc] = delta::conv_in(s, x, state_in, s.T + r, bc);
 }
 
 void CpuBackend::short_conv_backward(float* dx, float* dw, float* dstate_in, const float* dy,
                                      const float* dstate_out, const float* x, const float* w,
                                      const float* state_in, const ConvShape& s, bool silu) {
-  const int64_t ns = int64_t(s.W - 1) * s.row(), n = int64_t(s.T) * s.row() + ns;
+  const int64_t row = s.row(), nt = int64_t(s.T) * row;
   // d(pre-activation) once per element (the CUDA driver recomputes it per use: the same values,
   // the same sums); host scratch of this thread (the backend is reentrant across threads)
   static thread_local std::vector<float> dpre_buffer;
-  const int64_t nt = int64_t(s.T) * s.row();
   if (int64_t(dpre_buffer.size()) < nt) dpre_buffer.resize(size_t(nt));
   float* dpre = dpre_buffer.data();
 #pragma omp parallel for schedule(static) if (nt > (1 << 14))
-  for (int64_t i = 0; i < nt; ++i)
-    dpre[i] = delta::conv_dpre(s, dy, x, w, state_in, int(i / s.row()), i % s.row(), silu);
-#pragma omp parallel for schedule(static) if (n > (1 << 14))
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = delta::conv_dxin_from_dpre(s, dpre, dstate_out, w, i);
-    if (i >= ns) dx[i - ns] = d;
-    else if (dstate_in) dstate_in[i] = d;
+  for (int t = 0; t < s.T; ++t)
+    for (int b = 0; b < s.B; ++b)
+      for (int c = 0; c < s.C; ++c) {
+        const int64_t bc = int64_t(b) * s.C + c, i = t * row + bc;
+        dpre[i] = silu ? delta::conv_dpre_of(dy[i], delta::conv_pre_wc(s, x, w + int64_t(c) * s.W, state_in, t, bc))
+                       : dy[i];
+      }
+  // dxin over its W-1 + T rows: the first W-1 are dstate_in's, the rest dx's.
+  const int rows_in = s.W - 1 + s.T;
+#pragma omp parallel for schedule(static) if (nt > (1 << 14))
+  for (int r = 0; r < rows_in; ++r) {
+    if (r < s.W - 1 && !dstate_in) continue;
+    float* out = r < s.W - 1 ? dstate_in + r * row : dx + (r - (s.W - 1)) * row;
+    for (int b = 0; b < s.B; ++b)
+      for (int c = 0; c < s.C; ++c) {
+        const int64_t bc = int64_t(b) * s.C + c;
+        out[bc] = delta::conv_dxin_at(s, dpre, dstate_out, w + int64_t(c) * s.W, r, bc);
+      }
   }
-  const int64_t nw = int64_t(s.C) * s.W;
-#pragma omp parallel for schedule(static) if (int64_t(s.T) * s.row() * s.W > (1 << 14))
-  for (int64_t i = 0; i < nw; ++i) dw[i] += delta::conv_dw_from_dpre(s, dpre, x, state_in, i);
+  // dw[c, j] += sum over t, then b, of dpre_t xin_{t+j}: each (c, j) summed from 0 in that order,
+  // by one thread (blocks of channels), into acc [W, block] with the channels contiguous.
+  constexpr int kBlock = 64;
+  const int blocks = (s.C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (nt * s.W > (1 << 14))
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int c0 = blk * kBlock, nc = std::min(kBlock, s.C - c0);
+    float acc[64 * kBlock];  // W <= 64 (model.short_conv's range)
+    std::fill(acc, acc + int64_t(s.W) * kBlock, 0.f);
+    for (int t = 0; t < s.T; ++t)
+      for (int b = 0; b < s.B; ++b) {
+        const float* dp = dpre + t * row + int64_t(b) * s.C + c0;
+        for (int j = 0; j < s.W; ++j) {
+          float* a = acc + j * kBlock;
+          for (int c = 0; c < nc; ++c) a[c] += dp[c] * delta::conv_in(s, x, state_in, t + j, int64_t(b) * s.C + c0 + c);
+        }
+      }
+    for (int c = 0; c < nc; ++c)
+      for (int j = 0; j < s.W; ++j) dw[int64_t(c0 + c) * s.W + j] += acc[j * kBlock + c];
+  }
 }
 
 void CpuBackend::l2norm_forward(float* y, float* rstd, const float* x, int64_t rows, int D,

@@ -182,21 +182,25 @@ RMT_HOST_DEVICE inline float conv_in(const ConvShape& s, const float* x, const f
   return state ? state[int64_t(r) * s.row() + bc] : 0.f;
 }
 
-RMT_HOST_DEVICE inline float conv_pre(const ConvShape& s, const float* x, const float* w,
-                                      const float* state, int t, int64_t bc) {
-  const float* wc = w + (bc % s.C) * s.W;
+// pre at row t, channel bc, with wc = w[c] (c = bc % C) given.
+RMT_HOST_DEVICE inline float conv_pre_wc(const ConvShape& s, const float* x, const float* wc,
+                                         const float* state, int t, int64_t bc) {
   float acc = 0.f;
   for (int j = 0; j < s.W; ++j) acc += wc[j] * conv_in(s, x, state, t + j, bc);
   return acc;
 }
+RMT_HOST_DEVICE inline float conv_pre(const ConvShape& s, const float* x, const float* w,
+                                      const float* state, int t, int64_t bc) {
+  return conv_pre_wc(s, x, w + (bc % s.C) * s.W, state, t, bc);
+}
 
 RMT_HOST_DEVICE inline float sigmoid(float z) { return 1.f / (1.f + expf(-z)); }
+RMT_HOST_DEVICE inline float conv_activation(float pre, bool silu) { return silu ? pre * sigmoid(pre) : pre; }
 
 // y at item i = t * B*C + bc.
 RMT_HOST_DEVICE inline float conv_item(const ConvShape& s, const float* x, const float* w,
                                        const float* state, int64_t i, bool silu) {
-  const float pre = conv_pre(s, x, w, state, int(i / s.row()), i % s.row());
-  return silu ? pre * sigmoid(pre) : pre;
+  return conv_activation(conv_pre(s, x, w, state, int(i / s.row()), i % s.row()), silu);
 }
 
 // state_out at item i = r * B*C + bc (r < W-1): row T + r of xin.
@@ -205,14 +209,18 @@ RMT_HOST_DEVICE inline float conv_state_item(const ConvShape& s, const float* x,
   return conv_in(s, x, state, s.T + int(i / s.row()), i % s.row());
 }
 
+// dpre = g silu'(pre).
+RMT_HOST_DEVICE inline float conv_dpre_of(float g, float pre) {
+  const float sg = sigmoid(pre);
+  return g * (sg * (1.f + pre * (1.f - sg)));
+}
 // dpre at row t, channel bc.
 RMT_HOST_DEVICE inline float conv_dpre(const ConvShape& s, const float* dy, const float* x,
                                        const float* w, const float* state, int t, int64_t bc,
                                        bool silu) {
   const float g = dy[int64_t(t) * s.row() + bc];
   if (!silu) return g;
-  const float pre = conv_pre(s, x, w, state, t, bc), sg = sigmoid(pre);
-  return g * (sg * (1.f + pre * (1.f - sg)));
+  return conv_dpre_of(g, conv_pre(s, x, w, state, t, bc));
 }
 
 // dxin at item i = r * B*C + bc, r in [0, W-1+T).
@@ -232,14 +240,11 @@ RMT_HOST_DEVICE inline float conv_dxin_item(const ConvShape& s, const float* dy,
   return acc;
 }
 
-// The same two sums from dpre [T, B, C] computed once (the CPU backend's path: each dpre is the
-// value conv_dpre gives, so the sums have the recomputing items' bits).
-RMT_HOST_DEVICE inline float conv_dxin_from_dpre(const ConvShape& s, const float* dpre,
-                                                 const float* dstate_out, const float* w,
-                                                 int64_t i) {
-  const int r = int(i / s.row());
-  const int64_t bc = i % s.row();
-  const float* wc = w + (bc % s.C) * s.W;
+// dxin at row r, channel bc from dpre [T, B, C] computed once (the CPU backend's path: each dpre
+// is the value conv_dpre gives, so the sums have the recomputing items' bits), wc = w[c].
+RMT_HOST_DEVICE inline float conv_dxin_at(const ConvShape& s, const float* dpre,
+                                          const float* dstate_out, const float* wc, int r,
+                                          int64_t bc) {
   float acc = 0.f;
   for (int j = 0; j < s.W; ++j) {
     const int t = r - j;
@@ -248,18 +253,6 @@ RMT_HOST_DEVICE inline float conv_dxin_from_dpre(const ConvShape& s, const float
   if (dstate_out && r >= s.T) acc += dstate_out[int64_t(r - s.T) * s.row() + bc];
   return acc;
 }
-RMT_HOST_DEVICE inline float conv_dw_from_dpre(const ConvShape& s, const float* dpre,
-                                               const float* x, const float* state, int64_t i) {
-  const int c = int(i / s.W), j = int(i % s.W);
-  float acc = 0.f;
-  for (int t = 0; t < s.T; ++t)
-    for (int b = 0; b < s.B; ++b) {
-      const int64_t bc = int64_t(b) * s.C + c;
-      acc += dpre[int64_t(t) * s.row() + bc] * conv_in(s, x, state, t + j, bc);
-    }
-  return acc;
-}
-
 // sum over t, b (in that order) of dpre_t * xin_{t+j} for item i = c * W + j.
 RMT_HOST_DEVICE inline float conv_dw_item(const ConvShape& s, const float* dy, const float* x,
                                           const float* w, const float* state, int64_t i,
