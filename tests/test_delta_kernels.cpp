@@ -375,6 +375,42 @@ TEST_CASE("short convolution: forward vs the double reference, backward vs finit
   }
 }
 
+TEST_CASE("short convolution: the CPU's bits are the per-item drivers' at widths past one block, any thread count") {
+  // C 70 spans two of the CPU loop's channel blocks; T*B*C above its threading threshold.
+  const int saved = num_threads();
+  for (ConvShape s : {ConvShape{40, 9, 70, 4}, ConvShape{33, 8, 130, 2}}) {
+    for (bool with_state : {true, false}) {
+      CAPTURE(s.C);
+      CAPTURE(with_state);
+      const int64_t n = int64_t(s.T) * s.row(), ns = int64_t(s.W - 1) * s.row();
+      const Vec x = randn(size_t(n), 1.f, 80), w = randn(size_t(s.C * s.W), 0.7f, 81),
+                state = with_state ? randn(size_t(ns), 1.f, 82) : Vec(), wy = randn(size_t(n), 1.f, 83),
+                ws = randn(size_t(ns), 1.f, 84), dw0 = randn(w.size(), 1.f, 85);
+      Buffers r = host_run({{Vec(size_t(n), 4.f), Vec(size_t(ns), 4.f), Vec(size_t(n), 4.f), dw0, Vec(size_t(ns), 4.f)}, {}},
+                           [&](auto& ex, Buffers& b) {
+                             cuda::short_conv_forward(ex, b.f[0].data(), b.f[1].data(), x.data(), w.data(),
+                                                      or_null(state), s, true);
+                             cuda::short_conv_backward(ex, b.f[2].data(), b.f[3].data(), b.f[4].data(), wy.data(),
+                                                       ws.data(), x.data(), w.data(), or_null(state), s, true);
+                           });
+      for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        set_num_threads(threads);
+        Vec y(size_t(n), NAN), state_out(size_t(ns), NAN), dx(size_t(n), NAN), dw = dw0, dstate(size_t(ns), NAN);
+        be().short_conv_forward(y.data(), state_out.data(), x.data(), w.data(), or_null(state), s, true);
+        be().short_conv_backward(dx.data(), dw.data(), dstate.data(), wy.data(), ws.data(), x.data(), w.data(),
+                                 or_null(state), s, true);
+        check_bits("y", r.f[0], y);
+        check_bits("state_out", r.f[1], state_out);
+        check_bits("dx", r.f[2], dx);
+        check_bits("dw", r.f[3], dw);
+        check_bits("dstate_in", r.f[4], dstate);
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
 namespace {
 
 double sigmoid_d(double z) { return 1 / (1 + std::exp(-z)); }

@@ -182,16 +182,12 @@ RMT_HOST_DEVICE inline float conv_in(const ConvShape& s, const float* x, const f
   return state ? state[int64_t(r) * s.row() + bc] : 0.f;
 }
 
-// pre at row t, channel bc, with wc = w[c] (c = bc % C) given.
-RMT_HOST_DEVICE inline float conv_pre_wc(const ConvShape& s, const float* x, const float* wc,
-                                         const float* state, int t, int64_t bc) {
+RMT_HOST_DEVICE inline float conv_pre(const ConvShape& s, const float* x, const float* w,
+                                      const float* state, int t, int64_t bc) {
+  const float* wc = w + (bc % s.C) * s.W;
   float acc = 0.f;
   for (int j = 0; j < s.W; ++j) acc += wc[j] * conv_in(s, x, state, t + j, bc);
   return acc;
-}
-RMT_HOST_DEVICE inline float conv_pre(const ConvShape& s, const float* x, const float* w,
-                                      const float* state, int t, int64_t bc) {
-  return conv_pre_wc(s, x, w + (bc % s.C) * s.W, state, t, bc);
 }
 
 RMT_HOST_DEVICE inline float sigmoid(float z) { return 1.f / (1.f + expf(-z)); }
@@ -240,19 +236,6 @@ RMT_HOST_DEVICE inline float conv_dxin_item(const ConvShape& s, const float* dy,
   return acc;
 }
 
-// dxin at row r, channel bc from dpre [T, B, C] computed once (the CPU backend's path: each dpre
-// is the value conv_dpre gives, so the sums have the recomputing items' bits), wc = w[c].
-RMT_HOST_DEVICE inline float conv_dxin_at(const ConvShape& s, const float* dpre,
-                                          const float* dstate_out, const float* wc, int r,
-                                          int64_t bc) {
-  float acc = 0.f;
-  for (int j = 0; j < s.W; ++j) {
-    const int t = r - j;
-    if (t >= 0 && t < s.T) acc += wc[j] * dpre[int64_t(t) * s.row() + bc];
-  }
-  if (dstate_out && r >= s.T) acc += dstate_out[int64_t(r - s.T) * s.row() + bc];
-  return acc;
-}
 // sum over t, b (in that order) of dpre_t * xin_{t+j} for item i = c * W + j.
 RMT_HOST_DEVICE inline float conv_dw_item(const ConvShape& s, const float* dy, const float* x,
                                           const float* w, const float* state, int64_t i,
