@@ -289,10 +289,16 @@ void check_reading_scope(const std::string& text, const ReadingScope& scope, con
     for (const auto& [key, has] : keys) {
       if (!p.keys.count(key) || has->empty()) continue;
       std::istringstream values(p.keys.at(key));
-      for (std::string value; std::getline(values, value, ',');)
-        if (!has->count(value))
-          fail("{}: {}: {}={} names nothing of the item (its {}: {})", where, p.text, key, value,
-               std::string(key) == "segments" ? "segment counts" : std::string(key) + "s", fmt::join(*has, ", "));
+      for (std::string value; std::getline(values, value, ',');) {
+        if (has->count(value)) continue;
+        std::vector<std::string> listed(has->begin(), has->end());
+        const bool numbers = std::string(key) == "segments" || std::string(key) == "seed";
+        if (numbers)  // in numeric order: the shorter first
+          std::stable_sort(listed.begin(), listed.end(),
+                           [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+        fail("{}: {}: {}={} names nothing of the item (its {}: {})", where, p.text, key, value,
+             std::string(key) == "segments" ? "segment counts" : std::string(key) + "s", fmt::join(listed, ", "));
+      }
     }
     return std::string();
   });

@@ -90,11 +90,17 @@ ReadingScope ReproContext::reading_scope(const ReproItem& item, const ReadingDat
   return scope;
 }
 
+namespace {
+std::string reading_where(const ReproManifest& manifest, const ReproItem& item) {
+  return manifest.path + ": items." + item.name + ".notes";
+}
+}  // namespace
+
 std::string ReproContext::reading(const ReproItem& item, const ReadingData& data) const {
   std::string s;
-  const std::string where = manifest.path + ": items." + item.name + ".notes";
-  // Checked whether or not the item has results yet: a name of nothing is an error before the
-  // runs, not a count of nothing after them.
+  const std::string where = reading_where(manifest, item);
+  // Checked whether or not the item has results yet (reproduce checks it before any work too;
+  // here with the segments a length item's results give).
   check_reading_scope(item.notes, reading_scope(item, data), where);
   const bool placeholders = item.notes.find("{{") != std::string::npos;
   if (!item.notes.empty() && placeholders && data.results && data.in_progress)
@@ -240,6 +246,10 @@ int reproduce(const ReproManifest& manifest, const std::vector<std::string>& nam
   }
   // The templates are read before any work, so that a broken one costs no training.
   ReproContext ctx(manifest, options, ReportTemplates::load(report_templates_file(manifest.path), kReportTemplates));
+  // So are the readings' arguments (what a reading may name is known from the plans): a typo is
+  // refused before the runs, not after them.
+  for (const auto& it : manifest.items)
+    check_reading_scope(it.notes, ctx.reading_scope(it, ReadingData()), reading_where(manifest, it));
   std::vector<std::unique_ptr<ItemHandler>> handlers;
   for (const auto& it : manifest.items) handlers.push_back(make_handler(it, ctx));
   int failed = 0;
