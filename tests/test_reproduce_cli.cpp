@@ -158,6 +158,19 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   r = rmt_run(base + " --report-only");
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(read_file(out / "REPORT.md").find("FAILS: RMT is below 0.01 at 6 segments") != std::string::npos);
+  // An item whose config changed after its results were written is not run, its results not
+  // reprinted as its own (issue 58): the length item at other lengths, the attention item over
+  // other samples.
+  changed = manifest;
+  changed.replace(changed.find("lengths: [4, 8]"), 15, "lengths: [4, 12]");
+  changed.replace(changed.find("samples: 5"), 10, "samples: 4");
+  write(dir / "m.yaml", changed);
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("(length 8 is not one of the item's lengths); not reported") != std::string::npos);
+  CHECK(r.output.find("(measured over 5 samples, not 4); not reported") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("| [longer](#longer) | length | not run |") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("| [maps](#maps) | attention | not run |") != std::string::npos);
   write(dir / "m.yaml", manifest);
   r = rmt_run(base + " --report-only");
   CHECK(read_file(out / "REPORT.md") == written);
