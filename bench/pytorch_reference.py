@@ -18,9 +18,11 @@ carried, detached; lm_rmt re-runs its BPTT window from the state entering it), e
 segment s scored, backward through the window, clip_grad_norm_(0.25), Adam(lr 2.5e-4). The
 first steps that fill the carried state are untimed, as in rmt bench.
 
-Repro models (repro_copy_rmt, repro_retrieval_rmt): the small shapes rmt reproduce trains (RMT
-on copy in 9 segments of 2 at d_model 32, on associative retrieval in 5 segments of 2 at d_model
-64; 2 layers, dropout 0, clip 1.0, bptt all), by name or as the group repro.
+Repro models (repro_copy_rmt, repro_retrieval_rmt): the RMT runs rmt reproduce trains in
+fig4_copy and fig4_retrieval (RMT on copy in 9 segments of 2, batch 32; on associative retrieval in
+5 segments of 2, batch 128; both 2 layers at d_model 32 with 2 heads, dropout 0, clip 1.0, bptt
+all), by name or as the group repro. rmt bench reads them from the manifest; typed here, and
+tests/reference/test_bench_reference.py checks that both engines agree.
 
 Delta models (deltanet, gated_deltanet, seg64_*, seg256_*; the group delta, issue 56):
 tests/reference/delta_model_reference.py (fla's DeltaNet / Gated DeltaNet layer as the mixer of
@@ -105,9 +107,8 @@ def _workload(name, tiny):
         return w
     if name in REPRO_MODELS:  # the shapes rmt reproduce trains (bench.h: repro_copy_rmt, ...)
         retrieval = name == "repro_retrieval_rmt"
-        d = 64 if retrieval else 32
-        w = dict(kind="rmt", lm=False, n_layer=2, n_head=4 if retrieval else 2, d_head=16, d_model=d,
-                 d_inner=2 * d, batch=32, lr=1e-3 if retrieval else 2e-3, clip=1.0, dropout=0.0,
+        w = dict(kind="rmt", lm=False, n_layer=2, n_head=2, d_head=16, d_model=32,
+                 d_inner=64, batch=128 if retrieval else 32, lr=1e-3 if retrieval else 2e-3, clip=1.0, dropout=0.0,
                  vocab=37 if retrieval else 12, segments=5 if retrieval else 9, L=6, pairs=4 if retrieval else 0)
         if tiny:
             w.update(n_layer=1, n_head=2, d_head=8, d_model=16, d_inner=32, batch=4)

@@ -13,8 +13,10 @@ struct BadInput {
   // Writes whatever the case needs into `dir` (a fresh, existing directory); may be empty.
   std::function<void(const std::string& dir)> setup;
   std::string args;     // rmt's arguments; every "{dir}" is replaced by the case's directory
-  int status;           // the exit status expected: 1 bad input, 2 usage
-  std::string message;  // must appear in the output (stdout and stderr)
+  int status;           // the exit status expected: 1 bad input, 2 usage; 0 for an input that is
+                        // refused by being left out (rmt reproduce's results of an earlier config)
+  std::string message;  // must appear in the output (stdout and stderr): the error, or for status 0
+                        // the line that says what was left out
 };
 
 // Shared setup: {dir}/d, a tiny copy dataset, and {dir}/c.yaml, a 2-step run on it

@@ -1,4 +1,7 @@
 // Bad inputs of rmt bench's language-model workloads and --list.
+#include <fstream>
+#include <string>
+
 #include "tests/catalogue.h"
 
 RMT_CATALOGUE({
@@ -16,4 +19,19 @@ RMT_CATALOGUE({
      "--pack must be from 1 to 4096 (got 0)"},
     {"cli-usage", "bench: --pack with --peak-only", nullptr, "bench --peak-only --pack 2", 2,
      "--pack excludes --peak-only"},
+    // ---- the repro_* models are read from the reproduction manifest (issue 58) ----------------
+    {"bench", "repro model without its manifest", nullptr,
+     "bench --tiny --model repro_copy_rmt --reps 1 --warmup 0 --manifest {dir}/none.yaml", 1,
+     "rmt bench repro_copy_rmt times the run `rmt reproduce fig4_copy` trains, read from its manifest (--manifest): "},
+    {"bench", "repro model of a manifest without its item",
+     [](const std::string& d) {
+       std::ofstream(d + "/paper.yaml") << "x:\n  seq_len: 4\n  rows:\n    baseline: {1: 1.0}\n";
+       std::ofstream(d + "/s.yaml") << "data: {task: copy, length: 4, train: 20, val: 5, test: 5}\n"
+                                       "base: {}\ngrid:\n  - {model.kind: [rmt], segments: [2]}\n";
+       std::ofstream(d + "/m.yaml") << "paper: paper.yaml\nitems:\n  a:\n    kind: sweep\n    title: t\n"
+                                       "    paper_says: p\n    sweep: s.yaml\n    metrics: [acc_teacher_forced]\n";
+     },
+     "bench --list --model repro_retrieval_rmt --manifest {dir}/m.yaml", 1,
+     "rmt bench repro_retrieval_rmt times the RMT run of the sweep item fig4_retrieval of {dir}/m.yaml, which has no "
+     "such item"},
 });

@@ -118,4 +118,34 @@ RMT_CATALOGUE({
      "reproduce --manifest {dir}/m.yaml --list", 1, "items.a: unknown key 'metrics'"},
     {"reproduce", "jobs zero", [](const std::string& d) { manifest(d, kSweepItem); },
      "reproduce --manifest {dir}/m.yaml -j 0", 1, "-j"},
+    // ---- issue 58: a placeholder or a bound that says nothing -------------------------------
+    {"reproduce", "reading counting an end reason that does not exist (was 0 of N)",
+     [](const std::string& d) { manifest(d, kSweepItem + "    notes: \"{{ended reason=nosuch}} ended so\"\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1,
+     "items.a.notes: {{ended reason=nosuch}}: reason=nosuch is no end reason (end reasons: solved, max_steps, "
+     "unmastered)"},
+    {"reproduce", "placeholder under outside_records (was printed raw)",
+     [](const std::string& d) { manifest(d, kSweepItem + "    outside_records: \"by hand: {{test model=baseline segments=1}}\"\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1,
+     "items.a.outside_records: {{test model=baseline segments=1}}: a placeholder is filled from the item's results"},
+    {"reproduce", "bench item with a min_speedup that can never fail",
+     [](const std::string& d) {
+       manifest(d, "    kind: bench\n    title: t\n    paper_says: p\n    beyond_the_paper: true\n    bench: diagonal\n"
+                   "    threads: [1]\n    min_speedup: -1\n");
+     },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.a.min_speedup: -1 can never fail (a speed-up is above 0)"},
+    {"reproduce", "claim min 0 on an accuracy (can never fail)",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: baseline, segments: [1], min: 0}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1,
+     "items.a.claims[0].min: claim 't': min 0 on acc_teacher_forced can never fail (an accuracy is at least 0)"},
+    {"reproduce", "claim max 1 on an accuracy (can never fail)",
+     [](const std::string& d) { manifest(d, kSweepItem + "    claims: [{text: t, model: baseline, segments: [1], max: 1}]\n"); },
+     "reproduce --manifest {dir}/m.yaml --list", 1,
+     "items.a.claims[0].max: claim 't': max 1 on acc_teacher_forced can never fail (an accuracy is at most 1)"},
+    {"reproduce", "length claim max above 1 (can never fail)",
+     [](const std::string& d) {
+       manifest(d, kSweepItem + "  b:\n    kind: length\n    title: t\n    paper_says: p\n    from: a\n    runs: all\n"
+                                "    lengths: [8]\n    claims: [{text: u, model: baseline, segments: [2], max: 1.5}]\n");
+     },
+     "reproduce --manifest {dir}/m.yaml --list", 1, "items.b.claims[0].max: claim 'u': max 1.5 on acc_teacher_forced"},
 });

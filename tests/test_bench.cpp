@@ -16,6 +16,7 @@
 #include "lib/experiments/bench.h"
 #include "lib/experiments/sweep.h"
 #include "tests/cli.h"
+#include "tests/source_manifest.h"
 
 using namespace rmt;
 
@@ -160,7 +161,7 @@ TEST_CASE("rmt bench --json emits one object per model with the report keys") {
 }
 
 TEST_CASE("rmt bench --pack K times K packed runs: steps/s of all, each run its own") {
-  Run r = rmt_run("bench --tiny --json --model repro --reps 3 --warmup 1 --threads 2 --peak-gflops 50 --pack 3");
+  Run r = rmt_run("bench --tiny --json --model repro --manifest " + kSourceManifest + " --reps 3 --warmup 1 --threads 2 --peak-gflops 50 --pack 3");
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
   std::istringstream lines(r.output);
@@ -171,7 +172,7 @@ TEST_CASE("rmt bench --pack K times K packed runs: steps/s of all, each run its 
     CHECK(j["threads"].get<int>() == 2);  // runs at a time
     // steps/s counts every run's step: 3 per packed step
     CHECK(j["steps_per_s"].get<double>() == doctest::Approx(3000.0 / j["step_ms"].get<double>()));
-    const BenchWorkload w = bench_workload(j["model"], true);
+    const BenchWorkload w = bench_workload(j["model"], true, 0, kSourceManifest);
     CHECK(j["gflop_per_step"].get<double>() == doctest::Approx(3 * step_flops(w) * 1e-9));
     CHECK(std::isfinite(j["loss"].get<double>()));
   }
@@ -247,54 +248,59 @@ TEST_CASE("bench copy120 workload is the paper's copy of 120 symbols in 3 segmen
 }
 
 TEST_CASE("bench repro workloads are the shapes rmt reproduce trains") {
-  // repro_copy_rmt: the hardest RMT cell of experiments/reproduce/fig4_copy.yaml, as planned.
-  const SweepPlan plan = plan_sweep(load_sweep(std::string(RMT_SOURCE_DIR) + "/experiments/reproduce/fig4_copy.yaml"),
-                                    fresh_tmp("rmt_test_bench", "runs"), 1);
-  const SweepRun* cell = nullptr;
-  for (const auto& run : plan.runs)
-    if (run.config.model.kind == "rmt" && run.config.segments == 9) cell = &run;
-  REQUIRE(cell != nullptr);
-  const BenchWorkload copy = bench_workload("repro_copy_rmt", false);
-  const ModelConfig &a = copy.model, &b = cell->config.model;
-  CHECK(copy.workload == "repro_copy");
-  CHECK(a.kind == b.kind);
-  CHECK(a.n_layer == b.n_layer);
-  CHECK(a.n_head == b.n_head);
-  CHECK(a.d_head == b.d_head);
-  CHECK(a.d_model == b.d_model);
-  CHECK(a.d_inner == b.d_inner);
-  CHECK(a.num_mem_tokens == b.num_mem_tokens);
-  CHECK(a.dropout == b.dropout);
-  CHECK(copy.segments == cell->config.segments);
-  CHECK(copy.batch == cell->config.train.batch_size);
-  CHECK(copy.lr == cell->config.train.lr);
-  CHECK(copy.clip == cell->config.train.clip);
-  CHECK(copy.bptt == cell->config.bptt);
-  CHECK(copy.seq_len() == 18);  // copy of 6: 3 x 6 positions
-  CHECK(copy.answer_size() == 12);
-  // repro_retrieval_rmt: retrieval with 4 pairs (10 positions, the answer the last) in 5 segments
-  // of 2, d_model 64 with 4 heads, as bench.h says.
-  const BenchWorkload retrieval = bench_workload("repro_retrieval_rmt", false);
-  CHECK(retrieval.workload == "repro_retrieval");
-  CHECK(retrieval.seq_len() == 10);
-  CHECK(retrieval.answer_size() == 1);
-  CHECK(retrieval.segments == 5);
-  CHECK(retrieval.model.d_model == 64);
-  CHECK(retrieval.model.n_head * retrieval.model.d_head == 64);
-  CHECK(retrieval.model.n_token == 37);
+  // Each: the RMT run with the most segments of its manifest item's sweep, as planned (issue 58:
+  // the retrieval one was typed, d_model 64, 4 heads, batch 32, where fig4_retrieval.yaml trains
+  // d_model 32, 2 heads, batch 128).
+  struct Case {
+    const char* model;
+    const char* sweep;
+    int segments, seq_len, answer, n_token;
+  };
+  for (const Case& c : {Case{"repro_copy_rmt", "fig4_copy.yaml", 9, 18, 12, 12},
+                        Case{"repro_retrieval_rmt", "fig4_retrieval.yaml", 5, 10, 1, 37}}) {
+    CAPTURE(c.model);
+    const SweepPlan plan = plan_sweep(load_sweep(std::string(RMT_SOURCE_DIR) + "/experiments/reproduce/" + c.sweep),
+                                      fresh_tmp("rmt_test_bench", "runs"), 1);
+    const SweepRun* cell = nullptr;
+    for (const auto& run : plan.runs)
+      if (run.config.model.kind == "rmt" && run.config.segments == c.segments) cell = &run;
+    REQUIRE(cell != nullptr);
+    const BenchWorkload w = bench_workload(c.model, false, 0, kSourceManifest);
+    const ModelConfig &a = w.model, &b = cell->config.model;
+    CHECK(a.kind == b.kind);
+    CHECK(a.n_layer == b.n_layer);
+    CHECK(a.n_head == b.n_head);
+    CHECK(a.d_head == b.d_head);
+    CHECK(a.d_model == b.d_model);
+    CHECK(a.d_inner == b.d_inner);
+    CHECK(a.num_mem_tokens == b.num_mem_tokens);
+    CHECK(a.mem_len == b.mem_len);
+    CHECK(a.dropout == b.dropout);
+    CHECK(w.segments == cell->config.segments);
+    CHECK(w.batch == cell->config.train.batch_size);
+    CHECK(w.lr == cell->config.train.lr);
+    CHECK(w.clip == cell->config.train.clip);
+    CHECK(w.bptt == cell->config.bptt);
+    CHECK(w.seq_len() == c.seq_len);
+    CHECK(w.answer_size() == c.answer);
+    CHECK(a.n_token == c.n_token);
+  }
+  CHECK(bench_workload("repro_copy_rmt", false, 0, kSourceManifest).workload == "repro_copy");
+  CHECK(bench_workload("repro_retrieval_rmt", false, 0, kSourceManifest).workload == "repro_retrieval");
   CHECK(bench_selection("repro") == std::vector<std::string>{"repro_copy_rmt", "repro_retrieval_rmt"});
-  Run r = rmt_run("bench --model repro --tiny --reps 2 --warmup 1 --threads 1 --json");
+  const std::string manifest = " --manifest " + kSourceManifest;
+  Run r = rmt_run("bench --model repro --tiny --reps 2 --warmup 1 --threads 1 --json" + manifest);
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(r.output.find("\"model\":\"repro_retrieval_rmt\"") != std::string::npos);
   CHECK(r.output.find("\"workload\":\"repro_retrieval\"") != std::string::npos);
-  // The table's headers say each shape as it is, and claim only the copy one for rmt reproduce
-  // (the retrieval one was said to be what it trains: d_model 64, 4 heads, batch 32).
-  r = rmt_run("bench --model repro --reps 2 --warmup 1 --threads 1 --batch 2 --peak-gflops 1");
+  // The table's headers say each shape as it is read.
+  r = rmt_run("bench --model repro --reps 2 --warmup 1 --threads 1 --batch 2 --peak-gflops 1" + manifest);
   REQUIRE_MESSAGE(r.status == 0, r.output);
-  CHECK(r.output.find("copy of 6 symbols (the hardest cell `rmt reproduce` trains in fig4_copy): 2 layers, d_model 32, "
-                      "2 heads, 2 memory tokens, bptt all; batch 2") != std::string::npos);
-  CHECK(r.output.find("associative retrieval, 4 pairs (the recipe search's shape (docs/paper.md §6), not what `rmt "
-                      "reproduce` trains in fig4_retrieval): 2 layers, d_model 64, 4 heads") != std::string::npos);
+  CHECK(r.output.find("copy of 6 symbols (the RMT run with the most segments `rmt reproduce` trains in fig4_copy): "
+                      "2 layers, d_model 32, 2 heads, 2 memory tokens, bptt all; batch 2") != std::string::npos);
+  CHECK(r.output.find("associative retrieval, 4 pairs (the RMT run with the most segments `rmt reproduce` trains in "
+                      "fig4_retrieval): 2 layers, d_model 32, 2 heads, 2 memory tokens, bptt all; batch 2")
+        != std::string::npos);
 }
 
 TEST_CASE("bench --model groups select their models; all is the copy and language models") {
@@ -318,7 +324,8 @@ TEST_CASE("bench --model groups select their models; all is the copy and languag
 TEST_CASE("bench batch override: FLOPs scale with the batch, except r_net's") {
   for (const std::string& name : bench_models()) {
     CAPTURE(name);
-    const BenchWorkload w = bench_workload(name, true), w5 = bench_workload(name, true, 5);
+    const BenchWorkload w = bench_workload(name, true, 0, kSourceManifest),
+                      w5 = bench_workload(name, true, 5, kSourceManifest);
     CHECK(w5.batch == 5);
     CHECK(w5.seq_len() == w.seq_len());
     CHECK(w5.model.num_mem_tokens == w.model.num_mem_tokens);

@@ -30,6 +30,7 @@
 #include "lib/run/lm.h"
 #include "lib/run/train_step.h"
 #include "tests/random_lm_stream.h"
+#include "tests/source_manifest.h"
 
 using namespace rmt;
 namespace cu = rmt::cuda;
@@ -146,7 +147,7 @@ void copy_steps(const std::string& kind, int segments, int B, bool compare, bool
 // One training step of a bench workload's model (the reproduction's shapes, lib/experiments/
 // bench.h) counted as copy_steps counts: random tokens, batch 1, the second step.
 cu::StreamOps workload_steps(const std::string& name) {
-  const BenchWorkload w = bench_workload(name, false, 1);
+  const BenchWorkload w = bench_workload(name, false, 1, kSourceManifest);
   ModelConfig c = w.model;
   resolve_kind(c);
   cu::HostDriverBackend host;
@@ -180,7 +181,7 @@ struct PackedTrace {
   std::vector<std::vector<float>> params;
 };
 PackedTrace packed_workload(const std::string& name, int runs, bool merge, const std::vector<std::vector<int>>& steps) {
-  const BenchWorkload w = bench_workload(name, false, 1);
+  const BenchWorkload w = bench_workload(name, false, 1, kSourceManifest);
   ModelConfig c = w.model;
   resolve_kind(c);
   cu::HostDriverBackend host;

@@ -38,7 +38,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(listed.output.find(" at -j 2 (6 runs)") != std::string::npos);
   const std::string report = read_file(out / "REPORT.md");
   // The claims: the first holds on any accuracy, the other two can not (accuracies are <= 1).
-  CHECK(report.find("holds: the baseline is below 2") != std::string::npos);
+  CHECK(report.find("holds: the baseline is below 0.99") != std::string::npos);
   CHECK(report.find("FAILS: RMT is at 1.5 or more") != std::string::npos);
   CHECK(report.find("FAILS: the baseline is at 1.5 or more") != std::string::npos);
   CHECK(report.find("1 of 3 checks hold") != std::string::npos);
@@ -109,7 +109,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   CHECK(longer.find("rmt,6,4,0,1,4,8,3,") != std::string::npos);
   CHECK(longer.find("xl,6,0,4,2,4,8,3,") != std::string::npos);
   // Its checks are on the evaluated segments, in its table and in the report's summary.
-  CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
+  CHECK(read_file(out / "longer/table.md").find("- holds: RMT is below 0.99 at 6 segments") != std::string::npos);
   CHECK(report.find("| [longer](#longer) | length | 1 of 1 checks hold |") != std::string::npos);
   // The length items side by side, task x length, at the report's end.
   CHECK(report.find("## Length generalisation at a glance") != std::string::npos);
@@ -152,12 +152,25 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   // (nothing evaluated again): a claim changed after the evaluation is checked by --report-only.
   const std::string manifest = read_file(dir / "m.yaml");
   std::string changed = manifest;
-  changed.replace(changed.find("RMT is at most 1 at 6 segments\", model: rmt, segments: [6], max: 1"), 66,
-                  "RMT is below 0 at 6 segments\", model: rmt, segments: [6], max: -1");
+  const std::string claim = "RMT is below 0.99 at 6 segments\", model: rmt, segments: [6], max: 0.99";
+  changed.replace(changed.find(claim), claim.size(), "RMT is below 0.01 at 6 segments\", model: rmt, segments: [6], max: 0.01");
   write(dir / "m.yaml", changed);
   r = rmt_run(base + " --report-only");
   REQUIRE_MESSAGE(r.status == 0, r.output);
-  CHECK(read_file(out / "REPORT.md").find("FAILS: RMT is below 0 at 6 segments") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("FAILS: RMT is below 0.01 at 6 segments") != std::string::npos);
+  // An item whose config changed after its results were written is not run, its results not
+  // reprinted as its own (issue 58): the length item at other lengths, the attention item over
+  // other samples.
+  changed = manifest;
+  changed.replace(changed.find("lengths: [4, 8]"), 15, "lengths: [4, 12]");
+  changed.replace(changed.find("samples: 5"), 10, "samples: 4");
+  write(dir / "m.yaml", changed);
+  r = rmt_run(base + " --report-only");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  CHECK(r.output.find("(length 8 is not one of the item's lengths); not reported") != std::string::npos);
+  CHECK(r.output.find("(measured over 5 samples, not 4); not reported") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("| [longer](#longer) | length | not run |") != std::string::npos);
+  CHECK(read_file(out / "REPORT.md").find("| [maps](#maps) | attention | not run |") != std::string::npos);
   write(dir / "m.yaml", manifest);
   r = rmt_run(base + " --report-only");
   CHECK(read_file(out / "REPORT.md") == written);
@@ -231,7 +244,7 @@ TEST_CASE("reproduce: a whole tiny reproduction through the CLI, then a re-run t
   r = rmt_run(base + " longer");  // evaluated again
   REQUIRE_MESSAGE(r.status == 0, r.output);
   CHECK(read_file(out / "longer/table.md").find("not finite") == std::string::npos);
-  CHECK(read_file(out / "longer/table.md").find("- holds: RMT is at most 1 at 6 segments") != std::string::npos);
+  CHECK(read_file(out / "longer/table.md").find("- holds: RMT is below 0.99 at 6 segments") != std::string::npos);
 
   // --report-only trains nothing. An unfinished run (its results.json gone) leaves the item in
   // progress; without the runs directory the committed results of the same config are reported;

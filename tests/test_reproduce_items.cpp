@@ -116,6 +116,8 @@ items:
   nlohmann::json edited = results;
   edited["timings"][0]["speedup"] = 2000.0;
   write(dir / "out/diag/results.json", edited.dump(2));
+  // checks.json is derived, never read back: a corrupt one is rewritten from results.json (issue 58).
+  write(dir / "out/diag/checks.json", "{\"holding\": 7, \"tot");
   Run again = rmt_run(base + " --report-only");
   CAPTURE(again.output);
   REQUIRE(again.status == 0);
@@ -124,6 +126,7 @@ items:
   CHECK(reprinted.find("holds: diagonal evaluation at least 1000.00x sequential, bit for bit, at 1 threads") !=
         std::string::npos);
   CHECK(reprinted.find("| diagonal evaluation | 1 of 2 checks hold |") != std::string::npos);
+  CHECK(read_file(dir / "out/diag/checks.json") == "{\"holding\":1,\"total\":2}\n");
   // A benchmark that does not exist, and a bench item headed as the paper's, are refused.
   write(dir / "m.yaml", read_file(dir / "m.yaml").replace(read_file(dir / "m.yaml").find("bench: diagonal"), 15,
                                                            "bench: sideways"));

@@ -37,7 +37,7 @@ TEST_CASE("reproduce: bad manifests are refused naming the file, the item and th
   bad_kind.replace(bad_kind.find("kind: attention"), 15, "kind: heatmap");
   CHECK(error_for(bad_kind).find("unknown kind 'heatmap'") != std::string::npos);
   std::string no_bound = text;
-  no_bound.replace(no_bound.find(", max: 2"), 8, "");
+  no_bound.replace(no_bound.find(", max: 0.99"), 11, "");
   CHECK(error_for(no_bound).find("a claim needs paper, min, max or above") != std::string::npos);
   std::string bad_model = text;
   bad_model.replace(bad_model.find("model: rmt, segments: [3], min"), 10, "model: rnn");

@@ -26,7 +26,7 @@ void add_bench_command(CLI::App& app) {
                "models and of its enwik8 language model (a stated smaller batch); report tokens/s, "
                "FLOPs, MFU and peak memory");
   struct Args {
-    std::string model = "all", device = kDefaultDevice;
+    std::string model = "all", device = kDefaultDevice, manifest = kReproManifest;
     int threads = 0, reps = 10, warmup = 3, gemm_size = 2048, batch = 0, pack = 1;
     bool json = false, tiny = false, no_eval = false, no_capture = false, peak_only = false, list = false;
     bool diagonal = false;
@@ -40,10 +40,14 @@ void add_bench_command(CLI::App& app) {
                   "baseline | xl | rmt (copy task, 72 positions) | lm_baseline | lm_xl | lm_rmt "
                   "(byte-level language model, carried state) | copy120_baseline | copy120_xl | "
                   "copy120_rmt (the paper's copy120 task: 360 positions in 3 segments of 120, "
-                  "cache / memory 60) | repro_copy_rmt | repro_retrieval_rmt (shapes `rmt reproduce` "
-                  "trains: RMT on copy in 9 segments of 2 at d_model 32, on retrieval in 5 segments of "
-                  "2 at d_model 64) | copy | lm | copy120 | repro (those groups) | all (copy and lm)")
+                  "cache / memory 60) | repro_copy_rmt | repro_retrieval_rmt (the RMT runs `rmt reproduce` "
+                  "trains in fig4_copy and fig4_retrieval with the most segments, read from --manifest) | "
+                  "copy | lm | copy120 | repro (those groups) | all (copy and lm)")
       ->check(one_of(models))->capture_default_str();
+  cmd->add_option("--manifest", args->manifest,
+                  "The reproduction manifest the repro_* models' runs are read from (as `rmt reproduce "
+                  "--manifest`)")
+      ->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")
       ->transform(thread_count())->capture_default_str();
   auto* reps = cmd->add_option("--reps", args->reps,
@@ -121,7 +125,7 @@ void add_bench_command(CLI::App& app) {
     const std::vector<std::string> kinds = bench_selection(args->model);
     if (args->list) {
       for (const auto& k : kinds)
-        std::printf("%s\n", bench_workload_json(k, args->tiny, args->batch).c_str());
+        std::printf("%s\n", bench_workload_json(k, args->tiny, args->batch, args->manifest).c_str());
       return;
     }
     BenchOptions opt;
@@ -130,6 +134,7 @@ void add_bench_command(CLI::App& app) {
     opt.warmup = args->warmup;
     opt.batch = args->batch;
     opt.tiny = args->tiny;
+    opt.manifest = args->manifest;
     opt.device = args->device;
     opt.eval = !args->no_eval;
     opt.capture = !args->no_capture;
@@ -172,16 +177,16 @@ void add_bench_command(CLI::App& app) {
                         "positions in %d segments, xl cache / rmt memory %d\n", r.batch, r.seq_len,
                         r.segments, bench_workload("copy120_rmt", args->tiny).model.num_mem_tokens);
           else if (r.workload == "repro_copy" || r.workload == "repro_retrieval") {
-            // Only the copy shape is one `rmt reproduce` trains (tests/test_bench.cpp checks it
-            // against fig4_copy.yaml); fig4_retrieval.yaml trains a smaller model at a larger batch.
-            const ModelConfig& m = bench_workload(r.model, args->tiny).model;
-            std::printf("\n%s (%s): %d layers, d_model %d, %d heads, %d memory tokens, bptt all; batch %d, "
-                        "%d positions in %d segments\n",
-                        r.workload == "repro_copy" ? "copy of 6 symbols" : "associative retrieval, 4 pairs",
-                        r.workload == "repro_copy" ? "the hardest cell `rmt reproduce` trains in fig4_copy"
-                                                   : "the recipe search's shape (docs/paper.md §6), not what "
-                                                     "`rmt reproduce` trains in fig4_retrieval",
-                        m.n_layer, m.d_model, m.n_head, m.num_mem_tokens, r.batch, r.seq_len, r.segments);
+            const BenchWorkload w = bench_workload(r.model, args->tiny, 0, args->manifest);
+            const ModelConfig& m = w.model;
+            const std::string task = w.retrieval_pairs > 0
+                                         ? fmt::format("associative retrieval, {} pairs", w.retrieval_pairs)
+                                         : fmt::format("copy of {} symbols", w.copy_length);
+            std::printf("\n%s (the RMT run with the most segments `rmt reproduce` trains in %s): %d layers, "
+                        "d_model %d, %d heads, %d memory tokens, bptt %s; batch %d, %d positions in %d segments\n",
+                        task.c_str(), w.retrieval_pairs > 0 ? "fig4_retrieval" : "fig4_copy", m.n_layer, m.d_model,
+                        m.n_head, m.num_mem_tokens, w.bptt < 0 ? "all" : std::to_string(w.bptt).c_str(), r.batch,
+                        r.seq_len, r.segments);
           }
           else
             std::printf("\nlanguage model (byte level, the paper's 12-layer enwik8 model): %d "

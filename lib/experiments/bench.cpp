@@ -315,7 +315,7 @@ BenchResult run_bench(const std::string& name, const BenchOptions& opt) {
   if (opt.warmup < 0) fail("--warmup must be at least 0");
   Backend& be = backend_by_name(opt.device);
   set_num_threads(opt.threads);
-  const BenchWorkload w = bench_workload(name, opt.tiny, opt.batch);
+  const BenchWorkload w = bench_workload(name, opt.tiny, opt.batch, opt.manifest);
   ModelConfig mc = w.model;
   resolve_kind(mc);
   if (opt.pack < 1) fail("--pack must be at least 1");

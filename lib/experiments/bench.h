@@ -65,14 +65,11 @@ std::vector<std::string> bench_selection(const std::string& model_or_group);
 // "copy-360 config", in 3 segments of 120 with the copy model above; xl caches 60 rows and rmt
 // has 60 memory tokens (half the segment: the paper's Figure 5b "cache 60" / "mem 60" rows and
 // experiments/fig5a_copy360_segments.yaml's choice at 3 segments). batch 32.
-// repro_copy_rmt | repro_retrieval_rmt: small shapes of the reproduction's recipe (docs/paper.md
-// §6: 2 layers, dropout 0, clip 1.0, batch 32, bptt all); only the copy one is a shape `rmt
-// reproduce` trains (fig4_retrieval.yaml trains a smaller model at batch 128): RMT on copy of 6
-// symbols (vocab 12, 18 positions) in 9 segments of 2 with 2 memory tokens, d_model 32, 2 heads
-// x 16, d_inner 64, lr 2e-3 (experiments/reproduce/fig4_copy.yaml's hardest cell); RMT on
-// associative retrieval with 4 pairs (vocab 37, 10 positions) in 5 segments of 2 with 2 memory
-// tokens, d_model 64, 4 heads x 16, d_inner 128, lr 1e-3 (the retrieval setting that learns the
-// task, docs/paper.md §6). Their steps are small: per-call overhead decides their speed.
+// repro_copy_rmt | repro_retrieval_rmt: the runs `rmt reproduce` trains, read from its manifest
+// (`manifest`, experiments/reproduce/reproduce.yaml) so that they cannot drift from it: the RMT
+// run with the most segments of item fig4_copy's sweep (copy of 6 symbols in 9 segments of 2)
+// and of fig4_retrieval's (retrieval of 4 pairs in 5 segments of 2), its model, batch, lr, clip
+// and BPTT as planned. Their steps are small: per-call overhead decides their speed.
 // deltanet | gated_deltanet: the copy config with the delta rule as every layer's mixer
 // (docs/deltanet.md; d_k = 64, d_v = expand_v's default x 64, short_conv 4); seg64_* and
 // seg256_*: the same on copy of 64 / 256 symbols in 3 segments of 64 / 256 (the group delta).
@@ -81,7 +78,11 @@ std::vector<std::string> bench_selection(const std::string& model_or_group);
 // language model: 2 streams, segments of 8, xl cache 8, rmt 2 memory tokens with BPTT-1), for
 // tests.
 // batch > 0 replaces the workload's batch (copy: samples, language model: streams); 0 keeps it.
-BenchWorkload bench_workload(const std::string& name, bool tiny, int batch = 0);
+// manifest: where the repro_* models' runs are read from (relative to the working directory, as
+// `rmt reproduce --manifest`); the other models do not read it.
+inline constexpr const char* kReproManifest = "experiments/reproduce/reproduce.yaml";
+BenchWorkload bench_workload(const std::string& name, bool tiny, int batch = 0,
+                             const std::string& manifest = kReproManifest);
 // Language model: the untimed steps that bring the carried state to its steady size (the
 // cache full, the BPTT window of earlier segments full); every timed step then does the same
 // work. 0 for the copy workload.
@@ -138,6 +139,7 @@ struct BenchOptions {
   // each with its own weights, batches and dropout; `threads` then runs that many runs at a time,
   // each run's kernels on one thread. Not for the language models (their runs train alone).
   int pack = 1;
+  std::string manifest = kReproManifest;  // the repro_* models' runs (bench_workload)
 };
 
 struct BenchResult {
@@ -170,7 +172,8 @@ BenchResult run_bench(const std::string& name, const BenchOptions& options);
 // One JSON object (one line) describing a bench model's workload without running it: sizes,
 // memory, batch, positions per step, BPTT window, parameters, untimed fill steps, GFLOP per
 // step and per evaluation forward (`rmt bench --list`).
-std::string bench_workload_json(const std::string& name, bool tiny, int batch = 0);
+std::string bench_workload_json(const std::string& name, bool tiny, int batch = 0,
+                                const std::string& manifest = kReproManifest);
 void set_peak(BenchResult& r, double peak_gflops);  // peak_gflops and mfu
 // One JSON object (one line) with the keys bench/pytorch_reference.py also prints.
 std::string bench_json(const BenchResult& r, const std::string& peak_source);

@@ -2,6 +2,8 @@
 // a step of each stands for.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include <fmt/ranges.h>
@@ -12,6 +14,8 @@
 #include "lib/core/model_kind.h"
 #include "lib/core/segment_plan.h"
 #include "lib/experiments/bench.h"
+#include "lib/experiments/repro_manifest.h"
+#include "lib/experiments/sweep.h"
 #include "tasks/task_kind.h"
 
 namespace rmt {
@@ -76,7 +80,32 @@ std::vector<std::string> bench_selection(const std::string& m) {
   return out;
 }
 
-BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
+namespace {
+// The RMT run with the most segments of manifest item `item`'s sweep, as `rmt reproduce` plans it
+// (its runs directory does not matter: a plan only names the runs' folders).
+SweepRun repro_cell(const std::string& manifest_path, const std::string& item, const std::string& bench_model) {
+  const ReproManifest manifest = [&] {
+    try {
+      return load_manifest(manifest_path);
+    } catch (const Error& e) {
+      fail("rmt bench {} times the run `rmt reproduce {}` trains, read from its manifest (--manifest): {}",
+           bench_model, item, e.what());
+    }
+  }();
+  const ReproItem* it = manifest.find(item);
+  if (!it || it->kind != "sweep")
+    fail("rmt bench {} times the RMT run of the sweep item {} of {}, which has no such item", bench_model, item,
+         manifest_path);
+  const SweepPlan plan = plan_sweep(load_sweep(it->sweep), "runs/reproduce", 1);
+  const SweepRun* cell = nullptr;
+  for (const SweepRun& run : plan.runs)
+    if (run.config.model.kind == "rmt" && (!cell || run.config.segments > cell->config.segments)) cell = &run;
+  if (!cell) fail("rmt bench {}: {} ({}) trains no rmt run", bench_model, it->sweep, item);
+  return *cell;
+}
+}  // namespace
+
+BenchWorkload bench_workload(const std::string& name, bool tiny, int batch, const std::string& manifest) {
   const std::vector<std::string>& all = bench_models();
   if (std::find(all.begin(), all.end(), name) == all.end())
     fail("bench model must be one of {} (got '{}')", fmt::join(all, ", "), name);
@@ -111,19 +140,28 @@ BenchWorkload bench_workload(const std::string& name, bool tiny, int batch) {
     if (batch > 0) w.batch = batch;
     return w;
   }
-  if (w.workload.rfind("repro_", 0) == 0) {  // the reproduction's recipe (bench.h)
+  if (w.workload.rfind("repro_", 0) == 0) {  // the run `rmt reproduce` trains (bench.h)
     const bool retrieval = w.workload == "repro_retrieval";
-    m.dropout = 0.0;
-    m.n_layer = 2, m.n_head = retrieval ? 4 : 2, m.d_head = 16, m.d_model = retrieval ? 64 : 32;
-    m.d_inner = 2 * m.d_model;
-    m.num_mem_tokens = 2;
-    m.mem_len = 0;
-    w.retrieval_pairs = retrieval ? 4 : 0;
-    m.n_token = retrieval ? int(task_vocab(resolve_task("retrieval", {}, {}, 4)).size()) : 12;
-    w.copy_length = 6;
-    w.segments = retrieval ? 5 : 9;
-    w.clip = 1.0;
-    w.lr = retrieval ? 1e-3 : 2e-3;
+    const SweepRun cell = repro_cell(manifest, retrieval ? "fig4_retrieval" : "fig4_copy", name);
+    const Config& c = cell.config;
+    const std::map<std::string, std::string>& data = cell.data_options;
+    auto number = [&](const char* key) -> std::optional<int> {
+      if (!data.count(key)) return std::nullopt;
+      return std::stoi(data.at(key));  // the sweep's check has refused anything but an integer
+    };
+    const std::string task = data.count("task") ? data.at("task") : "";
+    if (task != (retrieval ? "retrieval" : "copy"))
+      fail("rmt bench {}: {}'s sweep trains task '{}', not {}", name, manifest, task, retrieval ? "retrieval" : "copy");
+    const TaskOptions options = resolve_task(task, number("length"), number("symbols"), number("pairs"));
+    m = c.model;
+    m.n_token = int(task_vocab(options).size());
+    w.copy_length = retrieval ? 0 : options.length;
+    w.retrieval_pairs = retrieval ? options.pairs : 0;
+    w.segments = c.segments;
+    w.batch = c.train.batch_size;
+    w.clip = c.train.clip;
+    w.lr = c.train.lr;
+    w.bptt = c.bptt;
     if (tiny) {
       m.n_layer = 1, m.n_head = 2, m.d_head = 8, m.d_model = 16, m.d_inner = 32;
       w.batch = 4;
@@ -273,8 +311,8 @@ const char* flop_formula() {
          "segment's write block once (forward only: the next step's memory)";
 }
 
-std::string bench_workload_json(const std::string& name, bool tiny, int batch) {
-  const BenchWorkload w = bench_workload(name, tiny, batch);
+std::string bench_workload_json(const std::string& name, bool tiny, int batch, const std::string& manifest) {
+  const BenchWorkload w = bench_workload(name, tiny, batch, manifest);
   ModelConfig mc = w.model;
   resolve_kind(mc);
   nlohmann::ordered_json j;

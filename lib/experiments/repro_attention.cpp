@@ -4,6 +4,7 @@
 // against the item's claims; one map per cell drawn for the eye.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,9 @@ class AttentionHandler : public FromItemHandler {
   // The tables and checks from results.csv (so that --report-only checks the claims as they are now).
   void summarise() override;
   std::string reading_metric() const override { return part_.measures.front(); }
+  // Why results.csv is not of this config ("" when it is): a run that is not one of its cells'
+  // (a sweep or a cell changed), or another number of samples.
+  std::string other_config(const CsvTable& table) const;
   // The runs of a pick's cell (its model and segments), in seed order.
   std::vector<const SweepRun*> cell_runs(const ReproItem& from, const RunPick& pick, size_t i) const;
   // One run: its measures (a results.csv row and its lines of runs.md), and its map when drawn.
@@ -157,8 +161,9 @@ void AttentionHandler::compute() const {
 
 void AttentionHandler::summarise() {
   const fs::path dir = ctx_.out_dir(item_), results = dir / "results.csv";
-  if (!fs::exists(results)) return;  // not computed yet: the section says so (or shows what an earlier report kept)
+  if (!primary_there(results)) return;  // not computed yet: the section says so
   const CsvTable table = parse_csv(read_file(results), results.string());
+  if (!this_config(results, other_config(table))) return;
   std::string md;
   std::map<std::string, Pivot> pivots;
   for (const std::string& measure : part_.measures) {
@@ -188,9 +193,24 @@ void AttentionHandler::summarise() {
   // The paper gives no numbers for its maps: the checks are the project's own bounds.
   if (!checks.empty()) md += claims_markdown(claim_lines(part_.claims), checks, true) + "\n";
   if (fs::exists(dir / kRunsFile)) md += read_file(dir / kRunsFile);
-  write_file_atomic(dir / "checks.json",
-                    nlohmann::json{{"holding", claims_holding(checks)}, {"total", checks.size()}}.dump() + "\n");
   write_file_atomic(dir / "maps.md", md);
+  found_results(checks);
+}
+
+std::string AttentionHandler::other_config(const CsvTable& table) const {
+  const ReproItem& from = *ctx_.manifest.find(item_.from);
+  std::set<std::string> ids;  // every seed of each cell
+  for (size_t i = 0; i < part_.runs.size(); ++i)
+    for (const SweepRun* run : cell_runs(from, part_.runs[i], i)) ids.insert(run->run_id);
+  const int c_id = table.column("run_id"), c_samples = table.column("samples");
+  if (c_id < 0 || c_samples < 0) return "no run_id or samples column";
+  for (const auto& row : table.rows) {
+    if (!ids.count(row[size_t(c_id)]))
+      return fmt::format("run {} is none of the runs of its cells in {}", row[size_t(c_id)], item_.from);
+    if (row[size_t(c_samples)] != std::to_string(part_.samples))
+      return fmt::format("measured over {} samples, not {}", row[size_t(c_samples)], part_.samples);
+  }
+  return "";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/experiments/repro_claims.h"
 #include "lib/experiments/repro_readings.h"
 #include "lib/experiments/repro_templates.h"
 #include "lib/experiments/repro_timing.h"
@@ -40,6 +41,8 @@ class ReproContext {
   // from `data` (repro_readings.h; a reading with placeholders is left out while the item has no
   // results), then what it says outside the committed records; "" when it has neither.
   std::string reading(const ReproItem& item, const ReadingData& data) const;
+  // What the item's placeholders may name (its planned runs, its metrics): repro_readings.h.
+  ReadingScope reading_scope(const ReproItem& item, const ReadingData& data) const;
   // The run of sweep item `from` that `pick` names; fails naming `where` (items.X.runs[i]).
   const SweepRun* pick_run(const ReproItem& from, const RunPick& pick, const std::string& where) const;
   // An item that reads another's runs, computed in this call: its wall time into its timing.json.
@@ -81,13 +84,17 @@ std::unique_ptr<ItemHandler> make_attention_handler(const ReproItem& item, Repro
 std::unique_ptr<ItemHandler> make_length_handler(const ReproItem& item, ReproContext& context);
 std::unique_ptr<ItemHandler> make_bench_handler(const ReproItem& item, ReproContext& context);
 
-// An item that reads another's runs (attention, length): computed in this call and timed; its
+// An item that computes its results in this call (attention and length, from another's runs;
+// bench, of this machine), timed. Its summarise reads its primary results (results.csv or
+// results.json) back and finds whether they are this config's; only then has it results: its
 // section is where its runs come from, its command, the markdown it wrote (`md_file` in its
-// folder, or "not run yet"), the reading and the wall time; its pattern is what the checks.json
-// it wrote says ("-" without one).
+// folder), the reading and the wall time, and its pattern is how many of the checks computed from
+// those results hold. Without them it is "not run", whatever an earlier report derived (tables,
+// checks.json: written for readers of the folder, never read back).
 class FromItemHandler : public ItemHandler {
  public:
   int run() override;
+  ItemTiming timing() const override { return has_results_ ? ItemHandler::timing() : ItemTiming(); }
   std::string pattern() const override;
   std::string section(const ItemTiming& timing) const override;
 
@@ -97,9 +104,17 @@ class FromItemHandler : public ItemHandler {
   virtual void compute() const = 0;  // writes the item's files under its folder
   // The metric of its reading's test values unless a placeholder names one (results.csv's column).
   virtual std::string reading_metric() const { return "acc_teacher_forced"; }
+  // Whether `primary` is there; logs what an earlier report derived from it that is not reported.
+  bool primary_there(const std::filesystem::path& primary) const;
+  // `why` ("" = they are this config's): logs that the results in `primary` are not reported.
+  bool this_config(const std::filesystem::path& primary, const std::string& why) const;
+  // Summarise found results of this config with these checks: counted, and written to checks.json.
+  void found_results(const std::vector<ClaimResult>& checks);
+  bool has_results_ = false;
 
  private:
   std::string doing_, md_file_;  // what compute does, for the log; the markdown it writes
+  size_t holding_ = 0, checks_ = 0;
 };
 
 template <class Work>

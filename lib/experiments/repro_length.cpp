@@ -6,6 +6,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -201,9 +202,12 @@ class LengthHandler : public FromItemHandler {
   // Its tables, plot and checks from the results.csv that compute wrote (so that --report-only
   // checks the manifest's claims as they are now, without evaluating again).
   void summarise() override;
+  // Why results.csv is not of this config ("" when it is): an evaluation of a run the item does
+  // not pick, at a length it does not give, or of a run its sweep item's results do not hold (a
+  // sweep whose config changed has other runs).
+  std::string other_config(const CsvTable& table) const;
   std::string length_results() const override {
-    const std::filesystem::path csv = ctx_.out_dir(item_) / "results.csv";
-    return std::filesystem::exists(csv) ? csv.string() : "";
+    return has_results_ ? (ctx_.out_dir(item_) / "results.csv").string() : "";
   }
 };
 
@@ -253,8 +257,9 @@ void LengthHandler::compute() const {
 
 void LengthHandler::summarise() {
   const fs::path dir = ctx_.out_dir(item_);
-  if (!fs::exists(dir / "results.csv")) return;
+  if (!primary_there(dir / "results.csv")) return;
   const CsvTable table = parse_csv(read_file(dir / "results.csv"), (dir / "results.csv").string());
+  if (!this_config(dir / "results.csv", other_config(table))) return;
   bool free_running_differs = false;  // a one-token answer decodes as it is teacher-forced
   double eval_seconds = 0;
   const int c_tf = table.column("acc_teacher_forced"), c_fr = table.column("acc_free_running"),
@@ -295,9 +300,51 @@ void LengthHandler::summarise() {
     md += fmt::format("Evaluation: {} test splits (one thread each), {} in all.\n\n", table.rows.size(),
                       seconds_text(eval_seconds));
   if (!checks.empty()) md += claims_markdown(claim_lines(part_.claims), checks, item_.beyond_the_paper) + "\n";
-  // The summary table's pattern column reads the checks back.
-  write_file_atomic(dir / "checks.json", json{{"holding", claims_holding(checks)}, {"total", checks.size()}}.dump() + "\n");
   write_file_atomic(dir / "table.md", md);
+  found_results(checks);
+}
+
+std::string LengthHandler::other_config(const CsvTable& table) const {
+  // The runs it evaluates, by what a row says of its run (kind, trained segments, seed).
+  const ReproItem& from = *ctx_.manifest.find(item_.from);
+  const SweepPlan& plan = ctx_.plan_of(from);
+  std::map<std::string, std::string> run_ids;
+  auto key = [](const std::string& kind, const std::string& segments, const std::string& seed) {
+    return fmt::format("{} at {} segments, seed {}", kind, segments, seed);
+  };
+  auto add = [&](const SweepRun& run) {
+    run_ids[key(run.config.model.kind, std::to_string(run.config.segments), std::to_string(run.config.train.seed))] =
+        run.run_id;
+  };
+  if (part_.all_runs)
+    for (const auto& run : plan.runs) add(run);
+  for (size_t i = 0; i < part_.runs.size(); ++i)
+    add(*ctx_.pick_run(from, part_.runs[i], fmt::format("items.{}.runs[{}]", item_.name, i)));
+  // Its rows carry no run ids: the runs they evaluated are the ones the sweep item's results held
+  // (written before this item summarises), which are its config's or not reported.
+  const fs::path from_csv = ctx_.out_dir(from) / "results.csv";
+  std::set<std::string> from_ids;
+  if (fs::exists(from_csv)) {
+    const CsvTable runs = parse_csv(read_file(from_csv), from_csv.string());
+    const int c_id = runs.column("run_id"), c_status = runs.column("status");
+    for (const auto& row : runs.rows)
+      if (c_id >= 0 && c_status >= 0 && row[size_t(c_status)] == "done") from_ids.insert(row[size_t(c_id)]);
+  }
+  const int c_kind = table.column("model.kind"), c_trained = table.column("trained_segments"),
+            c_seed = table.column("train.seed"), c_length = table.column("eval_length");
+  if (c_kind < 0 || c_trained < 0 || c_seed < 0 || c_length < 0)
+    return "no model.kind, trained_segments, train.seed or eval_length column";
+  for (const auto& row : table.rows) {
+    const std::string run = key(row[size_t(c_kind)], row[size_t(c_trained)], row[size_t(c_seed)]);
+    const auto id = run_ids.find(run);
+    if (id == run_ids.end()) return fmt::format("{} is not a run the item evaluates", run);
+    const std::string& length = row[size_t(c_length)];
+    if (std::none_of(part_.lengths.begin(), part_.lengths.end(), [&](int L) { return std::to_string(L) == length; }))
+      return fmt::format("length {} is not one of the item's lengths", length);
+    if (!from_ids.count(id->second))
+      return fmt::format("{} is not a finished run of {}'s results, {}", run, item_.from, from_csv.string());
+  }
+  return "";
 }
 
 }  // namespace

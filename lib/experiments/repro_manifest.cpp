@@ -146,6 +146,21 @@ LmClaim read_lm_claim(const ManifestReader& r, const YAML::Node& node, const std
   return c;
 }
 
+// A claim's bound that no measured value can fail says nothing: an accuracy lies in [0, 1], so
+// `min:` at or below 0 and `max:` at or above 1 hold on every run (a claim with both, min at 0,
+// is refused too: its min is the one that cannot fail).
+void check_bound_can_fail(const ManifestReader& r, const Claim& c, const std::string& where) {
+  static const std::vector<std::string> accuracies = {"acc_teacher_forced", "acc_free_running", "exact_match",
+                                                       "solve_rate", "solve_rate_teacher_forced"};
+  if (std::find(accuracies.begin(), accuracies.end(), c.metric) == accuracies.end()) return;
+  if (c.min && *c.min <= 0)
+    r.bad(where + ".min", fmt::format("claim '{}': min {} on {} can never fail (an accuracy is at least 0)", c.text,
+                                      *c.min, c.metric));
+  if (c.max && *c.max >= 1)
+    r.bad(where + ".max", fmt::format("claim '{}': max {} on {} can never fail (an accuracy is at most 1)", c.text,
+                                      *c.max, c.metric));
+}
+
 std::vector<Claim> read_claims(const ManifestReader& r, const YAML::Node& node, const std::string& where) {
   std::vector<Claim> claims;
   if (!node) return claims;
@@ -188,11 +203,13 @@ void read_sweep_item(const ManifestReader& r, const YAML::Node& n, const std::st
     s.metrics.push_back(metric);
   }
   s.claims = read_claims(r, n["claims"], w + ".claims");
-  for (auto& claim : s.claims) {
+  for (size_t i = 0; i < s.claims.size(); ++i) {
+    Claim& claim = s.claims[i];
     if (claim.metric.empty()) claim.metric = s.metrics.front();
     if (std::find(s.metrics.begin(), s.metrics.end(), claim.metric) == s.metrics.end())
       r.bad(w + ".claims", fmt::format("claim '{}' uses metric {}, which is not in the item's metrics", claim.text,
                                        claim.metric));
+    check_bound_can_fail(r, claim, fmt::format("{}.claims[{}]", w, i));
   }
   it.part = std::move(s);
 }
@@ -259,6 +276,7 @@ void read_length_item(const ManifestReader& r, const YAML::Node& n, const std::s
     if (l.claims[i].metric.empty()) l.claims[i].metric = "acc_teacher_forced";
     if (l.claims[i].metric != "acc_teacher_forced")
       r.bad(fmt::format("{}.claims[{}]", w, i), "a length item's claims are on acc_teacher_forced");
+    check_bound_can_fail(r, l.claims[i], fmt::format("{}.claims[{}]", w, i));
   }
   it.part = std::move(l);
 }
@@ -274,6 +292,9 @@ void read_bench_item(const ManifestReader& r, const YAML::Node& n, const std::st
   if (n["batch"]) b.batch = r.integer(n["batch"], w + ".batch", 1, 4096);
   if (n["reps"]) b.reps = r.integer(n["reps"], w + ".reps", 1, 1000);
   if (n["min_speedup"]) b.min_speedup = r.number(n["min_speedup"], w + ".min_speedup");
+  // A speed-up (a ratio of two rates) is above 0: a bound at or below 0 can never fail.
+  if (b.min_speedup <= 0)
+    r.bad(w + ".min_speedup", fmt::format("{} can never fail (a speed-up is above 0)", b.min_speedup));
   if (!it.beyond_the_paper) r.bad(w, "a bench item measures rmt, not the paper: it needs beyond_the_paper: true");
   it.part = std::move(b);
 }
@@ -387,7 +408,18 @@ static ReproManifest read_manifest(const std::string& path) {
       it.notes = r.text(n["notes"], w + ".notes");
       check_reading(it.notes, fmt::format("{}: {}.notes", path, w));
     }
-    if (n["outside_records"]) it.outside_records = r.text(n["outside_records"], w + ".outside_records");
+    if (n["outside_records"]) {
+      it.outside_records = r.text(n["outside_records"], w + ".outside_records");
+      // It tells of runs outside the committed records, so there is no data to fill a placeholder
+      // from: one there would be printed as it is typed.
+      if (const size_t at = it.outside_records.find("{{"); at != std::string::npos) {
+        const size_t end = it.outside_records.find("}}", at);
+        const std::string placeholder = it.outside_records.substr(at, end == std::string::npos ? 40 : end + 2 - at);
+        r.bad(w + ".outside_records",
+              fmt::format("{}: a placeholder is filled from the item's results, which outside_records is not about; "
+                          "give the number in the text, or move the sentence to notes", placeholder));
+      }
+    }
     if (n["beyond_the_paper"]) {
       const std::string b = r.text(n["beyond_the_paper"], w + ".beyond_the_paper");
       if (b != "true" && b != "false") r.bad(w + ".beyond_the_paper", fmt::format("expected true or false (got {})", b));

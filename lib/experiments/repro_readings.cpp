@@ -75,6 +75,11 @@ Placeholder parse_placeholder(const std::string& inside, const std::string& wher
   }
   for (const std::string& key : known->needed)
     if (!p.keys.count(key)) fail("{}: {}: {} needs {}=", where, p.text, p.name, key);
+  // The end reasons a run can have (training_run.cpp): any other would count no run.
+  static const std::vector<std::string> reasons = {"solved", "max_steps", "unmastered"};
+  if (p.keys.count("reason") && std::count(reasons.begin(), reasons.end(), p.keys.at("reason")) == 0)
+    fail("{}: {}: reason={} is no end reason (end reasons: {})", where, p.text, p.keys.at("reason"),
+         fmt::join(reasons, ", "));
   return p;
 }
 
@@ -274,6 +279,29 @@ std::string fill_reading(const std::string& text, const ReadingData& data, const
   const ReadingFiller filler(data, where);
   return replace_placeholders(text, where,
                               [&](const std::string& inner) { return filler.value(parse_placeholder(inner, where)); });
+}
+
+void check_reading_scope(const std::string& text, const ReadingScope& scope, const std::string& where) {
+  replace_placeholders(text, where, [&](const std::string& inner) {
+    const Placeholder p = parse_placeholder(inner, where);
+    const std::pair<const char*, const std::set<std::string>*> keys[] = {
+        {"model", &scope.models}, {"segments", &scope.segments}, {"seed", &scope.seeds}, {"metric", &scope.metrics}};
+    for (const auto& [key, has] : keys) {
+      if (!p.keys.count(key) || has->empty()) continue;
+      std::istringstream values(p.keys.at(key));
+      for (std::string value; std::getline(values, value, ',');) {
+        if (has->count(value)) continue;
+        std::vector<std::string> listed(has->begin(), has->end());
+        const bool numbers = std::string(key) == "segments" || std::string(key) == "seed";
+        if (numbers)  // in numeric order: the shorter first
+          std::stable_sort(listed.begin(), listed.end(),
+                           [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+        fail("{}: {}: {}={} names nothing of the item (its {}: {})", where, p.text, key, value,
+             std::string(key) == "segments" ? "segment counts" : std::string(key) + "s", fmt::join(listed, ", "));
+      }
+    }
+    return std::string();
+  });
 }
 
 void check_reading(const std::string& text, const std::string& where) {

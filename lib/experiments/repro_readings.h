@@ -22,8 +22,11 @@
 //   val_slope  model= segments= seed= last= [stage=]    the least-squares slope of validation
 //              accuracy over the run's last `last` evaluations (at `stage`), per 10000 steps: "-0.052"
 // digits: decimals (default 2). A placeholder that is unknown, has a key it does not take, lacks
-// one it needs, or matches no data is an error naming the item: the report does not write a
-// number it could not compute.
+// one it needs, names what the item does not have (an end reason that does not exist, a model,
+// segment count, seed or metric outside the item's runs: ReadingScope), or matches no data is an
+// error naming the item: the report does not write a number it could not compute, and a typo
+// would otherwise count nothing ("0 of 3").
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,17 @@ struct ReadingData {
   // finished ones as the whole ("1 of 1 solved"), so the report writes it once they all are.
   bool in_progress = false;
 };
+
+// What an item has for its placeholders to name: the models, segment counts and seeds of its
+// planned runs (all of them, finished or not, so that an item in progress is no error) and the
+// metrics of its results. An empty set is not checked.
+struct ReadingScope {
+  std::set<std::string> models, segments, seeds, metrics;
+};
+
+// Whether each model=, segments=, seed= and metric= of `text`'s placeholders names something of
+// `scope`; fails naming `where`, the placeholder, the argument and what the item has.
+void check_reading_scope(const std::string& text, const ReadingScope& scope, const std::string& where);
 
 // `text` with every placeholder replaced by its value; `where` (items.NAME.notes) names the
 // reading in errors.

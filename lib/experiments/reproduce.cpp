@@ -55,13 +55,58 @@ const SweepRun* ReproContext::pick_run(const ReproItem& from, const RunPick& p, 
        p.segments, p.seed);
 }
 
+ReadingScope ReproContext::reading_scope(const ReproItem& item, const ReadingData& data) const {
+  ReadingScope scope;
+  auto add_run = [&](const SweepRun& run, bool segments) {
+    scope.models.insert(run.config.model.kind);
+    if (segments) scope.segments.insert(std::to_string(run.config.segments));
+    scope.seeds.insert(std::to_string(run.config.train.seed));
+  };
+  if (const auto* sweep = std::get_if<SweepItem>(&item.part)) {
+    for (const SweepRun& run : plan_of(item).runs) add_run(run, true);
+    scope.metrics.insert(sweep->metrics.begin(), sweep->metrics.end());
+  } else if (std::holds_alternative<LmItem>(item.part)) {
+    for (const SweepRun& run : plan_of(item).runs) add_run(run, true);
+    scope.metrics = {"bpc", "loss"};
+  } else if (const auto* a = std::get_if<AttentionItem>(&item.part)) {
+    // Every seed of each of its cells.
+    for (const SweepRun& run : plan_of(*manifest.find(item.from)).runs)
+      for (const RunPick& pick : a->runs)
+        if (run.config.model.kind == pick.model && run.config.segments == pick.segments) add_run(run, true);
+    scope.metrics.insert(a->measures.begin(), a->measures.end());
+  } else if (const auto* l = std::get_if<LengthItem>(&item.part)) {
+    // Its segments are the evaluated ones, known from its results (none yet: not checked).
+    for (const SweepRun& run : plan_of(*manifest.find(item.from)).runs)
+      if (l->all_runs || std::any_of(l->runs.begin(), l->runs.end(), [&](const RunPick& p) {
+            return run.config.model.kind == p.model && run.config.segments == p.segments &&
+                   int(run.config.train.seed) == p.seed;
+          }))
+        add_run(run, false);
+    if (data.results)
+      if (const int c = data.results->column("segments"); c >= 0)
+        for (const auto& row : data.results->rows) scope.segments.insert(row[size_t(c)]);
+    scope.metrics = {"acc_teacher_forced", "acc_free_running"};
+  }
+  return scope;
+}
+
+namespace {
+std::string reading_where(const ReproManifest& manifest, const ReproItem& item) {
+  return manifest.path + ": items." + item.name + ".notes";
+}
+}  // namespace
+
 std::string ReproContext::reading(const ReproItem& item, const ReadingData& data) const {
   std::string s;
+  const std::string where = reading_where(manifest, item);
+  // Checked whether or not the item has results yet (reproduce checks it before any work too;
+  // here with the segments a length item's results give).
+  check_reading_scope(item.notes, reading_scope(item, data), where);
   const bool placeholders = item.notes.find("{{") != std::string::npos;
   if (!item.notes.empty() && placeholders && data.results && data.in_progress)
     s += templates.render("reading_in_progress", {});
   else if (!item.notes.empty() && (data.results || !placeholders))
-    s += templates.render("reading", {{"notes", fill_reading(item.notes, data, manifest.path + ": items." + item.name + ".notes")}});
+    s += templates.render("reading", {{"notes", fill_reading(item.notes, data, where)}});
   if (!item.outside_records.empty()) s += templates.render("outside_records", {{"text", item.outside_records}});
   return s;
 }
@@ -76,9 +121,9 @@ int FromItemHandler::run() {
 std::string FromItemHandler::section(const ItemTiming& timing) const {
   const ReportTemplates& t = ctx_.templates;
   const std::string command = ctx_.command_of(item_);
-  const fs::path md = ctx_.out_dir(item_) / md_file_;
   std::string s = t.render("from_item", {{"from", item_.from}, {"command", command}});
-  s += fs::exists(md) ? read_file(md) + "\n" : t.render("not_run", {{"command", command}});
+  if (!has_results_) return s + t.render("not_run", {{"command", command}}) + ctx_.reading(item_, ReadingData());
+  s += read_file(ctx_.out_dir(item_) / md_file_) + "\n";
   // A length or attention item's reading is computed from its results.csv (one row per run, and
   // per evaluated length).
   const fs::path results = ctx_.out_dir(item_) / "results.csv";
@@ -90,16 +135,33 @@ std::string FromItemHandler::section(const ItemTiming& timing) const {
 }
 
 std::string FromItemHandler::pattern() const {
-  const fs::path file = ctx_.out_dir(item_) / "checks.json";
-  if (!fs::exists(file)) return "-";
-  try {
-    const nlohmann::json checks = nlohmann::json::parse(read_file(file));
-    if (checks.at("total").get<int>() > 0)
-      return fmt::format("{} of {} checks hold", checks.at("holding").get<int>(), checks.at("total").get<int>());
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: not the checks `rmt reproduce {}` writes ({}); run the item again", file.string(), item_.name, e.what());
-  }
-  return "-";
+  if (!has_results_) return "not run";
+  return checks_ > 0 ? fmt::format("{} of {} checks hold", holding_, checks_) : "-";
+}
+
+bool FromItemHandler::primary_there(const fs::path& primary) const {
+  if (fs::exists(primary)) return true;
+  std::vector<std::string> derived;
+  for (const std::string& file : {md_file_, std::string("checks.json")})
+    if (fs::exists(ctx_.out_dir(item_) / file)) derived.push_back(file);
+  if (!derived.empty())
+    ctx_.log(fmt::format("{}: {} is not there: {} (derived from it by an earlier report) not reported", item_.name,
+                         primary.string(), fmt::join(derived, ", ")));
+  return false;
+}
+
+bool FromItemHandler::this_config(const fs::path& primary, const std::string& why) const {
+  if (why.empty()) return true;
+  ctx_.log(fmt::format("{}: {} holds the results of an earlier config ({}); not reported", item_.name,
+                       primary.string(), why));
+  return false;
+}
+
+void FromItemHandler::found_results(const std::vector<ClaimResult>& checks) {
+  has_results_ = true;
+  holding_ = size_t(claims_holding(checks)), checks_ = checks.size();
+  write_file_atomic(ctx_.out_dir(item_) / "checks.json",
+                    nlohmann::json{{"holding", holding_}, {"total", checks_}}.dump() + "\n");
 }
 
 namespace {
@@ -184,6 +246,10 @@ int reproduce(const ReproManifest& manifest, const std::vector<std::string>& nam
   }
   // The templates are read before any work, so that a broken one costs no training.
   ReproContext ctx(manifest, options, ReportTemplates::load(report_templates_file(manifest.path), kReportTemplates));
+  // So are the readings' arguments (what a reading may name is known from the plans): a typo is
+  // refused before the runs, not after them.
+  for (const auto& it : manifest.items)
+    check_reading_scope(it.notes, ctx.reading_scope(it, ReadingData()), reading_where(manifest, it));
   std::vector<std::unique_ptr<ItemHandler>> handlers;
   for (const auto& it : manifest.items) handlers.push_back(make_handler(it, ctx));
   int failed = 0;

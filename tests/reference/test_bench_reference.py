@@ -26,6 +26,8 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "bench")
+# rmt bench reads its repro_* models from the reproduction manifest (lib/experiments/bench.h).
+MANIFEST = ["--manifest", os.path.join(HERE, "..", "..", "experiments", "reproduce", "reproduce.yaml")]
 sys.path.insert(0, BENCH)
 import pytorch_reference as P  # noqa: E402
 import delta_model_reference as DM  # noqa: E402
@@ -99,7 +101,7 @@ def main():
     def listed_by_rmt(flags):  # the workloads as rmt bench describes them (no step run)
         out = {}
         for group in GROUPS:
-            out.update({r["model"]: r for r in json_lines([rmt, "bench", "--list", "--model", group] + flags)})
+            out.update({r["model"]: r for r in json_lines([rmt, "bench", "--list", "--model", group] + MANIFEST + flags)})
         return out
 
     for tiny in (True, False):
@@ -112,7 +114,7 @@ def main():
             if tiny and batch in (0, 3):
                 for group in GROUPS:
                     ran.update({r["model"]: r for r in json_lines(
-                        [rmt, "bench", "--json", "--no-eval", "--model", group] + one_step + flag)})
+                        [rmt, "bench", "--json", "--no-eval", "--model", group] + MANIFEST + one_step + flag)})
             for k in MODELS:
                 w, o = P.workload(k, tiny, batch, rmt), listed[k]
                 py = P.step_flops(k, w) * 1e-9
