@@ -9,6 +9,7 @@ Usage: test_doc_commands.py RMT REPO_ROOT
    order, in an empty directory, as a reader would type them (after the python blocks that make
    their input, and with the yaml blocks whose first line names a file, `# NAME.yaml`, written): each must succeed, unless the doc
    shows it failing (`rmt: error: ...` below it), in which case it must fail with that message.
+3. A time the docs give for `make reproduce` is the report's total (check_reproduce_time).
 """
 import os
 import re
@@ -140,6 +141,24 @@ def run_commands(rmt, source, cwd, cmds, failures):
         print(f"ran {source}: {line} -> exit {r.returncode}")
 
 
+def check_reproduce_time(repo, failures):
+    """3. Where README.md, docs/reproduction.md or the Makefile say how long `make reproduce` takes,
+    the number is the report's own total (REPORT.md's first lines), in minutes: a typed time drifts."""
+    with open(os.path.join(repo, "experiments/results/REPORT.md"), encoding="utf-8") as f:
+        m = re.search(r"Total wall time of the items: (\d+) min", f.read())
+    if not m:
+        failures.append("experiments/results/REPORT.md: no 'Total wall time of the items: N min' line")
+        return
+    total = f"{m.group(1)} min"
+    for source in ["README.md", "docs/reproduction.md", "Makefile"]:
+        with open(os.path.join(repo, source), encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if "make reproduce" in line.lower() or line.startswith("# item (rmt reproduce --list"):
+                    if re.search(r"\d+(\.\d+)? ?h\b|\bhours?\b|\d+ min", line) and total not in line:
+                        failures.append(f"{source}:{n}: a time for make reproduce that is not REPORT.md's total "
+                                        f"({total}): {line.strip()}")
+
+
 def main():
     rmt, repo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     sources = ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(repo, "docs")) if f.endswith(".md"))
@@ -151,6 +170,7 @@ def main():
             checked += 1
         if source in RUN_FILES:
             run_session(rmt, repo, source, failures)
+    check_reproduce_time(repo, failures)
     print(f"{checked} documented rmt commands checked against --help")
     if checked < 20:
         failures.append(f"only {checked} documented commands found: is the extraction broken?")
