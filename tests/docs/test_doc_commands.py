@@ -10,6 +10,7 @@ Usage: test_doc_commands.py RMT REPO_ROOT
    their input, and with the yaml blocks whose first line names a file, `# NAME.yaml`, written): each must succeed, unless the doc
    shows it failing (`rmt: error: ...` below it), in which case it must fail with that message.
 3. A time the docs give for `make reproduce` is the report's total (check_reproduce_time).
+4. README's first session runs this rmt where Debian's is on the PATH (check_first_session_path).
 """
 import os
 import re
@@ -159,6 +160,42 @@ def check_reproduce_time(repo, failures):
                                         f"({total}): {line.strip()}")
 
 
+def check_first_session_path(repo, failures):
+    """4. README's first session names the binary the way that works on Debian, where `rmt` on the
+    PATH is tar's remote tape server: its lines up to the first rmt command run in bash as typed,
+    from a copy of the checkout's layout (build/ linked), with a stand-in of Debian's rmt first on
+    the PATH; that command must run this rmt."""
+    with open(os.path.join(repo, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.find("A first session")
+    blocks = code_blocks(os.path.join(repo, "README.md"))
+    block = next((b for b in blocks if b and text.find("\n".join(b), start) > start), None)
+    if start < 0 or block is None:
+        failures.append("README.md: no first session (a code block after 'A first session')")
+        return
+    typed = []
+    for line in block:
+        typed.append(line)
+        if line.strip().startswith("rmt "):
+            break
+    with tempfile.TemporaryDirectory() as tmp:
+        debian = os.path.join(tmp, "sbin")
+        os.mkdir(debian)
+        with open(os.path.join(debian, "rmt"), "w") as f:  # what /usr/sbin/rmt prints for these words
+            f.write("#!/bin/sh\necho 'rmt: too many arguments' >&2\nexit 1\n")
+        os.chmod(os.path.join(debian, "rmt"), 0o755)
+        checkout = os.path.join(tmp, "checkout")
+        os.mkdir(checkout)
+        os.symlink(os.path.join(repo, "build"), os.path.join(checkout, "build"))
+        os.symlink(os.path.join(repo, "experiments"), os.path.join(checkout, "experiments"))
+        script = "set -e\n" + "\n".join(re.sub(r"\s+#.*$", "", l) for l in typed) + "\n"
+        r = subprocess.run(["bash", "-c", script], cwd=checkout, capture_output=True, text=True,
+                           env={**os.environ, "PATH": debian + ":" + os.environ["PATH"]})
+        if r.returncode != 0:
+            failures.append(f"README.md's first session, with Debian's rmt on the PATH: {typed[-1].strip()} "
+                            f"-> exit {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
+
+
 def main():
     rmt, repo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     sources = ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(repo, "docs")) if f.endswith(".md"))
@@ -171,6 +208,7 @@ def main():
         if source in RUN_FILES:
             run_session(rmt, repo, source, failures)
     check_reproduce_time(repo, failures)
+    check_first_session_path(repo, failures)
     print(f"{checked} documented rmt commands checked against --help")
     if checked < 20:
         failures.append(f"only {checked} documented commands found: is the extraction broken?")
