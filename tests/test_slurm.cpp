@@ -97,6 +97,7 @@ TEST_CASE("slurm script: resources as #SBATCH lines, omitted ones left out, thre
     o.time = "1-12:00:00";
     o.gpus = "a100:2";
     o.cpus_per_task = 8;
+    for (auto& run : plan.runs) run.config.device = "cuda";  // GPUs are asked for runs on one
     std::string s = rmt::slurm_script(plan, opt, o);
     std::vector<std::string> sbatch;
     for (const auto& line : lines_of(s))
@@ -134,6 +135,54 @@ TEST_CASE("slurm script: resources as #SBATCH lines, omitted ones left out, thre
     fs::path path = dir / "s.slurm";
     rmt::write_file_atomic(path, s);
     CHECK(std::system(("bash -n " + path.string()).c_str()) == 0);
+  }
+  SUBCASE("GPUs only for tasks that use one: 1 by default on cuda, refused for runs on the CPU or of both") {
+    rmt::SlurmOptions o;
+    o.gpus = "2";
+    CHECK(error_of([&] { rmt::slurm_script(plan, opt, o); }).find("--gpus 2: no run to submit is on a GPU") == 0);
+    for (auto& run : plan.runs) run.config.device = "cuda";
+    CHECK(rmt::slurm_script(plan, opt, rmt::SlurmOptions{}).find("#SBATCH --gpus=1\n") != std::string::npos);
+    CHECK(rmt::slurm_script(plan, opt, o).find("#SBATCH --gpus=2\n") != std::string::npos);
+    plan.runs[1].config.device = "cpu";
+    CHECK(error_of([&] { rmt::slurm_script(plan, opt, o); }).find("3 of the 4 runs to submit are on a GPU") == 0);
+  }
+  SUBCASE("a throttle, a prologue before `set -u`, the binary as $RMT") {
+    rmt::SlurmOptions o;
+    o.array_limit = 2;
+    o.prologue = (dir / "prologue.sh").string();
+    rmt::write_file_atomic(o.prologue, "module load gcc/12");  // no final newline: one is added
+    std::string s = rmt::slurm_script(plan, opt, o);
+    CHECK(s.find("#SBATCH --array=0-3%2\n") != std::string::npos);
+    CHECK(s.find("\nmodule load gcc/12\n# (end of the prologue)\n") != std::string::npos);
+    CHECK(s.find("module load") > s.rfind("#SBATCH "));
+    CHECK(s.find("module load") < s.find("set -euo pipefail"));
+    CHECK(s.find("RMT=${RMT:-'/opt/rmt bin/rmt'}\n") != std::string::npos);
+    CHECK(s.find("  '\"$RMT\" train --config ") != std::string::npos);
+    fs::path path = dir / "p.slurm";
+    rmt::write_file_atomic(path, s);
+    CHECK(std::system(("bash -n " + path.string()).c_str()) == 0);
+    rmt::write_file_atomic(o.prologue, std::string("a\0b", 3));
+    CHECK(error_of([&] { rmt::slurm_script(plan, opt, o); }).find("holds a NUL byte") != std::string::npos);
+    o.prologue.clear();
+    o.array_limit = 0;
+    CHECK(rmt::slurm_script(plan, opt, o).find("#SBATCH --array=0-3\n") != std::string::npos);
+  }
+  SUBCASE("no path of this machine: relative to where rmt runs, or --chdir") {
+    const fs::path before = fs::current_path();
+    fs::current_path(dir);
+    rmt::SweepPlan here = rmt::plan_sweep(rmt::parse_sweep(kTinySweep, "tiny.yaml"), "runs", 0);
+    rmt::SweepOptions local = opt;
+    local.rmt_binary = (dir / "build/rmt").string();
+    const std::string s = rmt::slurm_script(here, local, rmt::SlurmOptions{});
+    rmt::SlurmOptions o;
+    o.chdir = dir.string();
+    const std::string with_chdir = rmt::slurm_script(here, local, o);
+    fs::current_path(before);
+    CHECK(s.find(dir.string()) == std::string::npos);
+    CHECK(s.find("#SBATCH --output=runs/tiny/slurm-%A_%a.log\n") != std::string::npos);
+    CHECK(s.find("RMT=${RMT:-build/rmt}\n") != std::string::npos);
+    CHECK(s.find("[ -d runs/tiny ] ||") != std::string::npos);
+    CHECK(with_chdir.find("#SBATCH --chdir=" + dir.string() + "\n") != std::string::npos);
   }
   SUBCASE("bad resources write nothing") {
     rmt::SlurmOptions o;

@@ -50,7 +50,9 @@ void add_sweep_command(CLI::App& app) {
       "--threads-per-run threads (default 1), e.g. `rmt sweep F --emit commands | parallel -j 8`.\n"
       "--emit slurm writes RUNS/NAME/sweep.slurm, a job array with one task per pending run; each\n"
       "run trains with its task's --cpus-per-task threads (default 1); --time defaults to {};\n"
-      "--partition, --account, --mem and --gpus are written only when given. Afterwards\n"
+      "--partition, --account and --mem are written only when given, --gpus only for runs on a GPU\n"
+      "(1 by default there); --array-limit, --prologue and --chdir fit it to a cluster, whose nodes\n"
+      "may need a portable build (make NATIVE=OFF; RMT=that/rmt sbatch ...). Afterwards\n"
       "`rmt sweep F --collect` writes results.csv from the run directories (each finished run once)\n"
       "and names the runs not finished; emitting again covers exactly those (a run cut off by\n"
       "--time resumes from its last checkpoint).",
@@ -94,10 +96,19 @@ void add_sweep_command(CLI::App& app) {
   checks_own_empty_value(cmd->add_option("--partition", args->slurm.partition, "Partition(s)")->group(slurm_group));
   checks_own_empty_value(cmd->add_option("--account", args->slurm.account, "Account to charge")->group(slurm_group));
   checks_own_empty_value(cmd->add_option("--gpus", args->slurm.gpus, "GPUs per run: N or TYPE:N (only requests them; "
-                                         "the runs use one with --device cuda)")->group(slurm_group));
+                                         "the runs use one with --device cuda; default 1 for runs on cuda, "
+                                         "refused for runs on the CPU)")->group(slurm_group));
+  cmd->add_option("--array-limit", args->slurm.array_limit, "At most N of the array's tasks at once (sbatch --array=...%N)")
+      ->transform(int_range(1, kMaxArrayLimit))->group(slurm_group);
+  cmd->add_option("--prologue", args->slurm.prologue, "A file of shell lines each task runs first (module loads, "
+                  "a virtual environment), copied into the script")->check(existing_file())->group(slurm_group);
+  cmd->add_option("--chdir", args->slurm.chdir, "This directory as the nodes see it (sbatch --chdir): the script's "
+                  "paths are relative to the directory rmt sweep runs in; default: the one sbatch is called from")
+      ->group(slurm_group);
   cmd->callback([args, cmd] {
     // Options of one output mode given with another: a command line of the wrong shape (exit 2).
-    for (const char* name : {"--cpus-per-task", "--time", "--mem", "--partition", "--account", "--gpus"})
+    for (const char* name : {"--cpus-per-task", "--time", "--mem", "--partition", "--account", "--gpus",
+                             "--array-limit", "--prologue", "--chdir"})
       if (cmd->count(name) > 0 && args->emit != "slurm")
         throw CLI::RequiresError(fmt::format("{} is for --emit slurm only{}", name,
                                              std::string(name) == "--cpus-per-task"
@@ -209,6 +220,7 @@ void add_sweep_command(CLI::App& app) {
       }
       fs::path path = plan.sweep_dir / "sweep.slurm";
       write_file_atomic(path, slurm_script(plan, opt, args->slurm));
+      warn_native_build_for_cluster();
       fmt::print("wrote {} ({} array task{}, {} core{} each); submit with: sbatch {}\n", path.string(), pending,
                  pending == 1 ? "" : "s", run_threads, run_threads == 1 ? "" : "s", path.string());
       return;

@@ -132,17 +132,23 @@ std::vector<std::string> pending_commands(const SweepPlan& plan, const SweepOpti
 
 // The resources `rmt sweep --emit slurm` requests per array task. Empty strings are not written.
 inline constexpr const char* kDefaultSlurmTime = "24:00:00";
+constexpr int kMaxArrayLimit = 100000;  // sbatch's --array=...%N, the tasks at once
 struct SlurmOptions {
   std::string partition, account;
   std::string mem;                      // sbatch --mem: 4000, 4000M, 4G (megabytes without a suffix)
   std::string time = kDefaultSlurmTime;  // sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
-  std::string gpus;                     // sbatch --gpus: N or TYPE:N
+  std::string gpus;                     // sbatch --gpus: N or TYPE:N (only for runs on a GPU)
   int cpus_per_task = 1;                // every run's train.threads
+  int array_limit = 0;                  // sbatch --array=0-K%N: at most N tasks at once (0: no limit)
+  std::string prologue;                 // a file whose lines run before the task (module loads)
+  std::string chdir;                    // sbatch --chdir: where the tasks run (empty: the submit directory)
 };
 // Checks one value given for a SLURM option ("--time", "--mem", "--gpus", "--partition",
 // "--account") as sbatch would read it, an empty one included; fails naming the option, the
 // value and the forms it takes. The one check of these values (check_slurm_options, rmt sweep).
 void check_slurm_option(const std::string& option, const std::string& value);
+// A warning on stderr when this rmt is a -march=native build (emitting a script for other nodes).
+void warn_native_build_for_cluster();
 // Checks each value as sbatch would read it (and that none can break out of its #SBATCH line);
 // fails naming the option, the value and the forms it takes.
 void check_slurm_options(const SlurmOptions& slurm);

@@ -8,6 +8,9 @@
 
 #include "lib/core/error.h"
 #include "lib/core/model.h"
+#include "lib/core/provenance.h"
+#include "lib/experiments/mps.h"
+#include "lib/files/io.h"
 
 namespace rmt {
 
@@ -108,6 +111,17 @@ void check_slurm_options(const SlurmOptions& o) {
   if (o.cpus_per_task < 1 || o.cpus_per_task > kMaxThreads)
     fail("--cpus-per-task must be from 1 to {} (got {}): each run trains with that many threads",
          kMaxThreads, o.cpus_per_task);
+  if (o.array_limit < 0 || o.array_limit > kMaxArrayLimit)
+    fail("--array-limit must be from 1 to {} (got {}): the array's tasks running at once", kMaxArrayLimit,
+         o.array_limit);
+  if (!o.chdir.empty() && (o.chdir.find_first_of("\n\r") != std::string::npos || o.chdir.find(' ') != std::string::npos))
+    fail("--chdir '{}': a directory for an #SBATCH line holds no space or newline", printable(o.chdir));
+  if (!o.prologue.empty()) {
+    require_regular_file(o.prologue);
+    const std::string text = read_file(o.prologue);
+    if (text.find('\0') != std::string::npos)
+      fail("--prologue {}: holds a NUL byte; give a text file of shell lines (e.g. module load ...)", o.prologue);
+  }
   check_slurm_option("--time", o.time);
   // The others are optional: empty here is "not given" (the command line checks a given one).
   for (const auto& [option, value] : {std::pair{"--mem", &o.mem}, std::pair{"--gpus", &o.gpus},
@@ -115,35 +129,83 @@ void check_slurm_options(const SlurmOptions& o) {
     if (!value->empty()) check_slurm_option(option, *value);
 }
 
+// The GPUs a task asks for: --gpus where the runs to submit are on a GPU (1 when not given), none
+// where they are on the CPU; one array asks the same of every task, so runs of both are refused.
+static std::string task_gpus(const SweepPlan& plan, const SlurmOptions& slurm) {
+  int on_gpu = 0, pending = 0;
+  for (const auto& run : plan.runs)
+    if (run_state(run) != RunState::done) ++pending, on_gpu += device_is_gpu(run.config.device);
+  if (on_gpu > 0 && on_gpu < pending)
+    fail("{} of the {} runs to submit are on a GPU and the others on the CPU: one job array asks the same "
+         "resources of every task; emit them apart (a sweep file for each device, or --device)", on_gpu, pending);
+  if (on_gpu == 0 && !slurm.gpus.empty())
+    fail("--gpus {}: no run to submit is on a GPU (their device is cpu), so every task would hold GPUs it "
+         "does not use; leave --gpus out, or train the runs on one with --device cuda", slurm.gpus);
+  return on_gpu == 0 ? "" : slurm.gpus.empty() ? "1" : slurm.gpus;
+}
+
+// A path as the script names it: relative to where rmt runs (the tasks' working directory) when it
+// lies below it, so that the script holds no absolute path of this machine; else as it is.
+static std::string path_from_here(const fs::path& p) {
+  const fs::path here = fs::current_path(), full = fs::absolute(p).lexically_normal();
+  const fs::path rel = full.lexically_relative(here);
+  return !rel.empty() && *rel.begin() != ".." ? rel.string() : full.string();
+}
+
+void warn_native_build_for_cluster() {
+  for (const auto& [key, value] : provenance())
+    if (key == "native_build" && value.rfind("yes", 0) == 0)
+      fmt::print(stderr, "warning: this rmt is built with -march=native: on nodes with another CPU it can "
+                         "stop with an illegal instruction. For a cluster build a portable one (make "
+                         "NATIVE=OFF, or MARCH=x86-64-v3) and run the script with RMT=that/rmt\n");
+}
+
 std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, const SlurmOptions& slurm) {
   check_slurm_options(slurm);
+  const std::string gpus = task_gpus(plan, slurm);
   // The array task's own cores: sbatch sets SLURM_CPUS_PER_TASK from --cpus-per-task, and the
-  // script's eval expands it inside each command.
-  std::vector<std::string> commands = pending_commands(plan, options, "$SLURM_CPUS_PER_TASK");
+  // script's eval expands it inside each command; the binary is $RMT, set below.
+  SweepOptions in_script = options;
+  in_script.rmt_binary = "@RMT@";
+  std::vector<std::string> commands = pending_commands(plan, in_script, "$SLURM_CPUS_PER_TASK");
+  for (auto& c : commands) c = "\"$RMT\"" + c.substr(std::string("@RMT@").size());
   std::vector<std::string> run_dirs;
   for (const auto& run : plan.runs)
     if (run_state(run) != RunState::done) run_dirs.push_back(run.dir.string());
-  // Absolute: sbatch resolves a relative --output against the directory it is called from.
-  const std::string log_dir = fs::absolute(plan.sweep_dir).lexically_normal().string();
+  // Relative to the tasks' working directory (the submit directory, or --chdir), as sbatch
+  // resolves --output.
+  const std::string log_dir = path_from_here(plan.sweep_dir);
+  const std::string limit = slurm.array_limit > 0 ? fmt::format("%{}", slurm.array_limit) : "";
   std::string s;
   s += "#!/bin/bash\n";
   s += fmt::format("# SLURM job array for sweep {} ({} runs). Submit with: sbatch {}\n", plan.spec.name,
                    commands.size(), (plan.sweep_dir / "sweep.slurm").string());
+  s += slurm.chdir.empty() ? "# from the directory `rmt sweep --emit slurm` ran in (its paths are relative to it).\n"
+                           : "# from anywhere: its tasks run in --chdir " + slurm.chdir + ", where its paths lead.\n";
   s += "# Each task runs one `rmt train` with one thread per core of its allocation (--cpus-per-task).\n";
+  s += "# RMT=path/to/rmt sbatch ... runs another build (a portable one on a cluster of other CPUs).\n";
   s += "# A run cut off by --time resumes from its last checkpoint: emit and submit again.\n";
   s += "# Afterwards `rmt sweep " + plan.spec.path + " --collect` writes results.csv (each finished run once).\n";
   s += fmt::format("#SBATCH --job-name=rmt-{}\n", plan.spec.name);
-  s += fmt::format("#SBATCH --array=0-{}\n", commands.empty() ? 0 : commands.size() - 1);
+  s += fmt::format("#SBATCH --array=0-{}{}\n", commands.empty() ? 0 : commands.size() - 1, limit);
+  if (!slurm.chdir.empty()) s += fmt::format("#SBATCH --chdir={}\n", slurm.chdir);
   s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", log_dir);
   s += fmt::format("#SBATCH --cpus-per-task={}\n", slurm.cpus_per_task);
   s += fmt::format("#SBATCH --time={}\n", slurm.time);
   if (!slurm.mem.empty()) s += fmt::format("#SBATCH --mem={}\n", slurm.mem);
   if (!slurm.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", slurm.partition);
   if (!slurm.account.empty()) s += fmt::format("#SBATCH --account={}\n", slurm.account);
-  if (!slurm.gpus.empty()) s += fmt::format("#SBATCH --gpus={}\n", slurm.gpus);
+  if (!gpus.empty()) s += fmt::format("#SBATCH --gpus={}\n", gpus);
+  if (!slurm.prologue.empty()) {  // before `set -u`: module scripts read variables that may be unset
+    std::string text = read_file(slurm.prologue);
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    s += "\n# --prologue " + slurm.prologue + ":\n" + text + "# (end of the prologue)\n";
+  }
   s += "\nset -euo pipefail\n";
   s += ": \"${SLURM_CPUS_PER_TASK:?is not set: submit this script with sbatch, which sets it from --cpus-per-task}\"\n";
-  s += "cd " + shell_quote(fs::current_path().string()) + "\n";
+  s += "[ -d " + shell_quote(log_dir) + " ] || { printf 'rmt sweep: %s holds no %s: submit from the directory the "
+       "script was emitted in, or emit it with --chdir\\n' \"$(pwd)\" " + shell_quote(log_dir) + " >&2; exit 1; }\n";
+  s += "RMT=${RMT:-" + shell_quote(path_from_here(options.rmt_binary)) + "}\n";
   s += "COMMANDS=(\n";
   for (const auto& c : commands) s += "  " + shell_quote(c) + "\n";
   s += ")\n";

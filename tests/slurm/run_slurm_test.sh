@@ -171,6 +171,7 @@ log "cluster up in $(( $(date +%s) - start )) s: $HOST, $CPUS CPUs, ${MEM_MB} MB
 
 # ---- the sweep --------------------------------------------------------------------------------
 cd "$T"
+WORK=$T
 cat > tiny.yaml <<'EOF'
 data: {task: copy, length: 6, symbols: 6, train: 256, val: 32, test: 32, seed: 0}
 base:
@@ -193,9 +194,9 @@ wait_array() {  # wait_array JOBID: until no task of the array is queued or runn
     sleep 1
   done
 }
-submit() {  # submit: sbatch the emitted script, wait for it; prints nothing
+submit() {  # submit: sbatch the emitted script (of $WORK), wait for it; prints nothing
   local out id
-  out=$(sbatch --parsable runs/tiny/sweep.slurm) || die "sbatch refused runs/tiny/sweep.slurm"
+  out=$(sbatch --parsable "$WORK/runs/tiny/sweep.slurm") || die "sbatch refused $WORK/runs/tiny/sweep.slurm"
   id=${out%%;*}
   JOBS+=("$id")
   log "submitted array $id"
@@ -213,10 +214,18 @@ mkdir -p "runs/tiny/$broken"
 "$RMT" sweep tiny.yaml --emit commands >/dev/null 2>&1  # writes the config files
 sed 's/max_steps: 40/max_steps: 41/' "runs/tiny/configs/$broken.yaml" > "runs/tiny/$broken/config.yaml"
 echo "not a checkpoint" > "runs/tiny/$broken/state.safetensors"
-"$RMT" sweep tiny.yaml "${EMIT[@]}" >&2 || die "rmt sweep --emit slurm failed"
-grep -q "^#SBATCH --array=0-3$" runs/tiny/sweep.slurm || die "expected a 4-task array"
+# The first array with a throttle and a prologue (each task records that it ran it); GPUs are
+# refused for runs on the CPU; the script names no path of this directory (it runs where it is
+# submitted from).
+printf 'echo "prologue of task $SLURM_ARRAY_TASK_ID" >> prologue_ran.txt\n' > prologue.sh
+"$RMT" sweep tiny.yaml "${EMIT[@]}" --gpus 1 >"$T/gpus.out" 2>&1 && die "--gpus for runs on the CPU was accepted"
+grep -q "no run to submit is on a GPU" "$T/gpus.out" || die "--gpus for CPU runs: $(cat "$T/gpus.out")"
+"$RMT" sweep tiny.yaml "${EMIT[@]}" --array-limit 2 --prologue prologue.sh >&2 || die "rmt sweep --emit slurm failed"
+grep -q "^#SBATCH --array=0-3%2$" runs/tiny/sweep.slurm || die "expected a 4-task array, 2 at a time"
+! grep -q "$PWD" runs/tiny/sweep.slurm || die "the script names this directory: $(grep "$PWD" runs/tiny/sweep.slurm)"
 t1=$(date +%s)
 submit
+[ "$(grep -c '^prologue of task' prologue_ran.txt)" = 4 ] || die "the prologue ran $(grep -c . prologue_ran.txt) times, not 4"
 status=0
 "$RMT" sweep tiny.yaml --collect >"$T/collect1.out" 2>&1 || status=$?
 [ "$status" = 1 ] || die "--collect with a failed run: expected exit 1, got $status: $(cat "$T/collect1.out")"
@@ -232,11 +241,13 @@ log "array 1 (4 tasks, 1 broken) done in $(( $(date +%s) - t1 )) s"
 
 # 2. Repair the run; the next emit holds only it; then every run is in results.csv once.
 rm -rf "runs/tiny/$broken"
-"$RMT" sweep tiny.yaml "${EMIT[@]}" >&2 || die "second rmt sweep --emit slurm failed"
+# The second with --chdir, submitted from another directory (its paths lead from --chdir).
+"$RMT" sweep tiny.yaml "${EMIT[@]}" --chdir "$PWD" >&2 || die "second rmt sweep --emit slurm failed"
 grep -q "^#SBATCH --array=0-0$" runs/tiny/sweep.slurm || die "the second array should hold only $broken"
 grep -q "$broken" runs/tiny/sweep.slurm || die "the second array does not run $broken"
 t2=$(date +%s)
-submit
+here=$PWD
+cd / && submit && cd "$here"
 "$RMT" sweep tiny.yaml --collect >"$T/collect2.out" 2>&1 || die "collect after the repair: $(cat "$T/collect2.out")"
 [ "$(rows)" = 4 ] || die "results.csv: expected 4 rows, got $(rows)"
 [ "$(column run_id | sort -u | grep -c .)" = 4 ] || die "results.csv: a run is missing or twice: $(column run_id | paste -sd' ' -)"
