@@ -168,6 +168,9 @@ grep -q 'say which items in RMT_REPRO_ITEMS' <<< "$out" || fail "run.sh reproduc
 # one JSON line per point.
 mkdir -p "$tmp/bench/gpu"
 cp "$root/bench/gpu/mps_scaling.sh" "$tmp/bench/gpu/"
+# The repro_* models' shapes are read from the reproduction manifest (rmt bench --manifest), at
+# the repository's root on the GPU machine as here.
+cp "$root/experiments/reproduce/"*.yaml "$tmp/experiments/reproduce/" && cp "$root/experiments/paper_results.yaml" "$tmp/experiments/"
 out=$(env -i PATH=/usr/bin:/bin RMT_CUBLAS_SEARCH="$tmp/no-cublas" OUT="$tmp/scaling-logs" RMT_SCALING_DEVICE=cpu \
       RMT_PACKS="1 2" RMT_PACKS_IN_TURN="2" RMT_SCALING_N="1 2" RMT_SCALING_MPS=off RMT_SCALING_MODELS="repro_copy_rmt repro_retrieval_rmt" RMT_SCALING_REPS=3 RMT_SCALING_WARMUP=1 \
       bash "$bundle/run.sh" scaling 2>&1) || fail "run.sh scaling (cpu): $out"
