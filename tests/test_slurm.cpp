@@ -180,7 +180,13 @@ TEST_CASE("slurm script: resources as #SBATCH lines, omitted ones left out, thre
     fs::current_path(before);
     CHECK(s.find(dir.string()) == std::string::npos);
     CHECK(s.find("#SBATCH --output=runs/tiny/slurm-%A_%a.log\n") != std::string::npos);
-    CHECK(s.find("RMT=${RMT:-build/rmt}\n") != std::string::npos);
+    CHECK(s.find("RMT=${RMT:-./build/rmt}\n") != std::string::npos);
+    // the binary in this very directory: ./rmt, never a bare name the PATH would resolve
+    local.rmt_binary = (dir / "rmt").string();
+    fs::current_path(dir);
+    const std::string beside = rmt::slurm_script(here, local, rmt::SlurmOptions{});
+    fs::current_path(before);
+    CHECK(beside.find("RMT=${RMT:-./rmt}\n") != std::string::npos);
     CHECK(s.find("[ -d runs/tiny ] ||") != std::string::npos);
     CHECK(with_chdir.find("#SBATCH --chdir=" + dir.string() + "\n") != std::string::npos);
   }

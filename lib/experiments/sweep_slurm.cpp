@@ -205,7 +205,10 @@ std::string slurm_script(const SweepPlan& plan, const SweepOptions& options, con
   s += ": \"${SLURM_CPUS_PER_TASK:?is not set: submit this script with sbatch, which sets it from --cpus-per-task}\"\n";
   s += "[ -d " + shell_quote(log_dir) + " ] || { printf 'rmt sweep: %s holds no %s: submit from the directory the "
        "script was emitted in, or emit it with --chdir\\n' \"$(pwd)\" " + shell_quote(log_dir) + " >&2; exit 1; }\n";
-  s += "RMT=${RMT:-" + shell_quote(path_from_here(options.rmt_binary)) + "}\n";
+  // A relative binary starts with ./ (a bare name would be looked up on the PATH: Debian's rmt).
+  std::string binary = path_from_here(options.rmt_binary);
+  if (!fs::path(binary).is_absolute()) binary = "./" + binary;
+  s += "RMT=${RMT:-" + shell_quote(binary) + "}\n";
   s += "COMMANDS=(\n";
   for (const auto& c : commands) s += "  " + shell_quote(c) + "\n";
   s += ")\n";
