@@ -51,6 +51,7 @@ std::string item_time(const std::string& out_dir, const std::string& item) {
     return "";  // a damaged record says nothing (the reproduction itself reports it)
   }
   if (t.wall_s <= 0) return "";
+  if (t.runs == 0) return seconds_text(t.wall_s);  // an item that trains nothing (evaluations, maps)
   return fmt::format("{} at -j {} ({} runs)", seconds_text(t.wall_s), t.jobs, t.runs);
 }
 
