@@ -156,7 +156,7 @@ run: deps-run build
 
 # The paper's algorithmic results at CPU scale (experiments/reproduce/reproduce.yaml) into
 # experiments/results/REPORT.md. Resumable: re-running skips finished runs. REPRODUCE=NAME runs one
-# item (rmt reproduce --list names them). REPORT.md's total of the items' times: 1307 min on 2 cores.
+# item (rmt reproduce --list names them). REPORT.md's total of the items' times: 1321 min on 2 cores.
 REPRODUCE ?=
 REPRODUCE_JOBS ?= $(shell nproc)
 reproduce: deps-run build
