@@ -150,10 +150,21 @@ TEST_CASE("table: the paper's numbers side by side") {
   // The plot draws paper rows dashed, without error bars.
   std::string gp = rmt::gnuplot_script(p, "fig.svg", "tiny");
   CHECK(gp.find("$row1 << EOD\n1 1\n2 0.12\nEOD\n") != std::string::npos);
-  CHECK(gp.find("dashtype 2 pointtype 6 linecolor 1 title \"paper: baseline\"") != std::string::npos);
-  CHECK(gp.find("dashtype 2 pointtype 6 linecolor 2 title \"paper: mt (mem = seg len)\"") != std::string::npos);
-  CHECK(gp.find("linecolor 3 title \"xl (cache 9)\"") != std::string::npos);
-  CHECK(gp.find("dashtype 2 pointtype 6 linecolor 3 title \"paper: xl (cache = seg len/2)\"") != std::string::npos);
+  // Each kind in its own colour of the kinds table's order, its paper row in the same colour.
+  CHECK(gp.find("dashtype 2 pointtype 6 linecolor rgb \"#7f7f7f\" title \"paper: baseline\"") != std::string::npos);
+  CHECK(gp.find("dashtype 2 pointtype 6 linecolor rgb \"#56b4e9\" title \"paper: mt (mem = seg len)\"") != std::string::npos);
+  CHECK(gp.find("linecolor rgb \"#e69f00\" title \"xl (cache 9)\"") != std::string::npos);
+  CHECK(gp.find("dashtype 2 pointtype 6 linecolor rgb \"#e69f00\" title \"paper: xl (cache = seg len/2)\"") != std::string::npos);
+  CHECK(gp.find("linecolor rgb \"#009e73\" title \"rmt (mem = seg len)\"") != std::string::npos);
+  CHECK(gp.find("set grid linecolor rgb '#d9d9d9'") != std::string::npos);
+  // --row-label: a kind's rows renamed, their memory kept; a label that names no row is an error.
+  rmt::Pivot renamed = p;
+  rmt::relabel_rows(renamed, {"xl=Transformer-XL", "baseline=Transformer"});
+  CHECK(rmt::format_pivot(renamed, "md").find("| Transformer-XL (cache 9) |") != std::string::npos);
+  CHECK(rmt::format_pivot(renamed, "md").find("| paper: Transformer |") != std::string::npos);
+  CHECK_THROWS_WITH_AS(rmt::relabel_rows(renamed, {"armt=ARMT"}),
+                       doctest::Contains("--row-label armt=ARMT: no row is labelled armt or of model kind armt"), rmt::Error);
+  CHECK_THROWS_WITH_AS(rmt::relabel_rows(renamed, {"xl"}), doctest::Contains("expected OLD=NEW"), rmt::Error);
   CHECK(gp.find("set title \"tiny\\nmeasured: 1 x 36, 2 x 18, 4 x 9\\npaper (copy 24, 72 positions): 1 x 72, 2 x 36, "
                 "4 x 18\" noenhanced\n") != std::string::npos);
   CHECK_THROWS_WITH_AS(rmt::add_paper_rows(p, kPaper, "paper.yaml", "nope"),

@@ -23,6 +23,9 @@ namespace {
 struct ReportArgs {
   std::string csv, metric, format = "md", paper, paper_section, out;  // metric "": see add_common
   std::vector<std::string> by;
+  std::string columns = "segments";  // segments | multiple (a sweep's length_results.csv)
+  std::vector<std::string> row_labels;  // --row-label OLD=NEW
+  std::string title;                    // rmt plot --title: none by default
   TableStyle style;  // rmt table: --digits, --label
 };
 
@@ -35,6 +38,8 @@ Pivot load_pivot(const ReportArgs& a) {
   if (!fs::exists(a.csv)) fail("{} does not exist (run `rmt sweep` first)", a.csv);
   if (fs::is_directory(a.csv)) fail("{} is a directory; give its results.csv", a.csv);
   CsvTable csv = parse_csv(read_file(a.csv), a.csv);
+  const bool multiples = a.columns == "multiple";
+  if (multiples) csv = columns_as_multiples(std::move(csv), a.csv);
   // The options name columns of the file: say which option is wrong and what the file has.
   auto need_column = [&](const char* option, const std::string& name) {
     if (csv.column(name) < 0)
@@ -44,8 +49,11 @@ Pivot load_pivot(const ReportArgs& a) {
   const std::string metric = !a.metric.empty() ? a.metric : csv.column("bpc") >= 0 ? "bpc" : "acc_teacher_forced";
   need_column("--metric", metric);
   for (const auto& b : a.by) need_column("--by", b);
-  Pivot pivot = pivot_results(csv, metric, a.by, a.csv);
+  Pivot pivot = pivot_results(csv, metric, multiples ? multiples_by(csv, a.by) : a.by, a.csv);
+  pivot.multiples = multiples;
+  relabel_rows(pivot, a.row_labels);
   if (!a.paper.empty()) {
+    if (multiples) fail("--paper is for columns of segments: the paper's rows have no trained length to take multiples of");
     if (!fs::exists(a.paper)) fail("--paper {} does not exist", a.paper);
     if (fs::is_directory(a.paper)) fail("--paper {} is a directory, expected a YAML file", a.paper);
     add_paper_rows(pivot, read_file(a.paper), a.paper, a.paper_section.empty() ? sweep_name(a.csv) : a.paper_section);
@@ -82,6 +90,14 @@ void add_common(CLI::App* cmd, ReportArgs& a) {
                   "model kind");
   cmd->add_option("--paper-section", a.paper_section, "Section of the --paper file (default: the sweep's name)");
   cmd->add_option("--by", a.by, "Also split rows by this column (e.g. bptt); repeatable");
+  cmd->add_option("--columns", a.columns,
+                  "segments (the evaluated segments) | multiple (the evaluated length as a multiple of the trained "
+                  "one: a sweep's length_results.csv, from its eval: block)")
+      ->capture_default_str()
+      ->check(one_of({"segments", "multiple"}));
+  cmd->add_option("--row-label", a.row_labels,
+                  "OLD=NEW: name a row (by its label, or every row of a model kind: xl=Transformer-XL) as NEW; "
+                  "repeatable");
 }
 }  // namespace
 
@@ -114,6 +130,7 @@ void add_report_commands(CLI::App& app) {
                                           "with --curves, validation accuracy against step of any runs");
   add_common(plot, *pargs);
   plot->get_option("results")->required(false);
+  plot->add_option("--title", pargs->title, "A title above the figure (default: none)");
   plot->footer("Learning curves of your runs: rmt plot --curves runs/quick_copy --out curves.png (one line per run;\n"
                "RUN_DIR or SWEEP_DIR, several allowed); --format csv gives the points instead (to --out, else stdout), for pandas.\n"
                "Task x length heat map: rmt plot --heatmap experiments/results/length_*/results.csv --out lengths.pdf\n"
@@ -134,7 +151,7 @@ void add_report_commands(CLI::App& app) {
       if (!pargs->csv.empty())
         throw CLI::RequiresError("--heatmap draws its own results.csv files; give them there, not also as results",
                                  CLI::ExitCodes::RequiresError);
-      for (const char* o : {"--paper", "--paper-section", "--by"})
+      for (const char* o : {"--paper", "--paper-section", "--by", "--row-label"})
         if (plot->count(o) > 0)
           throw CLI::RequiresError(fmt::format("{} is not for --heatmap", o), CLI::ExitCodes::RequiresError);
       if (pargs->out.empty()) throw CLI::RequiredError("--out");
@@ -144,8 +161,7 @@ void add_report_commands(CLI::App& app) {
       check_outputs_safe({{"--out", pargs->out}}, inputs);
       figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
       const std::string metric = pargs->metric.empty() ? "acc_teacher_forced" : pargs->metric;
-      draw_results_heatmap(*heatmap, metric, pargs->out,
-                           heatmap->size() == 1 ? sweep_name(heatmap->front()) : "accuracy by task and length");
+      draw_results_heatmap(*heatmap, metric, pargs->out, pargs->title, pargs->columns == "multiple");
       fmt::print("wrote {}\n", pargs->out);
       return;
     }
@@ -153,7 +169,7 @@ void add_report_commands(CLI::App& app) {
       if (!pargs->csv.empty())
         throw CLI::RequiresError("--curves draws run directories; give it or a results.csv, not both",
                                  CLI::ExitCodes::RequiresError);
-      for (const char* o : {"--metric", "--paper", "--paper-section", "--by"})
+      for (const char* o : {"--metric", "--paper", "--paper-section", "--by", "--columns", "--row-label"})
         if (plot->count(o) > 0)
           throw CLI::RequiresError(fmt::format("{} is for a results.csv, not --curves", o), CLI::ExitCodes::RequiresError);
       const bool csv = *curves_format == "csv";
@@ -174,7 +190,7 @@ void add_report_commands(CLI::App& app) {
         }
         return;
       }
-      draw_plot(curves_gnuplot_script(c, pargs->out, fmt::format("learning curves: {} run{}", c.size(), c.size() == 1 ? "" : "s")), pargs->out);
+      draw_plot(curves_gnuplot_script(c, pargs->out, pargs->title), pargs->out);
       fmt::print("wrote {}\n", pargs->out);
       return;
     }
@@ -186,7 +202,7 @@ void add_report_commands(CLI::App& app) {
     check_outputs_safe({{"--out", pargs->out}}, inputs);
     figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
     Pivot pivot = load_pivot(*pargs);
-    draw_plot(gnuplot_script(pivot, pargs->out, sweep_name(pargs->csv)), pargs->out);
+    draw_plot(gnuplot_script(pivot, pargs->out, pargs->title), pargs->out);
     fmt::print("wrote {}\n", pargs->out);
   });
 }

@@ -13,6 +13,7 @@
 #include "lib/core/model.h"
 #include "lib/experiments/generated_data.h"
 #include "lib/experiments/sweep.h"
+#include "lib/experiments/sweep_eval.h"
 #include "lib/files/io.h"
 #include "lib/run/config.h"
 
@@ -45,6 +46,9 @@ void add_sweep_command(CLI::App& app) {
       "data import), base: (an rmt train config), grid: (dotted keys -> lists) and optionally\n"
       "derive: (keys -> expressions over segment_length, seq_len, segments). Runs go to RUNS/NAME/RUN_ID; finished runs are skipped, interrupted ones resumed.\n"
       "Results: RUNS/NAME/results.csv. Example: rmt sweep experiments/quick_copy.yaml -j 2\n"
+      "An eval: block (multiples: [2, 10] of data.length, data: [DIR...]) evaluates every finished run at\n"
+      "other lengths once the runs are done, kept and resumable: RUNS/NAME/length_results.csv, for\n"
+      "`rmt table ... --columns multiple` (docs/experiments.md).\n"
       "\n"
       "Elsewhere: --emit commands prints one `rmt train` line per pending run, each with\n"
       "--threads-per-run threads (default 1), e.g. `rmt sweep F --emit commands | parallel -j 8`.\n"
@@ -174,6 +178,9 @@ void add_sweep_command(CLI::App& app) {
       fmt::print("sweep {}: {} runs in {}\n", spec.name, plan.runs.size(), plan.sweep_dir.string());
       for (const auto& run : plan.runs)
         fmt::print("  {:<9} {}\n", run_state_name(run_state(run)), run.run_id);
+      if (spec.eval)
+        fmt::print("eval: {} evaluations at other lengths of the finished runs still to do (more as runs "
+                   "finish)\n", pending_evaluations(plan));
       return;
     }
     if (args->collect) {
@@ -192,6 +199,12 @@ void add_sweep_command(CLI::App& app) {
       fs::path csv = plan.sweep_dir / "results.csv";
       fmt::print("sweep {}: {} of {} runs done; wrote {}\n", spec.name, plan.runs.size() - unfinished.size(),
                  plan.runs.size(), csv.string());
+      if (spec.eval) {
+        const size_t missing = write_length_results(plan);
+        fmt::print("sweep {}: wrote {}{}\n", spec.name, (plan.sweep_dir / "length_results.csv").string(),
+                   missing == 0 ? "" : fmt::format(" without {} evaluations at other lengths not done yet (`rmt sweep {}` "
+                                                   "evaluates them once the runs are done)", missing, args->file));
+      }
       if (!unfinished.empty()) {
         const size_t shown = std::min<size_t>(unfinished.size(), 10);
         std::string names = fmt::format("{}", fmt::join(unfinished.begin(), unfinished.begin() + long(shown), ", "));
@@ -226,6 +239,9 @@ void add_sweep_command(CLI::App& app) {
       return;
     }
     int failed = run_sweep(plan, opt);
+    // eval: every finished run at other lengths, one thread each, as many at a time as cores or -j.
+    run_sweep_evaluations(plan, args->jobs > 0 ? args->jobs : int(std::max(1u, std::thread::hardware_concurrency())),
+                          false);
     if (failed > 0) fail("{} of {} runs failed (see status/error in {})", failed, plan.runs.size(),
                          (plan.sweep_dir / "results.csv").string());
   });

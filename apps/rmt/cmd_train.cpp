@@ -207,6 +207,9 @@ void add_eval_command(CLI::App& app) {
                   "Number of segments (default: as trained; with --data, as many as keep the trained "
                   "segment length)")
       ->transform(int_range(1, int_max));
+  cmd->add_option("--segment-length", req->segment_length,
+                  "With --data: segments of this many positions (default: the trained longest segment)")
+      ->transform(int_range(1, int_max));
   cmd->add_option("--checkpoint", req->checkpoint, "best | last | a .safetensors file")->capture_default_str();
   cmd->add_option("--batch-size", req->batch_size, "Evaluation batch (default: the training batch)")
       ->transform(int_range(1, int_max));

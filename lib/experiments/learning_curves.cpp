@@ -207,17 +207,16 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
                                   const std::string& title) {
   std::string s = plot_terminal(out);
   s += "set output " + gnuplot_string(out) + "\n";
-  s += "set title " + gnuplot_string(title) + " noenhanced\n";
+  if (!title.empty()) s += "set title " + gnuplot_string(title) + " noenhanced\n";
   s += "set xlabel 'training step'\n";
   const bool bpc = !curves.empty() && curves.front().bpc;  // curves_of_dirs keeps them apart
   s += "set ylabel " +
        gnuplot_string(bpc ? std::string("validation bits per character")
                           : "validation accuracy (teacher-forced, " + measured_at_text(curves) + ")") +
        " noenhanced\n";
-  s += std::string(bpc ? "set yrange [0:*]\n" : "set yrange [0:1.05]\n") + "set grid\n" + plot_key_line() +
-       "set format x '%.0s%c'\n";
-  std::map<std::string, int> color;  // one per kind, in the paper's order
-  for (const auto& name : model_kind_names()) color.emplace(name, int(color.size()) + 1);
+  // Steps as plain numbers: a k suffix rounded 1500 and 2500 to "2k".
+  s += std::string(bpc ? "set yrange [0:*]\n" : "set yrange [0:1.05]\n") + plot_grid_line() + plot_key_line() +
+       "set format x '%g'\n";
   std::vector<std::string> plots;
   bool any_stage = false;
   // Runs of several segment counts (a whole sweep) are told apart by their segments too.
@@ -229,7 +228,7 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
     for (const auto& p : c.points) s += fmt::format("{} {:.6g}\n", p.step, p.val_acc);
     s += "EOD\n";
     plots.push_back(fmt::format("$run{} using 1:2 with lines linewidth 2 linecolor {} dashtype {} title {}", i,
-                                color[c.kind], int((c.seed + 4) % 5) + 1,
+                                "rgb " + gnuplot_string(kind_colour(c.kind)), int((c.seed + 4) % 5) + 1,
                                 gnuplot_string(several_segments ? fmt::format("{} {} seg seed {}", c.kind, c.segments, c.seed)
                                                                 : fmt::format("{} seed {}", c.kind, c.seed))));
     // The curriculum's stage changes, marked on the curve: the first evaluation at a stage's
@@ -241,7 +240,7 @@ std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, cons
     if (stages.empty()) continue;
     s += fmt::format("$stages{} << EOD\n{}EOD\n", i, stages);
     plots.push_back(fmt::format("$stages{} using 1:2 with points pointtype 6 pointsize 1.5 linecolor {} notitle", i,
-                                color[c.kind]));
+                                "rgb " + gnuplot_string(kind_colour(c.kind))));
     any_stage = true;
   }
   if (plots.empty()) fail("nothing to plot: no run has a validation curve");

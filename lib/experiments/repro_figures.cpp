@@ -27,7 +27,7 @@ std::string lm_plot_script(const std::vector<LmRow>& rows, const std::string& ou
   s += "set output '" + out + "'\n";
   s += "set title '" + title + "' noenhanced\n";
   s += "set xlabel 'cache rows (Tr-XL) or memory tokens (RMT) per segment'\nset ylabel 'test bits per character'\n";
-  s += "set logscale x 2\nset grid\n" + plot_key_line();
+  s += "set logscale x 2\n" + plot_grid_line() + plot_key_line();
   std::vector<std::string> plots;
   int i = 0;
   for (auto& [name, points] : lines) {

@@ -13,7 +13,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "build_info.h"
 #include "lib/core/backend.h"
+#include "lib/core/provenance.h"
 #include "lib/core/error.h"
 #include "lib/experiments/generated_data.h"
 #include "lib/experiments/repro_claims.h"
@@ -103,7 +105,9 @@ void write_kept(const fs::path& kept, const std::string& run_id, const fs::path&
   json j = {{"run_id", run_id}, {"data", data_dir.string()}, {"segments", e.segments},
             {"segment_length", e.segment_length}, {"seconds", e.seconds},
             {"acc_teacher_forced", e.acc_teacher_forced}, {"acc_free_running", e.acc_free_running},
-            {"samples", e.samples}, {"non_finite_samples", e.non_finite_samples}};
+            {"samples", e.samples}, {"non_finite_samples", e.non_finite_samples}, {"git_commit", e.git_commit},
+            {"device", e.device}, {"cpu_model", e.cpu_model}, {"vector_extensions", e.vector_extensions},
+            {"build", e.build}};
   create_directories_or_fail(kept.parent_path());
   write_file_atomic(kept, j.dump(2) + "\n");
 }
@@ -122,6 +126,9 @@ LengthEval read_kept(const fs::path& kept) {
     // Kept by an older rmt without these: every output was finite (it failed otherwise).
     e.samples = j.value("samples", int64_t(0));
     e.non_finite_samples = j.value("non_finite_samples", int64_t(0));
+    for (auto [key, field] : {std::pair{"git_commit", &e.git_commit}, {"device", &e.device}, {"cpu_model", &e.cpu_model},
+                              {"vector_extensions", &e.vector_extensions}, {"build", &e.build}})
+      *field = j.value(key, std::string("unknown"));
   } catch (const std::exception& ex) {
     fail("{}: not an evaluation this reproduction wrote ({}); delete it to evaluate again", kept.string(), ex.what());
   }
@@ -136,6 +143,7 @@ LengthEval evaluate_and_keep(const LengthEvalJob& job) {
   req.split = "test";
   req.threads = 1;
   req.count_non_finite = true;
+  req.segment_length = job.segment_length;
   LengthEval e;
   const auto t0 = std::chrono::steady_clock::now();
   const EvalRunResult r = evaluate_run(req);
@@ -146,6 +154,13 @@ LengthEval evaluate_and_keep(const LengthEvalJob& job) {
   if (r.result.acc_free_running) e.acc_free_running = fmt::format("{}", *r.result.acc_free_running);
   e.samples = r.result.samples;
   e.non_finite_samples = r.result.non_finite_samples;
+  e.git_commit = RMT_GIT_COMMIT;
+  e.device = job.run->config.device;  // evaluate_run's backend: the run's own
+  std::map<std::string, std::string> made;
+  for (const auto& [key, value] : provenance()) made[key] = value;
+  e.cpu_model = made["cpu_model"];
+  e.vector_extensions = made["vector_extensions"];
+  e.build = fmt::format("{} {}; {}", made["compiler"], made["build_flags"], made["gemm"]);
   write_kept(job.kept, job.run->run_id, job.data_dir, e);
   return e;
 }

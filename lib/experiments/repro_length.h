@@ -26,6 +26,9 @@ struct LengthEval {
   // Samples whose outputs were not finite numbers on this data (a memory that overflows far past
   // the trained length), scored as wrong answers, of `samples` evaluated; the item lists them.
   int64_t non_finite_samples = 0, samples = 0;
+  // What computed it (as a training run's results.json says): "unknown" in one kept by an older rmt.
+  std::string git_commit = "unknown", device = "unknown", cpu_model = "unknown", vector_extensions = "unknown",
+              build = "unknown";
 };
 
 // One evaluation a length item needs.
@@ -33,6 +36,7 @@ struct LengthEvalJob {
   const SweepRun* run;
   int length;                            // the evaluated input length
   std::filesystem::path data_dir, kept;
+  int segment_length = 0;                // evaluated segments' length; 0: the trained longest segment
 };
 
 // Each job's evaluation: the test split of its data_dir with its run's best checkpoint, on one

@@ -143,6 +143,7 @@ std::string format_pivot(const Pivot& pivot, const std::string& format, const Ta
   // and say both in a note.
   const std::string note = lengths_note(pivot);
   auto column_name = [&](int seg) {
+    if (pivot.multiples) return fmt::format("{}x", seg);
     auto it = pivot.segment_length.find(seg);
     return it == pivot.segment_length.end() || !note.empty() ? fmt::format("{} seg", seg)
                                                               : fmt::format("{} x {}", seg, it->second);
@@ -170,7 +171,9 @@ std::string format_pivot(const Pivot& pivot, const std::string& format, const Ta
   const std::string caption = fmt::format(
       "{}: {}{}; columns: {}", metric_caption(pivot.metric), over_seeds,
       any_paper ? ", paper rows: the paper's value" : "",
-      note.empty() ? "segments x longest segment length" : "number of segments (segment lengths in the note)");
+      pivot.multiples ? "the evaluated length as a multiple of the trained one"
+      : note.empty()  ? "segments x longest segment length"
+                      : "number of segments (segment lengths in the note)");
   std::string footnote = pivot.failed ? fmt::format("{} failed run(s) left out.", pivot.failed) : "";
   if (pivot.without_metric)
     footnote += fmt::format("{}{} finished run(s) without a value for {} left out.", footnote.empty() ? "" : " ",

@@ -46,9 +46,11 @@ std::string heatmap_gnuplot_script(const std::vector<HeatmapBlock>& blocks, cons
   const int height = 130 + 26 * int(rows.size());
   std::string s = gnuplot_terminal(figure_format(out), width, height, "noenhanced font 'Helvetica,11'");
   s += "set output " + gnuplot_string(out) + "\n";
-  s += "set title " + gnuplot_string(title) + "\n";
+  if (!title.empty()) s += "set title " + gnuplot_string(title) + "\n";
+  const bool multiples = blocks.front().pivot.multiples;
   s += "set xlabel " +
-       gnuplot_string(segment_lengths.size() == 1
+       gnuplot_string(multiples ? std::string("evaluated length / trained length")
+                      : segment_lengths.size() == 1
                           ? fmt::format("number of segments (of {} tokens each)", *segment_lengths.begin())
                           : std::string("number of segments")) +
        "\n";
@@ -58,7 +60,8 @@ std::string heatmap_gnuplot_script(const std::vector<HeatmapBlock>& blocks, cons
   s += "set cblabel " + gnuplot_string(results_table_internal::metric_caption(metric)) + "\n";
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [{}:-0.5]\n", columns.size() - 0.5, rows.size() - 0.5);
   s += "set xtics (";
-  for (size_t j = 0; j < columns.size(); ++j) s += fmt::format("{}\"{}\" {}", j ? ", " : "", columns[j], j);
+  for (size_t j = 0; j < columns.size(); ++j)
+    s += fmt::format("{}\"{}{}\" {}", j ? ", " : "", columns[j], multiples ? "x" : "", j);
   s += ") scale 0\nset ytics (";
   for (size_t i = 0; i < rows.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", gnuplot_string(rows[i].label), i);
   s += ") scale 0\nunset key\nunset grid\n";
@@ -82,15 +85,17 @@ std::string heatmap_gnuplot_script(const std::vector<HeatmapBlock>& blocks, cons
 }
 
 void draw_results_heatmap(const std::vector<std::string>& results_csvs, const std::string& metric,
-                          const std::string& out, const std::string& title) {
+                          const std::string& out, const std::string& title, bool multiples) {
   std::vector<HeatmapBlock> blocks;
   for (const std::string& path : results_csvs) {
     if (const std::string problem = not_a_regular_file(path); !problem.empty())
       fail("{}: {} (a results.csv written by rmt sweep or rmt reproduce)", path, problem);
-    const CsvTable csv = parse_csv(read_file(path), path);
+    CsvTable csv = parse_csv(read_file(path), path);
     if (csv.column(metric) < 0) fail("--metric {}: {} has no such column", metric, path);
+    if (multiples) csv = columns_as_multiples(std::move(csv), path);
     const std::string task = results_csvs.size() == 1 ? "" : fs::absolute(path).parent_path().filename().string();
-    blocks.push_back({task, pivot_results(csv, metric, {}, path)});
+    blocks.push_back({task, pivot_results(csv, metric, multiples ? multiples_by(csv, {}) : std::vector<std::string>(), path)});
+    blocks.back().pivot.multiples = multiples;
   }
   draw_plot(heatmap_gnuplot_script(blocks, out, title), out);
 }

@@ -23,8 +23,10 @@ std::string heatmap_gnuplot_script(const std::vector<HeatmapBlock>& blocks, cons
                                    const std::string& title);
 
 // Reads each results.csv (a sweep's or a length item's), pivots `metric` and draws the heat map
-// into out, one block per file named by its directory (runs/NAME/results.csv -> NAME).
+// into out, one block per file named by its directory (runs/NAME/results.csv -> NAME). With
+// `multiples`, columns are the evaluated length as a multiple of the trained one (each file a
+// sweep's length_results.csv; columns_as_multiples).
 void draw_results_heatmap(const std::vector<std::string>& results_csvs, const std::string& metric,
-                          const std::string& out, const std::string& title);
+                          const std::string& out, const std::string& title, bool multiples = false);
 
 }  // namespace rmt

@@ -121,10 +121,41 @@ bool read_solve(const CsvTable& csv, size_t r, const SolveColumns& sc, const std
 bool is_setting_column(const std::string& name) {
   for (const char* prefix : {"data.", "model.", "train."})
     if (name.rfind(prefix, 0) == 0) return name != "train.seed";
-  return name == "bptt" || name == "segment_length" || name == "eval_length" || name == "trained_segments";
+  return name == "bptt" || name == "segment_length" || name == "eval_length" || name == "trained_segments" ||
+         name == "trained_length" || name == "eval_data";
 }
 
 }  // namespace
+
+CsvTable columns_as_multiples(CsvTable csv, const std::string& source) {
+  const int c_multiple = csv.column("length_multiple"), c_seg = csv.column("segments");
+  if (c_multiple < 0 || c_seg < 0)
+    fail("{}: --columns multiple needs the length_multiple and segments columns of a sweep's length_results.csv "
+         "(a sweep's eval: block; columns here: {})", source, fmt::join(csv.header, ", "));
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    const std::string& text = csv.rows[r][size_t(c_multiple)];
+    int k = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
+    if (ec != std::errc() || ptr != text.data() + text.size() || k < 1)
+      fail("{}: line {}: length_multiple '{}' is not a whole multiple of the trained length (>= 1); --columns "
+           "multiple lines up eval: multiples, not datasets of other lengths", source, csv.row_lines[r], text);
+    csv.rows[r][size_t(c_seg)] = text;
+  }
+  // The evaluated segments' length no longer names a column (a multiple spans several counts).
+  if (const int c_len = csv.column("segment_length"); c_len >= 0) {
+    csv.header[size_t(c_len)] = "evaluated_segment_length";
+  }
+  return csv;
+}
+
+std::vector<std::string> multiples_by(const CsvTable& csv, std::vector<std::string> by) {
+  const int c = csv.column("trained_segments");
+  if (c < 0 || std::find(by.begin(), by.end(), "trained_segments") != by.end()) return by;
+  std::set<std::string> counts;
+  for (const auto& row : csv.rows) counts.insert(row[size_t(c)]);
+  if (counts.size() > 1) by.push_back("trained_segments");
+  return by;
+}
 
 Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
                     const std::string& source) {

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/error.h"
+#include "lib/core/model_kind.h"
 #include "lib/experiments/process.h"
 #include "lib/experiments/results_table_internal.h"
 #include "lib/experiments/sweep.h"
@@ -38,6 +39,37 @@ std::string plot_key_line() {
   // Under the plot, entries side by side: a key at the right took about 40% of the width. One
   // line of height more keeps the key clear of the x label.
   return "set key outside bottom center horizontal noenhanced height 1\n";
+}
+
+std::string plot_grid_line() { return "set grid linecolor rgb '#d9d9d9' linewidth 1 dashtype solid\n"; }
+
+std::string kind_colour(const std::string& kind) {
+  // Okabe-Ito, in the kinds table's order: baseline, mt, xl, rmt, xl_rmt, armt, deltanet,
+  // gated_deltanet.
+  static const char* colours[] = {"#7f7f7f", "#56b4e9", "#e69f00", "#009e73", "#cc79a7", "#0072b2", "#d55e00", "#000000"};
+  static_assert(sizeof(colours) / sizeof(colours[0]) == kNumModelKinds, "one colour per model kind");
+  const std::vector<std::string> names = model_kind_names();
+  const auto it = std::find(names.begin(), names.end(), kind);
+  return it == names.end() ? "#000000" : colours[it - names.begin()];
+}
+
+void relabel_rows(Pivot& pivot, const std::vector<std::string>& assignments) {
+  for (const std::string& a : assignments) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail("--row-label {}: expected OLD=NEW (a row's label or a model kind, then its new name)", a);
+    const std::string from = a.substr(0, eq), to = a.substr(eq + 1);
+    bool matched = false;
+    for (PivotRow& r : pivot.rows) {
+      if (r.label == from) r.label = to, matched = true;
+      else if (r.kind == from && r.label.rfind(from, 0) == 0) r.label = to + r.label.substr(from.size()), matched = true;
+    }
+    if (!matched) {
+      std::vector<std::string> labels;
+      for (const PivotRow& r : pivot.rows) labels.push_back(r.label);
+      fail("--row-label {}: no row is labelled {} or of model kind {} (rows: {})", a, from, from, fmt::join(labels, "; "));
+    }
+  }
 }
 
 std::string gnuplot_terminal(const std::string& format, int width_px, int height_px, const std::string& font) {
@@ -93,14 +125,16 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   std::string quoted_title = quote(title);
   for (const auto& [who, lengths] : lengths_parts(pivot))  // a line each: the plot is narrower than a table
     quoted_title = quoted_title.substr(0, quoted_title.size() - 1) + "\\n" + quote(who + ": " + lengths).substr(1);
-  s += "set title " + quoted_title + " noenhanced\n";
-  s += "set xlabel 'number of segments'\n";
+  if (!title.empty() || quoted_title != quote(title)) s += "set title " + quoted_title + " noenhanced\n";
+  s += pivot.multiples ? "set xlabel 'evaluated length / trained length'\n" : "set xlabel 'number of segments'\n";
   s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
   s += y_range(pivot);
-  s += "set grid\n" + plot_key_line();
+  s += plot_grid_line() + plot_key_line();
   // Segment counts on a log-2 axis (1, 2, 4 ... 512 evenly apart), ticks at the measured ones.
   s += "set logscale x 2\nset xtics (";
-  for (size_t i = 0; i < pivot.segments.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", pivot.segments[i]);
+  for (size_t i = 0; i < pivot.segments.size(); ++i)
+    s += pivot.multiples ? fmt::format("{}\"{}x\" {}", i ? ", " : "", pivot.segments[i], pivot.segments[i])
+                         : fmt::format("{}{}", i ? ", " : "", pivot.segments[i]);
   s += ")\n";
   const bool one_column = pivot.segments.size() == 1;
   if (!pivot.segments.empty()) {
@@ -111,8 +145,9 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
   // One inline data block per row: segments, mean, std.
   std::vector<std::string> plots;
   std::string data;
-  int color = 1;
-  std::map<std::string, int> kind_color;  // a paper row takes the colour of its kind's measured rows
+  // A colour per model kind (kind_colour); the rows of one kind (memory sizes, split settings)
+  // apart by their marker and dash; the paper's rows dashed with open circles.
+  std::map<std::string, int> rows_of_kind;
   for (size_t i = 0; i < pivot.rows.size(); ++i) {
     const PivotRow& r = pivot.rows[i];
     std::string block = fmt::format("$row{}", i);
@@ -122,13 +157,16 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
         data += r.paper ? fmt::format("{} {:.6g}\n", seg, c.mean) : fmt::format("{} {:.6g} {:.6g}\n", seg, c.mean, c.std);
     data += "EOD\n";
     const std::string x = fmt::format("($1*{:.6g})", std::exp2(dodge_octaves(i, pivot.rows.size(), one_column)));
-    if (r.paper)
-      plots.push_back(fmt::format("{} using {}:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}",
-                                  block, x, kind_color.emplace(r.kind, color).second ? color++ : kind_color[r.kind],
-                                  quote("paper: " + r.label)));
-    else
-      plots.push_back(fmt::format("{} using {}:2:3 with yerrorlines linewidth 2 pointtype 7 linecolor {} title {}",
-                                  block, x, kind_color[r.kind] = color++, quote(r.label)));
+    const std::string colour = "rgb " + quote(kind_colour(r.kind));
+    if (r.paper) {
+      plots.push_back(fmt::format("{} using {}:2 with linespoints dashtype 2 pointtype 6 linecolor {} title {}", block, x,
+                                  colour, quote("paper: " + r.label)));
+    } else {
+      static const int markers[] = {7, 5, 9, 11, 13, 15};  // filled circle, square, triangles, diamond, pentagon
+      const int k = rows_of_kind[r.kind]++;
+      plots.push_back(fmt::format("{} using {}:2:3 with yerrorlines linewidth 2 pointtype {} dashtype {} linecolor {} title {}",
+                                  block, x, markers[k % 6], k % 4 + 1, colour, quote(r.label)));
+    }
   }
   if (plots.empty()) fail("nothing to plot: no finished runs with a value for {}", pivot.metric);
   s += data;

@@ -43,6 +43,8 @@ struct Pivot {
   std::vector<int> segments;          // the columns
   std::map<int, int> segment_length;  // segments -> longest segment (from the measured runs)
   std::vector<PivotRow> rows;
+  // Columns are multiples of the trained length (columns_as_multiples), not segment counts.
+  bool multiples = false;
   int failed = 0;                     // runs with status failed (left out)
   int without_metric = 0;             // finished runs with no value for the metric (left out)
   // Setting columns the rows were split by beyond `by`: runs of one cell that differed in them.
@@ -70,6 +72,15 @@ struct Pivot {
 // a bad value is an error naming the file and line.
 Pivot pivot_results(const CsvTable& csv, const std::string& metric, const std::vector<std::string>& by,
                     const std::string& source);
+// A sweep's length_results.csv (sweep_eval.h) with its columns the evaluated length as a whole
+// multiple of the trained one (length_multiple) instead of the evaluated segments, so that runs
+// trained at different lengths line up (rmt table / plot --columns multiple). Fails naming the
+// file and line where there is no length_multiple column or a value is not a whole number >= 1.
+// Pivot the result with pivot_results, then set Pivot::multiples.
+CsvTable columns_as_multiples(CsvTable csv, const std::string& source);
+// `by` for such a table: trained_segments added when its runs were trained at several segment
+// counts, so that each row says which.
+std::vector<std::string> multiples_by(const CsvTable& csv, std::vector<std::string> by);
 
 // Adds the paper's rows from a paper_results.yaml section:
 //   SECTION:
@@ -118,6 +129,17 @@ std::string gnuplot_terminal(const std::string& format, int width_px, int height
 std::string plot_terminal(const std::string& out);
 // The key of every line plot: under the plot, entries side by side.
 std::string plot_key_line();
+// A light grey grid, the same in every format (gnuplot's default is black dots in PDF).
+std::string plot_grid_line();
+// The colour of a model kind in every figure (rmt plot, --curves, the reproduction's), fixed by
+// its place in the kinds table (lib/core/model_kind.h): "#009e73" for rmt whatever else is drawn.
+// Colour-blind safe (Okabe and Ito's palette); an unknown kind is black.
+std::string kind_colour(const std::string& kind);
+// `--row-label OLD=NEW` (rmt table, rmt plot): a row whose label is OLD, or whose model kind is
+// OLD (the label's first word, kept with its memory: "xl (cache 4)" -> "Transformer-XL (cache
+// 4)"), is labelled NEW; paper rows too. Fails naming an assignment without '=' or that matches
+// no row.
+void relabel_rows(Pivot& pivot, const std::vector<std::string>& assignments);
 // Runs gnuplot on such a script (which writes `out` itself), via OUT.gp next to it. Fails with
 // what to install when gnuplot is missing, and with gnuplot's own message when it fails.
 void draw_plot(const std::string& script, const std::string& out);

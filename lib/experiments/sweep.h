@@ -12,6 +12,10 @@
 //   derive:  dotted config keys -> integer expressions over segment_length (the longest segment
 //            of the input), seq_len (all input positions) and segments, e.g.
 //            `model.num_mem_tokens: segment_length / 2` (the paper ties memory to segment length)
+//   eval:    (optional) every finished run evaluated at other lengths once the runs are done
+//            (sweep_eval.h): `multiples: [2, 10]` of the data's length (generated again),
+//            `data: [DIR, ...]` datasets of the task that exist, `segment_length: N` (default:
+//            each run's trained longest segment). Results: RUNS/NAME/length_results.csv
 //
 // Each grid point is one `rmt train` subprocess in RUNS/NAME/RUN_ID. RUN_ID is a readable prefix
 // (`rmt-seg3-mem24-seed1`) plus a short hash of the resolved config, so a re-run skips finished
@@ -20,6 +24,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +35,13 @@
 
 namespace rmt {
 
+// A sweep's eval: block (sweep_eval.h).
+struct SweepEvalSpec {
+  std::vector<int> multiples;     // of the data's `length` option: that task generated at k x length
+  std::vector<std::string> data;  // datasets that exist, of the runs' task
+  int segment_length = 0;         // evaluated segments' length; 0: each run's trained longest segment
+};
+
 struct SweepSpec {
   std::string path, name;  // the sweep file and its stem
   std::vector<std::pair<std::string, std::string>> data;  // generate option -> value text
@@ -37,6 +49,7 @@ struct SweepSpec {
   using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;  // key -> value texts
   std::vector<Grid> grids;  // one, or several run one after another
   std::vector<std::pair<std::string, std::string>> derive;            // key -> expression
+  std::optional<SweepEvalSpec> eval;
 };
 
 // Reads and checks a sweep file: unknown keys (with did-you-mean), empty lists, values out of

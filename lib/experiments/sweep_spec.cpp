@@ -213,6 +213,71 @@ std::string generate_flag(const std::string& data_option) {
   return flag;
 }
 
+namespace {
+
+// eval: {multiples, data, segment_length}; multiples need a generated dataset with a length.
+SweepEvalSpec parse_eval(const YAML::Node& node, const std::string& path, const SweepSpec& spec,
+                         const std::set<std::string>& grid_keys) {
+  const std::string where = path + ": eval";
+  if (!node.IsMap() || node.size() == 0)
+    fail("{}: expected a mapping with multiples: (of the data's length, e.g. [2, 10]) and/or data: (datasets "
+         "that exist), and optionally segment_length:", where);
+  const std::vector<std::string> keys = {"multiples", "data", "segment_length"};
+  SweepEvalSpec eval;
+  auto positive = [&](const YAML::Node& v, const std::string& at, const char* what) {
+    const std::string text = scalar_of(v, at);
+    int value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size() || value < 1)
+      fail("{}: '{}' is not {} (an integer >= 1)", at, text, what);
+    return value;
+  };
+  auto list = [&](const YAML::Node& v, const std::string& at) {
+    if (!v.IsSequence() || v.size() == 0) fail("{}: expected a non-empty list, e.g. [2, 10]", at);
+    return v;
+  };
+  for (const auto& entry : node) {
+    const std::string key = key_of(entry.first, where);
+    const std::string at = fmt::format("{}.{}", where, key);
+    if (key == "multiples") {
+      for (const auto& v : list(entry.second, at)) {
+        const int k = positive(v, at, "a multiple of the trained length");
+        if (std::find(eval.multiples.begin(), eval.multiples.end(), k) != eval.multiples.end())
+          fail("{}: {} is listed twice", at, k);
+        eval.multiples.push_back(k);
+      }
+    } else if (key == "data") {
+      for (const auto& v : list(entry.second, at)) {
+        const std::string dir = scalar_of(v, at);
+        if (dir.empty()) fail("{}: an empty dataset path", at);
+        if (std::find(eval.data.begin(), eval.data.end(), dir) != eval.data.end())
+          fail("{}: {} is listed twice", at, dir);
+        eval.data.push_back(dir);
+      }
+    } else if (key == "segment_length") {
+      eval.segment_length = positive(entry.second, at, "a segment length");
+    } else {
+      fail("{}: unknown key '{}'{}; keys: {}", where, key, did_you_mean(closest_match(key, keys)), fmt::join(keys, ", "));
+    }
+  }
+  if (eval.multiples.empty() && eval.data.empty())
+    fail("{}: give multiples: (of the data's length) or data: (datasets that exist), or both", where);
+  if (!eval.multiples.empty()) {
+    bool has_length = grid_keys.count("data.length") > 0, has_dir = grid_keys.count("data.dir") > 0;
+    for (const auto& [k, v] : spec.data) has_length |= k == "length", has_dir |= k == "dir";
+    if (has_dir)
+      fail("{}.multiples: multiples of the data's length need data the sweep generates; this sweep reads a "
+           "dataset that exists (data.dir): give eval.data, datasets of its task at other lengths "
+           "(rmt generate, rmt data import)", where);
+    if (!has_length)
+      fail("{}.multiples: multiples of the data's length need data.length (the task's length option) in data: "
+           "or grid:; for a task without one (e.g. ar_remember's pairs), give eval.data", where);
+  }
+  return eval;
+}
+
+}  // namespace
+
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
   SweepSpec spec;
   spec.path = path;
@@ -224,12 +289,12 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
     fail("{}: malformed YAML at line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
   if (!root.IsMap()) fail("{}: expected a mapping with data:, base: and grid:", path);
-  const std::vector<std::string> sections = {"data", "base", "grid", "derive"};
+  const std::vector<std::string> sections = {"data", "base", "grid", "derive", "eval"};
   std::set<std::string> seen_sections;
   for (const auto& entry : root) {
     std::string key = key_of(entry.first, path);
     if (std::find(sections.begin(), sections.end(), key) == sections.end())
-      fail("{}: unknown section '{}'{}; sections: data, base, grid, derive", path, key,
+      fail("{}: unknown section '{}'{}; sections: data, base, grid, derive, eval", path, key,
            did_you_mean(closest_match(key, sections)));
     // YAML readers keep one of two equal keys and drop the other without a word.
     if (!seen_sections.insert(key).second) fail("{}: section '{}' is given twice", path, key);
@@ -320,6 +385,7 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
       spec.derive.emplace_back(key, expr);
     }
   }
+  if (root["eval"]) spec.eval = parse_eval(root["eval"], path, spec, grid_keys);
   return spec;
 }
 

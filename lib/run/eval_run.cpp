@@ -147,7 +147,8 @@ RunSetup eval_setup_samples(const EvalRunRequest& req, Config config, const std:
   DatasetMeta other = dataset_family(req.data_dir).samples_meta(req.data_dir);
   check_same_task(req.run_dir, config.data, trained, req.data_dir, other);
   const RunSetup trained_run = prepare_run_with_meta(config, trained);
-  const int longest = *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
+  const int longest = req.segment_length > 0 ? req.segment_length
+                                             : *std::max_element(trained_run.seg_len.begin(), trained_run.seg_len.end());
   const int seq_len = other.input_length;
   config.data = req.data_dir;
   config.segments = req.segments > 0 ? req.segments : (seq_len + longest - 1) / longest;
@@ -170,6 +171,9 @@ EvalRunResult evaluate_run(const EvalRunRequest& req) {
   if (!fs::is_directory(run_dir)) fail("{}: no such directory", run_dir.string());
   if (req.split != "train" && req.split != "val" && req.split != "test")
     fail("split '{}' is not one of train, val, test", req.split);
+  if (req.segment_length < 0) fail("segment length {} must be at least 0 (0: the trained one)", req.segment_length);
+  if (req.segment_length > 0 && (req.data_dir.empty() || req.segments > 0))
+    fail("a segment length ({}) is for evaluating on other data (--data) without --segments", req.segment_length);
   if (req.segments < 0 || req.batch_size < 0 || req.samples < 0)
     fail("segments {}, batch size {} and samples {} must be at least 0 (0: the default)",
          req.segments, req.batch_size, req.samples);

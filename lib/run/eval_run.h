@@ -22,6 +22,8 @@ struct EvalRunRequest {
   // 0: as trained without data_dir; with it, ceil(seq_len / the trained longest segment), so
   // the segments keep the trained length.
   int segments = 0;
+  // With data_dir and segments 0: segments of this many positions (0: the trained longest).
+  int segment_length = 0;
   int batch_size = 0;   // 0: the training batch
   int64_t samples = 0;  // 0: the whole split, else its first N samples
   int threads = 0;      // CPU threads for the process (0 = all cores), checked as --threads
