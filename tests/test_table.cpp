@@ -467,7 +467,19 @@ TEST_CASE("plot: figures for a paper: PDF and EPS, the key under the plot, a log
   // PDF through cairo, stopping with a message naming the terminal where gnuplot lacks it.
   CHECK(gp.find("if (strstrt(GPVAL_TERMINALS, 'pdfcairo') == 0)") != std::string::npos);
   CHECK(gp.find("this gnuplot has no pdfcairo terminal, which a .pdf figure needs") != std::string::npos);
-  CHECK(gp.find("set terminal pdfcairo size 10.000in,7.222in") != std::string::npos);
+  // At a column's width with 8 pt text by default; --size and --font-size give another.
+  CHECK(gp.find("set terminal pdfcairo size 3.403in,3.000in enhanced font 'Helvetica,8' linewidth 0.5") !=
+        std::string::npos);
+  CHECK(rmt::gnuplot_script(p, "fig.pdf", "tiny", rmt::parse_figure_size("7,3.5", 10))
+            .find("set terminal pdfcairo size 7.000in,3.500in enhanced font 'Helvetica,10'") != std::string::npos);
+  // PNG at 150 px an inch, its text scaled alike (8 pt = 16.7 px).
+  CHECK(rmt::gnuplot_script(p, "fig.png", "tiny").find("set terminal pngcairo size 510,450 enhanced font 'Helvetica,16.7'") !=
+        std::string::npos);
+  CHECK_THROWS_WITH_AS(rmt::parse_figure_size("3x2", 8), doctest::Contains("--size 3x2: expected WIDTH,HEIGHT in inches"),
+                       rmt::Error);
+  CHECK_THROWS_WITH_AS(rmt::parse_figure_size("3,0", 8), doctest::Contains("each above 0 and at most 40"), rmt::Error);
+  CHECK_THROWS_WITH_AS(rmt::parse_figure_size("3,2", 2), doctest::Contains("--font-size 2: expected points from 4 to 40"),
+                       rmt::Error);
   CHECK(rmt::gnuplot_script(p, "fig.eps", "tiny").find("set terminal epscairo") != std::string::npos);
   // The key under the plot, not beside it; segments on a log-2 axis with ticks at the columns.
   CHECK(gp.find("set key outside bottom center horizontal") != std::string::npos);

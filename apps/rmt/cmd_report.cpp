@@ -26,6 +26,8 @@ struct ReportArgs {
   std::string columns = "segments";  // segments | multiple (a sweep's length_results.csv)
   std::vector<std::string> row_labels;  // --row-label OLD=NEW
   std::string title;                    // rmt plot --title: none by default
+  std::string size;                     // rmt plot --size W,H (inches); "" = FigureSize's default
+  double font_pt = FigureSize().font_pt;
   TableStyle style;  // rmt table: --digits, --label
 };
 
@@ -131,6 +133,10 @@ void add_report_commands(CLI::App& app) {
   add_common(plot, *pargs);
   plot->get_option("results")->required(false);
   plot->add_option("--title", pargs->title, "A title above the figure (default: none)");
+  plot->add_option("--size", pargs->size,
+                   fmt::format("WIDTH,HEIGHT in inches, the size the figure is placed at (default {:g},{:g}: a column of a "
+                               "two-column paper)", FigureSize().width_in, FigureSize().height_in));
+  plot->add_option("--font-size", pargs->font_pt, "Text size in points at that size (4 to 40)")->capture_default_str();
   plot->footer("Learning curves of your runs: rmt plot --curves runs/quick_copy --out curves.png (one line per run;\n"
                "RUN_DIR or SWEEP_DIR, several allowed); --format csv gives the points instead (to --out, else stdout), for pandas.\n"
                "Task x length heat map: rmt plot --heatmap experiments/results/length_*/results.csv --out lengths.pdf\n"
@@ -147,11 +153,14 @@ void add_report_commands(CLI::App& app) {
   heatmap_opt->excludes(curves_opt);
   plot->add_option("--out", pargs->out, "Figure file: .svg, .png, .pdf or .eps");
   plot->callback([pargs, curves, curves_format, heatmap, plot] {
+    const FigureSize figure = parse_figure_size(
+        pargs->size.empty() ? fmt::format("{},{}", FigureSize().width_in, FigureSize().height_in) : pargs->size,
+        pargs->font_pt);
     if (!heatmap->empty()) {
       if (!pargs->csv.empty())
         throw CLI::RequiresError("--heatmap draws its own results.csv files; give them there, not also as results",
                                  CLI::ExitCodes::RequiresError);
-      for (const char* o : {"--paper", "--paper-section", "--by", "--row-label"})
+      for (const char* o : {"--paper", "--paper-section", "--by", "--row-label", "--size"})
         if (plot->count(o) > 0)
           throw CLI::RequiresError(fmt::format("{} is not for --heatmap", o), CLI::ExitCodes::RequiresError);
       if (pargs->out.empty()) throw CLI::RequiredError("--out");
@@ -190,7 +199,7 @@ void add_report_commands(CLI::App& app) {
         }
         return;
       }
-      draw_plot(curves_gnuplot_script(c, pargs->out, pargs->title), pargs->out);
+      draw_plot(curves_gnuplot_script(c, pargs->out, pargs->title, figure), pargs->out);
       fmt::print("wrote {}\n", pargs->out);
       return;
     }
@@ -202,7 +211,7 @@ void add_report_commands(CLI::App& app) {
     check_outputs_safe({{"--out", pargs->out}}, inputs);
     figure_format(pargs->out);  // .svg, .png, .pdf or .eps, checked before any work
     Pivot pivot = load_pivot(*pargs);
-    draw_plot(gnuplot_script(pivot, pargs->out, pargs->title), pargs->out);
+    draw_plot(gnuplot_script(pivot, pargs->out, pargs->title, figure), pargs->out);
     fmt::print("wrote {}\n", pargs->out);
   });
 }

@@ -204,8 +204,8 @@ std::vector<LearningCurve> parse_curves_csv(const std::string& text, const std::
 }
 
 std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, const std::string& out,
-                                  const std::string& title) {
-  std::string s = plot_terminal(out);
+                                  const std::string& title, const FigureSize& size) {
+  std::string s = plot_terminal(out, size);
   s += "set output " + gnuplot_string(out) + "\n";
   if (!title.empty()) s += "set title " + gnuplot_string(title) + " noenhanced\n";
   s += "set xlabel 'training step'\n";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/experiments/results_table.h"  // FigureSize
 #include "lib/experiments/sweep.h"
 
 namespace rmt {
@@ -63,6 +64,6 @@ std::vector<LearningCurve> parse_curves_csv(const std::string& text, const std::
 // A gnuplot script: validation accuracy against step, one line per run (a colour per model
 // kind, a dash pattern per seed), into out (.png or .svg).
 std::string curves_gnuplot_script(const std::vector<LearningCurve>& curves, const std::string& out,
-                                  const std::string& title);
+                                  const std::string& title, const FigureSize& size = {});
 
 }  // namespace rmt

@@ -303,7 +303,7 @@ void LengthHandler::summarise() {
     md += format_pivot(pivot, "md") + "\n";
     if (metric == std::string("acc_teacher_forced")) {
       const fs::path png = dir / (item_.name + ".png");
-      draw_plot(gnuplot_script(pivot, png.string(), item_.title), png.string());
+      draw_plot(gnuplot_script(pivot, png.string(), item_.title, kReportFigure), png.string());
       md += fmt::format("![{}]({}/{})\n\n", item_.name, item_.name, png.filename().string());
       for (const Claim& claim : part_.claims) checks.push_back(check_claim(claim, pivot, ctx_.manifest.tolerance));
     }

@@ -326,7 +326,7 @@ void SweepHandler::summarise() {
     if (metric == part_.metrics.front()) {
       if (!paper_text.empty()) add_paper_rows(pivot, paper_text, paper_file, part_.paper_section);
       const fs::path png = dir / (item_.name + ".png");
-      draw_plot(gnuplot_script(pivot, png.string(), item_.title), png.string());
+      draw_plot(gnuplot_script(pivot, png.string(), item_.title, kReportFigure), png.string());
     }
     tables_md += format_pivot(pivot, "md") + "\n";
     tables_.emplace_back(metric, std::move(pivot));
@@ -367,7 +367,8 @@ void SweepHandler::summarise() {
     cell.at_stage_segments = measured_at_stage_segments(at);
     const fs::path png = dir / cell.png;
     draw_plot(curves_gnuplot_script(at, png.string(),
-                                    fmt::format("{}: learning curves at {} segments", item_.title, cell.segments)),
+                                    fmt::format("{}: learning curves at {} segments", item_.title, cell.segments),
+                                    kReportFigure),
               png.string());
   }
   claims_ = claim_results;

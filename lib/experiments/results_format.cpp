@@ -122,6 +122,17 @@ bool metric_is_fraction(const std::string& metric) {
   return false;
 }
 
+std::string metric_axis_label(const std::string& metric) {
+  if (metric == "acc_teacher_forced") return "accuracy (teacher-forced)";
+  if (metric == "acc_free_running") return "accuracy (free-running)";
+  if (metric == "exact_match") return "exact match";
+  if (metric == "exact_match_teacher_forced") return "exact match (teacher-forced)";
+  if (metric == "solve_rate") return "solve rate";
+  if (metric == "solve_rate_teacher_forced") return "solve rate (teacher-forced)";
+  if (metric == "bpc") return "bits per character";
+  return metric;
+}
+
 std::string metric_caption(const std::string& metric) {
   if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
   if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";

@@ -38,7 +38,8 @@ std::string figure_format(const std::string& out) {
 std::string plot_key_line() {
   // Under the plot, entries side by side: a key at the right took about 40% of the width. One
   // line of height more keeps the key clear of the x label.
-  return "set key outside bottom center horizontal noenhanced height 1\n";
+  // The sample before its text, left-aligned: long labels keep their samples inside the figure.
+  return "set key outside bottom center horizontal noenhanced reverse Left height 1\n";
 }
 
 std::string plot_grid_line() { return "set grid linecolor rgb '#d9d9d9' linewidth 1 dashtype solid\n"; }
@@ -89,10 +90,38 @@ std::string gnuplot_terminal(const std::string& format, int width_px, int height
       terminal, format, width_px / 72.0, height_px / 72.0, font);
 }
 
-std::string plot_terminal(const std::string& out) {
+std::string plot_terminal(const std::string& out, const FigureSize& size) {
   const std::string format = figure_format(out);
-  if (format == "png") return gnuplot_terminal(format, 900, 640, "enhanced font 'Helvetica,12'");
-  return gnuplot_terminal(format, 720, 520, "enhanced font 'Helvetica,13'");
+  const double px_per_in = format == "png" ? 150 : 72;  // cairo's PDF, EPS: points; SVG: px as points
+  const double scale = px_per_in / 72;
+  return gnuplot_terminal(format, int(std::lround(size.width_in * px_per_in)), int(std::lround(size.height_in * px_per_in)),
+                          // line widths of the plots' commands (2) at about 1 pt
+                          fmt::format("enhanced font 'Helvetica,{:.3g}' linewidth {:.3g}", size.font_pt * scale,
+                                      0.5 * scale)) +
+         "set pointsize 0.7\n";
+}
+
+FigureSize parse_figure_size(const std::string& text, double font_pt) {
+  FigureSize size;
+  const size_t comma = text.find(',');
+  auto inches = [&](const std::string& part) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || !(v > 0 && v <= 40))
+      fail("--size {}: expected WIDTH,HEIGHT in inches, each above 0 and at most 40 (e.g. 3.4,3 for a column)", text);
+    return v;
+  };
+  if (comma == std::string::npos) inches("");  // fails with the message
+  size.width_in = inches(text.substr(0, comma));
+  size.height_in = inches(text.substr(comma + 1));
+  if (!(font_pt >= 4 && font_pt <= 40)) fail("--font-size {}: expected points from 4 to 40", font_pt);
+  size.font_pt = font_pt;
+  return size;
 }
 
 namespace {
@@ -117,9 +146,10 @@ std::string y_range(const Pivot& pivot) {
 
 }  // namespace
 
-std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title) {
+std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title,
+                           const FigureSize& size) {
   const auto& quote = gnuplot_string;
-  std::string s = plot_terminal(out);
+  std::string s = plot_terminal(out, size);
   s += "set output " + quote(out) + "\n";
   // Where the paper ran other segment lengths, the title says so (as the table's note does).
   std::string quoted_title = quote(title);
@@ -127,7 +157,7 @@ std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std
     quoted_title = quoted_title.substr(0, quoted_title.size() - 1) + "\\n" + quote(who + ": " + lengths).substr(1);
   if (!title.empty() || quoted_title != quote(title)) s += "set title " + quoted_title + " noenhanced\n";
   s += pivot.multiples ? "set xlabel 'evaluated length / trained length'\n" : "set xlabel 'number of segments'\n";
-  s += "set ylabel " + quote(metric_caption(pivot.metric)) + " noenhanced\n";
+  s += "set ylabel " + quote(metric_axis_label(pivot.metric)) + " noenhanced\n";
   s += y_range(pivot);
   s += plot_grid_line() + plot_key_line();
   // Segment counts on a log-2 axis (1, 2, 4 ... 512 evenly apart), ticks at the measured ones.

@@ -115,7 +115,18 @@ std::string table_label(const std::string& name);
 // measured row (paper rows dashed), into out (.svg, .png, .pdf or .eps). Rows at the same segment
 // count sit a little apart (a one-column sweep spreads them across the axis); the key is under the
 // plot; the y axis reaches above every error bar.
-std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title);
+// The size of a line figure and its text, as placed in a paper (rmt plot --size, --font-size):
+// the default is one column of a two-column paper at 8 pt. The report's figures (kReportFigure)
+// are for a screen: 900 x 640 px with 12 px text, as they were drawn before these sizes. PDF and EPS are drawn at that size; SVG at 72 px an inch; PNG at
+// 150 px an inch, text and lines scaled with it, so each reads at font_pt when shown at the size.
+struct FigureSize {
+  double width_in = 3.4, height_in = 3.0, font_pt = 8;
+};
+inline constexpr FigureSize kReportFigure{6.0, 640.0 / 150, 12.0 * 72 / 150};
+// "W,H" in inches (each in (0, 40]) as --size reads it; fails naming the value.
+FigureSize parse_figure_size(const std::string& text, double font_pt);
+std::string gnuplot_script(const Pivot& pivot, const std::string& out, const std::string& title,
+                           const FigureSize& size = {});
 // A gnuplot double-quoted string.
 std::string gnuplot_string(const std::string& s);
 // The figure format of an output file from its ending: svg, png, pdf or eps; other endings fail
@@ -125,8 +136,8 @@ std::string figure_format(const std::string& out);
 // `font` ("enhanced font 'Helvetica,13'"). PDF and EPS use cairo's terminals: the script first
 // stops, naming the missing terminal, where this gnuplot lacks it.
 std::string gnuplot_terminal(const std::string& format, int width_px, int height_px, const std::string& font);
-// The terminal lines for an output file (figure_format of its ending), at the figures' size.
-std::string plot_terminal(const std::string& out);
+// The terminal lines for an output file (figure_format of its ending), at `size`.
+std::string plot_terminal(const std::string& out, const FigureSize& size = {});
 // The key of every line plot: under the plot, entries side by side.
 std::string plot_key_line();
 // A light grey grid, the same in every format (gnuplot's default is black dots in PDF).

@@ -14,6 +14,9 @@ std::vector<std::pair<std::string, std::string>> lengths_parts(const Pivot& pivo
 
 // The metric in words, for the table's caption and the plot's axis.
 std::string metric_caption(const std::string& metric);
+// The same, short enough for a figure's axis at a column's width ("test accuracy, teacher-forced");
+// the caption under the figure says the rest.
+std::string metric_axis_label(const std::string& metric);
 // Accuracies and rates (acc_*, exact_match*, solve_rate*) lie in [0, 1]; a loss or bpc does not.
 bool metric_is_fraction(const std::string& metric);
 
