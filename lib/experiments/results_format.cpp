@@ -122,25 +122,41 @@ bool metric_is_fraction(const std::string& metric) {
   return false;
 }
 
+namespace {
+
+// Each metric's name on a figure's axis and in a table's caption.
+struct MetricNames {
+  const char* metric;
+  const char* axis;
+  const char* caption;  // nullptr: "test " + the metric
+};
+constexpr MetricNames kMetricNames[] = {
+    {"acc_teacher_forced", "accuracy (teacher-forced)", "test answer accuracy, teacher-forced"},
+    {"acc_free_running", "accuracy (free-running)", "test answer accuracy, free-running (greedy decoding)"},
+    {"exact_match", "exact match", "test exact match (every answer position right, greedy decoding)"},
+    {"exact_match_teacher_forced", "exact match (teacher-forced)", nullptr},
+    {"solve_rate", "solve rate", "test solve rate (whole answer right, greedy decoding)"},
+    {"solve_rate_teacher_forced", "solve rate (teacher-forced)",
+     "test solve rate, teacher-forced (answer right given the true text before it)"},
+    {"bpc", "bits per character", "test bits per character (language model, every position scored)"},
+};
+
+const MetricNames* metric_names(const std::string& metric) {
+  for (const MetricNames& m : kMetricNames)
+    if (metric == m.metric) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
 std::string metric_axis_label(const std::string& metric) {
-  if (metric == "acc_teacher_forced") return "accuracy (teacher-forced)";
-  if (metric == "acc_free_running") return "accuracy (free-running)";
-  if (metric == "exact_match") return "exact match";
-  if (metric == "exact_match_teacher_forced") return "exact match (teacher-forced)";
-  if (metric == "solve_rate") return "solve rate";
-  if (metric == "solve_rate_teacher_forced") return "solve rate (teacher-forced)";
-  if (metric == "bpc") return "bits per character";
-  return metric;
+  const MetricNames* m = metric_names(metric);
+  return m ? m->axis : metric;
 }
 
 std::string metric_caption(const std::string& metric) {
-  if (metric == "acc_teacher_forced") return "test answer accuracy, teacher-forced";
-  if (metric == "acc_free_running") return "test answer accuracy, free-running (greedy decoding)";
-  if (metric == "exact_match") return "test exact match (every answer position right, greedy decoding)";
-  if (metric == "solve_rate") return "test solve rate (whole answer right, greedy decoding)";
-  if (metric == "solve_rate_teacher_forced") return "test solve rate, teacher-forced (answer right given the true text before it)";
-  if (metric == "bpc") return "test bits per character (language model, every position scored)";
-  return "test " + metric;
+  const MetricNames* m = metric_names(metric);
+  return m && m->caption ? m->caption : "test " + metric;
 }
 
 }  // namespace results_table_internal

@@ -64,7 +64,7 @@ std::vector<EvalJob> eval_jobs(const SweepPlan& plan, bool generate) {
       jobs.push_back({&run, dir, fmt::format("x{}", k), k, evals / fmt::format("x{}.json", k)});
     }
     for (const std::string& dir : eval.data) {
-      if (generate && !fs::exists(fs::path(dir) / "meta.yaml") && !fs::is_directory(dir))
+      if (generate && !fs::is_directory(dir))
         fail("{}: eval.data: {} does not exist (a dataset of the runs' task: rmt generate, rmt data import)",
              plan.spec.path, dir);
       // The kept file's name: the dataset's own name and a hash of its path and meta.yaml (which
@@ -151,7 +151,7 @@ void run_sweep_evaluations(const SweepPlan& plan, int jobs, bool quiet) {
   std::vector<LengthEvalJob> work;
   for (const EvalJob& job : all)
     work.push_back({job.run, 0, job.data_dir, job.kept, plan.spec.eval->segment_length});
-  const size_t pending = pending_evaluations(plan);
+  const size_t pending = size_t(std::count_if(all.begin(), all.end(), [](const EvalJob& j) { return !fs::exists(j.kept); }));
   if (!quiet && pending > 0)
     fmt::print(stderr, "sweep {}: {} evaluations at other lengths ({} kept), {} at a time, one thread each\n",
                plan.spec.name, pending, all.size() - pending, std::max(1, jobs));
